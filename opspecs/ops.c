@@ -1,0 +1,152 @@
+/* ops.c - the operator and parameter tables, name lookup, the digest. */
+#include "ops.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define P0 {0}
+#define NOP 0, {0}, {0}
+
+const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
+    [OP_MATMUL] = {"matmul", 2, NOP, 0, "MatMul"},
+    [OP_CONV2D] = {"conv2d", 2, 4, {PK_STRIDE, PK_PAD, PK_ACT, PK_GROUPS},
+                   {"stride", "pad", "act", "groups"}, 0, "Conv"},
+    [OP_EWADD] = {"ewadd", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Add"},
+    [OP_EWMUL] = {"ewmul", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Mul"},
+    [OP_SMUL] = {"smul", 2, NOP, 0, "Mul"},
+    [OP_RELU] = {"relu", 1, NOP, OPF_ELEMENTWISE, "Relu"},
+    [OP_AVGPOOL] = {"avgpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
+                    {"kernel", "stride", "pad"}, 0, "AveragePool"},
+    [OP_MAXPOOL] = {"maxpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
+                    {"kernel", "stride", "pad"}, 0, "MaxPool"},
+    [OP_CONCAT] = {"concat", 2, 1, {PK_AXIS}, {"axis"}, 0, "Concat"},
+    [OP_SPLIT0] = {"split0", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split"},
+    [OP_SPLIT1] = {"split1", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split"},
+    [OP_TRANSPOSE] = {"transpose", 1, NOP, 0, "Transpose"},
+    [OP_ENLARGE] = {"enlarge", 1, 1, {PK_KERNEL}, {"kernel"}, 0, "Pad"},
+    [OP_IMM] = {"imm", 1, NOP, OPF_CONST, "(initializer)"},
+    [OP_ICONV] = {"iconv", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)"},
+    [OP_POOLK] = {"poolk", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)"},
+    [OP_ONES] = {"ones", 1, NOP, OPF_CONST, "(initializer)"},
+};
+static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,
+              "ops_table needs one entry per operator");
+
+static const int32_t axis_dom[] = {0, 1, 2, 3};
+static const int32_t stride_dom[] = {1, 2};
+static const int32_t pad_dom[] = {OPS_PAD_SAME, OPS_PAD_VALID};
+static const int32_t act_dom[] = {OPS_ACT_NONE, OPS_ACT_RELU};
+static const int32_t kernel_dom[] = {OPS_KERNEL(1, 1), OPS_KERNEL(3, 3),
+                                     OPS_KERNEL(1, 3), OPS_KERNEL(3, 1)};
+static const int32_t groups_dom[] = {1, 2};
+static const int32_t size_dom[] = {1, 2, 3};
+
+#define DOM(a) a, (int)(sizeof a / sizeof a[0])
+const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
+    [PK_AXIS] = {"axis", DOM(axis_dom)},
+    [PK_STRIDE] = {"stride", DOM(stride_dom)},
+    [PK_PAD] = {"pad", DOM(pad_dom)},
+    [PK_ACT] = {"act", DOM(act_dom)},
+    [PK_KERNEL] = {"kernel", DOM(kernel_dom)},
+    [PK_GROUPS] = {"groups", DOM(groups_dom)},
+    [PK_SIZE] = {"size", DOM(size_dom)},
+};
+static_assert(sizeof ops_pkind_table / sizeof ops_pkind_table[0] == PK_COUNT,
+              "ops_pkind_table needs one entry per parameter kind");
+
+ops_op ops_by_name(const char *name) {
+    for (int i = 0; i < OP_COUNT; i++)
+        if (strcmp(ops_table[i].name, name) == 0) return (ops_op)i;
+    return OP_COUNT;
+}
+
+const char *ops_param_str(ops_pkind kind, int32_t v, char *buf) {
+    switch (kind) {
+    case PK_PAD:
+        if (v == OPS_PAD_SAME) return strcpy(buf, "SAME");
+        if (v == OPS_PAD_VALID) return strcpy(buf, "VALID");
+        break;
+    case PK_ACT:
+        if (v == OPS_ACT_NONE) return strcpy(buf, "NONE");
+        if (v == OPS_ACT_RELU) return strcpy(buf, "RELU");
+        break;
+    case PK_KERNEL:
+        snprintf(buf, 16, "%dx%d", (int)OPS_KERNEL_H(v), (int)OPS_KERNEL_W(v));
+        return buf;
+    case PK_AXIS:
+    case PK_STRIDE:
+    case PK_GROUPS:
+    case PK_SIZE:
+    case PK_COUNT:
+        break;
+    }
+    snprintf(buf, 16, "%d", (int)v);
+    return buf;
+}
+
+/* A decimal in [1, 65536] (0 allowed for axes); rejects signs and junk. */
+static int parse_small_int(const char *s, int32_t lo, int32_t *v) {
+    char *end;
+    if (*s < '0' || *s > '9') return -1;
+    long n = strtol(s, &end, 10);
+    if (*end || n < lo || n > 65536) return -1;
+    *v = (int32_t)n;
+    return 0;
+}
+
+ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *v) {
+    int32_t kh, kw;
+    char digits[16];
+    switch (kind) {
+    case PK_PAD:
+        if (strcmp(s, "SAME") == 0) { *v = OPS_PAD_SAME; return OPS_OK; }
+        if (strcmp(s, "VALID") == 0) { *v = OPS_PAD_VALID; return OPS_OK; }
+        return OPS_EPARAM;
+    case PK_ACT:
+        if (strcmp(s, "NONE") == 0) { *v = OPS_ACT_NONE; return OPS_OK; }
+        if (strcmp(s, "RELU") == 0) { *v = OPS_ACT_RELU; return OPS_OK; }
+        return OPS_EPARAM;
+    case PK_KERNEL:
+        /* "KHxKW", two plain decimals: no signs, spaces or leftovers */
+        if (strlen(s) >= sizeof digits || !strchr(s, 'x')) return OPS_EPARAM;
+        strcpy(digits, s);
+        *strchr(digits, 'x') = 0;
+        if (parse_small_int(digits, 1, &kh) || parse_small_int(strchr(s, 'x') + 1, 1, &kw) ||
+            kh > 255 || kw > 255)
+            return OPS_EPARAM;
+        *v = OPS_KERNEL(kh, kw);
+        return OPS_OK;
+    case PK_AXIS:
+        return parse_small_int(s, 0, v) || *v >= TEN_MAX_RANK ? OPS_EPARAM : OPS_OK;
+    case PK_STRIDE:
+    case PK_GROUPS:
+    case PK_SIZE:
+        return parse_small_int(s, 1, v) ? OPS_EPARAM : OPS_OK;
+    case PK_COUNT:
+        break;
+    }
+    return OPS_EPARAM;
+}
+
+void ops_digest(uint8_t out[16]) {
+    /* Canonical text: version, then per operator its name, arity, flags and
+     * parameter kinds. Anything a rule's meaning depends on belongs here. */
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "opspecs v%d;", OPS_SEMANTICS_VERSION);
+    for (int i = 0; i < OP_COUNT; i++) {
+        const ops_info *o = &ops_table[i];
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s/%d/%u", o->name,
+                              o->arity, o->flags);
+        for (int k = 0; k < o->n_params; k++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, ",%s",
+                                  ops_pkind_table[o->pkind[k]].name);
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ";");
+    }
+    assert(n < sizeof buf);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(buf, n));
+    memcpy(out, c.digest, 16);
+}

@@ -1,0 +1,156 @@
+/* ops.h - the operator table: one enum shared by synth, prove and engine.
+ *
+ * Every per-operator fact lives in an array indexed by ops_op (ORDER OP):
+ * name, arity, parameters and their kinds, flags, the ONNX ops it maps to.
+ * Shape rules (ops_infer_shape, shape.c) and the exact reference semantics
+ * over integers modulo 2^61-1 (ops_eval, sem.c) switch on the same enum
+ * without a default case, so adding an operator makes the compiler list
+ * every place to update.
+ *
+ * Example: the shape and value of relu(conv2d(x, w)) with stride 1, SAME
+ * padding and no fused activation:
+ *
+ *     int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+ *     ten_shape in[2] = {x.shape, w.shape}, out;
+ *     char err[OPS_ERRLEN];
+ *     if (ops_infer_shape(OP_CONV2D, p, in, &out, err) != OPS_OK)
+ *         fprintf(stderr, "%s\n", err);
+ *
+ * Conventions that make the axioms hold exactly (see DESIGN.md):
+ * - tensors are row-major; activations are NCHW, conv weights OIHW with
+ *   I = C / groups;
+ * - SAME padding is centred: pad_begin = (k-1)/2 and out = ceil(H/s), so a
+ *   1x1 kernel and its enlarged 3x3 version look at the same centre for
+ *   every stride (ONNX's SAME_UPPER does not have that property);
+ * - avg pool divides by kh*kw, padding included;
+ * - constants (imm, iconv, poolk, ones) take one "reference" input whose
+ *   shape, never its values, fixes their own shape;
+ * - split0/split1 carry their split point as an explicit size parameter.
+ */
+#ifndef OPS_H
+#define OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+/* Bump when any operator's meaning changes: it is part of the digest, so
+ * every ruledb made before the change is refused. */
+#define OPS_SEMANTICS_VERSION 1
+
+#define OPS_MAX_ARITY 2
+#define OPS_MAX_PARAMS 4
+#define OPS_ERRLEN 160
+
+typedef enum { /* ORDER OP */
+    OP_MATMUL,    /* [m,k] x [k,n] -> [m,n] */
+    OP_CONV2D,    /* (stride, pad, act, groups; x NCHW, w OIHW) */
+    OP_EWADD,     /* x + y, same shapes */
+    OP_EWMUL,     /* x * y, same shapes */
+    OP_SMUL,      /* x * s, s a rank-0 scalar tensor */
+    OP_RELU,      /* elementwise: v if v is "non-negative" (v <= (p-1)/2) else 0 */
+    OP_AVGPOOL,   /* (kernel, stride, pad; x NCHW) */
+    OP_MAXPOOL,   /* (kernel, stride, pad; x NCHW), max over in-bounds cells */
+    OP_CONCAT,    /* (axis; x, y) */
+    OP_SPLIT0,    /* (axis, size; x): the first `size` slices along axis */
+    OP_SPLIT1,    /* (axis, size; x): the rest */
+    OP_TRANSPOSE, /* rank 2: [m,n] -> [n,m] */
+    OP_ENLARGE,   /* (kernel; w OIHW): zero-pad kh x kw to the kernel size, centred */
+    OP_IMM,       /* (; ref [m,n]): identity matrix [n,n] */
+    OP_ICONV,     /* (kernel; ref NCHW): identity conv kernel [C,C,kh,kw] */
+    OP_POOLK,     /* (kernel; ref NCHW): avg-pool kernel [C,C,kh,kw], 1/(kh*kw) on o==i */
+    OP_ONES,      /* (; ref): all ones, the shape of ref */
+    OP_COUNT
+} ops_op;
+
+/* Parameter kinds; each has a value domain used by synth and by the
+ * axiom checks (ops_pkind_domain). */
+typedef enum { /* ORDER PKIND */
+    PK_AXIS,   /* 0..rank-1 */
+    PK_STRIDE, /* 1 or 2, both spatial dims */
+    PK_PAD,    /* OPS_PAD_SAME or OPS_PAD_VALID */
+    PK_ACT,    /* OPS_ACT_NONE or OPS_ACT_RELU */
+    PK_KERNEL, /* OPS_KERNEL(kh, kw) */
+    PK_GROUPS, /* conv groups, divides C and O */
+    PK_SIZE,   /* a split point, bound from shapes */
+    PK_COUNT
+} ops_pkind;
+
+enum { OPS_PAD_SAME = 0, OPS_PAD_VALID = 1 };
+enum { OPS_ACT_NONE = 0, OPS_ACT_RELU = 1 };
+
+/* A kernel size packed in one parameter: kh in the high byte. */
+#define OPS_KERNEL(kh, kw) (((kh) << 8) | (kw))
+#define OPS_KERNEL_H(k) ((k) >> 8)
+#define OPS_KERNEL_W(k) ((k) & 0xff)
+
+/* Operator flags. */
+#define OPF_CONST 1u       /* reads only the shape of its input */
+#define OPF_ELEMENTWISE 2u /* output cell i depends on input cells i only */
+#define OPF_COMMUTATIVE 4u /* f(x, y) == f(y, x) */
+
+typedef struct {
+    const char *name;                   /* as written in axioms and ruledb dumps */
+    int arity;                          /* tensor inputs */
+    int n_params;
+    ops_pkind pkind[OPS_MAX_PARAMS];
+    const char *pname[OPS_MAX_PARAMS];
+    unsigned flags;
+    const char *onnx;                   /* the ONNX op(s) it maps to */
+} ops_info;
+
+extern const ops_info ops_table[OP_COUNT];
+
+typedef struct {
+    const char *name;
+    const int32_t *values;  /* the domain synth enumerates and tests sample */
+    int n_values;
+} ops_pkind_info;
+
+extern const ops_pkind_info ops_pkind_table[PK_COUNT];
+
+/* Status codes; OPS_OK is 0. */
+typedef enum {
+    OPS_OK = 0,
+    OPS_ESHAPE,  /* input shapes invalid for the operator */
+    OPS_EPARAM,  /* a parameter outside its domain */
+    OPS_ENOMEM
+} ops_status;
+
+/* Look an operator up by name.
+ * @return the operator, or OP_COUNT when the name is unknown. */
+ops_op ops_by_name(const char *name);
+
+/* Render a parameter value for humans and for the axiom syntax:
+ * "SAME", "RELU", "3x1", or the decimal number.
+ * @pre buf has at least 16 bytes. @return buf */
+const char *ops_param_str(ops_pkind kind, int32_t value, char *buf);
+
+/* Parse what ops_param_str writes. @return OPS_OK or OPS_EPARAM */
+ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *value);
+
+/* The digest of the operator table and OPS_SEMANTICS_VERSION: XXH3-128 of
+ * a canonical description, big-endian. A ruledb records it; a reader
+ * refuses a file whose digest differs. Parameter domains are left out:
+ * widening one changes no rule's meaning. */
+void ops_digest(uint8_t out[16]);
+
+/* Shape function (shape.c).
+ * @pre param has ops_table[op].n_params meaningful entries, in has arity
+ *      entries.
+ * @return OPS_OK and *out set; or OPS_ESHAPE / OPS_EPARAM with a one-line
+ *         message in err (names the operator and the offending dims). */
+ops_status ops_infer_shape(ops_op op, const int32_t *param,
+                           const ten_shape *in, ten_shape *out,
+                           char err[OPS_ERRLEN]);
+
+/* Reference semantics (sem.c): exact arithmetic modulo MP_P.
+ * @pre ops_infer_shape succeeded for these inputs and out->shape is its
+ *      result; out->data has ten_numel(&out->shape) cells and overlaps no
+ *      input's data.
+ * @return OPS_OK, or OPS_ENOMEM if scratch space could not be allocated. */
+ops_status ops_eval(ops_op op, const int32_t *param,
+                    const ten *const *in, ten *out);
+
+#endif
