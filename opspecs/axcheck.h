@@ -7,7 +7,9 @@
  * from a small finite candidate set: rank 0, rank 2 with dims 1..4, rank 4
  * with dims 1..4 x 1..4 x 1..5 x 1..5. Shapes are found by a randomised
  * backtracking search that visits tensor variables in order of first
- * occurrence and prunes as soon as a subterm whose variables are all bound
+ * occurrence, tries each one's candidates in a random order that draws the
+ * rank first (weights 1:2:3 for ranks 0, 2, 4, so the lone scalar comes up early),
+ * and prunes as soon as a subterm whose variables are all bound
  * fails ops_infer_shape (a `(dim A T)` term takes its value from T's
  * shape). Each attempt has a node budget; a failed attempt retries with
  * fresh random choices. An instance is well shaped when both sides infer;
@@ -24,7 +26,7 @@
  *     for (int i = 0; i < s.n_axioms; i++)
  *         if (axc_check(&s, i, 20, 42, &r) != AXC_OK)
  *             fprintf(stderr, "%s\n", r.msg);
- *             // "opspecs/axioms.ax:12: axiom ewadd-assoc: mismatch on
+ *             // "opspecs/axioms.ax:12: axiom ewadd-assoc: sides differ on
  *             //  x=[2,3] y=[2,3] z=[2,3]"
  *     ax_free(&s);
  */
@@ -39,6 +41,8 @@
 #define AXC_MSGLEN 768       /* full message */
 #define AXC_NODE_BUDGET 20000 /* shape candidates tried per search attempt */
 #define AXC_ATTEMPTS 20      /* search attempts per wanted instance */
+#define AXC_MAX_CELLS (1 << 20) /* a bigger intermediate counts as ill-shaped, so a
+                                   nest of concats cannot exhaust memory */
 
 typedef enum {
     AXC_OK = 0,

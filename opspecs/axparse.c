@@ -2,6 +2,7 @@
  * conversion of each top-level form into terms (syntax in axparse.h). */
 #include "axparse.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,10 +190,12 @@ static int is_ident(const char *s, char extra) {
     return 1;
 }
 
-static int child(const ax_parser *p, const sx_node *list, int i) {
+/* Element i of a list. @pre i < list->n (callers check the length). */
+static const sx_node *kid(const ax_parser *p, const sx_node *list, int i) {
     int c = list->first;
     while (c >= 0 && i-- > 0) c = p->node[c].next;
-    return c;
+    assert(c >= 0);
+    return &p->node[c < 0 ? 0 : c]; /* the clamp keeps -O2 bounds analysis quiet */
 }
 
 const char *ax_sort_name(int sort) {
@@ -245,7 +248,7 @@ static int push_term(ax_parser *p, const sx_node *at, const ax_term *t, int *id)
 
 /* ---- terms -------------------------------------------------------------- */
 
-static int conv_term(ax_parser *p, int nid, int want, int *id);
+static int conv_term(ax_parser *p, const sx_node *n, int want, int *id);
 
 static int conv_var(ax_parser *p, const sx_node *n, const char *name, int want,
                     int *id) {
@@ -278,9 +281,9 @@ static int conv_atom(ax_parser *p, const sx_node *n, int want, int *id) {
 
 /* Convert the elements after the head of list n into t->arg, one sort each. */
 static int conv_args(ax_parser *p, const sx_node *n, const int *sorts, ax_term *t) {
-    int c = p->node[n->first].next, rc;
-    for (int i = 0; i < t->n_args; i++, c = p->node[c].next) {
-        if ((rc = conv_term(p, c, sorts[i], &t->arg[i])) != AX_OK)
+    int rc;
+    for (int i = 0; i < t->n_args; i++) {
+        if ((rc = conv_term(p, kid(p, n, i + 1), sorts[i], &t->arg[i])) != AX_OK)
             return rc;
         t->vars |= p->set->term[t->arg[i]].vars;
     }
@@ -322,14 +325,13 @@ static int conv_app(ax_parser *p, const sx_node *n, const char *name, int want,
 }
 
 /* Nesting is bounded by the reader (AX_MAX_DEPTH), so is this recursion. */
-static int conv_term(ax_parser *p, int nid, int want, int *id) {
-    const sx_node *n = &p->node[nid];
+static int conv_term(ax_parser *p, const sx_node *n, int want, int *id) {
     char head[AX_MAX_NAME + 1];
     if (n->type == SX_STRING)
         return fail(p, AX_ESYNTAX, n->line, n->col, "unexpected string");
     if (n->type == SX_ATOM) return conv_atom(p, n, want, id);
     if (n->n == 0) return fail(p, AX_ESYNTAX, n->line, n->col, "empty list");
-    const sx_node *h = &p->node[n->first];
+    const sx_node *h = kid(p, n, 0);
     if (h->type != SX_ATOM)
         return fail(p, AX_ESYNTAX, h->line, h->col, "expected an operator name");
     if (is_atom(p, h, "dim")) return conv_dim(p, n, want, id);
@@ -341,11 +343,11 @@ static int conv_term(ax_parser *p, int nid, int want, int *id) {
 static int conv_decl(ax_parser *p, const sx_node *d) {
     ax_axiom *a = p->ax;
     char name[AX_MAX_NAME + 1], sort[AX_MAX_NAME + 1];
-    if (d->type != SX_LIST || d->n != 2 || p->node[d->first].type != SX_ATOM ||
-        p->node[child(p, d, 1)].type != SX_ATOM)
+    if (d->type != SX_LIST || d->n != 2 || kid(p, d, 0)->type != SX_ATOM ||
+        kid(p, d, 1)->type != SX_ATOM)
         return fail(p, AX_ESYNTAX, d->line, d->col,
                     "expected a declaration (NAME SORT)");
-    const sx_node *nn = &p->node[d->first], *sn = &p->node[child(p, d, 1)];
+    const sx_node *nn = kid(p, d, 0), *sn = kid(p, d, 1);
     if (!is_ident(atom_text(p, nn, name), '_'))
         return fail(p, AX_ESYNTAX, nn->line, nn->col,
                     "bad variable name '%s' (want [a-z][a-z0-9_]*)", name);
@@ -360,8 +362,7 @@ static int conv_decl(ax_parser *p, const sx_node *d) {
     return AX_OK;
 }
 
-static int conv_decls(ax_parser *p, int lid) {
-    const sx_node *l = &p->node[lid];
+static int conv_decls(ax_parser *p, const sx_node *l) {
     int rc;
     if (l->type != SX_LIST)
         return fail(p, AX_ESYNTAX, l->line, l->col,
@@ -374,7 +375,7 @@ static int conv_decls(ax_parser *p, int lid) {
 static int conv_header(ax_parser *p, const sx_node *form) {
     ax_axiom *a = p->ax;
     char name[AX_MAX_NAME + 1];
-    const sx_node *nn = &p->node[child(p, form, 1)], *cn = &p->node[child(p, form, 2)];
+    const sx_node *nn = kid(p, form, 1), *cn = kid(p, form, 2);
     if (nn->type != SX_ATOM || !is_ident(atom_text(p, nn, name), '-'))
         return fail(p, AX_ESYNTAX, nn->line, nn->col,
                     "expected a kebab-case axiom name");
@@ -401,7 +402,7 @@ static int conv_header(ax_parser *p, const sx_node *form) {
 static int check_used(ax_parser *p, const sx_node *decls) {
     for (int i = 0; i < p->ax->n_vars; i++) {
         if (p->used & (1u << i)) continue;
-        const sx_node *d = &p->node[child(p, decls, i)];
+        const sx_node *d = kid(p, decls, i);
         return fail(p, AX_ESYNTAX, d->line, d->col, "unused variable '%s'",
                     p->ax->var[i].name);
     }
@@ -413,26 +414,26 @@ static int conv_axiom(ax_parser *p, const sx_node *form) {
                                        "the variable list", "the left-hand side",
                                        "the right-hand side"};
     int rc;
-    if (form->n == 0 || !is_atom(p, &p->node[form->first], "axiom"))
+    if (form->n == 0 || !is_atom(p, kid(p, form, 0), "axiom"))
         return fail(p, AX_ESYNTAX, form->line, form->col, "expected (axiom ...)");
     if (form->n < 6)
         return fail(p, AX_ESYNTAX, form->line, form->col, "incomplete axiom: missing %s",
                     part[form->n]);
     if (form->n > 6) {
-        const sx_node *x = &p->node[child(p, form, 6)];
+        const sx_node *x = kid(p, form, 6);
         return fail(p, AX_ESYNTAX, x->line, x->col,
                     "unexpected element after the right-hand side");
     }
     p->ax->line = form->line;
     p->ax->first_term = p->set->n_terms;
     if ((rc = conv_header(p, form)) != AX_OK) return rc;
-    if ((rc = conv_decls(p, child(p, form, 3))) != AX_OK) return rc;
-    if ((rc = conv_term(p, child(p, form, 4), AX_SORT_TENSOR, &p->ax->lhs)) != AX_OK)
+    if ((rc = conv_decls(p, kid(p, form, 3))) != AX_OK) return rc;
+    if ((rc = conv_term(p, kid(p, form, 4), AX_SORT_TENSOR, &p->ax->lhs)) != AX_OK)
         return rc;
-    if ((rc = conv_term(p, child(p, form, 5), AX_SORT_TENSOR, &p->ax->rhs)) != AX_OK)
+    if ((rc = conv_term(p, kid(p, form, 5), AX_SORT_TENSOR, &p->ax->rhs)) != AX_OK)
         return rc;
     p->ax->end_term = p->set->n_terms;
-    return check_used(p, &p->node[child(p, form, 3)]);
+    return check_used(p, kid(p, form, 3));
 }
 
 /* Read and convert the next top-level form. @pre not at end. */
@@ -462,13 +463,17 @@ int ax_parse_string(const char *text, size_t len, const char *fname, ax_set *out
     int rc = AX_OK;
     memset(out, 0, sizeof *out);
     snprintf(out->file, sizeof out->file, "%s", fname);
-    ax_parser *p = malloc(sizeof *p);
+    ax_parser *p = calloc(1, sizeof *p); /* ~80 KB of nodes: not on the stack */
     if (!p) {
         snprintf(err, AX_ERRLEN, "%s: out of memory", fname);
         return AX_ENOMEM;
     }
-    *p = (ax_parser){.text = text, .len = len, .line = 1, .col = 1,
-                     .fname = out->file, .err = err, .set = out};
+    p->text = text;
+    p->len = len;
+    p->line = p->col = 1;
+    p->fname = out->file;
+    p->err = err;
+    p->set = out;
     for (skip_space(p); rc == AX_OK && !at_end(p); skip_space(p))
         rc = parse_form(p);
     free(p);

@@ -29,7 +29,7 @@ const char *mpr_strerror(mpr_status s) {
     switch (s) {
     case MPR_OK: return "ok";
     case MPR_ETRUNC: return "truncated";
-    case MPR_ECOUNT: return "a length or count exceeds the bytes left";
+    case MPR_ECOUNT: return "truncated or corrupt: a length or count exceeds the bytes left";
     case MPR_ETYPE: return "unexpected type";
     case MPR_ERANGE: return "value out of range";
     case MPR_EBAD: return "invalid msgpack byte";
