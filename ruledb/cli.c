@@ -73,13 +73,18 @@ static void print_histogram(FILE *out, const rdb_file *f) {
             count_ops(&f->classes[i].members[m], hist);
     fprintf(out, "op histogram:\n");
     for (int op = 0; op < OP_COUNT; op++)
-        if (hist[op]) fprintf(out, "  %-10s %llu\n", ops_table[op].name, (unsigned long long)hist[op]);
+        if (hist[op])
+            fprintf(out, "  %-10s %llu\n", ops_table[op].name, (unsigned long long)hist[op]);
 }
 
 static void print_shard(FILE *out, const rdb_generator *g) {
     fprintf(out, "shard:      ");
     if (g->shard_count == 0) {
         fprintf(out, "unknown (merged from different shardings)\n");
+        return;
+    }
+    if (g->shard_count == 1 && g->shard_have == 1) {
+        fprintf(out, "unsharded\n");
         return;
     }
     const char *sep = "";
@@ -97,7 +102,7 @@ static void print_generator(FILE *out, const rdb_generator *g) {
             (unsigned long long)g->seed);
     for (int op = 0; op < OP_COUNT; op++)
         if (g->ops >> op & 1) fprintf(out, " %s", ops_table[op].name);
-    fprintf(out, "\n");
+    fprintf(out, "%s\n", g->ops ? "" : " (not recorded)");
     print_shard(out, g);
     fprintf(out, "counts:     graphs %llu, classes %llu, proved %llu, failed %llu, pruned %llu\n",
             (unsigned long long)g->counts.graphs, (unsigned long long)g->counts.classes,
@@ -193,7 +198,8 @@ static int cmd_diff(const char *pa, const char *pb) {
         fprintf(stderr, "ruledb: diff: out of memory\n");
         goto cleanup;
     }
-    if (a->kind != b->kind) printf("kind: %s <> %s\n", rdb_kind_name(a->kind), rdb_kind_name(b->kind));
+    if (a->kind != b->kind)
+        printf("kind: %s <> %s\n", rdb_kind_name(a->kind), rdb_kind_name(b->kind));
     print_side(a, d.only_a, d.n_only_a, "< ");
     print_side(b, d.only_b, d.n_only_b, "> ");
     rc = d.n_only_a || d.n_only_b || a->kind != b->kind ? EXIT_DIFFER : EXIT_SAME;

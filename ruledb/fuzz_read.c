@@ -25,17 +25,28 @@ static void check_roundtrip(const rdb_file *f) {
     rdb_free(g);
 }
 
+/* merge must accept anything the reader accepts, and be idempotent on
+ * content once canonical: diff(m, merge(m, m)) is empty. */
+static void check_merge(const rdb_file *f) {
+    rdb_file *m = NULL, *mm = NULL;
+    rdb_delta d;
+    char err[RDB_ERRLEN];
+    if (rdb_merge(f, f, &m, err, sizeof err) != RDB_OK) abort();
+    if (rdb_validate(m, err, sizeof err) != RDB_OK) abort();
+    if (rdb_merge(m, m, &mm, err, sizeof err) != RDB_OK) abort();
+    if (rdb_diff(m, mm, &d) != RDB_OK || d.n_only_a || d.n_only_b) abort();
+    rdb_delta_free(&d);
+    rdb_free(m);
+    rdb_free(mm);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rdb_file *f = NULL;
     char err[RDB_ERRLEN];
     rdb_status rc = rdb_read_mem(data, size, &f, err, sizeof err);
     if (rc == RDB_OK) {
         check_roundtrip(f);
-        rdb_file *m = NULL;
-        /* merge must accept anything the reader accepts */
-        if (rdb_merge(f, f, &m, err, sizeof err) != RDB_OK) abort();
-        if (rdb_validate(m, err, sizeof err) != RDB_OK) abort();
-        rdb_free(m);
+        check_merge(f);
     } else if (f != NULL || err[0] == '\0') {
         abort(); /* an error must come with a message and no file */
     }

@@ -119,8 +119,9 @@ static rg_status resolve_params(const rg_graph *g, int j, const ten_shape *in,
     for (int k = 0; k < ops_table[g->node[j].op].n_params; k++)
         if (rg_param_value(g, j, k, in, &p[k]) != RG_OK) {
             int32_t v = g->node[j].param[k];
-            return fail(RG_ESHAPE, err, errlen, "node %d (%s): size (dim %d x%d) but x%d has rank %d",
-                        j, ops_table[g->node[j].op].name, RG_SYM_AXIS(v), RG_SYM_INPUT(v),
+            return fail(RG_ESHAPE, err, errlen,
+                        "node %d (%s): size (dim %d x%d) but x%d has rank %d", j,
+                        ops_table[g->node[j].op].name, RG_SYM_AXIS(v), RG_SYM_INPUT(v),
                         RG_SYM_INPUT(v), in[RG_SYM_INPUT(v)].rank);
         }
     return RG_OK;

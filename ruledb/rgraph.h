@@ -49,6 +49,8 @@
 #define RG_MAX_OUTPUTS 4
 #define RG_MAX_REFS (RG_MAX_INPUTS + RG_MAX_NODES)
 #define RG_ERRLEN 192
+/* Bytes of the longest canonical encoding (rg_encode). */
+#define RG_ENC_MAX (3 + RG_MAX_NODES * (1 + 4 * OPS_MAX_PARAMS + OPS_MAX_ARITY) + RG_MAX_OUTPUTS)
 
 /* A reference to a graph input or a node; see the header comment. */
 typedef uint8_t rg_ref;
@@ -146,7 +148,6 @@ rg_status rg_parse(const char *text, rg_graph *g, char *err, size_t errlen);
  * the sign bit flipped, so bytes order like numbers), refs; then outputs.
  * Smaller graphs sort first under memcmp.
  * @pre g valid. @return the number of bytes written. */
-#define RG_ENC_MAX (3 + RG_MAX_NODES * (1 + 4 * OPS_MAX_PARAMS + OPS_MAX_ARITY) + RG_MAX_OUTPUTS)
 size_t rg_encode(const rg_graph *g, uint8_t buf[RG_ENC_MAX]);
 
 /* A total order consistent with rg_equal (memcmp of rg_encode).

@@ -734,7 +734,8 @@ static rdb_status read_top(reader *r) {
     uint32_t n;
     size_t at = r->c.pos;
     if (mpr_map(&r->c, &n)) {
-        if (r->c.err == MPR_ETYPE) return rfail(r, RDB_ECORRUPT, at, "not a tasodb file (not a map)");
+        if (r->c.err == MPR_ETYPE)
+            return rfail(r, RDB_ECORRUPT, at, "not a tasodb file (not a map)");
         return cfail(r, "the top-level map");
     }
     if (n < 2) return rfail(r, RDB_ECORRUPT, at, "not a tasodb file (map of %u keys)", n);

@@ -146,7 +146,7 @@ typedef struct {
     uint32_t max_ops;
     uint64_t seed;
     uint32_t ops;         /* bit op set: that operator was enumerated */
-    uint32_t shard_count; /* 0 unknown, 1 unsharded */
+    uint32_t shard_count; /* 0 unknown, 1 unsharded; --shard K/N: N */
     uint64_t shard_have;  /* bit k set: shard k of shard_count included */
     struct { uint64_t graphs, classes, proved, failed, pruned; } counts;
     struct { uint64_t wall_ms, cpu_ms; } timings;
@@ -232,8 +232,9 @@ rdb_status rdb_validate(const rdb_file *f, char *err, size_t errlen);
 rdb_status rdb_read(const char *path, rdb_file **out, char *err, size_t errlen);
 
 /* rdb_read on a buffer (the fuzz target's entry); the message has no path.
- * Never reads outside buf[0..len-1]; allocates at most a small multiple of
- * len. @return as rdb_read. */
+ * Never reads outside buf[0..len-1]. Arrays grow as their elements are
+ * parsed, never from a claimed count, so memory stays within a small
+ * multiple of len (about 25x at worst). @return as rdb_read. */
 rdb_status rdb_read_mem(const uint8_t *buf, size_t len, rdb_file **out,
                         char *err, size_t errlen);
 
@@ -250,18 +251,21 @@ rdb_status rdb_write(const char *path, const rdb_file *f, char *err, size_t errl
 
 /* Merge two files of the same kind and digest into a new canonical file.
  * Candidates: classes sorted by fingerprint bytes; classes with identical
- * fingerprints become one whose members are the union (deduplicated with
- * rg_equal, sorted by rg_compare) and whose count is the sum. Rules: the
- * union sorted by (src, dst) under rg_compare; duplicates (same src and
- * dst) keep the best prover record (proved first, then fastest); ids
- * renumbered 0, 1, ... Generator: equal strings kept (else "mixed"),
- * max_ops max, seed kept when equal (else 0), ops and shards united, counts
- * and timings summed, notes united and sorted.
+ * fingerprints (and members with as many outputs) become one whose members
+ * are the union (deduplicated with rg_equal, sorted by rg_compare) and
+ * whose count is the sum. Rules: the union sorted by (src, dst) under
+ * rg_compare; duplicates (same src and dst) keep the best prover record
+ * (proved first, then fastest); ids renumbered 0, 1, ... Generator: equal
+ * strings kept (else "mixed"), max_ops max, seed kept when equal (else 0),
+ * ops and shards united (shard count 0 when the counts differ), counts and
+ * timings summed, notes united and sorted (first 16 kept).
  * So merge(a,b) and merge(b,a) are byte-identical, merging shards in any
- * order gives the same file, and merge(a,a) has a's rules (a's classes and
- * members, with counts doubled: a count is a number of graphs seen).
- * @return RDB_OK and *out; RDB_EINVAL (kinds differ), RDB_EDIGEST or
- *         RDB_ENOMEM with a message. */
+ * order or grouping gives the same file, and merge(a,a) has a's rules, or
+ * a's classes and members with counts doubled (a count is a number of
+ * graphs seen, and merging assumes the inputs saw different graphs).
+ * @pre a and b may be anything: they are validated first.
+ * @return RDB_OK and *out; RDB_EINVAL (an input invalid, or kinds differ),
+ *         RDB_EDIGEST or RDB_ENOMEM, with a message. */
 rdb_status rdb_merge(const rdb_file *a, const rdb_file *b, rdb_file **out,
                      char *err, size_t errlen);
 

@@ -60,7 +60,8 @@ static const rule_case rule_cases[] = {
      "(ewadd x0 (ewadd x1 (ewadd x2 (ewadd x3 (ewadd x4 (ewadd x5 (ewadd x6 x7)))))))",
      RDB_PROVED, 30},
     {"R11 shared subterm, symbolic size on axis 3",
-     "(ewmul (split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)) (split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)))",
+     "(ewmul (split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)) "
+     "(split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)))",
      "(smul (split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)) (imm x1))", RDB_REFUTED, UINT64_MAX},
 };
 #define N_RULE_CASES (sizeof rule_cases / sizeof rule_cases[0])
@@ -223,7 +224,8 @@ static void test_rg_text_roundtrip(void **state) {
             assert_int_equal(rg_validate(&g, NULL, 0), RG_OK);
             size_t n = rg_format(&g, buf, sizeof buf);
             assert_true(n < sizeof buf);
-            if (strcmp(buf, texts[s]) != 0) fail_msg("%s: '%s' != '%s'", rule_cases[i].id, buf, texts[s]);
+            if (strcmp(buf, texts[s]) != 0)
+                fail_msg("%s: '%s' != '%s'", rule_cases[i].id, buf, texts[s]);
             rg_graph h = parse_ok(buf);
             assert_true(rg_equal(&g, &h));
             assert_int_equal(rg_hash(&g), rg_hash(&h));
@@ -309,7 +311,10 @@ static void b_size0(rg_graph *g) { g->node[0].param[1] = 0; }
 static void b_sym_input(rg_graph *g) { g->node[0].param[1] = RG_SYM_SIZE(3, 0); }
 static void b_sym_min(rg_graph *g) { g->node[0].param[1] = INT32_MIN; }
 static void b_sym_axis_param(rg_graph *g) { g->node[0].param[0] = RG_SYM_SIZE(0, 0); }
-static void b_dead(rg_graph *g) { g->node[g->n_nodes].op = OP_RELU; g->node[g->n_nodes++].in[0] = RG_IN(0); }
+static void b_dead(rg_graph *g) { /* a second relu(x0) nobody uses */
+    g->node[g->n_nodes].op = OP_RELU;
+    g->node[g->n_nodes++].in[0] = RG_IN(0);
+}
 static void b_out_missing(rg_graph *g) { g->out[0] = RG_NODE(5); }
 static void b_out_input(rg_graph *g) { g->out[0] = RG_IN(3); }
 static void b_no_outputs(rg_graph *g) { g->n_outputs = 0; }
@@ -1114,7 +1119,8 @@ static void test_diff(void **state) {
     /* same rules in another order with other ids: no difference */
     rdb_file *rev = rdb_new(RDB_RULES);
     for (size_t i = a->n_rules; i-- > 0;)
-        assert_int_equal(rdb_add_rule(rev, &a->rules[i].src, &a->rules[i].dst, &a->rules[i].prover), RDB_OK);
+        assert_int_equal(
+            rdb_add_rule(rev, &a->rules[i].src, &a->rules[i].dst, &a->rules[i].prover), RDB_OK);
     assert_int_equal(rdb_diff(a, rev, &d), RDB_OK);
     assert_int_equal(d.n_only_a + d.n_only_b, 0);
     rdb_delta_free(&d);
