@@ -164,6 +164,12 @@ static void print_class(FILE *out, const char *prefix, size_t i, const rdb_class
             (unsigned long long)c->count, c->n_members);
     print_hex(out, c->fp, shown);
     fprintf(out, "%s (%zu values)\n", shown < c->fp_len ? "..." : "", c->fp_len / 8);
+    if (c->n_shapes) fprintf(out, "%s  inputs:", prefix);
+    for (int k = 0; k < c->n_shapes; k++) {
+        char buf[64];
+        fprintf(out, " x%d %s", k, ten_shape_str(&c->shapes[k], buf));
+    }
+    if (c->n_shapes) fprintf(out, "\n");
     for (size_t m = 0; m < c->n_members; m++) {
         fprintf(out, "%s  ", prefix);
         print_graph(out, &c->members[m]);

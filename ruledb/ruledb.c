@@ -195,10 +195,18 @@ static rdb_status check_class(const rdb_class *c, size_t i, char *err, size_t er
     if (c->count < c->n_members)
         return efmt(err, errlen, RDB_EINVAL, "classes[%zu].count: %llu below its %zu members",
                     i, (unsigned long long)c->count, c->n_members);
+    if (c->n_shapes < 0 || c->n_shapes > RG_MAX_INPUTS)
+        return efmt(err, errlen, RDB_EINVAL, "classes[%zu].shapes: %d shapes", i, c->n_shapes);
+    for (int k = 0; k < c->n_shapes; k++)
+        if (!ten_shape_valid(&c->shapes[k]))
+            return efmt(err, errlen, RDB_EINVAL, "classes[%zu].shapes[%d]: invalid shape", i, k);
     for (size_t m = 0; m < c->n_members; m++) {
         char where[64];
         snprintf(where, sizeof where, "classes[%zu].members[%zu]", i, m);
         if (check_graph(&c->members[m], where, err, errlen)) return RDB_EINVAL;
+        if (c->members[m].n_inputs > c->n_shapes)
+            return efmt(err, errlen, RDB_EINVAL, "%s: %d inputs but %d shapes", where,
+                        c->members[m].n_inputs, c->n_shapes);
         if (c->members[m].n_outputs != c->members[0].n_outputs)
             return efmt(err, errlen, RDB_EINVAL, "%s: %d outputs, members[0] has %d", where,
                         c->members[m].n_outputs, c->members[0].n_outputs);
@@ -535,7 +543,35 @@ static rdb_status read_rules(reader *r) {
 
 /* ---- classes ---- */
 
-static const char *const class_keys[] = {"fingerprint", "members", "count"};
+static const char *const class_keys[] = {"fingerprint", "members", "count", "shapes"};
+
+/* One SHAPE: 0..TEN_MAX_RANK dims; the range check is ten_shape_valid's. */
+static rdb_status read_shape(reader *r, ten_shape *s) {
+    uint32_t n;
+    size_t at = r->c.pos;
+    if (rd_array(r, &n, 0, TEN_MAX_RANK, "an array of dims")) return r->rc;
+    s->rank = (int)n;
+    for (uint32_t d = 0; d < n; d++) {
+        uint64_t v;
+        if (rd_uint(r, &v, TEN_MAX_DIM, "a dim")) return r->rc;
+        s->dim[d] = (int32_t)v;
+    }
+    if (!ten_shape_valid(s)) return rfail(r, RDB_ECORRUPT, at, "invalid shape");
+    return RDB_OK;
+}
+
+static rdb_status read_shapes(reader *r, rdb_class *c) {
+    uint32_t n;
+    if (rd_array(r, &n, 0, RG_MAX_INPUTS, "an array of shapes")) return r->rc;
+    for (uint32_t k = 0; k < n; k++) {
+        size_t old = enter(r, "[%u]", (unsigned)k);
+        rdb_status rc = read_shape(r, &c->shapes[k]);
+        leave(r, old);
+        if (rc) return rc;
+        c->n_shapes++;
+    }
+    return RDB_OK;
+}
 
 static rdb_status read_fingerprint(reader *r, rdb_class *c) {
     const uint8_t *p;
@@ -569,6 +605,7 @@ static rdb_status class_field(reader *r, int key, void *ctx) {
     switch (key) {
     case 0: return read_fingerprint(r, c);
     case 1: return read_members(r, c);
+    case 3: return read_shapes(r, c);
     default: return rd_uint(r, &c->count, UINT64_MAX, "a count");
     }
 }
@@ -584,7 +621,7 @@ static rdb_status read_classes(reader *r) {
         c = &f->classes[f->n_classes++]; /* counted now so rdb_free sees partial ones */
         memset(c, 0, sizeof *c);
         size_t old = enter(r, "[%u]", (unsigned)i);
-        rdb_status rc = read_map(r, class_keys, 3, 1, class_field, c);
+        rdb_status rc = read_map(r, class_keys, 4, 1, class_field, c);
         leave(r, old);
         if (rc) return rc;
     }
@@ -926,10 +963,16 @@ static int pk_rule(msgpack_packer *pk, const rdb_rule *r) {
 }
 
 static int pk_class(msgpack_packer *pk, const rdb_class *c) {
-    if (msgpack_pack_map(pk, 3) || pk_str(pk, "fingerprint") ||
+    if (msgpack_pack_map(pk, 4) || pk_str(pk, "fingerprint") ||
         msgpack_pack_bin(pk, c->fp_len) || msgpack_pack_bin_body(pk, c->fp, c->fp_len) ||
-        pk_str(pk, "members") || msgpack_pack_array(pk, c->n_members))
+        pk_str(pk, "shapes") || msgpack_pack_array(pk, (size_t)c->n_shapes))
         return -1;
+    for (int k = 0; k < c->n_shapes; k++) {
+        if (msgpack_pack_array(pk, (size_t)c->shapes[k].rank)) return -1;
+        for (int d = 0; d < c->shapes[k].rank; d++)
+            if (msgpack_pack_uint32(pk, (uint32_t)c->shapes[k].dim[d])) return -1;
+    }
+    if (pk_str(pk, "members") || msgpack_pack_array(pk, c->n_members)) return -1;
     for (size_t m = 0; m < c->n_members; m++)
         if (pk_graph(pk, &c->members[m])) return -1;
     return pk_kv_u64(pk, "count", c->count);
@@ -1116,13 +1159,22 @@ static int cmp_fp(const rdb_class *a, const rdb_class *b) {
     return (a->fp_len > b->fp_len) - (a->fp_len < b->fp_len);
 }
 
-/* Classes merge when fingerprints are byte-identical and the members have
- * as many outputs (the same bytes could split into outputs differently). */
+/* Classes merge when fingerprints are byte-identical, the members have as
+ * many outputs (the same bytes could split into outputs differently) and
+ * the input shapes agree. */
 static int cmp_class_key(const rdb_class *a, const rdb_class *b) {
     int c = cmp_fp(a, b);
     if (c) return c;
     int na = a->members[0].n_outputs, nb = b->members[0].n_outputs;
-    return (na > nb) - (na < nb);
+    if (na != nb) return (na > nb) - (na < nb);
+    if (a->n_shapes != b->n_shapes) return (a->n_shapes > b->n_shapes) - (a->n_shapes < b->n_shapes);
+    for (int k = 0; k < a->n_shapes; k++) {
+        const ten_shape *x = &a->shapes[k], *y = &b->shapes[k];
+        if (x->rank != y->rank) return (x->rank > y->rank) - (x->rank < y->rank);
+        for (int d = 0; d < x->rank; d++)
+            if (x->dim[d] != y->dim[d]) return (x->dim[d] > y->dim[d]) - (x->dim[d] < y->dim[d]);
+    }
+    return 0;
 }
 
 static int cmp_class_ptr(const void *x, const void *y) {
@@ -1146,6 +1198,8 @@ static rdb_status merge_group(rdb_file *o, const rdb_class *const *cl, size_t n)
     uint64_t count = 0;
     rdb_status rc = rdb_add_class(o, cl[0]->fp, cl[0]->fp_len, 0, &c);
     if (rc != RDB_OK) return rc;
+    c->n_shapes = cl[0]->n_shapes; /* equal in the group: part of the key */
+    memcpy(c->shapes, cl[0]->shapes, sizeof c->shapes);
     for (size_t i = 0; i < n; i++) {
         count = sat_add(count, cl[i]->count);
         for (size_t m = 0; m < cl[i]->n_members && rc == RDB_OK; m++)

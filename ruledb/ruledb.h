@@ -71,6 +71,10 @@
  *                        residues mod 2^61-1 as little-endian u64s,
  *                        outputs concatenated; nonzero multiple of 8
  *                        bytes, every value < 2^61-1
+ *   shapes     array     of SHAPE, at most 8: shapes[i] is the shape of
+ *                        input xi, the same variable in every member (a
+ *                        class's members are over one set of variables);
+ *                        at least as many as any member's inputs
  *   members    array     of GRAPH, at least one, all with the same number
  *                        of outputs
  *   count      uint      graphs seen in the class, >= number of members
@@ -88,6 +92,7 @@
  *   inputs     uint      number of graph inputs, 0..8
  *   nodes      array     of NODE, at most 8, in topological order
  *   outputs    array     of REF, 1..4
+ * SHAPE: an array of 0..4 uint dims, each 1..65536 (ten_shape_valid).
  * NODE: an array of exactly 3:
  *   [op: str (an ops_table name), params: array of int (exactly n_params
  *    of the operator), inputs: array of REF (exactly its arity)]
@@ -157,6 +162,8 @@ typedef struct {
 typedef struct {
     uint8_t *fp; /* fingerprint bytes (owned) */
     size_t fp_len;
+    int n_shapes;      /* input shapes, shared by all members */
+    ten_shape shapes[RG_MAX_INPUTS];
     rg_graph *members; /* owned, growable */
     size_t n_members, cap_members;
     uint64_t count;
@@ -212,8 +219,9 @@ void rdb_free(rdb_file *f);
 rdb_status rdb_add_rule(rdb_file *f, const rg_graph *src, const rg_graph *dst,
                         const rdb_prover *pv);
 
-/* Append a class with a copy of the fingerprint and no members; *out points
- * at it until the next rdb_add_class.
+/* Append a class with a copy of the fingerprint, no members and no input
+ * shapes (set c->n_shapes and c->shapes); *out points at it until the
+ * next rdb_add_class.
  * @pre f->kind == RDB_CANDIDATES. @return RDB_OK or RDB_ENOMEM */
 rdb_status rdb_add_class(rdb_file *f, const uint8_t *fp, size_t fp_len,
                          uint64_t count, rdb_class **out);

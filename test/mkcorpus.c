@@ -78,6 +78,9 @@ static rdb_file *make_candidates(void) {
             rg_graph g;
             if (parse(class_members[i][m], &g) || rdb_class_add_member(c, &g) != RDB_OK)
                 return rdb_free(f), NULL;
+            /* every input an NCHW activation: enough for a format corpus */
+            while (c->n_shapes < g.n_inputs)
+                c->shapes[c->n_shapes++] = (ten_shape){4, {1, 2, 4, 4}};
         }
     }
     if (!f) return NULL;

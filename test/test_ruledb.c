@@ -137,6 +137,8 @@ static rdb_file *candidates_file(const class_case *t, size_t n) {
         for (int m = 0; t[i].members[m]; m++) {
             rg_graph g = parse_ok(t[i].members[m]);
             assert_int_equal(rdb_class_add_member(c, &g), RDB_OK);
+            while (c->n_shapes < g.n_inputs) /* shapes [3,3], [3,4], ... */
+                c->shapes[c->n_shapes] = (ten_shape){2, {3, 3 + c->n_shapes}}, c->n_shapes++;
         }
     }
     snprintf(f->gen.tool, sizeof f->gen.tool, "synth");
@@ -768,10 +770,15 @@ static void h_huge_members(msgpack_packer *pk) {
     uint8_t fp[8] = {1};
     pk_head(pk, 1, 0);
     msgpack_pack_array(pk, 1);
-    msgpack_pack_map(pk, 3);
+    msgpack_pack_map(pk, 4);
     pk_s(pk, "fingerprint");
     msgpack_pack_bin(pk, 8);
     msgpack_pack_bin_body(pk, fp, 8);
+    pk_s(pk, "shapes");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_uint64(pk, 3);
+    msgpack_pack_uint64(pk, 3);
     pk_s(pk, "members");
     msgpack_pack_array(pk, UINT32_MAX);
     pk_relu(pk);
@@ -923,16 +930,47 @@ static void h_fp_residue(msgpack_packer *pk) {
     memset(fp, 0xff, 8);
     pk_head(pk, 1, 0);
     msgpack_pack_array(pk, 1);
-    msgpack_pack_map(pk, 3);
+    msgpack_pack_map(pk, 4);
     pk_s(pk, "fingerprint");
     msgpack_pack_bin(pk, 8);
     msgpack_pack_bin_body(pk, fp, 8);
+    pk_s(pk, "shapes");
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_uint64(pk, 3);
+    msgpack_pack_uint64(pk, 3);
     pk_s(pk, "members");
     msgpack_pack_array(pk, 1);
     pk_relu(pk);
     pk_s(pk, "count");
     msgpack_pack_uint64(pk, 1);
 }
+/* A one-class candidates file whose relu member has one input and whose
+ * shapes list holds n_shapes copies of [dim, 3]. */
+static void pk_class_shapes(msgpack_packer *pk, int n_shapes, uint64_t dim) {
+    uint8_t fp[8] = {1};
+    pk_head(pk, 1, 0);
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_map(pk, 4);
+    pk_s(pk, "fingerprint");
+    msgpack_pack_bin(pk, 8);
+    msgpack_pack_bin_body(pk, fp, 8);
+    pk_s(pk, "shapes");
+    msgpack_pack_array(pk, (size_t)n_shapes);
+    for (int k = 0; k < n_shapes; k++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint64(pk, dim);
+        msgpack_pack_uint64(pk, 3);
+    }
+    pk_s(pk, "members");
+    msgpack_pack_array(pk, 1);
+    pk_relu(pk);
+    pk_s(pk, "count");
+    msgpack_pack_uint64(pk, 1);
+}
+static void h_shape_dim0(msgpack_packer *pk) { pk_class_shapes(pk, 1, 0); }
+static void h_shape_missing(msgpack_packer *pk) { pk_class_shapes(pk, 0, 3); }
+static void h_shape_huge(msgpack_packer *pk) { pk_class_shapes(pk, 1, 1ull << 40); }
 static void h_gen_unknown(msgpack_packer *pk) {
     uint8_t d[16];
     ops_digest(d);
@@ -995,6 +1033,9 @@ static const hostile_case hostile_cases[] = {
     {"H25 unknown proof status", h_status, RDB_ECORRUPT, "unknown status 'probably'"},
     {"H26 fingerprint value >= p", h_fp_residue, RDB_ECORRUPT, "residue"},
     {"H27 unknown generator keys skipped", h_gen_unknown, RDB_OK, ""},
+    {"H28 input shape with a zero dim", h_shape_dim0, RDB_ECORRUPT, "invalid shape"},
+    {"H29 member inputs beyond the shapes", h_shape_missing, RDB_ECORRUPT, "1 inputs but 0 shapes"},
+    {"H30 input dim beyond 65536", h_shape_huge, RDB_ECORRUPT, "out of range"},
 };
 
 static void test_rdb_hostile(void **state) {
