@@ -1,0 +1,89 @@
+/* engine.h - the engine's public API: load an ONNX model into the graph IR
+ * (graph.h), save it back, and the `engine` command line.
+ *
+ * Overview. eg_load reads a .onnx file through protobuf-c (onnx.proto is
+ * compiled at build time) and builds an eg_graph: known ONNX operators
+ * become model operators or, where their meaning is exactly an opspecs
+ * operator, opspecs operators that rules can match; anything else is an
+ * opaque node carried byte for byte. Shapes are inferred and checked as the
+ * graph loads. eg_save writes the graph back as ONNX: the model's opset,
+ * IR version, producer, metadata, functions and graph name are kept (the
+ * model and graph "shells"), as are the graph inputs and outputs, opaque
+ * nodes and their attributes, and the initializers; value_info is written
+ * for every tensor whose shape is known. The result passes
+ * onnx.checker.check_model(full_check=True) and computes the same outputs.
+ *
+ * A hostile file cannot crash the reader or exhaust memory: the file size,
+ * the protobuf nesting depth and the decoder's memory are capped, every
+ * length and index is checked, and errors come back as an eg_status with a
+ * message naming the file, and the node and tensor where there is one.
+ *
+ * Worked example: load a model, count its opaque nodes, save it again.
+ *
+ *     eg_graph *g = NULL;
+ *     char err[EG_ERRLEN];
+ *     if (eg_load("model.onnx", NULL, &g, err, sizeof err) != EG_OK) {
+ *         fprintf(stderr, "%s\n", err);   // "model.onnx: node 'c1' (Conv): ..."
+ *         return 2;
+ *     }
+ *     int opaque = 0;
+ *     for (int j = 0; j < g->n_nodes; j++)
+ *         opaque += g->node[j].kind == EG_KIND_OPAQUE;
+ *     printf("%d nodes, %d opaque\n", g->n_nodes, opaque);
+ *     if (eg_save("out.onnx", g, err, sizeof err) != EG_OK)
+ *         fprintf(stderr, "%s\n", err);
+ *     eg_free(g);
+ *
+ * Supported input: IR version 3 or later, default-domain opset 7..21
+ * (other domains are fine; their nodes are opaque), initializers inline
+ * (raw_data or typed fields; external data is refused with a message).
+ */
+#ifndef EG_ENGINE_H
+#define EG_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+#define EG_VERSION "0.1.0"
+#define EG_OPSET_MIN 7
+#define EG_OPSET_MAX 21
+#define EG_MAX_FILE ((size_t)2 << 30)   /* 2 GiB: protobuf's own limit */
+#define EG_MAX_DEPTH 64                 /* nested messages (subgraphs) */
+
+/* Limits for eg_load; a zero field takes the default. */
+typedef struct {
+    size_t max_file_bytes;   /* EG_MAX_FILE */
+    size_t max_decode_bytes; /* decoder memory cap: 2 x file size + 64 MiB */
+    int max_depth;           /* EG_MAX_DEPTH */
+} eg_load_opts;
+
+/* Read and import an ONNX model. opts may be NULL.
+ * @return EG_OK with *out set (free with eg_free); otherwise *out is NULL
+ *         and err holds "PATH: ..." (EG_EIO, EG_EFORMAT, EG_EOPSET,
+ *         EG_EGRAPH, EG_ESHAPE, EG_EUNSUPPORTED, EG_ELIMIT, EG_ENOMEM). */
+eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, char *err,
+                  size_t errlen);
+
+/* Import a model from memory; name is used in messages.
+ * @return as eg_load. */
+eg_status eg_load_mem(const void *buf, size_t len, const char *name, const eg_load_opts *opts,
+                      eg_graph **out, char *err, size_t errlen);
+
+/* Export the graph as an ONNX model into a malloc'd buffer.
+ * @pre g came from eg_load/eg_load_mem (it needs the model shell) and
+ *      eg_index succeeds on it.
+ * @return EG_OK with *buf, *len set; EG_EGRAPH, EG_EFORMAT (a node the
+ *         writer cannot express), EG_ENOMEM, with a message in err. */
+eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen);
+
+/* Export to a file, written to "PATH.tmp.PID" and renamed.
+ * @return as eg_save_mem, or EG_EIO. */
+eg_status eg_save(const char *path, const eg_graph *g, char *err, size_t errlen);
+
+/* The `engine` command line (cli.c), separate from main() so tests can call
+ * it. @return the exit status: 0 ok, 2 bad input or usage. */
+int eg_cli_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,476 @@
+/* graph.c - the graph IR: the model operator table, the name map, building
+ * and freeing graphs, structure checks, topological order, display
+ * helpers. Shape inference is in infer.c, lowering to opspecs in lower.c. */
+#include "graph.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+const eg_mop_info eg_mop_table[EG_MOP_COUNT] = { /* ORDER MOP */
+    [EG_MOP_CONV] = {"Conv", 2, 3, 1},
+    [EG_MOP_MAXPOOL] = {"MaxPool", 1, 1, 1},
+    [EG_MOP_AVGPOOL] = {"AveragePool", 1, 1, 1},
+    [EG_MOP_GLOBALAVGPOOL] = {"GlobalAveragePool", 1, 1, 1},
+    [EG_MOP_GEMM] = {"Gemm", 2, 3, 1},
+    [EG_MOP_MATMUL] = {"MatMul", 2, 2, 1},
+    [EG_MOP_ADD] = {"Add", 2, 2, 1},
+    [EG_MOP_MUL] = {"Mul", 2, 2, 1},
+    [EG_MOP_RELU] = {"Relu", 1, 1, 1},
+    [EG_MOP_SIGMOID] = {"Sigmoid", 1, 1, 1},
+    [EG_MOP_TANH] = {"Tanh", 1, 1, 1},
+    [EG_MOP_CONCAT] = {"Concat", 1, -1, 1},
+    [EG_MOP_SPLIT] = {"Split", 1, 2, -1},
+    [EG_MOP_TRANSPOSE] = {"Transpose", 1, 1, 1},
+    [EG_MOP_RESHAPE] = {"Reshape", 2, 2, 1},
+    [EG_MOP_FLATTEN] = {"Flatten", 1, 1, 1},
+    [EG_MOP_BATCHNORM] = {"BatchNormalization", 5, 5, 1},
+    [EG_MOP_SOFTMAX] = {"Softmax", 1, 1, 1},
+    [EG_MOP_IDENTITY] = {"Identity", 1, 1, 1},
+};
+static_assert(sizeof eg_mop_table / sizeof eg_mop_table[0] == EG_MOP_COUNT,
+              "eg_mop_table needs one entry per model operator");
+
+static const char *const status_names[EG_STATUS_COUNT] = { /* ORDER STATUS */
+    [EG_OK] = "ok",
+    [EG_EIO] = "i/o error",
+    [EG_EFORMAT] = "malformed model",
+    [EG_EOPSET] = "unsupported opset",
+    [EG_EGRAPH] = "bad graph",
+    [EG_ESHAPE] = "shape mismatch",
+    [EG_EUNSUPPORTED] = "unsupported feature",
+    [EG_ELIMIT] = "over a limit",
+    [EG_ENOMEM] = "out of memory",
+};
+static_assert(sizeof status_names / sizeof status_names[0] == EG_STATUS_COUNT,
+              "status_names needs one entry per status");
+
+/* ================= names ================= */
+
+typedef struct {
+    char *key; /* NULL: empty slot */
+    int value;
+} name_slot;
+
+struct eg_names {
+    name_slot *slot;
+    size_t cap; /* a power of two */
+    size_t used;
+};
+
+eg_names *eg_names_new(void) {
+    eg_names *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->cap = 64;
+    m->slot = calloc(m->cap, sizeof *m->slot);
+    if (!m->slot) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void eg_names_free(eg_names *m) {
+    if (!m) return;
+    for (size_t i = 0; i < m->cap; i++) free(m->slot[i].key);
+    free(m->slot);
+    free(m);
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static size_t find_slot(const eg_names *m, const char *key) {
+    size_t mask = m->cap - 1;
+    size_t i = (size_t)XXH3_64bits(key, strlen(key)) & mask;
+    while (m->slot[i].key && strcmp(m->slot[i].key, key) != 0) i = (i + 1) & mask;
+    return i;
+}
+
+int eg_names_get(const eg_names *m, const char *key) {
+    size_t i = find_slot(m, key);
+    return m->slot[i].key ? m->slot[i].value : -1;
+}
+
+/* Double the table (load stays under one half). */
+static eg_status grow_names(eg_names *m) {
+    eg_names big = {calloc(m->cap * 2, sizeof(name_slot)), m->cap * 2, m->used};
+    if (!big.slot) return EG_ENOMEM;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slot[i].key) big.slot[find_slot(&big, m->slot[i].key)] = m->slot[i];
+    free(m->slot);
+    *m = big;
+    return EG_OK;
+}
+
+eg_status eg_names_put(eg_names *m, const char *key, int value) {
+    if (2 * (m->used + 1) > m->cap && grow_names(m) != EG_OK) return EG_ENOMEM;
+    size_t i = find_slot(m, key);
+    if (m->slot[i].key) return EG_EGRAPH;
+    m->slot[i].key = strdup(key);
+    if (!m->slot[i].key) return EG_ENOMEM;
+    m->slot[i].value = value;
+    m->used++;
+    return EG_OK;
+}
+
+/* ================= building ================= */
+
+eg_graph *eg_graph_new(void) {
+    eg_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->names = eg_names_new();
+    if (!g->names) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void tensor_clear(eg_tensor *t) {
+    if (t->dim_name)
+        for (int i = 0; i < EG_MAX_RANK; i++) free(t->dim_name[i]);
+    free(t->dim_name);
+    free(t->name);
+    free(t->data);
+    free(t->raw);
+    free(t->proto);
+    free(t->vinfo);
+}
+
+void eg_node_clear(eg_node *n) {
+    free(n->name);
+    free(n->op_type);
+    free(n->domain);
+    free(n->proto);
+    free(n->in);
+    free(n->out);
+    memset(n, 0, sizeof *n);
+}
+
+void eg_free(eg_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_tensors; i++) tensor_clear(&g->tensor[i]);
+    for (int i = 0; i < g->n_nodes; i++) eg_node_clear(&g->node[i]);
+    free(g->tensor);
+    free(g->node);
+    free(g->input);
+    free(g->output);
+    free(g->producer);
+    free(g->graph_name);
+    free(g->model_shell);
+    free(g->graph_shell);
+    eg_names_free(g->names);
+    free(g);
+}
+
+/* Make room for one more element of an array of `size`-byte items. */
+static eg_status reserve(void **arr, int *cap, int n, size_t size) {
+    if (n < *cap) return EG_OK;
+    if (*cap > (1 << 28)) return EG_ENOMEM; /* ids are ints */
+    int nc = *cap ? 2 * *cap : 16;
+    void *p = realloc(*arr, (size_t)nc * size);
+    if (!p) return EG_ENOMEM;
+    *arr = p;
+    *cap = nc;
+    return EG_OK;
+}
+
+eg_status eg_add_tensor(eg_graph *g, const char *name, int *id) {
+    if (eg_names_get(g->names, name) != -1) return EG_EGRAPH;
+    if (reserve((void **)&g->tensor, &g->cap_tensors, g->n_tensors, sizeof *g->tensor))
+        return EG_ENOMEM;
+    eg_tensor *t = &g->tensor[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    t->shape.rank = -1;
+    t->producer = -1;
+    t->name = strdup(name);
+    if (!t->name) return EG_ENOMEM;
+    eg_status rc = eg_names_put(g->names, name, g->n_tensors);
+    if (rc != EG_OK) {
+        free(t->name);
+        return rc;
+    }
+    *id = g->n_tensors++;
+    return EG_OK;
+}
+
+int eg_find_tensor(const eg_graph *g, const char *name) {
+    return eg_names_get(g->names, name);
+}
+
+eg_status eg_reserve_name(eg_graph *g, const char *name) {
+    eg_status rc = eg_names_put(g->names, name, EG_NAME_RESERVED);
+    return rc == EG_EGRAPH ? EG_OK : rc;
+}
+
+eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
+                      int n_implicit, int n_out, int *id) {
+    if (reserve((void **)&g->node, &g->cap_nodes, g->n_nodes, sizeof *g->node))
+        return EG_ENOMEM;
+    eg_node *n = &g->node[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->name = strdup(name ? name : "");
+    n->in = malloc(sizeof(int) * (size_t)(n_in + n_implicit + 1));
+    n->out = malloc(sizeof(int) * (size_t)(n_out + 1));
+    if (!n->name || !n->in || !n->out) {
+        eg_node_clear(n);
+        return EG_ENOMEM;
+    }
+    n->n_in = n_in;
+    n->n_implicit = n_implicit;
+    n->n_out = n_out;
+    for (int i = 0; i < n_in + n_implicit; i++) n->in[i] = -1;
+    for (int i = 0; i < n_out; i++) n->out[i] = -1;
+    *id = g->n_nodes++;
+    return EG_OK;
+}
+
+/* ================= structure ================= */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static eg_status graph_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return EG_EGRAPH;
+}
+
+/* Set producers; a tensor written twice, or written while also being a
+ * graph input or a value, is an error. */
+static eg_status index_producers(eg_graph *g, char *err, size_t errlen) {
+    for (int i = 0; i < g->n_tensors; i++) g->tensor[i].producer = -1;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        for (int k = 0; k < n->n_out; k++) {
+            if (n->out[k] < 0) continue;
+            eg_tensor *t = &g->tensor[n->out[k]];
+            if (t->producer >= 0)
+                return graph_fail(err, errlen, "tensor '%s' is written by node '%s' and by node '%s'",
+                                  t->name, g->node[t->producer].name, n->name);
+            if (t->flags & (EG_TF_INPUT | EG_TF_INIT))
+                return graph_fail(err, errlen, "node '%s' writes '%s', which is a graph %s",
+                                  n->name, t->name,
+                                  t->flags & EG_TF_INPUT ? "input" : "initializer");
+            t->producer = j;
+        }
+    }
+    return EG_OK;
+}
+
+static int defined(const eg_tensor *t) {
+    return t->producer >= 0 || (t->flags & (EG_TF_INPUT | EG_TF_INIT | EG_TF_SPARSE));
+}
+
+eg_status eg_index(eg_graph *g, char *err, size_t errlen) {
+    char op[96];
+    eg_status rc = index_producers(g, err, errlen);
+    if (rc != EG_OK) return rc;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        for (int k = 0; k < n->n_in + n->n_implicit; k++)
+            if (n->in[k] >= 0 && !defined(&g->tensor[n->in[k]]))
+                return graph_fail(err, errlen,
+                                  "node '%s' (%s): input '%s' is not defined (no "
+                                  "initializer, graph input or node output)",
+                                  n->name, eg_node_opname(n, op, sizeof op),
+                                  g->tensor[n->in[k]].name);
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        if (!defined(&g->tensor[g->output[k]]))
+            return graph_fail(err, errlen, "graph output '%s' is not defined",
+                              g->tensor[g->output[k]].name);
+    return EG_OK;
+}
+
+/* Depth-first topological order with an explicit stack (real graphs have
+ * chains thousands of nodes long). state: 0 new, 1 on the stack, 2 done. */
+typedef struct {
+    int node, next_input;
+} topo_frame;
+
+/* Visit node `root` and everything it depends on, appending finished nodes
+ * to order. @return EG_OK, or EG_EGRAPH naming a node on a cycle. */
+static eg_status topo_visit(const eg_graph *g, int root, char *state, topo_frame *stack,
+                            int *order, int *n_order, char *err, size_t errlen) {
+    int sp = 0;
+    stack[sp++] = (topo_frame){root, 0};
+    state[root] = 1;
+    while (sp > 0) {
+        topo_frame *f = &stack[sp - 1];
+        const eg_node *n = &g->node[f->node];
+        if (f->next_input == n->n_in + n->n_implicit) {
+            state[f->node] = 2;
+            order[(*n_order)++] = f->node;
+            sp--;
+            continue;
+        }
+        int t = n->in[f->next_input++];
+        int p = t >= 0 ? g->tensor[t].producer : -1;
+        if (p < 0 || state[p] == 2) continue;
+        if (state[p] == 1)
+            return graph_fail(err, errlen, "the graph has a cycle through node '%s' (input '%s')",
+                              n->name, g->tensor[t].name);
+        state[p] = 1;
+        stack[sp++] = (topo_frame){p, 0};
+    }
+    return EG_OK;
+}
+
+/* Permute g->node by order and recompute producers. */
+static eg_status apply_order(eg_graph *g, const int *order) {
+    if (g->n_nodes == 0) return index_producers(g, NULL, 0);
+    eg_node *nn = malloc(sizeof *nn * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    if (!nn) return EG_ENOMEM;
+    for (int j = 0; j < g->n_nodes; j++) nn[j] = g->node[order[j]];
+    memcpy(g->node, nn, sizeof *nn * (size_t)g->n_nodes);
+    free(nn);
+    return index_producers(g, NULL, 0);
+}
+
+eg_status eg_toposort(eg_graph *g, char *err, size_t errlen) {
+    size_t n = (size_t)(g->n_nodes ? g->n_nodes : 1);
+    char *state = calloc(n, 1);
+    topo_frame *stack = malloc(sizeof *stack * n);
+    int *order = malloc(sizeof *order * n);
+    int n_order = 0;
+    eg_status rc = state && stack && order ? EG_OK : EG_ENOMEM;
+    for (int j = 0; rc == EG_OK && j < g->n_nodes; j++)
+        if (state[j] == 0) rc = topo_visit(g, j, state, stack, order, &n_order, err, errlen);
+    if (rc == EG_OK) rc = apply_order(g, order);
+    free(state);
+    free(stack);
+    free(order);
+    return rc;
+}
+
+void eg_count_uses(const eg_graph *g, int *uses) {
+    memset(uses, 0, sizeof *uses * (size_t)g->n_tensors);
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_in + g->node[j].n_implicit; k++)
+            if (g->node[j].in[k] >= 0) uses[g->node[j].in[k]]++;
+    for (int k = 0; k < g->n_outputs; k++) uses[g->output[k]]++;
+}
+
+/* ================= shapes and names ================= */
+
+int64_t eg_shape_numel(const eg_shape *s) {
+    if (s->rank < 0) return -1;
+    int64_t n = 1;
+    int overflow = 0;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dim[i] < 0) return -1;
+        if (s->dim[i] && n > INT64_MAX / s->dim[i]) overflow = 1;
+        else n *= s->dim[i];
+    }
+    return overflow ? -2 : n;
+}
+
+int64_t eg_param_count(const eg_graph *g) {
+    int64_t n = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const eg_tensor *t = &g->tensor[i];
+        int64_t k = (t->flags & (EG_TF_INIT | EG_TF_SPARSE)) ? eg_shape_numel(&t->shape) : 0;
+        if (k > 0 && n <= INT64_MAX - k) n += k;
+    }
+    return n;
+}
+
+int eg_shape_known(const eg_shape *s) {
+    if (s->rank < 0) return 0;
+    for (int i = 0; i < s->rank; i++)
+        if (s->dim[i] < 0) return 0;
+    return 1;
+}
+
+const char *eg_shape_str(const eg_shape *s, char *const *names, char *buf, size_t len) {
+    size_t n = 0;
+    if (s->rank < 0) {
+        snprintf(buf, len, "[?]");
+        return buf;
+    }
+    n += (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < s->rank && n < len; i++) {
+        const char *sep = i ? "," : "";
+        if (s->dim[i] >= 0)
+            n += (size_t)snprintf(buf + n, len - n, "%s%lld", sep, (long long)s->dim[i]);
+        else if (names && names[i])
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, names[i]);
+        else
+            n += (size_t)snprintf(buf + n, len - n, "%s?", sep);
+    }
+    if (n < len) snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+int eg_to_ten_shape(const eg_shape *s, ten_shape *t) {
+    memset(t, 0, sizeof *t);
+    if (s->rank < 0 || s->rank > TEN_MAX_RANK) return 0;
+    t->rank = s->rank;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dim[i] < 1 || s->dim[i] > TEN_MAX_DIM) return 0;
+        t->dim[i] = (int32_t)s->dim[i];
+    }
+    return ten_shape_valid(t);
+}
+
+void eg_from_ten_shape(const ten_shape *t, eg_shape *s) {
+    memset(s, 0, sizeof *s);
+    s->rank = t->rank;
+    for (int i = 0; i < t->rank; i++) s->dim[i] = t->dim[i];
+}
+
+size_t eg_dtype_size(int dtype) {
+    switch (dtype) {
+    case EG_DT_FLOAT: case EG_DT_INT32: case EG_DT_UINT32: return 4;
+    case EG_DT_UINT8: case EG_DT_INT8: case EG_DT_BOOL: return 1;
+    case EG_DT_UINT16: case EG_DT_INT16: case EG_DT_FLOAT16: case EG_DT_BFLOAT16: return 2;
+    case EG_DT_INT64: case EG_DT_DOUBLE: case EG_DT_UINT64: return 8;
+    default: return 0; /* string, complex, 4-bit and 8-bit floats: opaque use only */
+    }
+}
+
+const char *eg_dtype_name(int dtype) {
+    static const char *const names[] = {
+        "undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64",
+        "string", "bool", "float16", "float64", "uint32", "uint64", "complex64",
+        "complex128", "bfloat16"};
+    if (dtype >= 0 && dtype < (int)(sizeof names / sizeof names[0])) return names[dtype];
+    return "other";
+}
+
+const char *eg_status_name(eg_status s) {
+    return (unsigned)s < EG_STATUS_COUNT ? status_names[s] : "unknown status";
+}
+
+const char *eg_kind_name(eg_kind k) {
+    switch (k) {
+    case EG_KIND_OPS: return "opspecs";
+    case EG_KIND_MODEL: return "model";
+    case EG_KIND_OPAQUE: return "opaque";
+    case EG_KIND_COUNT: break;
+    }
+    return "?";
+}
+
+const char *eg_node_opname(const eg_node *n, char *buf, size_t len) {
+    switch (n->kind) {
+    case EG_KIND_OPS: return ops_table[n->op].name;
+    case EG_KIND_MODEL: return eg_mop_table[n->mop].onnx;
+    case EG_KIND_OPAQUE:
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+            snprintf(buf, len, "%s:%s", n->domain, n->op_type ? n->op_type : "?");
+        else
+            snprintf(buf, len, "%s", n->op_type ? n->op_type : "?");
+        return buf;
+    case EG_KIND_COUNT: break;
+    }
+    return "?";
+}

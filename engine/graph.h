@@ -1,0 +1,322 @@
+/* graph.h - the engine's graph IR (prefix eg_): tensors, nodes, the model
+ * operator table, names, topological order, shape inference and the
+ * lowering of model operators to opspecs operators.
+ *
+ * A graph is two arrays, tensors and nodes, that refer to each other by
+ * index (an int id, -1 for "none"). Nodes are kept in topological order
+ * (eg_toposort); each tensor has at most one producer. A node is one of
+ * three kinds:
+ *
+ *   EG_KIND_OPS     an opspecs operator (ops.h): `op` and `param` exactly as
+ *                   in a ruledb rule graph (rg_node), inputs in opspecs
+ *                   order (conv2d: x, w). Invariant: every input shape is
+ *                   fully known and ten_shape_valid, the inputs are float32,
+ *                   and ops_infer_shape gives the output shape. This is what
+ *                   rule matching sees.
+ *   EG_KIND_MODEL   an ONNX operator the engine understands but opspecs does
+ *                   not express as is (Gemm, a Conv with bias or asymmetric
+ *                   pads, an n-ary Concat, Softmax...): `mop` and `attr`;
+ *                   its inputs mirror the ONNX node's inputs one for one
+ *                   (-1 where an optional input is omitted). Shape
+ *                   inference knows it; built-in rewrites may turn it into
+ *                   opspecs operators.
+ *   EG_KIND_OPAQUE  anything else: kept as the original NodeProto bytes,
+ *                   exported untouched (only input/output names are
+ *                   rewritten if they changed). Blocks rewrites. Its output
+ *                   shapes come from the file's value_info, or are unknown.
+ *
+ * Import first builds model operators for every known ONNX op, infers
+ * shapes, then lowers (eg_lower) each model node whose semantics match an
+ * opspecs operator exactly: Conv without bias, equal strides and centred
+ * SAME or VALID padding -> conv2d; same-shape Add/Mul -> ewadd/ewmul; Mul by
+ * a rank-0 tensor -> smul; rank-2 MatMul -> matmul; 2-input Concat ->
+ * concat; 2-way Split -> split0 + split1 (two nodes on the same input);
+ * rank-2 Transpose -> transpose; MaxPool, and AveragePool whose padding
+ * counts (count_include_pad, or no padding) -> maxpool/avgpool; Relu -> relu.
+ *
+ * Shapes: rank -1 is an unknown rank, a dim -1 an unknown dim (a symbolic
+ * "N" keeps its name in dim_name for display and export). Tensor data:
+ * float32 initializers as floats; other fixed-width types as little-endian
+ * bytes (raw), plus their original TensorProto for a byte-faithful export.
+ */
+#ifndef EG_GRAPH_H
+#define EG_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+#define EG_MAX_RANK 8
+#define EG_MAX_INTS 16 /* Transpose perm, Reshape target, Split sizes */
+#define EG_ERRLEN 320
+
+/* Status codes; EG_OK is 0. ORDER STATUS */
+typedef enum {
+    EG_OK = 0,
+    EG_EIO,          /* a file could not be read or written */
+    EG_EFORMAT,      /* not a well-formed ONNX model */
+    EG_EOPSET,       /* an opset or IR version the engine does not support */
+    EG_EGRAPH,       /* cycle, undefined or twice-defined tensor */
+    EG_ESHAPE,       /* shapes do not fit an operator */
+    EG_EUNSUPPORTED, /* a valid ONNX feature the engine does not handle */
+    EG_ELIMIT,       /* over a size, memory or nesting limit */
+    EG_ENOMEM,
+    EG_STATUS_COUNT
+} eg_status;
+
+/* ONNX TensorProto.DataType values the engine names. */
+enum {
+    EG_DT_UNDEFINED = 0, EG_DT_FLOAT = 1, EG_DT_UINT8 = 2, EG_DT_INT8 = 3,
+    EG_DT_UINT16 = 4, EG_DT_INT16 = 5, EG_DT_INT32 = 6, EG_DT_INT64 = 7,
+    EG_DT_STRING = 8, EG_DT_BOOL = 9, EG_DT_FLOAT16 = 10, EG_DT_DOUBLE = 11,
+    EG_DT_UINT32 = 12, EG_DT_UINT64 = 13, EG_DT_BFLOAT16 = 16
+};
+
+typedef enum { /* ORDER KIND */
+    EG_KIND_OPS,
+    EG_KIND_MODEL,
+    EG_KIND_OPAQUE,
+    EG_KIND_COUNT
+} eg_kind;
+
+/* Model operators: ONNX ops the engine understands (see the header
+ * comment). ORDER MOP: eg_mop_table follows this order. */
+typedef enum {
+    EG_MOP_CONV,          /* (X, W [, B]); 2-D, any kernel/stride/pads, group */
+    EG_MOP_MAXPOOL,       /* (X); 2-D, kernel, strides, pads */
+    EG_MOP_AVGPOOL,       /* (X); 2-D, count_include_pad in flags */
+    EG_MOP_GLOBALAVGPOOL, /* (X) */
+    EG_MOP_GEMM,          /* (A, B [, C]); alpha, beta, transA/B */
+    EG_MOP_MATMUL,        /* (A, B); numpy-style batching */
+    EG_MOP_ADD,           /* (A, B); multidirectional broadcasting */
+    EG_MOP_MUL,
+    EG_MOP_RELU,
+    EG_MOP_SIGMOID,
+    EG_MOP_TANH,
+    EG_MOP_CONCAT,        /* (X...); axis */
+    EG_MOP_SPLIT,         /* (X [, split]) -> n outputs; axis, sizes */
+    EG_MOP_TRANSPOSE,     /* (X); perm in ints (n_ints 0: reverse) */
+    EG_MOP_RESHAPE,       /* (X, shape); shape must be a constant */
+    EG_MOP_FLATTEN,       /* (X); axis */
+    EG_MOP_BATCHNORM,     /* (X, scale, B, mean, var); inference mode */
+    EG_MOP_SOFTMAX,       /* (X); axis, opset-13 meaning */
+    EG_MOP_IDENTITY,      /* (X) */
+    EG_MOP_COUNT
+} eg_mop;
+
+typedef struct {
+    const char *onnx;   /* op_type */
+    int min_in, max_in; /* ONNX input count; max_in -1: variadic */
+    int max_out;        /* -1: variadic (Split) */
+} eg_mop_info;
+
+extern const eg_mop_info eg_mop_table[EG_MOP_COUNT];
+
+/* Model operator attributes, already defaulted as ONNX defines them. */
+#define EG_AF_AUTO_UPPER 1u /* auto_pad SAME_UPPER, pads not resolved yet */
+#define EG_AF_AUTO_LOWER 2u /* auto_pad SAME_LOWER, pads not resolved yet */
+#define EG_AF_COUNT_PAD 4u  /* AveragePool count_include_pad = 1 */
+#define EG_AF_TRANS_A 8u
+#define EG_AF_TRANS_B 16u
+#define EG_AF_ALLOWZERO 32u   /* Reshape allowzero = 1 */
+#define EG_AF_INTS 64u        /* ints hold Transpose perm / Split sizes */
+#define EG_AF_NUM_OUTPUTS 128u /* Split written with num_outputs (opset 18) */
+
+typedef struct {
+    int32_t kernel[2]; /* 0 = not given (Conv: taken from W) */
+    int32_t stride[2];
+    int32_t pad[4];    /* ONNX order: h begin, w begin, h end, w end */
+    int32_t group;
+    int32_t axis;      /* as written (may be negative) */
+    uint32_t flags;    /* EG_AF_* */
+    float alpha, beta, epsilon;
+    int32_t n_ints;
+    int64_t ints[EG_MAX_INTS];
+} eg_attrs;
+
+typedef struct {
+    int rank;                 /* -1: unknown */
+    int64_t dim[EG_MAX_RANK]; /* -1: unknown */
+} eg_shape;
+
+/* Tensor flags. */
+#define EG_TF_INPUT 1u    /* a graph input */
+#define EG_TF_OUTPUT 2u   /* a graph output */
+#define EG_TF_INIT 4u     /* has a value: initializer or Constant */
+#define EG_TF_CONST 8u    /* the value came from a Constant node */
+#define EG_TF_ABSORBED 16u /* a value the importer folded into a node's
+                              parameters; dropped on export once unused */
+#define EG_TF_PINNED 32u  /* referenced by name from a subgraph or a sparse
+                             initializer: never rename or drop */
+#define EG_TF_SPARSE 64u  /* a sparse initializer (kept in the graph shell) */
+
+typedef struct {
+    char *name;
+    int dtype;          /* EG_DT_*, 0 unknown */
+    eg_shape shape;
+    char **dim_name;    /* NULL, or EG_MAX_RANK symbolic dim names (NULL: none) */
+    unsigned flags;     /* EG_TF_* */
+    int producer;       /* node id, -1 for none */
+    float *data;        /* float32 values (numel), or NULL */
+    uint8_t *raw;       /* other fixed-width values, little-endian */
+    size_t raw_len;
+    uint8_t *proto;     /* non-float initializer: the original TensorProto */
+    size_t proto_len;
+    uint8_t *vinfo;     /* the file's ValueInfoProto for it, if any */
+    size_t vinfo_len;
+} eg_tensor;
+
+typedef struct {
+    eg_kind kind;
+    ops_op op;                     /* EG_KIND_OPS */
+    int32_t param[OPS_MAX_PARAMS]; /* EG_KIND_OPS */
+    eg_mop mop;                    /* EG_KIND_MODEL */
+    eg_attrs attr;                 /* EG_KIND_MODEL */
+    char *name;                    /* never NULL; may be "" */
+    char *op_type, *domain;        /* EG_KIND_OPAQUE: as in the file */
+    uint8_t *proto;                /* EG_KIND_OPAQUE: the original NodeProto */
+    size_t proto_len;
+    int n_in;       /* explicit inputs; an id of -1 is an omitted input */
+    int n_implicit; /* then tensors a subgraph attribute reads (opaque) */
+    int *in;        /* n_in + n_implicit tensor ids */
+    int n_out;
+    int *out;       /* tensor ids; -1 is an omitted optional output */
+} eg_node;
+
+typedef struct eg_names eg_names;
+
+typedef struct eg_graph {
+    int n_tensors, cap_tensors;
+    eg_tensor *tensor;
+    int n_nodes, cap_nodes;
+    eg_node *node;
+    int n_inputs, n_outputs;
+    int *input, *output;     /* tensor ids in file order */
+    int64_t ir_version;
+    int opset;               /* of the default domain */
+    char *producer;          /* "name version", for display */
+    char *graph_name;
+    uint8_t *model_shell;    /* the ModelProto without its graph */
+    size_t model_shell_len;
+    uint8_t *graph_shell;    /* the GraphProto without nodes, initializers,
+                                inputs, outputs and value_info */
+    size_t graph_shell_len;
+    eg_names *names;         /* tensor name -> id */
+} eg_graph;
+
+/* ---- names: a string -> int map (open addressing, XXH3) ---- */
+
+eg_names *eg_names_new(void);
+void eg_names_free(eg_names *m);
+/* @return the value stored for key, or -1. */
+int eg_names_get(const eg_names *m, const char *key);
+/* Store key -> value (key is copied). @return EG_OK, EG_EGRAPH when key
+ * is present already, EG_ENOMEM. */
+eg_status eg_names_put(eg_names *m, const char *key, int value);
+
+/* ---- graph building ---- */
+
+/* @return an empty graph, or NULL when out of memory. */
+eg_graph *eg_graph_new(void);
+
+/* Free a graph and everything it owns. NULL is allowed. */
+void eg_free(eg_graph *g);
+
+/* Add a tensor of that name (copied), dtype 0, unknown shape, no flags.
+ * @return EG_OK with *id set, EG_EGRAPH when the name exists, EG_ENOMEM. */
+eg_status eg_add_tensor(eg_graph *g, const char *name, int *id);
+
+/* @return the id of the tensor of that name, -1 when there is none, or
+ *         EG_NAME_RESERVED when a subgraph of an opaque node defines it
+ *         (ONNX names are unique across scopes, so it is taken). */
+int eg_find_tensor(const eg_graph *g, const char *name);
+
+#define EG_NAME_RESERVED (-2)
+
+/* Mark a name defined inside a subgraph as taken (no-op when the name is
+ * a tensor already). @return EG_OK or EG_ENOMEM. */
+eg_status eg_reserve_name(eg_graph *g, const char *name);
+
+/* Append a zeroed node of the kind with room for n_in + n_implicit inputs
+ * and n_out outputs (all -1) and name "" or a copy of name.
+ * @return EG_OK with *id set, or EG_ENOMEM. Pointers into g->node are
+ *         invalidated. */
+eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
+                      int n_implicit, int n_out, int *id);
+
+/* Free what one node owns (not the slot). */
+void eg_node_clear(eg_node *n);
+
+/* Recompute every tensor's producer and check the graph's structure: each
+ * tensor produced at most once and never both produced and an input or a
+ * value; every node input and graph output defined. Messages name the
+ * node and the tensor. @return EG_OK, EG_EGRAPH. */
+eg_status eg_index(eg_graph *g, char *err, size_t errlen);
+
+/* Reorder the nodes topologically, keeping the current order wherever it
+ * is already valid. @pre eg_index succeeded.
+ * @return EG_OK; EG_EGRAPH with a node on the cycle named; EG_ENOMEM. */
+eg_status eg_toposort(eg_graph *g, char *err, size_t errlen);
+
+/* Count the readers of every tensor (node inputs, implicit ones included,
+ * and graph outputs) into uses[n_tensors]. */
+void eg_count_uses(const eg_graph *g, int *uses);
+
+/* ---- shapes and names for display ---- */
+
+/* Number of elements: -1 when a dim or the rank is unknown, -2 when the
+ * product does not fit in int64. */
+int64_t eg_shape_numel(const eg_shape *s);
+/* Number of parameters: elements of all initializers and constants. */
+int64_t eg_param_count(const eg_graph *g);
+/* 1 when the rank and every dim are known. */
+int eg_shape_known(const eg_shape *s);
+/* "[1,3,?,224]" (or "[?]" for an unknown rank); dim names are used for
+ * unknown dims when names is non-NULL. @return buf (at least 160 bytes) */
+const char *eg_shape_str(const eg_shape *s, char *const *names, char *buf,
+                         size_t len);
+/* Convert to an opspecs shape. @return 1 when every dim is known and the
+ * result is ten_shape_valid, else 0. */
+int eg_to_ten_shape(const eg_shape *s, ten_shape *t);
+void eg_from_ten_shape(const ten_shape *t, eg_shape *s);
+
+/* Bytes per element of a fixed-width dtype, 0 for string/unknown. */
+size_t eg_dtype_size(int dtype);
+const char *eg_dtype_name(int dtype);
+const char *eg_status_name(eg_status s);
+const char *eg_kind_name(eg_kind k);
+
+/* The operator's display name: the opspecs name ("conv2d"), the ONNX type
+ * of a model op ("Gemm"), or "domain:Type" of an opaque node. @return buf
+ * or a static string */
+const char *eg_node_opname(const eg_node *n, char *buf, size_t len);
+
+/* ---- shape inference (infer.c) ---- */
+
+/* Infer dtype and shape of node id's outputs from its inputs. Opaque nodes
+ * keep what they have. Resolves auto_pad into explicit pads once spatial
+ * dims are known. @pre inputs come earlier in topological order.
+ * @return EG_OK; EG_ESHAPE with "node 'name' (Op): ..." in err;
+ *         EG_EUNSUPPORTED when the node is valid ONNX the model op does not
+ *         cover (a 1-D Conv, a non-constant Reshape shape...): the importer
+ *         then keeps it opaque. */
+eg_status eg_infer_node(eg_graph *g, int id, char *err, size_t errlen);
+
+/* eg_infer_node over every node in order. @return as eg_infer_node. */
+eg_status eg_infer_all(eg_graph *g, char *err, size_t errlen);
+
+/* Read an int64 constant (a value with dtype INT64) into out[max].
+ * @return its element count, or -1 when t has no int64 value or more than
+ *         max elements. */
+int eg_const_ints(const eg_tensor *t, int64_t *out, int max);
+
+/* ---- lowering (lower.c) ---- */
+
+/* Replace every model node whose meaning is exactly an opspecs operator by
+ * that operator (see the header comment). Keeps topological order and
+ * recomputes producers. @pre shapes inferred.
+ * @return EG_OK or EG_ENOMEM. */
+eg_status eg_lower(eg_graph *g);
+
+#endif

@@ -1,0 +1,182 @@
+/* lower.c - turn model operators into opspecs operators where the meanings
+ * agree exactly (ops.h conventions: centred SAME padding, avg pool
+ * dividing by kh*kw with padding counted, split by an explicit size), so
+ * rule matching sees as much of the graph as possible. Every candidate is
+ * re-checked with ops_infer_shape against the inferred output shape; a
+ * node that does not fit stays a model operator. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+/* A float32 tensor whose shape opspecs can hold. */
+static int ops_tensor(const eg_graph *g, int t, ten_shape *s) {
+    return t >= 0 && g->tensor[t].dtype == EG_DT_FLOAT && eg_to_ten_shape(&g->tensor[t].shape, s);
+}
+
+/* Does op(param; in...) give exactly out's shape? */
+static int ops_fits(const eg_graph *g, ops_op op, const int32_t *param, const int *in, int out) {
+    ten_shape s[OPS_MAX_ARITY], want, got;
+    char err[OPS_ERRLEN];
+    for (int k = 0; k < ops_table[op].arity; k++)
+        if (!ops_tensor(g, in[k], &s[k])) return 0;
+    if (!ops_tensor(g, out, &want)) return 0;
+    return ops_infer_shape(op, param, s, &got, err) == OPS_OK && ten_shape_eq(&got, &want);
+}
+
+/* Rewrite node n in place as op with the given inputs (a prefix of, or a
+ * reordering of, its current ones) and its single output out. */
+static void set_ops(eg_node *n, ops_op op, const int32_t *param, const int *in, int out) {
+    n->kind = EG_KIND_OPS;
+    n->op = op;
+    memcpy(n->param, param, sizeof n->param);
+    int a = ops_table[op].arity;
+    int tmp[OPS_MAX_ARITY];
+    memcpy(tmp, in, sizeof(int) * (size_t)a);
+    memcpy(n->in, tmp, sizeof(int) * (size_t)a);
+    n->n_in = a;
+    n->out[0] = out;
+    n->n_out = 1;
+    memset(&n->attr, 0, sizeof n->attr);
+}
+
+/* OPS_PAD_SAME or OPS_PAD_VALID for these pads, or -1: VALID is no padding;
+ * centred SAME is an odd kernel with (k-1)/2 before (the output size is
+ * then checked by ops_fits). */
+static int pad_kind(const eg_attrs *a, int64_t kh, int64_t kw) {
+    if (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)) return -1;
+    if (!a->pad[0] && !a->pad[1] && !a->pad[2] && !a->pad[3]) return OPS_PAD_VALID;
+    if (kh % 2 == 1 && kw % 2 == 1 && a->pad[0] == (kh - 1) / 2 && a->pad[1] == (kw - 1) / 2)
+        return OPS_PAD_SAME;
+    return -1;
+}
+
+static int lower_conv(const eg_graph *g, eg_node *n) {
+    const eg_attrs *a = &n->attr;
+    const eg_shape *w = n->in[1] >= 0 ? &g->tensor[n->in[1]].shape : NULL;
+    if ((n->n_in > 2 && n->in[2] >= 0) || !w || w->rank != 4 || a->stride[0] != a->stride[1])
+        return 0;
+    int pad = pad_kind(a, w->dim[2], w->dim[3]);
+    int32_t p[OPS_MAX_PARAMS] = {a->stride[0], pad, OPS_ACT_NONE, a->group};
+    if (pad < 0 || !ops_fits(g, OP_CONV2D, p, n->in, n->out[0])) return 0;
+    set_ops(n, OP_CONV2D, p, n->in, n->out[0]);
+    return 1;
+}
+
+static int lower_pool(const eg_graph *g, eg_node *n, ops_op op) {
+    const eg_attrs *a = &n->attr;
+    if (a->stride[0] != a->stride[1] || a->kernel[0] > 255 || a->kernel[1] > 255) return 0;
+    int pad = pad_kind(a, a->kernel[0], a->kernel[1]);
+    /* opspecs' avg pool always divides by kh*kw */
+    if (op == OP_AVGPOOL && pad == OPS_PAD_SAME && !(a->flags & EG_AF_COUNT_PAD)) return 0;
+    int32_t p[OPS_MAX_PARAMS] = {OPS_KERNEL(a->kernel[0], a->kernel[1]), a->stride[0], pad, 0};
+    if (pad < 0 || !ops_fits(g, op, p, n->in, n->out[0])) return 0;
+    set_ops(n, op, p, n->in, n->out[0]);
+    return 1;
+}
+
+/* Same shapes: ewadd/ewmul; a Mul by a rank-0 tensor: smul(x, s). */
+static int lower_binary(const eg_graph *g, eg_node *n, ops_op ew) {
+    static const int32_t p[OPS_MAX_PARAMS] = {0};
+    if (ops_fits(g, ew, p, n->in, n->out[0])) {
+        set_ops(n, ew, p, n->in, n->out[0]);
+        return 1;
+    }
+    if (ew != OP_EWMUL) return 0;
+    int swapped[2] = {n->in[1], n->in[0]};
+    for (int k = 0; k < 2; k++) {
+        const int *in = k ? swapped : n->in;
+        if (ops_fits(g, OP_SMUL, p, in, n->out[0])) {
+            set_ops(n, OP_SMUL, p, in, n->out[0]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int lower_simple(const eg_graph *g, eg_node *n, ops_op op, int32_t p0) {
+    int32_t p[OPS_MAX_PARAMS] = {p0, 0, 0, 0};
+    if (n->n_in != ops_table[op].arity || !ops_fits(g, op, p, n->in, n->out[0])) return 0;
+    set_ops(n, op, p, n->in, n->out[0]);
+    return 1;
+}
+
+static int lower_concat(const eg_graph *g, eg_node *n) {
+    int rank = n->in[0] >= 0 ? g->tensor[n->in[0]].shape.rank : -1;
+    int32_t axis = n->attr.axis < 0 ? n->attr.axis + rank : n->attr.axis;
+    return n->n_in == 2 && rank > 0 && lower_simple(g, n, OP_CONCAT, axis);
+}
+
+static int lower_transpose(const eg_graph *g, eg_node *n) {
+    const eg_attrs *a = &n->attr;
+    if ((a->flags & EG_AF_INTS) && (a->n_ints != 2 || a->ints[0] != 1 || a->ints[1] != 0)) return 0;
+    return lower_simple(g, n, OP_TRANSPOSE, 0);
+}
+
+/* A 2-way Split becomes split0 (node j, in place) and split1 (appended;
+ * eg_toposort puts it back in order). A constant sizes input is absorbed. */
+static eg_status lower_split(eg_graph *g, int j, int *done) {
+    eg_node *n = &g->node[j];
+    int x = n->in[0], o0 = n->out[0], o1 = n->n_out == 2 ? n->out[1] : -1, axis, id;
+    *done = 0;
+    ten_shape xs, s0;
+    if (n->n_out != 2 || o0 < 0 || o1 < 0 || x < 0 || !ops_tensor(g, x, &xs) || !ops_tensor(g, o0, &s0))
+        return EG_OK;
+    axis = n->attr.axis < 0 ? n->attr.axis + xs.rank : n->attr.axis;
+    if (axis < 0 || axis >= xs.rank) return EG_OK;
+    int32_t p[OPS_MAX_PARAMS] = {axis, s0.dim[axis], 0, 0};
+    if (!ops_fits(g, OP_SPLIT0, p, &x, o0) || !ops_fits(g, OP_SPLIT1, p, &x, o1)) return EG_OK;
+    eg_status rc = eg_add_node(g, EG_KIND_OPS, g->node[j].name, 1, 0, 1, &id);
+    if (rc != EG_OK) return rc;
+    n = &g->node[j]; /* eg_add_node may have moved the array */
+    if (n->n_in > 1 && n->in[1] >= 0) g->tensor[n->in[1]].flags |= EG_TF_ABSORBED;
+    set_ops(n, OP_SPLIT0, p, &x, o0);
+    set_ops(&g->node[id], OP_SPLIT1, p, &x, o1);
+    *done = 1;
+    return EG_OK;
+}
+
+/* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *split set when a
+ * node was appended. */
+static eg_status lower_node(eg_graph *g, int j, int *split) {
+    eg_node *n = &g->node[j];
+    *split = 0;
+    if (n->kind != EG_KIND_MODEL) return EG_OK;
+    switch (n->mop) {
+    case EG_MOP_CONV: lower_conv(g, n); break;
+    case EG_MOP_MAXPOOL: lower_pool(g, n, OP_MAXPOOL); break;
+    case EG_MOP_AVGPOOL: lower_pool(g, n, OP_AVGPOOL); break;
+    case EG_MOP_MATMUL: lower_simple(g, n, OP_MATMUL, 0); break;
+    case EG_MOP_ADD: lower_binary(g, n, OP_EWADD); break;
+    case EG_MOP_MUL: lower_binary(g, n, OP_EWMUL); break;
+    case EG_MOP_RELU: lower_simple(g, n, OP_RELU, 0); break;
+    case EG_MOP_CONCAT: lower_concat(g, n); break;
+    case EG_MOP_TRANSPOSE: lower_transpose(g, n); break;
+    case EG_MOP_SPLIT: return lower_split(g, j, split);
+    case EG_MOP_GLOBALAVGPOOL:
+    case EG_MOP_GEMM:
+    case EG_MOP_SIGMOID:
+    case EG_MOP_TANH:
+    case EG_MOP_RESHAPE:
+    case EG_MOP_FLATTEN:
+    case EG_MOP_BATCHNORM:
+    case EG_MOP_SOFTMAX:
+    case EG_MOP_IDENTITY:
+    case EG_MOP_COUNT: break; /* no opspecs operator means the same */
+    }
+    return EG_OK;
+}
+
+eg_status eg_lower(eg_graph *g) {
+    int n = g->n_nodes, appended = 0;
+    for (int j = 0; j < n; j++) {
+        int split;
+        eg_status rc = lower_node(g, j, &split);
+        if (rc != EG_OK) return rc;
+        appended |= split;
+    }
+    if (!appended) return EG_OK;
+    /* the graph was valid before, so only memory can fail here */
+    eg_status rc = eg_index(g, NULL, 0);
+    return rc == EG_OK ? eg_toposort(g, NULL, 0) : rc;
+}

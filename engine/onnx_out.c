@@ -1,0 +1,765 @@
+/* onnx_out.c - ONNX export: an eg_graph becomes a ModelProto again.
+ *
+ * The model is assembled on the wire: the model shell the importer kept
+ * (everything but the graph), then the graph field, itself the graph shell
+ * followed by nodes, initializers, inputs, outputs and value_info. Nodes
+ * are written in the graph's topological order: opspecs and model
+ * operators from the IR (in the form the model's opset expects), opaque
+ * nodes from their original bytes (re-packed only when their input or
+ * output names changed). Graph inputs and outputs keep their original
+ * ValueInfoProto; value_info is generated for every other tensor whose
+ * type and shape are known. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "onnx_pb.h"
+
+#if defined(__GNUC__)
+#define OUT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define OUT_PRINTF(f, a)
+#endif
+
+#define NB_MAX_ATTRS 8
+#define NB_MAX_INTS 8
+
+typedef struct {
+    char *name;
+    int dtype;
+    eg_shape shape;
+} new_value; /* an initializer the export adds (IR < 4 lists it as an input) */
+
+typedef struct {
+    const eg_graph *g;
+    char *err;
+    size_t errlen;
+    egp_buf nodes, inits, ios;
+    eg_names *node_names; /* node names in use */
+    eg_names *new_names;  /* tensor names the export created */
+    int counter;
+    int *uses;
+    int *partner;         /* split0 <-> split1 written as one Split */
+    new_value *added;
+    int n_added, cap_added;
+} octx;
+
+/* Field numbers, from the descriptors rather than copied by hand. */
+static uint32_t field_id(const ProtobufCMessageDescriptor *d, const char *name) {
+    return protobuf_c_message_descriptor_get_field_by_name(d, name)->id;
+}
+
+OUT_PRINTF(3, 4)
+static eg_status fail(const octx *c, eg_status rc, const char *fmt, ...) {
+    if (c->err && c->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err, c->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static int oom(const octx *c) { return c->nodes.oom || c->inits.oom || c->ios.oom; }
+
+/* ================= names ================= */
+
+static int value_live(const octx *c, int i);
+
+/* Does the output file name tensor i? (A dead value is dropped, so its
+ * name is free again: that keeps export a fixed point after one round.) */
+static int written(const octx *c, int i) {
+    const eg_tensor *t = &c->g->tensor[i];
+    return t->producer >= 0 || (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_SPARSE | EG_TF_PINNED)) ||
+           value_live(c, i);
+}
+
+/* A fresh tensor name "base_tag<N>", unused in the output. @return a
+ * malloc'd string, or NULL. */
+static char *fresh_name(octx *c, const char *base, const char *tag) {
+    size_t n = strlen(base) + strlen(tag) + 24;
+    char *s = malloc(n);
+    int id;
+    if (!s) return NULL;
+    do snprintf(s, n, "%s_%s%d", base, tag, c->counter++);
+    while ((id = eg_find_tensor(c->g, s)) == EG_NAME_RESERVED || (id >= 0 && written(c, id)) ||
+           eg_names_get(c->new_names, s) >= 0);
+    if (eg_names_put(c->new_names, s, 0) != EG_OK) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* A node name not used yet ("" stays ""). @return malloc'd, or NULL. */
+static char *node_name(octx *c, const char *want) {
+    size_t n = strlen(want) + 24;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    snprintf(s, n, "%s", want);
+    while (want[0] && eg_names_put(c->node_names, s, 0) == EG_EGRAPH)
+        snprintf(s, n, "%s_%d", want, c->counter++);
+    return s;
+}
+
+static const char *tname(const octx *c, int t) { return t >= 0 ? c->g->tensor[t].name : ""; }
+
+/* ================= values ================= */
+
+static eg_status note_added(octx *c, const char *name, int dtype, const eg_shape *s) {
+    if (c->g->ir_version >= 4) return EG_OK;
+    if (c->n_added == c->cap_added) {
+        int nc = c->cap_added ? 2 * c->cap_added : 8;
+        new_value *p = realloc(c->added, sizeof *p * (size_t)nc);
+        if (!p) return EG_ENOMEM;
+        c->added = p, c->cap_added = nc;
+    }
+    new_value *v = &c->added[c->n_added];
+    v->name = strdup(name);
+    if (!v->name) return EG_ENOMEM;
+    v->dtype = dtype, v->shape = *s;
+    c->n_added++;
+    return EG_OK;
+}
+
+/* An initializer: name, dims, dtype, raw little-endian bytes. */
+static eg_status put_value(octx *c, const char *name, int dtype, const eg_shape *s,
+                           const void *bytes, size_t len, int added) {
+    Onnx__TensorProto tp;
+    int64_t dims[EG_MAX_RANK];
+    onnx__tensor_proto__init(&tp);
+    tp.name = (char *)name;
+    tp.n_dims = (size_t)s->rank;
+    memcpy(dims, s->dim, sizeof(int64_t) * (size_t)s->rank);
+    tp.dims = dims;
+    tp.has_data_type = 1, tp.data_type = dtype;
+    tp.has_raw_data = 1, tp.raw_data.len = len, tp.raw_data.data = (uint8_t *)bytes;
+    egp_buf_message(&c->inits, field_id(&onnx__graph_proto__descriptor, "initializer"), &tp.base);
+    return added ? note_added(c, name, dtype, s) : EG_OK;
+}
+
+/* A new int64 vector initializer. @return its name (malloc'd) or NULL. */
+static char *put_ints(octx *c, const char *base, const char *tag, const int64_t *v, int n) {
+    uint8_t raw[8 * EG_MAX_INTS];
+    eg_shape s = {1, {n}};
+    char *name = fresh_name(c, base, tag);
+    if (!name) return NULL;
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) raw[8 * i + b] = (uint8_t)((uint64_t)v[i] >> (8 * b));
+    if (put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1) != EG_OK) {
+        free(name);
+        return NULL;
+    }
+    return name;
+}
+
+/* ================= node builder ================= */
+
+typedef struct {
+    Onnx__NodeProto np;
+    Onnx__AttributeProto attr[NB_MAX_ATTRS];
+    Onnx__AttributeProto *attrp[NB_MAX_ATTRS];
+    int64_t ints[NB_MAX_ATTRS][EG_MAX_INTS];
+    char *in_small[8], *out_small[8];
+    char **in, **out; /* in_small/out_small, or malloc'd when larger */
+    char *owned[4];   /* strings freed with the builder */
+    int n_owned;
+} nbuild;
+
+static eg_status nb_init(nbuild *b, const char *op_type, int n_in, int n_out) {
+    memset(b, 0, sizeof *b);
+    onnx__node_proto__init(&b->np);
+    b->np.op_type = (char *)op_type;
+    b->in = n_in <= 8 ? b->in_small : malloc(sizeof(char *) * (size_t)n_in);
+    b->out = n_out <= 8 ? b->out_small : malloc(sizeof(char *) * (size_t)n_out);
+    if (!b->in || !b->out) return EG_ENOMEM;
+    b->np.input = b->in, b->np.output = b->out;
+    return EG_OK;
+}
+
+static void nb_free(nbuild *b) {
+    if (b->in != b->in_small) free(b->in);
+    if (b->out != b->out_small) free(b->out);
+    for (int k = 0; k < b->n_owned; k++) free(b->owned[k]);
+}
+
+/* Keep a malloc'd string alive as long as the builder. @return s */
+static char *nb_own(nbuild *b, char *s) {
+    if (s && b->n_owned < 4) b->owned[b->n_owned++] = s;
+    return s;
+}
+
+static void nb_in(nbuild *b, const char *name) { b->in[b->np.n_input++] = (char *)name; }
+
+/* Add a malloc'd name as an input, owned by the builder. @return s */
+static const char *nb_in_owned(nbuild *b, char *s) {
+    if (s) nb_in(b, nb_own(b, s));
+    return s;
+}
+static void nb_out(nbuild *b, const char *name) { b->out[b->np.n_output++] = (char *)name; }
+
+static Onnx__AttributeProto *nb_attr(nbuild *b, const char *name, Onnx__AttributeProto__AttributeType t) {
+    size_t k = b->np.n_attribute++;
+    Onnx__AttributeProto *a = &b->attr[k];
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = 1, a->type = t;
+    b->attrp[k] = a;
+    b->np.attribute = b->attrp;
+    return a;
+}
+
+static void nb_int(nbuild *b, const char *name, int64_t v) {
+    Onnx__AttributeProto *a = nb_attr(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1, a->i = v;
+}
+
+static void nb_float(nbuild *b, const char *name, float v) {
+    Onnx__AttributeProto *a = nb_attr(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = 1, a->f = v;
+}
+
+static void nb_str(nbuild *b, const char *name, const char *v) {
+    Onnx__AttributeProto *a = nb_attr(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1, a->s.len = strlen(v), a->s.data = (uint8_t *)v;
+}
+
+static void nb_ints(nbuild *b, const char *name, const int64_t *v, int n) {
+    size_t k = b->np.n_attribute;
+    Onnx__AttributeProto *a = nb_attr(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    memcpy(b->ints[k], v, sizeof(int64_t) * (size_t)n);
+    a->n_ints = (size_t)n, a->ints = b->ints[k];
+}
+
+/* Name the node (unique) and append it. */
+static eg_status nb_emit(octx *c, nbuild *b, const char *want) {
+    char *name = node_name(c, want);
+    if (!name) return EG_ENOMEM;
+    b->np.name = name;
+    egp_buf_message(&c->nodes, field_id(&onnx__graph_proto__descriptor, "node"), &b->np.base);
+    free(name);
+    return oom(c) ? EG_ENOMEM : EG_OK;
+}
+
+/* ================= opspecs operators ================= */
+
+static void window_attrs(nbuild *b, int64_t kh, int64_t kw, int32_t stride, int32_t pad) {
+    int64_t k[2] = {kh, kw}, s[2] = {stride, stride};
+    int64_t ph = pad == OPS_PAD_SAME ? (kh - 1) / 2 : 0, pw = pad == OPS_PAD_SAME ? (kw - 1) / 2 : 0;
+    int64_t p[4] = {ph, pw, ph, pw};
+    nb_ints(b, "kernel_shape", k, 2);
+    nb_ints(b, "strides", s, 2);
+    nb_ints(b, "pads", p, 4);
+}
+
+/* conv2d; a fused RELU becomes Conv into a fresh tensor, then Relu. */
+static eg_status emit_conv2d(octx *c, const eg_node *n) {
+    nbuild b;
+    const eg_shape *w = &c->g->tensor[n->in[1]].shape;
+    const char *y = tname(c, n->out[0]);
+    eg_status rc = nb_init(&b, "Conv", 2, 1);
+    if (rc == EG_OK && n->param[2] == OPS_ACT_RELU && !(y = nb_own(&b, fresh_name(c, y, "conv"))))
+        rc = EG_ENOMEM;
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, n->in[0])), nb_in(&b, tname(c, n->in[1])), nb_out(&b, y);
+        window_attrs(&b, w->dim[2], w->dim[3], n->param[0], n->param[1]);
+        nb_int(&b, "group", n->param[3]);
+        rc = nb_emit(c, &b, n->name);
+    }
+    nbuild r;
+    if (rc == EG_OK && n->param[2] == OPS_ACT_RELU && (rc = nb_init(&r, "Relu", 1, 1)) == EG_OK) {
+        nb_in(&r, y), nb_out(&r, tname(c, n->out[0]));
+        rc = nb_emit(c, &r, n->name);
+        nb_free(&r);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+static eg_status emit_pool(octx *c, const eg_node *n) {
+    nbuild b;
+    int32_t k = n->param[0];
+    eg_status rc = nb_init(&b, n->op == OP_AVGPOOL ? "AveragePool" : "MaxPool", 1, 1);
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
+        window_attrs(&b, OPS_KERNEL_H(k), OPS_KERNEL_W(k), n->param[1], n->param[2]);
+        if (n->op == OP_AVGPOOL && n->param[2] == OPS_PAD_SAME) nb_int(&b, "count_include_pad", 1);
+        rc = nb_emit(c, &b, n->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* An op with the node's inputs and output and at most one int attribute. */
+static eg_status emit_plain(octx *c, const eg_node *n, const char *op_type, const char *attr,
+                            int64_t v) {
+    nbuild b;
+    eg_status rc = nb_init(&b, op_type, n->n_in, 1);
+    if (rc == EG_OK) {
+        for (int k = 0; k < n->n_in; k++) nb_in(&b, tname(c, n->in[k]));
+        nb_out(&b, tname(c, n->out[0]));
+        if (attr) nb_int(&b, attr, v);
+        rc = nb_emit(c, &b, n->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+static eg_status emit_transpose(octx *c, const eg_node *n) {
+    static const int64_t perm[2] = {1, 0};
+    nbuild b;
+    eg_status rc = nb_init(&b, "Transpose", 1, 1);
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
+        nb_ints(&b, "perm", perm, 2);
+        rc = nb_emit(c, &b, n->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* split0 + split1 on the same input and parameters: one Split. */
+static eg_status emit_split_pair(octx *c, const eg_node *s0, const eg_node *s1) {
+    nbuild b;
+    int64_t d = c->g->tensor[s0->in[0]].shape.dim[s0->param[0]];
+    int64_t sizes[2] = {s0->param[1], d - s0->param[1]};
+    eg_status rc = nb_init(&b, "Split", 2, 2);
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, s0->in[0]));
+        nb_out(&b, tname(c, s0->out[0])), nb_out(&b, tname(c, s1->out[0]));
+        nb_int(&b, "axis", s0->param[0]);
+        if (c->g->opset < 13) nb_ints(&b, "split", sizes, 2);
+        else if (!nb_in_owned(&b, put_ints(c, tname(c, s0->out[0]), "split", sizes, 2))) rc = EG_ENOMEM;
+        if (rc == EG_OK) rc = nb_emit(c, &b, s0->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* An unpaired split0/split1: a Slice of [0, size) or [size, d). */
+static eg_status emit_slice(octx *c, const eg_node *n) {
+    nbuild b;
+    int64_t axis = n->param[0], size = n->param[1];
+    int64_t d = c->g->tensor[n->in[0]].shape.dim[axis];
+    int64_t start = n->op == OP_SPLIT0 ? 0 : size, end = n->op == OP_SPLIT0 ? size : d;
+    const char *y = tname(c, n->out[0]);
+    eg_status rc = nb_init(&b, "Slice", 4, 1);
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, n->in[0])), nb_out(&b, y);
+        if (c->g->opset < 10) {
+            nb_ints(&b, "starts", &start, 1), nb_ints(&b, "ends", &end, 1), nb_ints(&b, "axes", &axis, 1);
+        } else if (!nb_in_owned(&b, put_ints(c, y, "starts", &start, 1)) ||
+                   !nb_in_owned(&b, put_ints(c, y, "ends", &end, 1)) ||
+                   !nb_in_owned(&b, put_ints(c, y, "axes", &axis, 1)))
+            rc = EG_ENOMEM;
+        if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* enlarge: zero-pad the kernel's spatial dims, centred. */
+static eg_status emit_enlarge(octx *c, const eg_node *n) {
+    nbuild b;
+    const eg_shape *w = &c->g->tensor[n->in[0]].shape;
+    int64_t ph = (OPS_KERNEL_H(n->param[0]) - w->dim[2]) / 2, pw = (OPS_KERNEL_W(n->param[0]) - w->dim[3]) / 2;
+    int64_t pads[8] = {0, 0, ph, pw, 0, 0, ph, pw};
+    const char *y = tname(c, n->out[0]);
+    eg_status rc = nb_init(&b, "Pad", 2, 1);
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, n->in[0])), nb_out(&b, y);
+        if (c->g->opset < 11) nb_ints(&b, "pads", pads, 8);
+        else if (!nb_in_owned(&b, put_ints(c, y, "pads", pads, 8))) rc = EG_ENOMEM;
+        if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* The value of a constant operator (imm, iconv, poolk, ones) for its
+ * inferred output shape, written as an initializer of that name. */
+static void fill_constant(ops_op op, const eg_shape *s, float *v, int64_t numel) {
+    int64_t kh = s->rank == 4 ? s->dim[2] : 1, kw = s->rank == 4 ? s->dim[3] : 1;
+    for (int64_t i = 0; i < numel; i++) v[i] = op == OP_ONES ? 1.0f : 0.0f;
+    if (op == OP_IMM)
+        for (int64_t i = 0; i < s->dim[0]; i++) v[i * s->dim[1] + i] = 1.0f;
+    if (op == OP_ICONV || op == OP_POOLK)
+        for (int64_t o = 0; o < s->dim[0]; o++) {
+            float *cell = v + (o * s->dim[1] + o) * kh * kw;
+            if (op == OP_ICONV) cell[(kh / 2) * kw + kw / 2] = 1.0f;
+            else
+                for (int64_t k = 0; k < kh * kw; k++) cell[k] = 1.0f / (float)(kh * kw);
+        }
+}
+
+static eg_status emit_constant(octx *c, const eg_node *n) {
+    const eg_tensor *t = &c->g->tensor[n->out[0]];
+    int64_t numel = eg_shape_numel(&t->shape);
+    if (numel < 0 || numel > ((int64_t)1 << 30))
+        return fail(c, EG_ELIMIT, "node '%s' (%s): constant of shape too large to write",
+                    n->name, ops_table[n->op].name);
+    float *v = malloc(sizeof(float) * (size_t)(numel ? numel : 1));
+    if (!v) return EG_ENOMEM;
+    fill_constant(n->op, &t->shape, v, numel);
+    eg_status rc = put_value(c, t->name, EG_DT_FLOAT, &t->shape, v, sizeof(float) * (size_t)numel, 1);
+    free(v);
+    return rc;
+}
+
+static eg_status emit_ops(octx *c, int j) {
+    const eg_node *n = &c->g->node[j];
+    switch (n->op) {
+    case OP_MATMUL: return emit_plain(c, n, "MatMul", NULL, 0);
+    case OP_CONV2D: return emit_conv2d(c, n);
+    case OP_EWADD: return emit_plain(c, n, "Add", NULL, 0);
+    case OP_EWMUL:
+    case OP_SMUL: return emit_plain(c, n, "Mul", NULL, 0);
+    case OP_RELU: return emit_plain(c, n, "Relu", NULL, 0);
+    case OP_AVGPOOL:
+    case OP_MAXPOOL: return emit_pool(c, n);
+    case OP_CONCAT: return emit_plain(c, n, "Concat", "axis", n->param[0]);
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+        if (c->partner[j] < 0) return emit_slice(c, n);
+        if (c->partner[j] < j) return EG_OK; /* written with its partner */
+        return n->op == OP_SPLIT0 ? emit_split_pair(c, n, &c->g->node[c->partner[j]])
+                                  : emit_split_pair(c, &c->g->node[c->partner[j]], n);
+    case OP_TRANSPOSE: return emit_transpose(c, n);
+    case OP_ENLARGE: return emit_enlarge(c, n);
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_ONES: return emit_constant(c, n);
+    case OP_COUNT: break;
+    }
+    return fail(c, EG_EFORMAT, "node '%s': unknown opspecs operator %d", n->name, (int)n->op);
+}
+
+/* Pair each split1 with a split0 of the same input and parameters. */
+static void pair_splits(const eg_graph *g, int *partner) {
+    for (int j = 0; j < g->n_nodes; j++) partner[j] = -1;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *a = &g->node[j];
+        if (a->kind != EG_KIND_OPS || a->op != OP_SPLIT1) continue;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const eg_node *b = &g->node[i];
+            if (b->kind == EG_KIND_OPS && b->op == OP_SPLIT0 && partner[i] < 0 &&
+                b->in[0] == a->in[0] && b->param[0] == a->param[0] && b->param[1] == a->param[1]) {
+                partner[i] = j, partner[j] = i;
+                break;
+            }
+        }
+    }
+}
+
+/* ================= model operators ================= */
+
+static void model_window(nbuild *b, const eg_attrs *a) {
+    int64_t k[2] = {a->kernel[0], a->kernel[1]}, s[2] = {a->stride[0], a->stride[1]};
+    int64_t p[4] = {a->pad[0], a->pad[1], a->pad[2], a->pad[3]};
+    if (k[0] > 0) nb_ints(b, "kernel_shape", k, 2);
+    nb_ints(b, "strides", s, 2);
+    if (a->flags & EG_AF_AUTO_UPPER) nb_str(b, "auto_pad", "SAME_UPPER");
+    else if (a->flags & EG_AF_AUTO_LOWER) nb_str(b, "auto_pad", "SAME_LOWER");
+    else nb_ints(b, "pads", p, 4);
+}
+
+/* Split: sizes as the opset expects them (attribute before 13, input
+ * after; num_outputs from 18 when there are no sizes). */
+static eg_status split_attrs(octx *c, const eg_node *n, nbuild *b) {
+    const eg_attrs *a = &n->attr;
+    nb_int(b, "axis", a->axis);
+    if ((a->flags & EG_AF_INTS) && c->g->opset < 13) nb_ints(b, "split", a->ints, a->n_ints);
+    else if ((a->flags & EG_AF_INTS) && b->np.n_input == 1) {
+        if (!nb_in_owned(b, put_ints(c, tname(c, n->out[0]), "split", a->ints, a->n_ints)))
+            return EG_ENOMEM;
+    } else if (c->g->opset >= 18 && b->np.n_input == 1)
+        nb_int(b, "num_outputs", n->n_out);
+    return EG_OK;
+}
+
+static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
+    const eg_attrs *a = &n->attr;
+    switch (n->mop) {
+    case EG_MOP_CONV: model_window(b, a); nb_int(b, "group", a->group); break;
+    case EG_MOP_MAXPOOL: model_window(b, a); break;
+    case EG_MOP_AVGPOOL:
+        model_window(b, a);
+        nb_int(b, "count_include_pad", (a->flags & EG_AF_COUNT_PAD) != 0);
+        break;
+    case EG_MOP_GEMM:
+        nb_float(b, "alpha", a->alpha), nb_float(b, "beta", a->beta);
+        nb_int(b, "transA", (a->flags & EG_AF_TRANS_A) != 0);
+        nb_int(b, "transB", (a->flags & EG_AF_TRANS_B) != 0);
+        break;
+    case EG_MOP_CONCAT:
+    case EG_MOP_FLATTEN:
+    case EG_MOP_SOFTMAX: nb_int(b, "axis", a->axis); break;
+    case EG_MOP_SPLIT: return split_attrs(c, n, b);
+    case EG_MOP_TRANSPOSE:
+        if (a->flags & EG_AF_INTS) nb_ints(b, "perm", a->ints, a->n_ints);
+        break;
+    case EG_MOP_RESHAPE:
+        if (a->flags & EG_AF_ALLOWZERO) nb_int(b, "allowzero", 1);
+        break;
+    case EG_MOP_BATCHNORM: nb_float(b, "epsilon", a->epsilon); break;
+    case EG_MOP_GLOBALAVGPOOL:
+    case EG_MOP_MATMUL:
+    case EG_MOP_ADD:
+    case EG_MOP_MUL:
+    case EG_MOP_RELU:
+    case EG_MOP_SIGMOID:
+    case EG_MOP_TANH:
+    case EG_MOP_IDENTITY:
+    case EG_MOP_COUNT: break;
+    }
+    return EG_OK;
+}
+
+static eg_status emit_model(octx *c, int j) {
+    const eg_node *n = &c->g->node[j];
+    nbuild b;
+    int n_in = n->n_in;
+    while (n_in > 0 && n->in[n_in - 1] < 0) n_in--; /* trailing omitted inputs */
+    eg_status rc = nb_init(&b, eg_mop_table[n->mop].onnx, n_in + 1, n->n_out);
+    if (rc == EG_OK) {
+        for (int k = 0; k < n_in; k++) nb_in(&b, tname(c, n->in[k]));
+        for (int k = 0; k < n->n_out; k++) nb_out(&b, tname(c, n->out[k]));
+        rc = model_attrs(c, n, &b);
+    }
+    if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
+    nb_free(&b);
+    return rc;
+}
+
+/* ================= opaque nodes ================= */
+
+static int same_names(const octx *c, char *const *names, size_t n, const int *ids, int n_ids) {
+    if (n != (size_t)n_ids) return 0;
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(names[k] ? names[k] : "", tname(c, ids[k])) != 0) return 0;
+    return 1;
+}
+
+/* The original bytes, unless the IR renamed an input or output: then the
+ * node is re-packed with the new names and everything else as it was. */
+static eg_status emit_opaque(octx *c, int j) {
+    const eg_node *n = &c->g->node[j];
+    uint32_t field = field_id(&onnx__graph_proto__descriptor, "node");
+    Onnx__NodeProto *np;
+    egp_alloc a;
+    char msg[EG_ERRLEN];
+    egp_alloc_init(&a, n->proto_len * 8 + (64u << 20));
+    if (egp_unpack(&onnx__node_proto__descriptor, &a, 1 << 16, n->proto, n->proto_len,
+                   (ProtobufCMessage **)&np, msg, sizeof msg) != EG_OK)
+        return fail(c, EG_EFORMAT, "node '%s': its stored bytes do not decode: %s", n->name, msg);
+    eg_status rc = EG_OK;
+    if (same_names(c, np->input, np->n_input, n->in, n->n_in) &&
+        same_names(c, np->output, np->n_output, n->out, n->n_out)) {
+        egp_buf_field(&c->nodes, field, n->proto, n->proto_len);
+    } else {
+        nbuild b;
+        char **in = np->input, **out = np->output;
+        size_t nin = np->n_input, nout = np->n_output;
+        if ((rc = nb_init(&b, "", n->n_in, n->n_out)) == EG_OK) {
+            for (int k = 0; k < n->n_in; k++) nb_in(&b, tname(c, n->in[k]));
+            for (int k = 0; k < n->n_out; k++) nb_out(&b, tname(c, n->out[k]));
+            np->input = b.in, np->n_input = b.np.n_input;
+            np->output = b.out, np->n_output = b.np.n_output;
+            egp_buf_message(&c->nodes, field, &np->base);
+            np->input = in, np->n_input = nin, np->output = out, np->n_output = nout;
+        }
+        nb_free(&b);
+    }
+    protobuf_c_message_free_unpacked(&np->base, &a.pc);
+    return rc != EG_OK ? rc : oom(c) ? EG_ENOMEM : EG_OK;
+}
+
+static eg_status emit_nodes(octx *c) {
+    eg_status rc = EG_OK;
+    for (int j = 0; j < c->g->n_nodes && rc == EG_OK; j++) {
+        switch (c->g->node[j].kind) {
+        case EG_KIND_OPS: rc = emit_ops(c, j); break;
+        case EG_KIND_MODEL: rc = emit_model(c, j); break;
+        case EG_KIND_OPAQUE: rc = emit_opaque(c, j); break;
+        case EG_KIND_COUNT: rc = fail(c, EG_EFORMAT, "node %d has no kind", j); break;
+        }
+    }
+    return rc;
+}
+
+/* ================= values, inputs, outputs, value_info ================= */
+
+/* Whether a value is written: a value the importer absorbed, or a
+ * Constant, that nothing reads any more is dropped. */
+static int value_live(const octx *c, int i) {
+    const eg_tensor *t = &c->g->tensor[i];
+    if (!(t->flags & EG_TF_INIT) || (t->flags & EG_TF_SPARSE)) return 0;
+    if (c->uses[i] || (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED))) return 1;
+    return !(t->flags & (EG_TF_ABSORBED | EG_TF_CONST));
+}
+
+static eg_status emit_values(octx *c) {
+    uint32_t field = field_id(&onnx__graph_proto__descriptor, "initializer");
+    for (int i = 0; i < c->g->n_tensors; i++) {
+        const eg_tensor *t = &c->g->tensor[i];
+        eg_status rc = EG_OK;
+        int added = !(t->flags & EG_TF_INPUT);
+        if (!value_live(c, i)) continue;
+        if (t->data)
+            rc = put_value(c, t->name, EG_DT_FLOAT, &t->shape, t->data,
+                           sizeof(float) * (size_t)eg_shape_numel(&t->shape), added);
+        else if (t->proto) {
+            egp_buf_field(&c->inits, field, t->proto, t->proto_len);
+            if (added) rc = note_added(c, t->name, t->dtype, &t->shape);
+        }
+        else if (t->raw)
+            rc = put_value(c, t->name, t->dtype, &t->shape, t->raw, t->raw_len, added);
+        if (rc != EG_OK) return rc;
+    }
+    return oom(c) ? EG_ENOMEM : EG_OK;
+}
+
+/* A ValueInfoProto for a tensor type with as much shape as is known. */
+static void gen_vinfo(octx *c, uint32_t field, const char *name, int dtype, const eg_shape *s,
+                      char *const *dim_name) {
+    Onnx__ValueInfoProto vi;
+    Onnx__TypeProto tp;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto sp;
+    Onnx__TensorShapeProto__Dimension d[EG_MAX_RANK], *dp[EG_MAX_RANK];
+    onnx__value_info_proto__init(&vi);
+    onnx__type_proto__init(&tp);
+    onnx__type_proto__tensor__init(&tt);
+    onnx__tensor_shape_proto__init(&sp);
+    vi.name = (char *)name;
+    vi.type = &tp;
+    tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, tp.tensor_type = &tt;
+    tt.has_elem_type = 1, tt.elem_type = dtype;
+    if (s->rank >= 0) tt.shape = &sp;
+    for (int i = 0; i < s->rank; i++) {
+        onnx__tensor_shape_proto__dimension__init(&d[i]);
+        dp[i] = &d[i];
+        if (s->dim[i] >= 0)
+            d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE, d[i].dim_value = s->dim[i];
+        else if (dim_name && dim_name[i])
+            d[i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM, d[i].dim_param = dim_name[i];
+    }
+    sp.n_dim = (size_t)(s->rank > 0 ? s->rank : 0), sp.dim = dp;
+    egp_buf_message(&c->ios, field, &vi.base);
+}
+
+/* A graph input or output: its original entry, else a generated one. */
+static void emit_io(octx *c, uint32_t field, const eg_tensor *t) {
+    if (t->vinfo) egp_buf_field(&c->ios, field, t->vinfo, t->vinfo_len);
+    else gen_vinfo(c, field, t->name, t->dtype, &t->shape, t->dim_name);
+}
+
+/* value_info for a node output: an opaque node's original entry; else
+ * generated when dtype and shape are known; else the original, if any. */
+static void emit_value_info(octx *c, uint32_t field, const eg_tensor *t) {
+    int opaque = t->producer >= 0 && c->g->node[t->producer].kind == EG_KIND_OPAQUE;
+    if (t->vinfo && (opaque || !t->dtype || !eg_shape_known(&t->shape)))
+        egp_buf_field(&c->ios, field, t->vinfo, t->vinfo_len);
+    else if (t->dtype && eg_shape_known(&t->shape))
+        gen_vinfo(c, field, t->name, t->dtype, &t->shape, NULL);
+}
+
+static eg_status emit_ios(octx *c) {
+    const eg_graph *g = c->g;
+    uint32_t fin = field_id(&onnx__graph_proto__descriptor, "input");
+    uint32_t fout = field_id(&onnx__graph_proto__descriptor, "output");
+    uint32_t fvi = field_id(&onnx__graph_proto__descriptor, "value_info");
+    for (int k = 0; k < g->n_inputs; k++) emit_io(c, fin, &g->tensor[g->input[k]]);
+    for (int k = 0; k < c->n_added; k++) /* IR < 4: every initializer is an input */
+        gen_vinfo(c, fin, c->added[k].name, c->added[k].dtype, &c->added[k].shape, NULL);
+    for (int k = 0; k < g->n_outputs; k++) emit_io(c, fout, &g->tensor[g->output[k]]);
+    /* in node order, which a re-import keeps (tensor ids it does not) */
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_out; k++) {
+            int i = g->node[j].out[k];
+            if (i >= 0 && !(g->tensor[i].flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_INIT)))
+                emit_value_info(c, fvi, &g->tensor[i]);
+        }
+    return oom(c) ? EG_ENOMEM : EG_OK;
+}
+
+/* ================= assembly ================= */
+
+static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    c->g = g, c->err = err, c->errlen = errlen;
+    c->uses = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    c->partner = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c->node_names = eg_names_new();
+    c->new_names = eg_names_new();
+    if (!c->uses || !c->partner || !c->node_names || !c->new_names) return EG_ENOMEM;
+    eg_count_uses(g, c->uses);
+    pair_splits(g, c->partner);
+    /* opaque nodes keep their names, so the generated ones avoid them */
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPAQUE && g->node[j].name[0] &&
+            eg_names_put(c->node_names, g->node[j].name, 0) == EG_ENOMEM)
+            return EG_ENOMEM;
+    return EG_OK;
+}
+
+static void octx_free(octx *c) {
+    free(c->nodes.p), free(c->inits.p), free(c->ios.p);
+    free(c->uses), free(c->partner);
+    eg_names_free(c->node_names), eg_names_free(c->new_names);
+    for (int k = 0; k < c->n_added; k++) free(c->added[k].name);
+    free(c->added);
+}
+
+/* model shell + graph field (graph shell + nodes + values + ios). */
+static eg_status assemble(octx *c, uint8_t **buf, size_t *len) {
+    egp_buf gb = {0}, mb = {0};
+    egp_buf_put(&gb, c->g->graph_shell, c->g->graph_shell_len);
+    egp_buf_put(&gb, c->nodes.p, c->nodes.len);
+    egp_buf_put(&gb, c->inits.p, c->inits.len);
+    egp_buf_put(&gb, c->ios.p, c->ios.len);
+    egp_buf_put(&mb, c->g->model_shell, c->g->model_shell_len);
+    egp_buf_field(&mb, field_id(&onnx__model_proto__descriptor, "graph"), gb.p, gb.len);
+    free(gb.p);
+    if (gb.oom || mb.oom) {
+        free(mb.p);
+        return EG_ENOMEM;
+    }
+    *buf = mb.p;
+    *len = mb.len;
+    return EG_OK;
+}
+
+eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen) {
+    octx c;
+    *buf = NULL, *len = 0;
+    if (!g->model_shell) {
+        snprintf(err, errlen, "the graph has no model shell (not loaded from ONNX)");
+        return EG_EFORMAT;
+    }
+    eg_status rc = octx_init(&c, g, err, errlen);
+    if (rc == EG_OK) rc = emit_nodes(&c);
+    if (rc == EG_OK) rc = emit_values(&c);
+    if (rc == EG_OK) rc = emit_ios(&c);
+    if (rc == EG_OK) rc = assemble(&c, buf, len);
+    if (rc == EG_ENOMEM) snprintf(err, errlen, "out of memory writing the model");
+    octx_free(&c);
+    return rc;
+}
+
+eg_status eg_save(const char *path, const eg_graph *g, char *err, size_t errlen) {
+    uint8_t *buf;
+    size_t len;
+    char msg[EG_ERRLEN];
+    eg_status rc = eg_save_mem(g, &buf, &len, msg, sizeof msg);
+    if (rc != EG_OK) {
+        snprintf(err, errlen, "%s: %s", path, msg);
+        return rc;
+    }
+    rc = egp_write_file(path, buf, len, err, errlen);
+    free(buf);
+    return rc;
+}

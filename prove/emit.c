@@ -1,0 +1,156 @@
+/* emit.c - rule emission from classes and canonical renaming (emit.h). */
+#include "emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EM_TEXT_MAX 16384
+
+/* ---- inputs ---- */
+
+static uint32_t node_inputs(const rg_node *n) {
+    const ops_info *o = &ops_table[n->op];
+    uint32_t m = 0;
+    for (int k = 0; k < o->n_params; k++)
+        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
+            m |= 1u << RG_SYM_INPUT(n->param[k]);
+    for (int k = 0; k < o->arity; k++)
+        if (RG_IS_INPUT(n->in[k])) m |= 1u << n->in[k];
+    return m;
+}
+
+uint32_t em_used_inputs(const rg_graph *g) {
+    uint32_t m = 0;
+    for (int j = 0; j < g->n_nodes; j++) m |= node_inputs(&g->node[j]);
+    for (int k = 0; k < g->n_outputs; k++)
+        if (RG_IS_INPUT(g->out[k])) m |= 1u << g->out[k];
+    return m;
+}
+
+/* ---- canonical renaming ---- */
+
+typedef struct {
+    int map[RG_MAX_INPUTS]; /* old input -> new, -1 unseen */
+    int next;
+} renaming;
+
+static void see(renaming *r, int input) {
+    if (r->map[input] < 0) r->map[input] = r->next++;
+}
+
+/* Visit inputs in rg_format's order: parameters (symbolic sizes), then
+ * tensor inputs, depth first. */
+static void visit(const rg_graph *g, rg_ref ref, renaming *r) {
+    if (RG_IS_INPUT(ref)) {
+        see(r, ref);
+        return;
+    }
+    const rg_node *n = &g->node[RG_NODE_INDEX(ref)];
+    const ops_info *o = &ops_table[n->op];
+    for (int k = 0; k < o->n_params; k++)
+        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
+            see(r, RG_SYM_INPUT(n->param[k]));
+    for (int k = 0; k < o->arity; k++) visit(g, n->in[k], r);
+}
+
+static void visit_graph(const rg_graph *g, renaming *r) {
+    for (int k = 0; k < g->n_outputs; k++) visit(g, g->out[k], r);
+}
+
+static rg_ref rename_ref(const renaming *r, rg_ref ref) {
+    return RG_IS_INPUT(ref) ? RG_IN(r->map[ref]) : ref;
+}
+
+/* g with inputs renamed (unseen inputs are unused, so never referenced). */
+static void apply(const rg_graph *g, const renaming *r, rg_graph *out) {
+    *out = *g;
+    out->n_inputs = r->next;
+    for (int j = 0; j < g->n_nodes; j++) {
+        rg_node *n = &out->node[j];
+        const ops_info *o = &ops_table[n->op];
+        for (int k = 0; k < o->n_params; k++)
+            if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
+                n->param[k] = RG_SYM_SIZE(r->map[RG_SYM_INPUT(n->param[k])],
+                                          RG_SYM_AXIS(n->param[k]));
+        for (int k = 0; k < o->arity; k++) n->in[k] = rename_ref(r, n->in[k]);
+    }
+    for (int k = 0; k < g->n_outputs; k++) out->out[k] = rename_ref(r, g->out[k]);
+}
+
+/* Re-read g from its text: canonical node order. @return 0 or -1. */
+static int reparse(rg_graph *g, char *buf) {
+    int n_inputs = g->n_inputs;
+    rg_graph tmp;
+    if (rg_format(g, buf, EM_TEXT_MAX) >= EM_TEXT_MAX) return -1;
+    if (rg_parse(buf, &tmp, NULL, 0) != RG_OK) return -1;
+    tmp.n_inputs = n_inputs;
+    *g = tmp;
+    return 0;
+}
+
+int em_canon(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst) {
+    renaming r;
+    int rc = -1;
+    char *buf = malloc(EM_TEXT_MAX);
+    for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
+    r.next = 0;
+    visit_graph(src, &r);
+    visit_graph(dst, &r);
+    apply(src, &r, csrc);
+    apply(dst, &r, cdst);
+    if (buf && reparse(csrc, buf) == 0 && reparse(cdst, buf) == 0) rc = 0;
+    if (rc != 0) {
+        *csrc = *src;
+        *cdst = *dst;
+    }
+    free(buf);
+    return rc;
+}
+
+void em_key_of(const rg_graph *src, const rg_graph *dst, em_key *k) {
+    size_t n = rg_encode(src, k->b);
+    n += rg_encode(dst, k->b + n);
+    k->len = (uint16_t)n;
+}
+
+/* ---- emission ---- */
+
+static int push(em_rule **rules, size_t *n, size_t *cap, const em_rule *r) {
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 256;
+        em_rule *p = realloc(*rules, nc * sizeof *p);
+        if (!p) return -1;
+        *rules = p;
+        *cap = nc;
+    }
+    (*rules)[(*n)++] = *r;
+    return 0;
+}
+
+/* One direction src -> dst when dst reads no input src lacks. */
+static int emit_dir(const rg_graph *src, const rg_graph *dst, em_rule *proto, em_rule **rules,
+                    size_t *n, size_t *cap) {
+    if (em_used_inputs(dst) & ~em_used_inputs(src)) return 0;
+    proto->src = *src;
+    proto->dst = *dst;
+    int n_in = src->n_inputs > dst->n_inputs ? src->n_inputs : dst->n_inputs;
+    proto->src.n_inputs = proto->dst.n_inputs = n_in;
+    return push(rules, n, cap, proto);
+}
+
+int em_class_rules(const rdb_class *c, size_t ci, const uint8_t *proved, const rdb_prover *pv,
+                   em_rule **rules, size_t *n, size_t *cap) {
+    const rg_graph *rep = &c->members[0];
+    for (size_t m = 1; m < c->n_members; m++) {
+        if (!proved[m] || rg_equal(rep, &c->members[m])) continue;
+        em_rule proto;
+        memset(&proto, 0, sizeof proto);
+        proto.cls = ci;
+        proto.member = m;
+        proto.prover = pv[m];
+        if (emit_dir(rep, &c->members[m], &proto, rules, n, cap)) return -1;
+        proto.reversed = 1;
+        if (emit_dir(&c->members[m], rep, &proto, rules, n, cap)) return -1;
+    }
+    return 0;
+}

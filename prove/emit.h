@@ -1,0 +1,59 @@
+/* emit.h - rules from proved candidate classes, and the canonical form of
+ * a rule under renaming of its inputs (prefix em_).
+ *
+ * Directions. A class's members are over one set of inputs. Between the
+ * representative (member 0) and each other member that was proved equal
+ * to it, a rule is emitted in each direction whose destination uses no
+ * input its source lacks: the engine binds inputs by matching the source,
+ * and a destination input it never bound would be unbound (egg rejects
+ * such rules). Both directions are kept because the engine's search needs
+ * to rewrite either way (to undo a rewrite on the way to a better graph).
+ *
+ * Canonical form. A rule holds for every input shape (z3enc.h), so input
+ * names and shapes are not part of its identity: the canonical form renames
+ * inputs x0, x1, ... in order of first appearance in the source's text then
+ * the destination's (rg_format order, a symbolic size (dim a xi) counting
+ * as an appearance), and orders nodes as rg_parse does for that text. Two
+ * rules that differ only by a renaming of inputs have the same canonical
+ * form. Both graphs get the source's input count.
+ */
+#ifndef EMIT_H
+#define EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ruledb.h"
+
+/* The rule key: rg_encode of both graphs, back to back. */
+typedef struct {
+    uint16_t len;
+    uint8_t b[2 * RG_ENC_MAX];
+} em_key;
+
+typedef struct {
+    rg_graph src, dst;
+    size_t cls, member; /* provenance: class index, member paired with 0 */
+    int reversed;       /* 0: member 0 -> member; 1: member -> member 0 */
+    rdb_prover prover;
+} em_rule;
+
+/* Graph inputs g reads: from node inputs, outputs and symbolic sizes. */
+uint32_t em_used_inputs(const rg_graph *g);
+
+/* Canonical form of src -> dst (above).
+ * @pre both graphs valid. @return 0, or -1 when a graph's text does not fit
+ *      the work buffer (never for graphs of RG_MAX_NODES nodes that
+ *      rg_format prints below 16 KiB); *csrc and *cdst are then copies. */
+int em_canon(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst);
+
+void em_key_of(const rg_graph *src, const rg_graph *dst, em_key *k);
+
+/* Append the rules of the proved pairs of class c (index ci) to *rules:
+ * proved[m] tells whether member m >= 1 was proved equal to member 0, and
+ * pv[m] is its prover record. Identical graphs give no rule.
+ * @return 0, or -1 when out of memory. */
+int em_class_rules(const rdb_class *c, size_t ci, const uint8_t *proved,
+                   const rdb_prover *pv, em_rule **rules, size_t *n, size_t *cap);
+
+#endif

@@ -1,0 +1,70 @@
+/* pool.c - a fixed set of worker threads over an atomic item counter. */
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PL_MAX_JOBS 256
+
+typedef struct {
+    size_t n;
+    atomic_size_t next, done;
+    pl_work work;
+    void *ctx;
+} pool;
+
+static void *worker(void *arg) {
+    pool *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n) break;
+        p->work(p->ctx, i);
+        atomic_fetch_add(&p->done, 1);
+    }
+    return NULL;
+}
+
+int pl_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > PL_MAX_JOBS ? PL_MAX_JOBS : (int)n;
+}
+
+static void sleep_ms(unsigned ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* Wait for the items, ticking every interval. */
+static void watch(pool *p, pl_tick tick, unsigned interval_ms) {
+    const unsigned step = 20;
+    unsigned waited = 0;
+    while (atomic_load(&p->done) < p->n) {
+        sleep_ms(step);
+        waited += step;
+        if (tick && waited >= interval_ms) {
+            tick(p->ctx, atomic_load(&p->done), p->n);
+            waited = 0;
+        }
+    }
+}
+
+int pl_run(size_t n, int jobs, pl_work work, pl_tick tick, unsigned interval_ms, void *ctx) {
+    pthread_t th[PL_MAX_JOBS];
+    pool p = {n, 0, 0, work, ctx};
+    int started = 0;
+    if (jobs < 1) jobs = pl_cores();
+    if (jobs > PL_MAX_JOBS) jobs = PL_MAX_JOBS;
+    if ((size_t)jobs > n) jobs = n ? (int)n : 1;
+    for (; started < jobs; started++)
+        if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
+    if (started == 0) {
+        worker(&p);
+        return -1;
+    }
+    watch(&p, tick, interval_ms);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    return 0;
+}

@@ -1,0 +1,805 @@
+/* z3enc.c - Z3 encoding of operators, shape facts, quantified axioms and
+ * candidate pairs (see z3enc.h for the encoding and why it is so). */
+#include "z3enc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <z3.h>
+
+#define ZE_AXES TEN_MAX_RANK /* dims every tensor has in the encoding */
+#define ZE_MAX_SHAPE_AXIOMS 256
+
+struct ze_ctx {
+    Z3_context c;
+    Z3_sort T, S, I;
+    Z3_func_decl op[OP_COUNT];
+    Z3_func_decl shape, sdim;
+    const ax_set *set;
+    Z3_ast *axiom;     /* one formula per axiom of set, NULL when unused */
+    uint8_t *pattern;  /* 2 per axiom: that side became a pattern */
+    Z3_ast shape_ax[ZE_MAX_SHAPE_AXIOMS]; /* the shape rules, quantified */
+    int n_shape_ax;
+};
+
+/* How a constant reads its reference input (z3enc.h). */
+typedef enum { REF_NONE, REF_DIM1, REF_SHAPE } ref_use;
+
+static ref_use const_ref(ops_op op) {
+    switch (op) {
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK: return REF_DIM1;
+    case OP_ONES: return REF_SHAPE;
+    case OP_MATMUL:
+    case OP_CONV2D:
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+    case OP_TRANSPOSE:
+    case OP_ENLARGE:
+    case OP_COUNT: break;
+    }
+    return REF_NONE;
+}
+
+/* The input whose shape the output has, whatever the parameters; -1 when
+ * the output shape is computed otherwise. */
+static int same_shape_input(ops_op op) {
+    switch (op) {
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_ONES: return 0;
+    case OP_MATMUL:
+    case OP_CONV2D:
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+    case OP_TRANSPOSE:
+    case OP_ENLARGE:
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_COUNT: break;
+    }
+    return -1;
+}
+
+/* ---- small term helpers ---- */
+
+static Z3_ast num(ze_ctx *z, int64_t v) { return Z3_mk_int64(z->c, v, z->I); }
+
+static Z3_ast shape_of_t(ze_ctx *z, Z3_ast t) { return Z3_mk_app(z->c, z->shape, 1, &t); }
+
+static Z3_ast sdim_ast(ze_ctx *z, Z3_ast axis, Z3_ast shape) {
+    Z3_ast a[2] = {axis, shape};
+    return Z3_mk_app(z->c, z->sdim, 2, a);
+}
+
+static Z3_ast dim_t(ze_ctx *z, int a, Z3_ast t) { return sdim_ast(z, num(z, a), shape_of_t(z, t)); }
+
+static Z3_ast add2(ze_ctx *z, Z3_ast a, Z3_ast b) {
+    Z3_ast x[2] = {a, b};
+    return Z3_mk_add(z->c, 2, x);
+}
+
+static Z3_ast sub2(ze_ctx *z, Z3_ast a, Z3_ast b) {
+    Z3_ast x[2] = {a, b};
+    return Z3_mk_sub(z->c, 2, x);
+}
+
+/* Parameters of one application: terms, and literal values where known. */
+typedef struct {
+    Z3_ast ast[OPS_MAX_PARAMS];
+    int32_t lit[OPS_MAX_PARAMS];
+    unsigned is_lit; /* bit k: parameter k is the literal lit[k] */
+} zparams;
+
+static int lit(const zparams *p, int k) { return p->is_lit >> k & 1; }
+
+/* The dims of an application's inputs, produced on demand: in the
+ * quantified axioms a dim is itself simplified by the shape rules. */
+typedef struct dim_src {
+    Z3_ast (*get)(struct dim_src *self, int input, int axis);
+} dim_src;
+
+/* ---- shape rules (ORDER OP via the switches) ---- */
+
+/* Output size of a conv/pool window along one axis: SAME is centred,
+ * ceil(h/s); VALID is (h-k) div s + 1 (shape.c). */
+static Z3_ast window(ze_ctx *z, Z3_ast h, Z3_ast k, int32_t stride, int32_t pad) {
+    if (pad == OPS_PAD_SAME)
+        return stride == 1 ? h : Z3_mk_div(z->c, add2(z, h, num(z, stride - 1)), num(z, stride));
+    Z3_ast span = sub2(z, h, k);
+    if (stride != 1) span = Z3_mk_div(z->c, span, num(z, stride));
+    return add2(z, span, num(z, 1));
+}
+
+static Z3_ast kernel_dim(ze_ctx *z, int32_t kernel, int a) {
+    return num(z, a == 2 ? OPS_KERNEL_H(kernel) : OPS_KERNEL_W(kernel));
+}
+
+static Z3_ast pool_dim(ze_ctx *z, const zparams *p, dim_src *d, int a) {
+    if (a < 2) return d->get(d, 0, a);
+    if (!lit(p, 0) || !lit(p, 1) || !lit(p, 2)) return NULL;
+    return window(z, d->get(d, 0, a), kernel_dim(z, p->lit[0], a), p->lit[1], p->lit[2]);
+}
+
+static Z3_ast conv_dim(ze_ctx *z, const zparams *p, dim_src *d, int a) {
+    if (a < 2) return d->get(d, a, 0); /* N from x, O from w */
+    if (!lit(p, 0) || !lit(p, 1)) return NULL;
+    return window(z, d->get(d, 0, a), d->get(d, 1, a), p->lit[0], p->lit[1]);
+}
+
+/* split0/split1 (axis, size; x) along the axis: size, or the rest. */
+static Z3_ast split_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a) {
+    if (!lit(p, 0)) return NULL;
+    if (a != p->lit[0]) return d->get(d, 0, a);
+    return op == OP_SPLIT0 ? p->ast[1] : sub2(z, d->get(d, 0, a), p->ast[1]);
+}
+
+/* Dim a of op's output from its inputs' dims; NULL when the rule needs a
+ * parameter that is not a literal, or says nothing about that axis. */
+static Z3_ast rule_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a) {
+    switch (op) {
+    case OP_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : NULL;
+    case OP_CONV2D: return conv_dim(z, p, d, a);
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_ONES: return d->get(d, 0, a);
+    case OP_AVGPOOL:
+    case OP_MAXPOOL: return pool_dim(z, p, d, a);
+    case OP_CONCAT:
+        if (!lit(p, 0)) return NULL;
+        return a == p->lit[0] ? add2(z, d->get(d, 0, a), d->get(d, 1, a)) : d->get(d, 0, a);
+    case OP_SPLIT0:
+    case OP_SPLIT1: return split_dim(z, op, p, d, a);
+    case OP_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : NULL;
+    case OP_ENLARGE:
+        if (a < 2) return d->get(d, 0, a);
+        return lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
+    case OP_IMM: return a < 2 ? d->get(d, 0, 1) : NULL;
+    case OP_ICONV:
+    case OP_POOLK:
+        if (a < 2) return d->get(d, 0, 1);
+        return lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
+    case OP_COUNT: break;
+    }
+    return NULL;
+}
+
+/* The parameters rule_dim needs as literals (bit k = parameter k). */
+static unsigned rule_params(ops_op op) {
+    switch (op) {
+    case OP_CONV2D: return 3u;    /* stride, pad */
+    case OP_AVGPOOL:
+    case OP_MAXPOOL: return 7u;   /* kernel, stride, pad */
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1:               /* axis */
+    case OP_ENLARGE:
+    case OP_ICONV:
+    case OP_POOLK: return 1u;     /* kernel */
+    case OP_MATMUL:
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_TRANSPOSE:
+    case OP_IMM:
+    case OP_ONES:
+    case OP_COUNT: break;
+    }
+    return 0;
+}
+
+/* ---- declarations ---- */
+
+static Z3_func_decl declare_op(ze_ctx *z, ops_op op) {
+    const ops_info *o = &ops_table[op];
+    Z3_sort dom[OPS_MAX_PARAMS + OPS_MAX_ARITY];
+    unsigned n = 0;
+    for (int k = 0; k < o->n_params; k++) dom[n++] = z->I;
+    switch (const_ref(op)) {
+    case REF_DIM1: dom[n++] = z->I; break;
+    case REF_SHAPE: dom[n++] = z->S; break;
+    case REF_NONE:
+        for (int k = 0; k < o->arity; k++) dom[n++] = z->T;
+        break;
+    }
+    return Z3_mk_func_decl(z->c, Z3_mk_string_symbol(z->c, o->name), n, dom, z->T);
+}
+
+static void declare_all(ze_ctx *z) {
+    Z3_context c = z->c;
+    z->T = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "T"));
+    z->S = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "S"));
+    z->I = Z3_mk_int_sort(c);
+    z->shape = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "shape"), 1, &z->T, z->S);
+    Z3_sort sd[2] = {z->I, z->S};
+    z->sdim = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "sdim"), 2, sd, z->I);
+    for (int op = 0; op < OP_COUNT; op++) z->op[op] = declare_op(z, (ops_op)op);
+}
+
+/* op(params; inputs) as a term. For a constant the reference input is
+ * replaced by what it reads: dim 1 of it (d) or its shape (shape0). */
+static Z3_ast mk_app(ze_ctx *z, ops_op op, const zparams *p, const Z3_ast *in,
+                     dim_src *d, Z3_ast shape0) {
+    const ops_info *o = &ops_table[op];
+    Z3_ast args[OPS_MAX_PARAMS + OPS_MAX_ARITY];
+    unsigned n = 0;
+    for (int k = 0; k < o->n_params; k++) args[n++] = p->ast[k];
+    switch (const_ref(op)) {
+    case REF_DIM1: args[n++] = d->get(d, 0, 1); break;
+    case REF_SHAPE: args[n++] = shape0; break;
+    case REF_NONE:
+        for (int k = 0; k < o->arity; k++) args[n++] = in[k];
+        break;
+    }
+    return Z3_mk_app(z->c, z->op[op], n, args);
+}
+
+/* ---- parameter domains ---- */
+
+/* The domain of a parameter kind as a formula over v. */
+static Z3_ast domain(ze_ctx *z, ops_pkind kind, Z3_ast v) {
+    if (kind == PK_SIZE) return Z3_mk_ge(z->c, v, num(z, 1));
+    const ops_pkind_info *d = &ops_pkind_table[kind];
+    Z3_ast alt[16];
+    int n = d->n_values < 16 ? d->n_values : 16;
+    for (int i = 0; i < n; i++) alt[i] = Z3_mk_eq(z->c, v, num(z, d->values[i]));
+    return n == 1 ? alt[0] : Z3_mk_or(z->c, (unsigned)n, alt);
+}
+
+/* ---- quantified axioms ---- */
+
+typedef struct {
+    dim_src base;
+    ze_ctx *z;
+    const ax_axiom *a;
+    const Z3_ast *vars;
+    const int *in_terms; /* the application's tensor argument term ids */
+} qdims;
+
+static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars);
+static Z3_ast q_dim(ze_ctx *z, const ax_axiom *a, int axis, int t, const Z3_ast *vars);
+
+static Z3_ast qdims_get(dim_src *self, int input, int axis) {
+    qdims *q = (qdims *)self;
+    return q_dim(q->z, q->a, axis, q->in_terms[input], q->vars);
+}
+
+/* 1 when e is a term a pattern may hold: an uninterpreted application or
+ * a numeral (the shape rules may produce +, - or div, which may not). */
+static int pattern_safe(ze_ctx *z, Z3_ast e) {
+    if (Z3_is_numeral_ast(z->c, e)) return 1;
+    if (Z3_get_ast_kind(z->c, e) != Z3_APP_AST) return 0;
+    return Z3_get_decl_kind(z->c, Z3_get_app_decl(z->c, Z3_to_app(z->c, e))) == Z3_OP_UNINTERPRETED;
+}
+
+static void q_params(ze_ctx *z, const ax_axiom *a, const ax_term *x, const Z3_ast *vars,
+                     zparams *p) {
+    memset(p, 0, sizeof *p);
+    for (int k = 0; k < ops_table[x->op].n_params; k++) {
+        const ax_term *pt = &z->set->term[x->arg[k]];
+        p->ast[k] = q_term(z, a, x->arg[k], vars);
+        if (pt->kind == AX_TLIT) {
+            p->lit[k] = pt->value;
+            p->is_lit |= 1u << k;
+        }
+    }
+}
+
+/* Dim `axis` of tensor term t, simplified by the shape rules when that
+ * gives a pattern-safe term (z3enc.h). */
+static Z3_ast q_dim(ze_ctx *z, const ax_axiom *a, int axis, int t, const Z3_ast *vars) {
+    const ax_term *x = &z->set->term[t];
+    if (x->kind == AX_TAPP) {
+        zparams p;
+        qdims d = {{qdims_get}, z, a, vars, x->arg + ops_table[x->op].n_params};
+        q_params(z, a, x, vars, &p);
+        Z3_ast r = rule_dim(z, (ops_op)x->op, &p, &d.base, axis);
+        if (r && pattern_safe(z, r)) return r;
+    }
+    return dim_t(z, axis, q_term(z, a, t, vars));
+}
+
+static Z3_ast q_shape(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
+    const ax_term *x = &z->set->term[t];
+    if (x->kind == AX_TAPP && same_shape_input((ops_op)x->op) >= 0)
+        return q_shape(z, a, x->arg[ops_table[x->op].n_params + same_shape_input((ops_op)x->op)],
+                       vars);
+    return shape_of_t(z, q_term(z, a, t, vars));
+}
+
+/* Term t of axiom a over the bound variables vars. */
+static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
+    const ax_term *x = &z->set->term[t];
+    switch (x->kind) {
+    case AX_TVAR: return vars[x->value];
+    case AX_TLIT: return num(z, x->value);
+    case AX_TDIM:
+        if (z->set->term[x->arg[0]].kind == AX_TLIT)
+            return q_dim(z, a, z->set->term[x->arg[0]].value, x->arg[1], vars);
+        return sdim_ast(z, q_term(z, a, x->arg[0], vars),
+                        q_shape(z, a, x->arg[1], vars));
+    case AX_TAPP: break;
+    }
+    ops_op op = (ops_op)x->op;
+    int np = ops_table[op].n_params;
+    zparams p;
+    Z3_ast in[OPS_MAX_ARITY] = {0}, shape0 = NULL;
+    qdims d = {{qdims_get}, z, a, vars, x->arg + np};
+    q_params(z, a, x, vars, &p);
+    if (const_ref(op) == REF_SHAPE) shape0 = q_shape(z, a, x->arg[np], vars);
+    if (const_ref(op) == REF_NONE)
+        for (int k = 0; k < ops_table[op].arity; k++) in[k] = q_term(z, a, x->arg[np + k], vars);
+    return mk_app(z, op, &p, in, &d.base, shape0);
+}
+
+/* 1 when the term e mentions the constant v. */
+static int mentions(Z3_context c, Z3_ast e, Z3_ast v) {
+    if (Z3_is_eq_ast(c, e, v)) return 1;
+    if (Z3_get_ast_kind(c, e) != Z3_APP_AST) return 0;
+    Z3_app app = Z3_to_app(c, e);
+    unsigned n = Z3_get_app_num_args(c, app);
+    for (unsigned i = 0; i < n; i++)
+        if (mentions(c, Z3_get_app_arg(c, app, i), v)) return 1;
+    return 0;
+}
+
+static int mentions_all(Z3_context c, Z3_ast e, const Z3_ast *vars, int n) {
+    for (int i = 0; i < n; i++)
+        if (!mentions(c, e, vars[i])) return 0;
+    return 1;
+}
+
+/* The formula of axiom i: forall vars. domains => lhs = rhs, with the
+ * plan's trigger sides as patterns; NULL when no side can be a pattern
+ * (Z3 would then choose its own, possibly looping, triggers). */
+static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
+    Z3_context c = z->c;
+    const ax_axiom *a = &z->set->axiom[i];
+    Z3_ast vars[AX_MAX_VARS] = {0}, guard[AX_MAX_VARS], side[2];
+    Z3_app bound[AX_MAX_VARS];
+    Z3_pattern pats[2];
+    unsigned n_guard = 0, n_pat = 0;
+    for (int v = 0; v < a->n_vars; v++) {
+        char name[2 * AX_MAX_NAME + 4];
+        snprintf(name, sizeof name, "%s!%s", a->name, a->var[v].name);
+        int sort = a->var[v].sort;
+        vars[v] = Z3_mk_const(c, Z3_mk_string_symbol(c, name), sort == AX_SORT_TENSOR ? z->T : z->I);
+        bound[v] = Z3_to_app(c, vars[v]);
+        if (sort != AX_SORT_TENSOR) guard[n_guard++] = domain(z, (ops_pkind)sort, vars[v]);
+    }
+    side[0] = q_term(z, a, a->lhs, vars);
+    side[1] = q_term(z, a, a->rhs, vars);
+    Z3_ast body = Z3_mk_eq(c, side[0], side[1]);
+    if (n_guard) body = Z3_mk_implies(c, Z3_mk_and(c, n_guard, guard), body);
+    if (a->n_vars == 0) return body;
+    for (int d = 0; d < 2; d++)
+        if (tg_is_trigger(plan->ax[i].why[d]) && mentions_all(c, side[d], vars, a->n_vars)) {
+            pats[n_pat++] = Z3_mk_pattern(c, 1, &side[d]);
+            z->pattern[2 * i + d] = 1;
+        }
+    if (n_pat == 0) return NULL;
+    return Z3_mk_forall_const(c, 0, (unsigned)a->n_vars, bound, n_pat, pats, body);
+}
+
+/* ---- shape rules as axioms ---- */
+
+/* Dims of the inputs of a quantified application: tensor inputs read
+ * through shape(); a constant's reference is its Int or S argument. */
+typedef struct {
+    dim_src base;
+    ze_ctx *z;
+    ref_use ref;
+    const Z3_ast *in; /* tensor variables, or the constant's one argument */
+} sdims;
+
+static Z3_ast sdims_get(dim_src *self, int input, int axis) {
+    sdims *d = (sdims *)self;
+    if (d->ref == REF_DIM1) return d->in[0]; /* the only dim a constant reads */
+    if (d->ref == REF_SHAPE) return sdim_ast(d->z, num(d->z, axis), d->in[0]);
+    return dim_t(d->z, axis, d->in[input]);
+}
+
+/* forall (other params, inputs). dims of op(lit params, ...) by the rule,
+ * and its shape = its first input's for element-wise operators. The
+ * application is the pattern: it adds only Int terms, so it cannot loop. */
+static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zparams *fixed) {
+    Z3_context c = z->c;
+    const ops_info *o = &ops_table[op];
+    zparams p = *fixed;
+    Z3_ast var[OPS_MAX_PARAMS + OPS_MAX_ARITY], in[OPS_MAX_ARITY] = {0}, conj[ZE_AXES + 1];
+    Z3_app bound[OPS_MAX_PARAMS + OPS_MAX_ARITY];
+    unsigned nv = 0, nc = 0;
+    ref_use ref = const_ref(op);
+    for (int k = 0; k < o->n_params; k++)
+        if (!lit(&p, k)) var[nv++] = p.ast[k] = Z3_mk_fresh_const(c, "p", z->I);
+    int n_in = ref == REF_NONE ? o->arity : 1;
+    for (int k = 0; k < n_in; k++)
+        var[nv++] = in[k] = Z3_mk_fresh_const(c, "x", ref == REF_NONE ? z->T : ref == REF_DIM1 ? z->I : z->S);
+    sdims d = {{sdims_get}, z, ref, in};
+    Z3_ast app = mk_app(z, op, &p, in, &d.base, in[0]);
+    for (int a = 0; a < ZE_AXES; a++) {
+        Z3_ast r = rule_dim(z, op, &p, &d.base, a);
+        if (r) conj[nc++] = Z3_mk_eq(c, dim_t(z, a, app), r);
+    }
+    if (ref == REF_SHAPE) conj[nc++] = Z3_mk_eq(c, shape_of_t(z, app), in[0]);
+    else if (same_shape_input(op) >= 0)
+        conj[nc++] = Z3_mk_eq(c, shape_of_t(z, app), shape_of_t(z, in[same_shape_input(op)]));
+    if (nc == 0) return NULL;
+    for (unsigned i = 0; i < nv; i++) bound[i] = Z3_to_app(c, var[i]);
+    Z3_pattern pat = Z3_mk_pattern(c, 1, &app);
+    return Z3_mk_forall_const(c, 0, nv, bound, 1, &pat, Z3_mk_and(c, nc, conj));
+}
+
+/* One shape axiom per combination of the literal parameters the rule
+ * needs, from their domains (conv: stride x pad, pools: kernel x stride x
+ * pad, concat/split: axis ...). */
+static void shape_axioms_for(ze_ctx *z, ops_op op, zparams *p, int k) {
+    const ops_info *o = &ops_table[op];
+    if (k == o->n_params) {
+        Z3_ast f = shape_axiom(z, op, p);
+        if (f && z->n_shape_ax < ZE_MAX_SHAPE_AXIOMS) z->shape_ax[z->n_shape_ax++] = f;
+        return;
+    }
+    if (!(rule_params(op) >> k & 1)) {
+        shape_axioms_for(z, op, p, k + 1);
+        return;
+    }
+    const ops_pkind_info *dom = &ops_pkind_table[o->pkind[k]];
+    for (int i = 0; i < dom->n_values; i++) {
+        p->lit[k] = dom->values[i];
+        p->ast[k] = num(z, dom->values[i]);
+        p->is_lit |= 1u << k;
+        shape_axioms_for(z, op, p, k + 1);
+    }
+    p->is_lit &= ~(1u << k);
+}
+
+static void encode_shape_axioms(ze_ctx *z) {
+    for (int op = 0; op < OP_COUNT; op++) {
+        zparams p;
+        memset(&p, 0, sizeof p);
+        shape_axioms_for(z, (ops_op)op, &p, 0);
+    }
+}
+
+/* ---- context ---- */
+
+const char *ze_version(void) {
+    static char v[32];
+    unsigned major, minor, build, rev;
+    if (!v[0]) {
+        Z3_get_version(&major, &minor, &build, &rev);
+        snprintf(v, sizeof v, "%u.%u.%u.%u", major, minor, build, rev);
+    }
+    return v;
+}
+
+int ze_pattern_used(const ze_ctx *z, int axiom, int side) {
+    return axiom >= 0 && axiom < z->set->n_axioms && (side == 0 || side == 1) &&
+           z->pattern[2 * axiom + side];
+}
+
+static int z3_failed(ze_ctx *z, char *err, size_t errlen, const char *what) {
+    Z3_error_code e = Z3_get_error_code(z->c);
+    if (e == Z3_OK) return 0;
+    snprintf(err, errlen, "z3: %s: %s", what, Z3_get_error_msg(z->c, e));
+    return 1;
+}
+
+int ze_open(const ax_set *s, const tg_plan *plan, ze_ctx **out, char *err, size_t errlen) {
+    ze_ctx *z = calloc(1, sizeof *z);
+    Z3_config cfg = Z3_mk_config();
+    *out = NULL;
+    if (!z || !cfg) goto nomem;
+    z->set = s;
+    z->axiom = calloc((size_t)s->n_axioms + 1, sizeof *z->axiom);
+    z->pattern = calloc(2 * (size_t)s->n_axioms + 1, 1);
+    z->c = Z3_mk_context(cfg);
+    Z3_del_config(cfg);
+    cfg = NULL;
+    if (!z->axiom || !z->pattern || !z->c) goto nomem;
+    Z3_set_error_handler(z->c, NULL); /* errors are recorded, checked below */
+    declare_all(z);
+    encode_shape_axioms(z);
+    if (z3_failed(z, err, errlen, "shape rules")) goto fail;
+    for (int i = 0; i < s->n_axioms; i++) {
+        z->axiom[i] = encode_axiom(z, plan, i);
+        if (z3_failed(z, err, errlen, s->axiom[i].name)) goto fail;
+    }
+    *out = z;
+    return 0;
+nomem:
+    snprintf(err, errlen, "z3: out of memory");
+fail:
+    if (cfg) Z3_del_config(cfg);
+    ze_close(z);
+    return -1;
+}
+
+void ze_close(ze_ctx *z) {
+    if (!z) return;
+    if (z->c) Z3_del_context(z->c);
+    free(z->axiom);
+    free(z->pattern);
+    free(z);
+}
+
+/* ---- ground terms with shape facts ---- */
+
+typedef struct {
+    ze_ctx *z;
+    Z3_ast *fact;
+    int n_facts, cap_facts;
+    int oom;
+} ground;
+
+static void fact(ground *g, Z3_ast f) {
+    if (g->n_facts == g->cap_facts) {
+        int nc = g->cap_facts ? 2 * g->cap_facts : 64;
+        Z3_ast *p = realloc(g->fact, (size_t)nc * sizeof *p);
+        if (!p) {
+            g->oom = 1;
+            return;
+        }
+        g->fact = p;
+        g->cap_facts = nc;
+    }
+    g->fact[g->n_facts++] = f;
+}
+
+static void eq_fact(ground *g, Z3_ast a, Z3_ast b) { fact(g, Z3_mk_eq(g->z->c, a, b)); }
+
+/* Every dim of a ground tensor is >= 1. */
+static void positive_dims(ground *g, Z3_ast t) {
+    for (int a = 0; a < ZE_AXES; a++) fact(g, Z3_mk_ge(g->z->c, dim_t(g->z, a, t), num(g->z, 1)));
+}
+
+typedef struct {
+    dim_src base;
+    ze_ctx *z;
+    const Z3_ast *in;
+} gdims;
+
+static Z3_ast gdims_get(dim_src *self, int input, int axis) {
+    gdims *d = (gdims *)self;
+    return dim_t(d->z, axis, d->in[input]);
+}
+
+/* What a well-shaped application says about how its inputs fit. */
+static void input_facts(ground *g, ops_op op, const zparams *p, const Z3_ast *in, dim_src *d) {
+    ze_ctx *z = g->z;
+    switch (op) {
+    case OP_MATMUL: eq_fact(g, d->get(d, 0, 1), d->get(d, 1, 0)); break;
+    case OP_CONV2D: {
+        if (!lit(p, 3)) break;
+        Z3_ast m[2] = {num(z, p->lit[3]), d->get(d, 1, 1)};
+        eq_fact(g, d->get(d, 0, 1), Z3_mk_mul(z->c, 2, m));
+        break;
+    }
+    case OP_EWADD:
+    case OP_EWMUL: eq_fact(g, shape_of_t(z, in[0]), shape_of_t(z, in[1])); break;
+    case OP_CONCAT:
+        for (int a = 0; a < ZE_AXES && lit(p, 0); a++)
+            if (a != p->lit[0]) eq_fact(g, d->get(d, 0, a), d->get(d, 1, a));
+        break;
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+        fact(g, Z3_mk_ge(z->c, p->ast[1], num(z, 1)));
+        if (lit(p, 0)) fact(g, Z3_mk_lt(z->c, p->ast[1], d->get(d, 0, p->lit[0])));
+        break;
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+    case OP_TRANSPOSE:
+    case OP_ENLARGE:
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_ONES:
+    case OP_COUNT: break;
+    }
+}
+
+/* The application as a ground term, with its shape facts. */
+static Z3_ast g_apply(ground *g, ops_op op, const zparams *p, const Z3_ast *in) {
+    ze_ctx *z = g->z;
+    gdims d = {{gdims_get}, z, in};
+    Z3_ast out = mk_app(z, op, p, in, &d.base, shape_of_t(z, in[0]));
+    int si = same_shape_input(op);
+    input_facts(g, op, p, in, &d.base);
+    if (si >= 0) eq_fact(g, shape_of_t(z, out), shape_of_t(z, in[si]));
+    for (int a = 0; a < ZE_AXES; a++) {
+        Z3_ast r = rule_dim(z, op, p, &d.base, a);
+        if (r) eq_fact(g, dim_t(z, a, out), r);
+    }
+    positive_dims(g, out);
+    return out;
+}
+
+static Z3_ast input_const(ground *g, int i) {
+    char name[16];
+    snprintf(name, sizeof name, "x%d", i);
+    Z3_ast x = Z3_mk_const(g->z->c, Z3_mk_string_symbol(g->z->c, name), g->z->T);
+    positive_dims(g, x);
+    return x;
+}
+
+/* Every value of graph gr as a ground term; inputs are x0.. shared by
+ * every graph of the same call. */
+static void g_graph(ground *g, const rg_graph *gr, Z3_ast val[RG_MAX_REFS]) {
+    for (int i = 0; i < gr->n_inputs; i++) val[RG_IN(i)] = input_const(g, i);
+    for (int j = 0; j < gr->n_nodes; j++) {
+        const rg_node *n = &gr->node[j];
+        const ops_info *o = &ops_table[n->op];
+        zparams p;
+        Z3_ast in[OPS_MAX_ARITY] = {0};
+        memset(&p, 0, sizeof p);
+        for (int k = 0; k < o->n_params; k++) {
+            int32_t v = n->param[k];
+            if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(v)) {
+                p.ast[k] = dim_t(g->z, RG_SYM_AXIS(v), val[RG_IN(RG_SYM_INPUT(v))]);
+                continue;
+            }
+            p.ast[k] = num(g->z, v);
+            p.lit[k] = v;
+            p.is_lit |= 1u << k;
+        }
+        for (int k = 0; k < o->arity; k++) in[k] = val[n->in[k]];
+        val[RG_NODE(j)] = g_apply(g, n->op, &p, in);
+    }
+}
+
+/* Ground term t of an identity whose variables are the constants vars. */
+static Z3_ast g_term(ground *g, const ax_set *s, int t, const Z3_ast *vars) {
+    const ax_term *x = &s->term[t];
+    switch (x->kind) {
+    case AX_TVAR: return vars[x->value];
+    case AX_TLIT: return num(g->z, x->value);
+    case AX_TDIM:
+        return sdim_ast(g->z, g_term(g, s, x->arg[0], vars),
+                        shape_of_t(g->z, g_term(g, s, x->arg[1], vars)));
+    case AX_TAPP: break;
+    }
+    ops_op op = (ops_op)x->op;
+    int np = ops_table[op].n_params;
+    zparams p;
+    Z3_ast in[OPS_MAX_ARITY] = {0};
+    memset(&p, 0, sizeof p);
+    for (int k = 0; k < np; k++) {
+        p.ast[k] = g_term(g, s, x->arg[k], vars);
+        if (s->term[x->arg[k]].kind == AX_TLIT) {
+            p.lit[k] = s->term[x->arg[k]].value;
+            p.is_lit |= 1u << k;
+        }
+    }
+    for (int k = 0; k < ops_table[op].arity; k++) in[k] = g_term(g, s, x->arg[np + k], vars);
+    return g_apply(g, op, &p, in);
+}
+
+/* ---- solving ---- */
+
+const char *ze_verdict_name(ze_verdict v) {
+    switch (v) {
+    case ZE_PROVED: return "proved";
+    case ZE_UNKNOWN: return "unknown";
+    case ZE_TIMEOUT: return "timeout";
+    case ZE_ILLSHAPED: return "ill-shaped";
+    case ZE_ERROR: return "error";
+    }
+    return "?";
+}
+
+static Z3_solver new_solver(ze_ctx *z, const ze_limits *lim) {
+    Z3_context c = z->c;
+    Z3_solver s = Z3_mk_simple_solver(c);
+    Z3_solver_inc_ref(c, s);
+    Z3_params p = Z3_mk_params(c);
+    Z3_params_inc_ref(c, p);
+    if (lim->timeout_ms) Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "timeout"), lim->timeout_ms);
+    if (lim->rlimit) Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "rlimit"), lim->rlimit);
+    Z3_params_set_bool(c, p, Z3_mk_string_symbol(c, "mbqi"), 0);
+    Z3_solver_set_params(c, s, p);
+    Z3_params_dec_ref(c, p);
+    return s;
+}
+
+/* Map an undecided check to unknown (saturated) or timeout (a limit). */
+static ze_verdict undecided(ze_ctx *z, Z3_solver s, char *why) {
+    const char *r = Z3_solver_get_reason_unknown(z->c, s);
+    snprintf(why, ZE_WHYLEN, "%s", r ? r : "unknown");
+    return r && strstr(r, "incomplete") ? ZE_UNKNOWN : ZE_TIMEOUT;
+}
+
+/* Shape facts first (vacuity guard), then axioms and the goal. */
+static ze_verdict solve(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim, char *why) {
+    Z3_context c = z->c;
+    ze_verdict v;
+    Z3_solver s = new_solver(z, lim);
+    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
+    Z3_lbool r = Z3_solver_check(c, s);
+    if (r == Z3_L_FALSE) {
+        snprintf(why, ZE_WHYLEN, "the shape facts are contradictory");
+        v = ZE_ILLSHAPED;
+        goto done;
+    }
+    for (int i = 0; i < z->n_shape_ax; i++) Z3_solver_assert(c, s, z->shape_ax[i]);
+    for (int i = 0; i < z->set->n_axioms; i++)
+        if (z->axiom[i]) Z3_solver_assert(c, s, z->axiom[i]);
+    Z3_solver_assert(c, s, goal);
+    r = Z3_solver_check(c, s);
+    if (r == Z3_L_FALSE) v = ZE_PROVED;
+    else if (r == Z3_L_TRUE) v = ZE_UNKNOWN, snprintf(why, ZE_WHYLEN, "sat");
+    else v = undecided(z, s, why);
+done:
+    if (Z3_get_error_code(c) != Z3_OK) {
+        snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(c, Z3_get_error_code(c)));
+        v = ZE_ERROR;
+    }
+    Z3_solver_dec_ref(c, s);
+    return v;
+}
+
+static ze_verdict finish(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim, char *why) {
+    ze_verdict v;
+    why[0] = '\0';
+    if (g->oom) {
+        snprintf(why, ZE_WHYLEN, "out of memory");
+        v = ZE_ERROR;
+    } else if (Z3_get_error_code(z->c) != Z3_OK) {
+        snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(z->c, Z3_get_error_code(z->c)));
+        v = ZE_ERROR;
+    } else {
+        v = solve(z, g, goal, lim, why);
+    }
+    free(g->fact);
+    return v;
+}
+
+ze_verdict ze_prove_graphs(ze_ctx *z, const rg_graph *a, const rg_graph *b,
+                           const ze_limits *lim, char why[ZE_WHYLEN]) {
+    ground g = {z, NULL, 0, 0, 0};
+    Z3_ast va[RG_MAX_REFS], vb[RG_MAX_REFS], diff[RG_MAX_OUTPUTS];
+    g_graph(&g, a, va);
+    g_graph(&g, b, vb);
+    int n = a->n_outputs < b->n_outputs ? a->n_outputs : b->n_outputs;
+    for (int k = 0; k < n; k++)
+        diff[k] = Z3_mk_not(z->c, Z3_mk_eq(z->c, va[a->out[k]], vb[b->out[k]]));
+    Z3_ast goal = n == 1 ? diff[0] : Z3_mk_or(z->c, (unsigned)n, diff);
+    return finish(z, &g, goal, lim, why);
+}
+
+ze_verdict ze_prove_identity(ze_ctx *z, const ax_set *set, int axiom, const ze_limits *lim,
+                             char why[ZE_WHYLEN]) {
+    ground g = {z, NULL, 0, 0, 0};
+    const ax_axiom *a = &set->axiom[axiom];
+    Z3_ast vars[AX_MAX_VARS] = {0};
+    for (int v = 0; v < a->n_vars; v++) {
+        char name[AX_MAX_NAME + 8];
+        snprintf(name, sizeof name, "sk!%s", a->var[v].name);
+        int sort = a->var[v].sort;
+        vars[v] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, name),
+                              sort == AX_SORT_TENSOR ? z->T : z->I);
+        if (sort == AX_SORT_TENSOR) positive_dims(&g, vars[v]);
+        else fact(&g, domain(z, (ops_pkind)sort, vars[v]));
+    }
+    Z3_ast l = g_term(&g, set, a->lhs, vars), r = g_term(&g, set, a->rhs, vars);
+    return finish(z, &g, Z3_mk_not(z->c, Z3_mk_eq(z->c, l, r)), lim, why);
+}

@@ -1,0 +1,119 @@
+/* z3enc.h - the Z3 encoding of operators, shapes, axioms and candidate
+ * pairs, and one proof attempt (prefix ze_). Each ze_ctx owns one Z3
+ * context: Z3 contexts are not thread-safe, so a worker opens its own and
+ * no term ever crosses between contexts.
+ *
+ * Sorts and symbols:
+ *   T                    uninterpreted: tensors
+ *   S                    uninterpreted: shapes
+ *   Int                  parameters and dimensions
+ *   shape : T -> S       the shape of a tensor
+ *   sdim  : Int x S -> Int   dimension a of a shape; dim(a, t) is
+ *                        sdim(a, shape(t)), so tensors of one shape share
+ *                        their dims by congruence
+ *   OP : Int^n_params x T^arity -> T   one uninterpreted function per
+ *                        operator (ops_table order: parameters, then inputs)
+ * except the constants, which read only part of their reference input's
+ * shape and are encoded through exactly that part, so two references that
+ * agree on it give the same constant (the axiom file writes them over a
+ * tensor):
+ *   imm(r)      -> imm(dim(1, r))           identity [n,n], n = cols of r
+ *   iconv(k, r) -> iconv(k, dim(1, r))      [C,C,kh,kw], C = channels of r
+ *   poolk(k, r) -> poolk(k, dim(1, r))
+ *   ones(r)     -> ones(shape(r))
+ * A dim of an operator term inside an axiom is simplified by the shape
+ * rule when the rule knows it ((imm (transpose x)) is imm(dim(0, x))).
+ *
+ * Axioms: every axiom of the set, quantified over its variables, as
+ * (domain(params) => lhs = rhs), with the trigger sides of trig.h as
+ * alternative single-term patterns. Parameter domains: the values of
+ * ops_pkind_table for every kind but size, which is >= 1 (split sizes may
+ * be symbolic dims).
+ *
+ * Candidate pair: the graph inputs x0..x7 are fresh constants of sort T,
+ * shared by both graphs; each node is its operator term. For every node of
+ * both graphs the encoder asserts the facts a well-shaped application
+ * implies, symbolically (no concrete dims): its inputs fit each other
+ * (matmul inner dims, ewadd shapes equal, concat off-axis dims, conv
+ * channels, 1 <= split size < dim), its dims follow from its inputs' (or
+ * its shape equals its first input's, for element-wise operators and
+ * ones), and every dim is >= 1. So a proof holds for every input shape
+ * that makes both sides well shaped, which is how the engine applies a
+ * rule (a ruledb rule carries no shapes). Facts are rank-agnostic: a
+ * missing axis of a lower-rank tensor reads as 1, under which each fact
+ * stays true. Then the goal: some output k with lhs_k != rhs_k.
+ * UNSAT is a proof.
+ *
+ * Z3 runs without model-based quantifier instantiation (smt.mbqi=false):
+ * only E-matching, so a run ends in unsat (proved), unknown ("incomplete
+ * quantifiers": E-matching saturated without a contradiction) or a resource
+ * limit, never in a model search that may not end. Before the axioms, the
+ * shape facts alone are checked: if they are contradictory (no shapes make
+ * both sides well shaped) the pair is ZE_ILLSHAPED, never "proved" by a
+ * vacuous contradiction.
+ *
+ * Soundness note: axioms are asserted without shape guards, like TASO's
+ * verifier; an instance on ill-shaped terms is outside what the axiom file
+ * states. prove therefore never relies on Z3 alone: every candidate is
+ * also evaluated concretely (decide.h) before it can become a rule.
+ */
+#ifndef Z3ENC_H
+#define Z3ENC_H
+
+#include <stddef.h>
+
+#include "axparse.h"
+#include "rgraph.h"
+#include "trig.h"
+
+#define ZE_WHYLEN 160
+
+typedef enum {
+    ZE_PROVED,    /* axioms + (lhs != rhs) is UNSAT */
+    ZE_UNKNOWN,   /* E-matching saturated, or Z3 answered sat */
+    ZE_TIMEOUT,   /* the time or resource limit ran out */
+    ZE_ILLSHAPED, /* the shape facts alone are contradictory */
+    ZE_ERROR      /* a Z3 error or out of memory; why says which */
+} ze_verdict;
+
+typedef struct {
+    unsigned timeout_ms; /* wall-clock limit per check (Z3 "timeout"), 0 none */
+    unsigned rlimit;     /* Z3 resource limit per check ("rlimit"), 0 none;
+                            deterministic, unlike the clock */
+} ze_limits;
+
+typedef struct ze_ctx ze_ctx;
+
+/* Open a Z3 context and encode the axioms of s with the triggers of plan.
+ * @pre plan was made by tg_plan_axioms(s).
+ * @return 0 and *out (close with ze_close), or -1 with a message in err. */
+int ze_open(const ax_set *s, const tg_plan *plan, ze_ctx **out, char *err,
+            size_t errlen);
+
+void ze_close(ze_ctx *z);
+
+/* Try to prove that graphs a and b (over the same inputs, with as many
+ * outputs) are equal. A fresh solver per call.
+ * @return the verdict; why gets Z3's reason for anything but ZE_PROVED. */
+ze_verdict ze_prove_graphs(ze_ctx *z, const rg_graph *a, const rg_graph *b,
+                           const ze_limits *lim, char why[ZE_WHYLEN]);
+
+/* Try to prove identity `axiom` of set (for instance a wrong one) from the
+ * context's axioms, for all values of its variables: tensor variables
+ * become fresh tensors, parameter variables fresh integers within their
+ * domains. @return as ze_prove_graphs. */
+ze_verdict ze_prove_identity(ze_ctx *z, const ax_set *set, int axiom,
+                             const ze_limits *lim, char why[ZE_WHYLEN]);
+
+/* "proved", "unknown", ... */
+const char *ze_verdict_name(ze_verdict v);
+
+/* Z3's version, e.g. "4.8.12.0". */
+const char *ze_version(void);
+
+/* Parameters Z3 was told to use as triggers for axiom i, side d (0 lhs,
+ * 1 rhs) in this context: 1 when the pattern was accepted. Used by tests
+ * and --axioms-check to show the plan took effect. */
+int ze_pattern_used(const ze_ctx *z, int axiom, int side);
+
+#endif

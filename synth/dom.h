@@ -1,0 +1,70 @@
+/* dom.h - what synth enumerates per operator (prefix dom_): the parameter
+ * combinations ("combos") it tries, shapes packed into one word, and a
+ * memoised shape check so the hot loop never formats an error message.
+ *
+ * Parameter domains (ops_pkind_table restricted for synth; see synth.h):
+ *   conv2d   stride {1,2} x pad {SAME,VALID} x act {NONE,RELU} x groups {1}
+ *            (groups {1,2} with dom_init(.., groups2 = 1))
+ *   avgpool, maxpool   kernel 3x3 x stride {1,2} x pad {SAME,VALID}
+ *   concat   axis {0,1,2,3} (the shape check drops axes >= rank)
+ *   split0/1 one combo per axis; the size is not enumerated but bound from
+ *            the concat the split reads (sgraph.h)
+ *   enlarge, iconv, poolk   kernel 3x3
+ *   others   no parameters: one combo
+ *
+ * A shape word packs rank (3 bits) and four 14-bit dims: it is < 2^59, so
+ * it is also a valid residue and goes into fingerprints as is (scalars are
+ * word 0). DOM_BAD marks "no shape".
+ */
+#ifndef SYN_DOM_H
+#define SYN_DOM_H
+
+#include <stdint.h>
+
+#include "ops.h"
+#include "tensor.h"
+
+#define DOM_MAX_COMBOS 16
+#define DOM_BAD UINT64_MAX
+#define DOM_DIM_MAX 16383 /* dims must fit 14 bits */
+
+typedef struct {
+    uint32_t ops; /* bit op set: the operator is enumerated */
+    int n_combo[OP_COUNT];
+    int32_t combo[OP_COUNT][DOM_MAX_COMBOS][OPS_MAX_PARAMS];
+} dom;
+
+/* Fill the combos of every operator in ops (bit set over ops_op).
+ * @pre ops != 0. */
+void dom_init(dom *d, uint32_t ops, int groups2);
+
+/* Pack a shape; DOM_BAD when a dim exceeds DOM_DIM_MAX. */
+uint64_t dom_pack(const ten_shape *s);
+
+/* Unpack a word dom_pack made. */
+void dom_unpack(uint64_t w, ten_shape *s);
+
+/* Number of cells of a packed shape. */
+int64_t dom_numel(uint64_t w);
+
+/* A per-thread memo of shape checks (direct-mapped, overwrites on clash). */
+#define DOM_MEMO_BITS 14
+typedef struct {
+    struct {
+        uint64_t in0, in1, par; /* par: op, then 4 x 16-bit params */
+        uint64_t out;
+    } e[1u << DOM_MEMO_BITS];
+} dom_memo;
+
+/* Clear a memo (all entries empty). */
+void dom_memo_init(dom_memo *m);
+
+/* Output shape of op with resolved params p on input shapes s0, s1 (s1
+ * ignored for unary operators): ops_infer_shape plus synth's own
+ * restriction (no pooling of a tensor with H or W of 1, where it would be a
+ * copy: an accidental equality of small shapes).
+ * @return the packed shape, or DOM_BAD. */
+uint64_t dom_infer(dom_memo *m, ops_op op, const int32_t p[OPS_MAX_PARAMS],
+                   uint64_t s0, uint64_t s1);
+
+#endif

@@ -1,0 +1,73 @@
+/* pool.c - the input pool table and its random tensors (see pool.h). */
+#include "pool.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dom.h"
+
+/* Square matrices so matmul and transpose compose; activations NCHW and
+ * conv weights OIHW with C = O = 2 so convolutions chain; H = W = 4 so a
+ * 3x3 VALID window fits. Counts bound the variables of one type in a graph
+ * (matmul chains of 4 operands need 4 matrices). */
+const pool_type_info pool_types[] = {
+    {"scalar", {0, {0}}, 2},
+    {"matrix", {2, {3, 3}}, 4},
+    {"act", {4, {1, 2, 4, 4}}, 3},
+    {"w3x3", {4, {2, 2, 3, 3}}, 2},
+    {"w1x1", {4, {2, 2, 1, 1}}, 2},
+    {"w1x3", {4, {2, 2, 1, 3}}, 1},
+    {"w3x1", {4, {2, 2, 3, 1}}, 1},
+};
+const int pool_n_types = (int)(sizeof pool_types / sizeof pool_types[0]);
+
+static int alloc_random(ten *t, const ten_shape *s, uint64_t *state) {
+    if (ten_alloc(t, s) != 0) return -1;
+    ten_fill_random(t, state);
+    return 0;
+}
+
+int pool_init(pool *p, uint64_t seed) {
+    uint64_t state = seed;
+    memset(p, 0, sizeof *p);
+    p->n_types = pool_n_types;
+    for (int t = 0; t < pool_n_types; t++) {
+        p->first[t] = p->n_vars;
+        p->shape[t] = dom_pack(&pool_types[t].shape);
+        for (int i = 0; i < pool_types[t].count; i++) {
+            p->type_of[p->n_vars] = t;
+            if (alloc_random(&p->var[p->n_vars++], &pool_types[t].shape, &state)) goto fail;
+        }
+    }
+    for (int t = 0; t < pool_n_types; t++)
+        if (alloc_random(&p->base[t], &pool_types[t].shape, &state) ||
+            alloc_random(&p->probe[t], &pool_types[t].shape, &state))
+            goto fail;
+    return 0;
+fail:
+    pool_free(p);
+    return -1;
+}
+
+void pool_free(pool *p) {
+    for (int i = 0; i < POOL_MAX_VARS; i++) ten_free(&p->var[i]);
+    for (int t = 0; t < POOL_MAX_TYPES; t++) ten_free(&p->base[t]), ten_free(&p->probe[t]);
+}
+
+int pool_type_of_shape(const pool *p, uint64_t w) {
+    for (int t = 0; t < p->n_types; t++)
+        if (p->shape[t] == w) return t;
+    return -1;
+}
+
+char *pool_describe(char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int t = 0; t < pool_n_types && n < len; t++) {
+        char s[64];
+        ten_shape_str(&pool_types[t].shape, s);
+        n += (size_t)snprintf(buf + n, len - n, "%s%s%sx%d", t ? "," : "",
+                              pool_types[t].name, s, pool_types[t].count);
+    }
+    return buf;
+}

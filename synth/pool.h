@@ -1,0 +1,53 @@
+/* pool.h - synth's input pool (prefix pool_): typed variables with fixed
+ * small shapes, each with one random tensor drawn from the seed, plus two
+ * extra tensors per type ("base" and "probe") used to label variables by
+ * what the graph does with them (key.h).
+ *
+ * The pool table (pool.c) is the one place that says which shapes synth
+ * enumerates over and how many variables of each a graph may use.
+ */
+#ifndef SYN_POOL_H
+#define SYN_POOL_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+#define POOL_MAX_VARS 32 /* variable indices stay below sgraph's node refs */
+#define POOL_MAX_TYPES 8
+
+typedef struct {
+    const char *name;
+    ten_shape shape;
+    int count; /* variables of this type a graph may use */
+} pool_type_info;
+
+extern const pool_type_info pool_types[];
+extern const int pool_n_types;
+
+typedef struct {
+    int n_types, n_vars;
+    int type_of[POOL_MAX_VARS];     /* variable -> type */
+    int first[POOL_MAX_TYPES];      /* first variable of each type */
+    uint64_t shape[POOL_MAX_TYPES]; /* packed (dom_pack) */
+    ten var[POOL_MAX_VARS];         /* the fingerprint inputs */
+    ten base[POOL_MAX_TYPES];       /* labelling: every variable of the type */
+    ten probe[POOL_MAX_TYPES];      /* labelling: the one variable probed */
+} pool;
+
+/* Build the pool and draw its tensors from seed (splitmix64, in table
+ * order), so equal seeds give equal tensors.
+ * @return 0, or -1 when out of memory (p is then freed). */
+int pool_init(pool *p, uint64_t seed);
+
+/* Free the tensors; a zeroed pool is fine. */
+void pool_free(pool *p);
+
+/* The type whose shape is the packed shape w, or -1. */
+int pool_type_of_shape(const pool *p, uint64_t w);
+
+/* "scalar[]x2,matrix[3,3]x4,..." into buf (for the file's notes).
+ * @return buf */
+char *pool_describe(char *buf, size_t len);
+
+#endif

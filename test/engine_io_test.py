@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""engine_io_test.py - `engine roundtrip` on small models built here with
+onnx.helper: the output passes onnx.checker.check_model(full_check=True),
+onnxruntime gives the same outputs for the original and the round-tripped
+model (max relative error < 1e-5), unknown ops survive with their attributes,
+model-level fields survive, and `engine info` marks the opaque ops.
+
+    python3 test/engine_io_test.py ENGINE_BINARY [--start N]
+
+Prints TAP result lines numbered from N (default 1) and no plan line: the
+driver, test/cli_engine.sh, prints the plan. Exit status 0 unless a test
+failed.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+IR, OPSET = 8, 17
+TOL = 1e-5
+rng = np.random.default_rng(5)
+
+
+def weight(name, *shape):
+    return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def model(nodes, name, inputs, outputs, inits, extra_opsets=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    opsets = [helper.make_opsetid("", OPSET)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    m = helper.make_model(g, opset_imports=opsets, producer_name="engine_io_test",
+                          producer_version="1")
+    m.ir_version = IR
+    return m
+
+
+# ---- the models ----
+
+def conv_bn_relu():
+    """A conv + batchnorm + relu block (conv with bias)."""
+    var = numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "var")
+    n = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"],
+                          name="bn", epsilon=1e-5),
+         helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    return model(n, "conv_bn_relu", [vi("x", [1, 8, 16, 16])], [vi("y", [1, 16, 16, 16])],
+                 [weight("w", 16, 8, 3, 3), weight("b", 16), weight("gamma", 16),
+                  weight("beta", 16), weight("mean", 16), var])
+
+
+def inception():
+    """TASO's two-branch block: conv3x3+relu and conv1x1+relu, concatenated,
+    then a strided pool branch, a grouped conv and an n-ary concat."""
+    n = [helper.make_node("Conv", ["x", "w3"], ["a"], name="b3x3", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["a"], ["ra"]),
+         helper.make_node("Conv", ["x", "w1"], ["b"], name="b1x1"),
+         helper.make_node("Relu", ["b"], ["rb"]),
+         helper.make_node("Concat", ["ra", "rb"], ["ab"], axis=1),
+         helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[1, 1],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["p", "wg"], ["g"], name="grouped", group=4, pads=[0, 1, 0, 1],
+                          kernel_shape=[1, 3]),
+         helper.make_node("AveragePool", ["x"], ["q"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          count_include_pad=1),
+         helper.make_node("Concat", ["ab", "g", "q"], ["y"], axis=1)]
+    return model(n, "inception", [vi("x", [1, 8, 12, 12])], [vi("y", [1, 40, 12, 12])],
+                 [weight("w3", 8, 8, 3, 3), weight("w1", 8, 8, 1, 1), weight("wg", 16, 2, 1, 3)])
+
+
+def attention():
+    """Three MatMuls sharing an input, scaled scores, Softmax, and a
+    batched variant through Reshape/Transpose."""
+    n = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
+         helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
+         helper.make_node("MatMul", ["x", "wv"], ["v"], name="v"),
+         helper.make_node("Transpose", ["k"], ["kt"]),
+         helper.make_node("MatMul", ["q", "kt"], ["s"]),
+         helper.make_node("Mul", ["s", "scale"], ["ss"]),
+         helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+         helper.make_node("MatMul", ["p", "v"], ["o"]),
+         helper.make_node("Add", ["o", "x"], ["y"]),
+         helper.make_node("Reshape", ["y", "shape3"], ["y3"]),
+         helper.make_node("MatMul", ["y3", "wo"], ["z"]),
+         helper.make_node("Gemm", ["y", "wg", "bg"], ["h"], transB=1, alpha=0.5, beta=2.0),
+         helper.make_node("Tanh", ["h"], ["ht"]),
+         helper.make_node("Sigmoid", ["ht"], ["hs"]),
+         helper.make_node("Split", ["hs", "sizes"], ["h0", "h1"], axis=1),
+         helper.make_node("Mul", ["h0", "h1"], ["hh"]),
+         helper.make_node("Flatten", ["z"], ["zf"], axis=1),
+         helper.make_node("Identity", ["zf"], ["out"])]
+    return model(n, "attention", [vi("x", [8, 32])], [vi("out", [2, 16]), vi("hh", [8, 8])],
+                 [weight("wq", 32, 32), weight("wk", 32, 32), weight("wv", 32, 32),
+                  numpy_helper.from_array(np.array(32 ** -0.5, dtype=np.float32), "scale"),
+                  numpy_helper.from_array(np.array([2, 4, 32], dtype=np.int64), "shape3"),
+                  weight("wo", 32, 4), weight("wg", 16, 32), weight("bg", 16),
+                  numpy_helper.from_array(np.array([8, 8], dtype=np.int64), "sizes")])
+
+
+def unknown_op():
+    """Hardmax (not in the engine's list) between known ops; ORT runs it."""
+    n = [helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+         helper.make_node("Flatten", ["g"], ["f"]),
+         helper.make_node("Hardmax", ["f"], ["h"], name="hardmax", axis=-1),
+         helper.make_node("Gemm", ["h", "w"], ["y"], name="fc")]
+    return model(n, "unknown_op", [vi("x", [2, 6, 4, 4])], [vi("y", [2, 3])], [weight("w", 6, 3)])
+
+
+def custom_domain():
+    """A custom-domain op with every kind of attribute (ORT cannot run it;
+    the checker and the byte comparison still apply)."""
+    body = helper.make_graph([helper.make_node("Neg", ["r"], ["body_out"])], "body", [],
+                             [vi("body_out", [2, 3])])
+    n = [helper.make_node("Relu", ["x"], ["r"]),
+         helper.make_node("FancyOp", ["r", "w"], ["f"], name="fancy", domain="com.example.ops",
+                          alpha=0.75, mode=b"fast", sizes=[3, 1, 4], scales=[1.5, 2.5],
+                          names=[b"a", b"b"], table=numpy_helper.from_array(
+                              np.arange(6, dtype=np.int32).reshape(2, 3), "table"),
+                          body=body),
+         helper.make_node("Add", ["f", "x"], ["y"])]
+    m = model(n, "custom_domain", [vi("x", [2, 3])], [vi("y", [2, 3])], [weight("w", 2, 3)],
+              extra_opsets=[("com.example.ops", 3)])
+    m.graph.value_info.append(vi("f", [2, 3]))
+    m.doc_string = "a model with a custom op"
+    helper.set_model_props(m, {"author": "engine_io_test", "purpose": "round trip"})
+    return m
+
+
+MODELS = [("conv+bn+relu block", conv_bn_relu, True),
+          ("inception-style two-branch block", inception, True),
+          ("attention block, 3 MatMuls sharing an input", attention, True),
+          ("unknown op Hardmax", unknown_op, True),
+          ("custom-domain op with attributes", custom_domain, False)]
+
+
+# ---- checks ----
+
+class Tap:
+    def __init__(self, start):
+        self.n = start - 1
+        self.failed = 0
+
+    def check(self, ok, desc, detail=""):
+        self.n += 1
+        print(f"{'ok' if ok else 'not ok'} {self.n} - {desc}")
+        if not ok:
+            self.failed += 1
+            for line in str(detail).splitlines()[:20]:
+                print(f"# {line}")
+        return ok
+
+
+def run_ort(m, feeds):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def rel_error(a, b):
+    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(a))), 1e-12)) if a.size else 0.0
+
+
+def random_feeds(m):
+    feeds = {}
+    for i in m.graph.input:
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def check_model(tap, engine, tmp, title, make, runnable):
+    m = make()
+    src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
+    onnx.save(m, src)
+    p = subprocess.run([engine, "roundtrip", src, "-o", dst], capture_output=True, text=True)
+    if not tap.check(p.returncode == 0, f"{title}: roundtrip exits 0", p.stderr):
+        return
+    out = onnx.load(dst)
+    try:
+        onnx.checker.check_model(out, full_check=True)
+        tap.check(True, f"{title}: output passes check_model(full_check=True)")
+    except Exception as e:  # the checker raises several exception types
+        tap.check(False, f"{title}: output passes check_model(full_check=True)", e)
+    tap.check(out.opset_import == m.opset_import and out.ir_version == m.ir_version and
+              out.producer_name == m.producer_name and out.graph.name == m.graph.name and
+              out.metadata_props == m.metadata_props and out.doc_string == m.doc_string,
+              f"{title}: opset, IR version, producer, graph name, metadata kept")
+    names = lambda g: [(v.name, v.type.SerializeToString()) for v in g]
+    tap.check(names(out.graph.input) == names(m.graph.input) and
+              names(out.graph.output) == names(m.graph.output),
+              f"{title}: graph inputs and outputs unchanged")
+    if runnable:
+        feeds = random_feeds(m)
+        a, b = run_ort(m, feeds), run_ort(out, feeds)
+        err = max(rel_error(x, y) for x, y in zip(a, b))
+        tap.check(len(a) == len(b) and err < TOL,
+                  f"{title}: onnxruntime outputs agree (max rel error {err:.2e})")
+
+
+def find_node(m, name):
+    return next(n for n in m.graph.node if n.name == name)
+
+
+def check_opaque(tap, engine, tmp):
+    """The unknown ops come back byte-identical, and info marks them."""
+    for make, node, op in ((unknown_op, "hardmax", "Hardmax"),
+                           (custom_domain, "fancy", "com.example.ops:FancyOp")):
+        m = make()
+        src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
+        onnx.save(m, src)
+        subprocess.run([engine, "roundtrip", src, "-o", dst], check=True)
+        a, b = find_node(m, node), find_node(onnx.load(dst), node)
+        tap.check(a.SerializeToString() == b.SerializeToString(),
+                  f"{op} node survives byte for byte (attributes, name, domain)")
+        p = subprocess.run([engine, "info", src], capture_output=True, text=True)
+        line = next((l for l in p.stdout.splitlines() if l.strip().startswith(op + " ")), "")
+        tap.check(p.returncode == 0 and "OPAQUE" in line, f"engine info marks {op} as opaque",
+                  p.stdout + p.stderr)
+
+
+def check_info(tap, engine, tmp):
+    m = inception()
+    src = os.path.join(tmp, "in.onnx")
+    onnx.save(m, src)
+    p = subprocess.run([engine, "info", src], capture_output=True, text=True)
+    out = p.stdout
+    params = sum(int(np.prod(t.dims)) for t in m.graph.initializer)
+    tap.check(p.returncode == 0 and f"parameters:  {params} " in out and "[1,8,12,12]" in out and
+              "[1,40,12,12]" in out and "conv2d" in out,
+              "engine info: parameter count, input/output shapes, lowered ops", out + p.stderr)
+
+
+def main():
+    engine = sys.argv[1]
+    start = int(sys.argv[sys.argv.index("--start") + 1]) if "--start" in sys.argv else 1
+    tap = Tap(start)
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, make, runnable in MODELS:
+            check_model(tap, engine, tmp, title, make, runnable)
+        check_opaque(tap, engine, tmp)
+        check_info(tap, engine, tmp)
+    return 1 if tap.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

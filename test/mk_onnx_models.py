@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""mk_onnx_models.py - writes the tiny ONNX models of test/corpus/onnx/: the
+seeds of the fuzz_onnx target and the inputs of test/test_engine_io.c.
+
+    python3 test/mk_onnx_models.py [OUT_DIR]     (default test/corpus/onnx)
+
+Deterministic (fixed seed, fixed IR version and opsets), every file under
+20 KB. Good models cover each operator the importer knows, in both the
+opspecs-lowered and the model-operator forms, plus opaque nodes (an unknown
+op, a custom-domain op, an If whose branches read outer tensors). The bad_*
+models are the error cases the C tests expect to be refused.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+IR = 8
+rng = np.random.default_rng(20261121)
+
+
+def weight(name, *shape):
+    return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) * 0.5, name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def model(nodes, name, inputs, outputs, inits, opset=17, extra_opsets=(), value_info=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, inits, value_info=list(value_info))
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    m = helper.make_model(g, opset_imports=opsets, producer_name="mk_onnx_models")
+    m.ir_version = IR
+    return m
+
+
+def conv_bn_relu():
+    n = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], name="bn",
+                          epsilon=1e-3),
+         helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    var = numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "v")
+    return model(n, "conv_bn_relu", [vi("x", [1, 3, 8, 8])], [vi("y", [1, 8, 8, 8])],
+                 [weight("w", 8, 3, 3, 3), weight("b", 8), weight("s", 8), weight("bb", 8),
+                  weight("m", 8), var])
+
+
+def inception():
+    n = [helper.make_node("Conv", ["x", "w1"], ["a"], name="b1x1"),
+         helper.make_node("Conv", ["x", "w3"], ["b"], name="b3x3", pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["x", "w5"], ["c"], name="b1x3", pads=[0, 1, 0, 1],
+                          strides=[2, 2]),
+         helper.make_node("MaxPool", ["x"], ["d"], name="pool", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["a"], ["ra"]),
+         helper.make_node("Concat", ["ra", "b"], ["ab"], axis=1),
+         helper.make_node("Concat", ["ab", "d", "x"], ["y"], axis=-3),
+         helper.make_node("AveragePool", ["c"], ["z"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          count_include_pad=1)]
+    return model(n, "inception", [vi("x", ["N", 4, 6, 6])],
+                 [vi("y", ["N", 16, 6, 6]), vi("z", ["N", 4, 3, 3])],
+                 [weight("w1", 4, 4, 1, 1), weight("w3", 4, 4, 3, 3), weight("w5", 4, 4, 1, 3)])
+
+
+def attention():
+    n = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
+         helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
+         helper.make_node("MatMul", ["x", "wv"], ["v"], name="v"),
+         helper.make_node("Transpose", ["k"], ["kt"], perm=[1, 0]),
+         helper.make_node("MatMul", ["q", "kt"], ["s"]),
+         helper.make_node("Constant", [], ["scale"], value_float=0.25),
+         helper.make_node("Mul", ["s", "scale"], ["ss"]),
+         helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+         helper.make_node("MatMul", ["p", "v"], ["y"])]
+    return model(n, "attention", [vi("x", [4, 16])], [vi("y", [4, 16])],
+                 [weight("wq", 16, 16), weight("wk", 16, 16), weight("wv", 16, 16)])
+
+
+def convs():
+    """Fixed shapes, so the importer can lower what matches opspecs exactly."""
+    n = [helper.make_node("Conv", ["x", "w3"], ["same"], name="same", pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["same", "w1"], ["valid"], name="valid", strides=[2, 2]),
+         helper.make_node("Conv", ["x", "wg"], ["grouped"], name="grouped", pads=[1, 1, 1, 1],
+                          group=2),
+         helper.make_node("Conv", ["x", "w3"], ["asym"], name="asym", pads=[0, 0, 1, 1]),
+         helper.make_node("Conv", ["x", "w3"], ["upper"], name="upper", auto_pad="SAME_UPPER",
+                          strides=[2, 2]),
+         helper.make_node("AveragePool", ["x"], ["avg"], name="avg", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("AveragePool", ["x"], ["avgc"], name="avgc", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1], count_include_pad=1),
+         helper.make_node("MaxPool", ["x"], ["mp"], name="mp", kernel_shape=[3, 1],
+                          strides=[2, 2]),
+         helper.make_node("Concat", ["same", "grouped"], ["cat"], name="cat", axis=1)]
+    return model(n, "convs", [vi("x", [1, 4, 8, 8])],
+                 [vi("valid", [1, 4, 4, 4]), vi("cat", [1, 8, 8, 8]), vi("asym", [1, 4, 7, 7]),
+                  vi("upper", [1, 4, 4, 4]), vi("avg", [1, 4, 8, 8]), vi("avgc", [1, 4, 8, 8]),
+                  vi("mp", [1, 4, 3, 4])],
+                 [weight("w3", 4, 4, 3, 3), weight("w1", 4, 4, 1, 1), weight("wg", 4, 2, 3, 3)])
+
+
+def mixed():
+    n = [helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+         helper.make_node("Flatten", ["g"], ["f"], axis=1),
+         helper.make_node("Gemm", ["f", "w", "b"], ["h"], transB=1, alpha=0.5),
+         helper.make_node("Sigmoid", ["h"], ["s"]),
+         helper.make_node("Tanh", ["h"], ["t"]),
+         helper.make_node("Add", ["s", "row"], ["a"]),
+         helper.make_node("Split", ["a", "sizes"], ["p", "q", "r"], axis=1),
+         helper.make_node("Constant", [], ["shape"], value_ints=[2, -1]),
+         helper.make_node("Reshape", ["t", "shape"], ["rs"]),
+         helper.make_node("Identity", ["rs"], ["id"]),
+         helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 3, 1]),
+         helper.make_node("Split", ["q", "two"], ["q0", "q1"], axis=-1),
+         helper.make_node("Mul", ["q0", "q1"], ["qq"])]
+    return model(n, "mixed", [vi("x", [2, 6, 3, 3])],
+                 [vi("p", [2, 1]), vi("r", [2, 2]), vi("id", [2, 6]), vi("xt", [2, 3, 3, 6]),
+                  vi("qq", [2, 2])],
+                 [weight("w", 6, 6), weight("b", 6), weight("row", 1, 6), ints("sizes", [1, 3, 2]),
+                  ints("two", [2, 1])])
+
+
+def old_opset():
+    n = [helper.make_node("Split", ["x"], ["a", "b"], axis=1, split=[2, 2]),
+         helper.make_node("Softmax", ["a"], ["sa"], axis=1),
+         helper.make_node("Sub", ["sa", "b"], ["y"])]
+    return model(n, "old_opset", [vi("x", [3, 4])], [vi("y", [3, 2])], [], opset=11)
+
+
+def opaque():
+    then_g = helper.make_graph([helper.make_node("Relu", ["h"], ["t_out"])], "then", [],
+                               [vi("t_out", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["h"], ["e_out"])], "else", [],
+                               [vi("e_out", [2, 3])])
+    n = [helper.make_node("Hardmax", ["x"], ["h"], name="hm", axis=0),
+         helper.make_node("Foo", ["h"], ["foo"], name="custom", domain="com.example", alpha=0.5,
+                          mode="fast", sizes=[1, 2, 3]),
+         helper.make_node("ReduceSum", ["x"], ["cond_f"], keepdims=0),
+         helper.make_node("Greater", ["cond_f", "zero"], ["cond"]),
+         helper.make_node("If", ["cond"], ["branch"], name="if", then_branch=then_g,
+                          else_branch=else_g),
+         helper.make_node("Add", ["branch", "foo"], ["y"])]
+    return model(n, "opaque", [vi("x", [2, 3])], [vi("y", [2, 3])],
+                 [numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")],
+                 extra_opsets=[("com.example", 1)], value_info=[vi("foo", [2, 3])])
+
+
+def bad_cycle():
+    n = [helper.make_node("Relu", ["b"], ["a"], name="first"),
+         helper.make_node("Relu", ["a"], ["b"], name="second"),
+         helper.make_node("Add", ["x", "a"], ["y"], name="out")]
+    return model(n, "cycle", [vi("x", [2])], [vi("y", [2])], [])
+
+
+def bad_missing_init():
+    n = [helper.make_node("Conv", ["x", "w_missing"], ["y"], name="conv0")]
+    return model(n, "missing", [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 4, 4])], [])
+
+
+def bad_opset3():
+    n = [helper.make_node("Relu", ["x"], ["y"])]
+    return model(n, "old", [vi("x", [2])], [vi("y", [2])], [], opset=3)
+
+
+def bad_external():
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", "16")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    n = [helper.make_node("Add", ["x", "w"], ["y"])]
+    return model(n, "external", [vi("x", [4])], [vi("y", [4])], [w])
+
+
+def bad_shape():
+    n = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    return model(n, "shape", [vi("x", [2, 3])], [vi("y", [2, 5])], [weight("w", 4, 5)])
+
+
+MODELS = {
+    "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
+    "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
+    "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_opset3": bad_opset3,
+    "bad_external": bad_external, "bad_shape": bad_shape,
+}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "onnx")
+    os.makedirs(out, exist_ok=True)
+    for name, make in MODELS.items():
+        m = make()
+        if not name.startswith("bad_"):
+            onnx.checker.check_model(m, full_check=True)
+        data = m.SerializeToString()
+        assert len(data) < 20000, (name, len(data))
+        with open(os.path.join(out, name + ".onnx"), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()

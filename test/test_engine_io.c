@@ -1,0 +1,517 @@
+/* test_engine_io.c - cmocka tests of the engine's graph IR and ONNX
+ * import/export: the tiny models of test/corpus/onnx (made by
+ * test/mk_onnx_models.py) import with the expected operators and shapes,
+ * lower to opspecs where exact, export to a fixed point, keep opaque nodes
+ * byte for byte; error cases (table E..) give the expected status and a
+ * message naming the node or tensor; every truncation and a byte-flip
+ * sweep never crash. Table rows carry ids that name the test in TAP. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define CORPUS "test/corpus/onnx/"
+
+/* ================= helpers ================= */
+
+static uint8_t *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static eg_graph *load_ok(const char *file) {
+    eg_graph *g = NULL;
+    char err[EG_ERRLEN] = "", path[256];
+    snprintf(path, sizeof path, CORPUS "%s", file);
+    eg_status rc = eg_load(path, NULL, &g, err, sizeof err);
+    if (rc != EG_OK) print_error("%s\n", err);
+    assert_int_equal(rc, EG_OK);
+    return g;
+}
+
+static const eg_node *node_named(const eg_graph *g, const char *name) {
+    for (int j = 0; j < g->n_nodes; j++)
+        if (strcmp(g->node[j].name, name) == 0) return &g->node[j];
+    fail_msg("no node '%s'", name);
+    return NULL;
+}
+
+static const char *shape_of(const eg_graph *g, const char *tensor, char *buf) {
+    int t = eg_find_tensor(g, tensor);
+    assert_true(t >= 0);
+    return eg_shape_str(&g->tensor[t].shape, g->tensor[t].dim_name, buf, 160);
+}
+
+/* Export, import again, export again: the same bytes. @return export */
+static uint8_t *fixed_point(const eg_graph *g, size_t *len) {
+    uint8_t *b1, *b2;
+    size_t n1, n2;
+    eg_graph *h;
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_save_mem(g, &b1, &n1, err, sizeof err), EG_OK);
+    eg_status rc = eg_load_mem(b1, n1, "export", NULL, &h, err, sizeof err);
+    if (rc != EG_OK) print_error("%s\n", err);
+    assert_int_equal(rc, EG_OK);
+    assert_int_equal(eg_save_mem(h, &b2, &n2, err, sizeof err), EG_OK);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(b1, b2, n1);
+    free(b2);
+    eg_free(h);
+    *len = n1;
+    return b1;
+}
+
+/* ================= M: the corpus models import as expected ================= */
+
+typedef struct {
+    const char *id, *file;
+    int n_nodes, n_ops, n_model, n_opaque;
+    const char *tensor, *shape; /* one tensor's inferred shape */
+} model_case;
+
+static const model_case model_cases[] = {
+    {"M01 conv+bn+relu", "conv_bn_relu.onnx", 3, 1, 2, 0, "y", "[1,8,8,8]"},
+    {"M02 inception, symbolic batch", "inception.onnx", 8, 0, 8, 0, "y", "[N,16,6,6]"},
+    {"M03 convs and pools", "convs.onnx", 9, 6, 3, 0, "mp", "[1,4,3,4]"},
+    {"M04 attention", "attention.onnx", 8, 7, 1, 0, "s", "[4,4]"},
+    {"M05 mixed model ops", "mixed.onnx", 13, 2, 11, 0, "rs", "[2,6]"},
+    {"M06 opset 11 split and softmax", "old_opset.onnx", 4, 2, 1, 1, "b", "[3,2]"},
+    {"M07 opaque nodes and a subgraph", "opaque.onnx", 6, 0, 1, 5, "foo", "[2,3]"},
+};
+#define N_MODEL_CASES (sizeof model_cases / sizeof model_cases[0])
+
+static void test_model(void **state) {
+    const model_case *mc = *state;
+    char buf[160];
+    eg_graph *g = load_ok(mc->file);
+    int kinds[EG_KIND_COUNT] = {0};
+    for (int j = 0; j < g->n_nodes; j++) kinds[g->node[j].kind]++;
+    assert_int_equal(g->n_nodes, mc->n_nodes);
+    assert_int_equal(kinds[EG_KIND_OPS], mc->n_ops);
+    assert_int_equal(kinds[EG_KIND_MODEL], mc->n_model);
+    assert_int_equal(kinds[EG_KIND_OPAQUE], mc->n_opaque);
+    assert_string_equal(shape_of(g, mc->tensor, buf), mc->shape);
+    size_t len;
+    free(fixed_point(g, &len));
+    eg_free(g);
+}
+
+/* ================= L: lowering to opspecs ================= */
+
+typedef struct {
+    const char *id, *file, *node;
+    eg_kind kind;
+    int op;            /* ops_op or eg_mop */
+    int32_t param[4];  /* EG_KIND_OPS */
+} lower_case;
+
+static const lower_case lower_cases[] = {
+    {"L01 Conv pads (k-1)/2 -> conv2d SAME", "convs.onnx", "same", EG_KIND_OPS, OP_CONV2D,
+     {1, OPS_PAD_SAME, OPS_ACT_NONE, 1}},
+    {"L02 Conv 1x1 stride 2 -> conv2d VALID", "convs.onnx", "valid", EG_KIND_OPS, OP_CONV2D,
+     {2, OPS_PAD_VALID, OPS_ACT_NONE, 1}},
+    {"L03 grouped Conv -> conv2d groups 2", "convs.onnx", "grouped", EG_KIND_OPS, OP_CONV2D,
+     {1, OPS_PAD_SAME, OPS_ACT_NONE, 2}},
+    {"L04 asymmetric pads stay a model op", "convs.onnx", "asym", EG_KIND_MODEL, EG_MOP_CONV, {0}},
+    {"L05 SAME_UPPER stride 2 (not centred) stays", "convs.onnx", "upper", EG_KIND_MODEL,
+     EG_MOP_CONV, {0}},
+    {"L06 AveragePool without count_include_pad stays", "convs.onnx", "avg", EG_KIND_MODEL,
+     EG_MOP_AVGPOOL, {0}},
+    {"L07 AveragePool counting pads -> avgpool", "convs.onnx", "avgc", EG_KIND_OPS, OP_AVGPOOL,
+     {OPS_KERNEL(3, 3), 1, OPS_PAD_SAME, 0}},
+    {"L08 MaxPool 3x1 stride 2 -> maxpool VALID", "convs.onnx", "mp", EG_KIND_OPS, OP_MAXPOOL,
+     {OPS_KERNEL(3, 1), 2, OPS_PAD_VALID, 0}},
+    {"L09 2-input Concat -> concat", "convs.onnx", "cat", EG_KIND_OPS, OP_CONCAT, {1, 0, 0, 0}},
+    {"L10 Conv with bias stays", "conv_bn_relu.onnx", "conv", EG_KIND_MODEL, EG_MOP_CONV, {0}},
+    {"L11 Relu -> relu", "conv_bn_relu.onnx", "relu", EG_KIND_OPS, OP_RELU, {0}},
+    {"L12 rank-2 MatMul -> matmul", "attention.onnx", "q", EG_KIND_OPS, OP_MATMUL, {0}},
+};
+#define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
+
+static void test_lower(void **state) {
+    const lower_case *lc = *state;
+    eg_graph *g = load_ok(lc->file);
+    const eg_node *n = node_named(g, lc->node);
+    assert_int_equal(n->kind, lc->kind);
+    if (lc->kind == EG_KIND_OPS) {
+        assert_int_equal(n->op, lc->op);
+        assert_int_equal(n->n_in, ops_table[n->op].arity);
+        for (int k = 0; k < ops_table[n->op].n_params; k++) assert_int_equal(n->param[k], lc->param[k]);
+    } else
+        assert_int_equal(n->mop, lc->op);
+    eg_free(g);
+}
+
+/* Mul by a rank-0 Constant becomes smul(x, s); Split in two, split0/split1. */
+static void test_smul_split(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("attention.onnx");
+    int smul = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPS && g->node[j].op == OP_SMUL) {
+            smul++;
+            const eg_tensor *s = &g->tensor[g->node[j].in[1]];
+            assert_int_equal(s->shape.rank, 0);
+            assert_true(s->flags & EG_TF_CONST);
+            assert_float_equal(s->data[0], 0.25f, 0.0f);
+        }
+    assert_int_equal(smul, 1);
+    eg_free(g);
+    g = load_ok("mixed.onnx");
+    int parts = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPS && (g->node[j].op == OP_SPLIT0 || g->node[j].op == OP_SPLIT1)) {
+            parts++;
+            assert_int_equal(g->node[j].param[0], 1); /* axis -1 of a rank-2 tensor */
+            assert_int_equal(g->node[j].param[1], 2);
+        }
+    assert_int_equal(parts, 2);
+    assert_true(g->tensor[eg_find_tensor(g, "two")].flags & EG_TF_ABSORBED);
+    eg_free(g);
+}
+
+/* ================= O: opaque nodes ================= */
+
+static int contains(const uint8_t *hay, size_t n, const uint8_t *needle, size_t k) {
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(hay + i, needle, k) == 0) return 1;
+    return 0;
+}
+
+/* O01: every opaque node's original bytes appear verbatim in the export;
+ * the If node reads 'h' from inside its branches (an implicit, pinned input). */
+static void test_opaque(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("opaque.onnx");
+    size_t len;
+    uint8_t *out = fixed_point(g, &len);
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPAQUE)
+            assert_true(contains(out, len, g->node[j].proto, g->node[j].proto_len));
+    const eg_node *n = node_named(g, "if");
+    assert_int_equal(n->n_in, 1);
+    assert_int_equal(n->n_implicit, 1);
+    assert_string_equal(g->tensor[n->in[1]].name, "h");
+    assert_true(g->tensor[n->in[1]].flags & EG_TF_PINNED);
+    const eg_node *foo = node_named(g, "custom");
+    assert_string_equal(foo->domain, "com.example");
+    assert_string_equal(foo->op_type, "Foo");
+    free(out);
+    eg_free(g);
+}
+
+/* O02: a file saved with eg_save reads back; no temporary file is left. */
+static void test_save_file(void **state) {
+    (void)state;
+    char dir[] = "/tmp/test_engine_io.XXXXXX", path[128], tmp[160], err[EG_ERRLEN];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.onnx", dir);
+    eg_graph *g = load_ok("conv_bn_relu.onnx"), *h = NULL;
+    assert_int_equal(eg_save(path, g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_load(path, NULL, &h, err, sizeof err), EG_OK);
+    assert_int_equal(h->n_nodes, g->n_nodes);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    snprintf(tmp, sizeof tmp, "%s/missing/out.onnx", dir);
+    assert_int_equal(eg_save(tmp, g, err, sizeof err), EG_EIO);
+    assert_non_null(strstr(err, "missing/out.onnx"));
+    unlink(path);
+    rmdir(dir);
+    eg_free(g);
+    eg_free(h);
+}
+
+/* ================= E: errors ================= */
+
+typedef enum { SRC_CORPUS, SRC_BYTES, SRC_DEEP, SRC_PATH } err_source;
+
+typedef struct {
+    const char *id;
+    err_source src;
+    const char *arg;       /* corpus file, literal bytes, or a path */
+    eg_load_opts opts;
+    eg_status status;
+    const char *frag[2];   /* message fragments */
+} err_case;
+
+static const err_case err_cases[] = {
+    {"E01 cycle", SRC_CORPUS, "bad_cycle.onnx", {0}, EG_EGRAPH, {"cycle", "node 'second'"}},
+    {"E02 missing initializer", SRC_CORPUS, "bad_missing_init.onnx", {0}, EG_EGRAPH,
+     {"node 'conv0' (Conv)", "input 'w_missing' is not defined"}},
+    {"E03 opset 3", SRC_CORPUS, "bad_opset3.onnx", {0}, EG_EOPSET, {"opset 3", "7..21"}},
+    {"E04 external data", SRC_CORPUS, "bad_external.onnx", {0}, EG_EUNSUPPORTED,
+     {"initializer 'w'", "external file (weights.bin)"}},
+    {"E05 shape mismatch", SRC_CORPUS, "bad_shape.onnx", {0}, EG_ESHAPE,
+     {"node 'mm' (MatMul)", "3 and 4"}},
+    {"E06 missing file", SRC_PATH, "test/corpus/onnx/no_such.onnx", {0}, EG_EIO,
+     {"no_such.onnx", "cannot open"}},
+    {"E07 empty file: no IR version", SRC_BYTES, "", {0}, EG_EOPSET, {"IR version 0", NULL}},
+    {"E08 not protobuf", SRC_BYTES, "hello, world", {0}, EG_EFORMAT,
+     {"not a valid ONNX model", "byte"}},
+    {"E09 subgraphs nested too deeply", SRC_DEEP, NULL, {0}, EG_ELIMIT, {"nested too deeply", NULL}},
+    {"E10 decoder memory cap", SRC_CORPUS, "attention.onnx", {0, 1024, 0}, EG_ELIMIT,
+     {"memory cap", NULL}},
+    {"E11 file size limit", SRC_CORPUS, "attention.onnx", {100, 0, 0}, EG_ELIMIT,
+     {"larger than", NULL}},
+    {"E12 a directory", SRC_PATH, "test/corpus/onnx", {0}, EG_EIO, {"cannot read", NULL}},
+};
+#define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
+
+static void put_varint(uint8_t **p, uint64_t v) {
+    do {
+        *(*p)++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+}
+
+/* Wrap body in a length-delimited field, in place at the front of buf. */
+static size_t wrap(uint8_t *buf, size_t n, uint32_t field) {
+    uint8_t hdr[16], *p = hdr;
+    put_varint(&p, (uint64_t)field << 3 | 2);
+    put_varint(&p, n);
+    size_t h = (size_t)(p - hdr);
+    memmove(buf + h, buf, n);
+    memcpy(buf, hdr, h);
+    return n + h;
+}
+
+/* A model whose graph nests If-style graph attributes 200 levels deep:
+ * GraphProto.node(1) -> NodeProto.attribute(5) -> AttributeProto.g(6). */
+static uint8_t *deep_model(size_t *len) {
+    uint8_t *buf = calloc(1 << 16, 1);
+    size_t n = 0;
+    assert_non_null(buf);
+    for (int level = 0; level < 200; level++) {
+        n = wrap(buf, n, 6); /* attribute.g = the graph so far */
+        n = wrap(buf, n, 5); /* node.attribute */
+        n = wrap(buf, n, 1); /* graph.node */
+    }
+    n = wrap(buf, n, 7); /* model.graph */
+    *len = n;
+    return buf;
+}
+
+static void test_error(void **state) {
+    const err_case *ec = *state;
+    eg_graph *g = (eg_graph *)1;
+    char err[EG_ERRLEN] = "", path[256];
+    eg_status rc;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    switch (ec->src) {
+    case SRC_CORPUS:
+        snprintf(path, sizeof path, CORPUS "%s", ec->arg);
+        if (ec->opts.max_file_bytes) {
+            rc = eg_load(path, &ec->opts, &g, err, sizeof err);
+            break;
+        }
+        buf = read_all(path, &len);
+        rc = eg_load_mem(buf, len, ec->arg, &ec->opts, &g, err, sizeof err);
+        break;
+    case SRC_BYTES:
+        rc = eg_load_mem(ec->arg, strlen(ec->arg), "bytes", &ec->opts, &g, err, sizeof err);
+        break;
+    case SRC_DEEP:
+        buf = deep_model(&len);
+        rc = eg_load_mem(buf, len, "deep", &ec->opts, &g, err, sizeof err);
+        break;
+    case SRC_PATH:
+    default:
+        rc = eg_load(ec->arg, &ec->opts, &g, err, sizeof err);
+        break;
+    }
+    free(buf);
+    if (rc != ec->status) print_error("got %s: %s\n", eg_status_name(rc), err);
+    assert_int_equal(rc, ec->status);
+    assert_null(g);
+    for (int k = 0; k < 2; k++)
+        if (ec->frag[k] && !strstr(err, ec->frag[k])) fail_msg("'%s' lacks '%s'", err, ec->frag[k]);
+}
+
+/* ================= S: sweeps over damaged files ================= */
+
+static const char *const sweep_files[] = {"conv_bn_relu.onnx", "inception.onnx", "convs.onnx",
+                                          "attention.onnx", "mixed.onnx", "old_opset.onnx",
+                                          "opaque.onnx"};
+#define N_SWEEP (sizeof sweep_files / sizeof sweep_files[0])
+
+/* Whatever the import says, it says it cleanly; a model it accepts exports
+ * and imports again. */
+static void check_clean(const uint8_t *buf, size_t len, int must_fail) {
+    eg_graph *g = NULL, *h = NULL;
+    char err[EG_ERRLEN] = "";
+    uint8_t *out;
+    size_t n;
+    eg_status rc = eg_load_mem(buf, len, "sweep", NULL, &g, err, sizeof err);
+    if (rc != EG_OK) {
+        assert_null(g);
+        assert_true(err[0] != '\0');
+        return;
+    }
+    if (must_fail) fail_msg("a truncated file of %zu bytes loaded", len);
+    assert_int_equal(eg_save_mem(g, &out, &n, err, sizeof err), EG_OK);
+    assert_int_equal(eg_load_mem(out, n, "re", NULL, &h, err, sizeof err), EG_OK);
+    free(out);
+    eg_free(h);
+    eg_free(g);
+}
+
+static uint64_t get_varint(const uint8_t *buf, size_t *at) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        uint8_t b = buf[(*at)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+    }
+    return v;
+}
+
+/* Mark the offsets where a top-level ModelProto field ends: a prefix cut
+ * there is a well-formed (smaller) message. The corpus files only use
+ * varint and length-delimited fields at the top. */
+static void field_ends(const uint8_t *buf, size_t len, char *end) {
+    size_t at = 0;
+    while (at < len) {
+        uint64_t tag = get_varint(buf, &at);
+        uint64_t v = get_varint(buf, &at);
+        if ((tag & 7) == 2) at += v;
+        end[at] = 1;
+    }
+}
+
+/* S01: every strict prefix fails, except one cut at a top-level field
+ * boundary (e.g. after the first of two opset_import entries), which may
+ * load; nothing crashes either way. */
+static void test_truncations(void **state) {
+    (void)state;
+    for (size_t f = 0; f < N_SWEEP; f++) {
+        char path[256];
+        size_t len;
+        snprintf(path, sizeof path, CORPUS "%s", sweep_files[f]);
+        uint8_t *buf = read_all(path, &len);
+        char *end = calloc(len + 1, 1);
+        field_ends(buf, len, end);
+        for (size_t k = 0; k < len; k++) {
+            uint8_t *cut = malloc(k ? k : 1); /* exact size, so ASan sees overreads */
+            memcpy(cut, buf, k);
+            check_clean(cut, k, !end[k]);
+            free(cut);
+        }
+        free(end);
+        free(buf);
+    }
+}
+
+/* S02: each byte flipped three ways. */
+static void test_flips(void **state) {
+    (void)state;
+    static const uint8_t masks[] = {0xff, 0x01, 0x80};
+    for (size_t f = 0; f < N_SWEEP; f++) {
+        char path[256];
+        size_t len;
+        snprintf(path, sizeof path, CORPUS "%s", sweep_files[f]);
+        uint8_t *buf = read_all(path, &len);
+        for (size_t k = 0; k < len; k++)
+            for (size_t m = 0; m < sizeof masks; m++) {
+                buf[k] ^= masks[m];
+                check_clean(buf, len, 0);
+                buf[k] ^= masks[m];
+            }
+        free(buf);
+    }
+}
+
+/* ================= G: the IR itself ================= */
+
+/* G01: a graph built by hand: names, producers, cycles, toposort. */
+static void test_ir(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int x, a, b, n0, n1;
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_add_tensor(g, "x", &x), EG_OK);
+    assert_int_equal(eg_add_tensor(g, "a", &a), EG_OK);
+    assert_int_equal(eg_add_tensor(g, "b", &b), EG_OK);
+    assert_int_equal(eg_add_tensor(g, "a", &n0), EG_EGRAPH);
+    g->tensor[x].flags |= EG_TF_INPUT;
+    /* added out of order: b = relu(a) first, then a = relu(x) */
+    assert_int_equal(eg_add_node(g, EG_KIND_OPS, "second", 1, 0, 1, &n1), EG_OK);
+    g->node[n1].op = OP_RELU, g->node[n1].in[0] = a, g->node[n1].out[0] = b;
+    assert_int_equal(eg_add_node(g, EG_KIND_OPS, "first", 1, 0, 1, &n0), EG_OK);
+    g->node[n0].op = OP_RELU, g->node[n0].in[0] = x, g->node[n0].out[0] = a;
+    assert_int_equal(eg_index(g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_toposort(g, err, sizeof err), EG_OK);
+    assert_string_equal(g->node[0].name, "first");
+    assert_int_equal(g->tensor[b].producer, 1);
+    /* close a cycle: first now reads b */
+    g->node[0].in[0] = b;
+    assert_int_equal(eg_index(g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_toposort(g, err, sizeof err), EG_EGRAPH);
+    assert_non_null(strstr(err, "cycle"));
+    /* a graph without a model shell cannot be exported */
+    uint8_t *out;
+    size_t n;
+    assert_int_equal(eg_save_mem(g, &out, &n, err, sizeof err), EG_EFORMAT);
+    eg_free(g);
+}
+
+/* G02: shapes for display and opspecs. */
+static void test_shapes(void **state) {
+    (void)state;
+    char buf[160];
+    eg_shape s = {4, {1, -1, 224, 224}};
+    ten_shape t;
+    assert_string_equal(eg_shape_str(&s, NULL, buf, sizeof buf), "[1,?,224,224]");
+    assert_int_equal(eg_shape_numel(&s), -1);
+    assert_false(eg_to_ten_shape(&s, &t));
+    s.dim[1] = 3;
+    assert_int_equal(eg_shape_numel(&s), 3 * 224 * 224);
+    assert_true(eg_to_ten_shape(&s, &t));
+    eg_shape big = {3, {(int64_t)1 << 40, (int64_t)1 << 40, 1 << 20}};
+    assert_int_equal(eg_shape_numel(&big), -2);
+    eg_shape unk = {-1, {0}};
+    assert_string_equal(eg_shape_str(&unk, NULL, buf, sizeof buf), "[?]");
+}
+
+/* ================= main ================= */
+
+#define ADD_TABLE(tests, n, table, count, fn)                                   \
+    for (size_t i_ = 0; i_ < (count); i_++)                                     \
+        tests[n++] = (struct CMUnitTest){table[i_].id, fn, NULL, NULL, (void *)&table[i_]}
+
+int main(void) {
+    struct CMUnitTest tests[64];
+    size_t n = 0;
+    ADD_TABLE(tests, n, model_cases, N_MODEL_CASES, test_model);
+    ADD_TABLE(tests, n, lower_cases, N_LOWER_CASES, test_lower);
+    ADD_TABLE(tests, n, err_cases, N_ERR_CASES, test_error);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_opaque);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_save_file);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_truncations);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_flips);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_ir);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shapes);
+    return _cmocka_run_group_tests("engine_io", tests, n, NULL, NULL);
+}
