@@ -48,6 +48,7 @@
 #include "ops.h"
 
 #define EG_MAX_RANK 8
+#define EG_DIM_MAX ((int64_t)1 << 40) /* any known dim; keeps arithmetic exact */
 #define EG_MAX_INTS 16 /* Transpose perm, Reshape target, Split sizes */
 #define EG_ERRLEN 320
 

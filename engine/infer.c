@@ -384,9 +384,9 @@ static eg_status split_sizes(const ictx *c, int64_t d, int64_t *sizes) {
     }
     int64_t sum = 0;
     for (int k = 0; k < n; k++) {
-        if (d >= 0 && (sizes[k] < 0 || sizes[k] > d))
+        if (sizes[k] < -1 || (d >= 0 && (sizes[k] < 0 || sizes[k] > d)))
             return ifail(c, EG_ESHAPE, "split size %lld out of range", (long long)sizes[k]);
-        sum += sizes[k] < 0 ? 0 : sizes[k];
+        if (d >= 0) sum += sizes[k]; /* each <= d: no overflow */
     }
     if (d >= 0 && sum != d)
         return ifail(c, EG_ESHAPE, "split sizes sum to %lld, not %lld", (long long)sum, (long long)d);
@@ -575,15 +575,29 @@ static eg_status infer_ops(const ictx *c) {
     return EG_OK;
 }
 
+/* Every known dim stays <= EG_DIM_MAX, so the sums and products of the
+ * rules above cannot overflow on the next node either. */
+static eg_status check_dims(const ictx *c) {
+    for (int k = 0; k < c->n->n_out; k++) {
+        const eg_tensor *t = c->n->out[k] >= 0 ? &c->g->tensor[c->n->out[k]] : NULL;
+        for (int i = 0; t && i < t->shape.rank; i++)
+            if (t->shape.dim[i] > EG_DIM_MAX)
+                return ifail(c, EG_ESHAPE, "output '%s' dim %d is %lld, over %lld", t->name, i,
+                             (long long)t->shape.dim[i], (long long)EG_DIM_MAX);
+    }
+    return EG_OK;
+}
+
 eg_status eg_infer_node(eg_graph *g, int id, char *err, size_t errlen) {
     ictx c = {g, &g->node[id], err, errlen};
+    eg_status rc = EG_EUNSUPPORTED;
     switch (c.n->kind) {
-    case EG_KIND_OPS: return infer_ops(&c);
-    case EG_KIND_MODEL: return infer_model(&c);
+    case EG_KIND_OPS: rc = infer_ops(&c); break;
+    case EG_KIND_MODEL: rc = infer_model(&c); break;
     case EG_KIND_OPAQUE: return EG_OK;
-    case EG_KIND_COUNT: break;
+    case EG_KIND_COUNT: return ifail(&c, EG_EUNSUPPORTED, "unknown node kind");
     }
-    return ifail(&c, EG_EUNSUPPORTED, "unknown node kind");
+    return rc == EG_OK ? check_dims(&c) : rc;
 }
 
 eg_status eg_infer_all(eg_graph *g, char *err, size_t errlen) {

@@ -23,7 +23,6 @@
 #define IN_PRINTF(f, a)
 #endif
 
-#define DIM_MAX ((int64_t)1 << 40) /* any dimension; keeps products sane */
 #define ATTR_MAX (1 << 20)         /* kernel, stride, pad values */
 
 typedef struct {
@@ -127,7 +126,7 @@ static eg_status read_type(const Onnx__TypeProto *tp, eg_tensor *t) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         t->shape.dim[i] = -1;
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-            d->dim_value >= 0 && d->dim_value <= DIM_MAX)
+            d->dim_value >= 0 && d->dim_value <= EG_DIM_MAX)
             t->shape.dim[i] = d->dim_value;
         else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                  d->dim_param && d->dim_param[0] && set_dim_name(t, i, d->dim_param))
@@ -160,7 +159,7 @@ static eg_status value_shape(const ictx *c, const Onnx__TensorProto *tp, const c
     t->dtype = tp->data_type;
     t->shape.rank = (int)tp->n_dims;
     for (size_t i = 0; i < tp->n_dims; i++) {
-        if (tp->dims[i] < 0 || tp->dims[i] > DIM_MAX)
+        if (tp->dims[i] < 0 || tp->dims[i] > EG_DIM_MAX)
             return fail(c, EG_EFORMAT, "%s '%s' has dim %lld", what, t->name, (long long)tp->dims[i]);
         t->shape.dim[i] = tp->dims[i];
     }
@@ -304,7 +303,7 @@ static eg_status add_initializers(ictx *c) {
         if (sp->n_dims <= EG_MAX_RANK) {
             t->shape.rank = (int)sp->n_dims;
             for (size_t k = 0; k < sp->n_dims; k++)
-                t->shape.dim[k] = sp->dims[k] >= 0 && sp->dims[k] <= DIM_MAX ? sp->dims[k] : -1;
+                t->shape.dim[k] = sp->dims[k] >= 0 && sp->dims[k] <= EG_DIM_MAX ? sp->dims[k] : -1;
         }
     }
     return EG_OK;
@@ -459,7 +458,7 @@ static int parse_split(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     int n;
     if (!only_attrs(np, ok) || np->n_output < 1 || np->n_output > 4096 ||
         get_int(np, "axis", 0, -EG_MAX_RANK, EG_MAX_RANK, &axis) ||
-        get_ints(np, "split", EG_MAX_INTS, 0, DIM_MAX, a->ints, &n) ||
+        get_ints(np, "split", EG_MAX_INTS, 0, EG_DIM_MAX, a->ints, &n) ||
         get_int(np, "num_outputs", -1, 1, 4096, &nout))
         return 0;
     if ((n >= 0 && opset >= 13) || (nout >= 0 && (opset < 18 || nout != (int64_t)np->n_output)))
@@ -798,7 +797,7 @@ static eg_shape declared_shape(const Onnx__ValueInfoProto *vi) {
     for (int i = 0; i < t.shape.rank; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tp->tensor_type->shape->dim[i];
         t.shape.dim[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-                                 d->dim_value >= 0 && d->dim_value <= DIM_MAX
+                                 d->dim_value >= 0 && d->dim_value <= EG_DIM_MAX
                              ? d->dim_value : -1;
     }
     return t.shape;

@@ -714,17 +714,21 @@ static void octx_free(octx *c) {
     free(c->added);
 }
 
-/* model shell + graph field (graph shell + nodes + values + ios). */
+/* model shell + graph field (graph shell + nodes + values + ios), written
+ * straight into one buffer: the graph's length is the sum of its parts. */
 static eg_status assemble(octx *c, uint8_t **buf, size_t *len) {
-    egp_buf gb = {0}, mb = {0};
-    egp_buf_put(&gb, c->g->graph_shell, c->g->graph_shell_len);
-    egp_buf_put(&gb, c->nodes.p, c->nodes.len);
-    egp_buf_put(&gb, c->inits.p, c->inits.len);
-    egp_buf_put(&gb, c->ios.p, c->ios.len);
+    egp_buf mb = {0};
+    size_t glen = c->g->graph_shell_len + c->nodes.len + c->inits.len + c->ios.len;
     egp_buf_put(&mb, c->g->model_shell, c->g->model_shell_len);
-    egp_buf_field(&mb, field_id(&onnx__model_proto__descriptor, "graph"), gb.p, gb.len);
-    free(gb.p);
-    if (gb.oom || mb.oom) {
+    egp_buf_varint(&mb, (uint64_t)field_id(&onnx__model_proto__descriptor, "graph") << 3 | 2);
+    egp_buf_varint(&mb, glen);
+    egp_buf_put(&mb, c->g->graph_shell, c->g->graph_shell_len);
+    egp_buf_put(&mb, c->nodes.p, c->nodes.len);
+    free(c->nodes.p), c->nodes.p = NULL;
+    egp_buf_put(&mb, c->inits.p, c->inits.len);
+    free(c->inits.p), c->inits.p = NULL;
+    egp_buf_put(&mb, c->ios.p, c->ios.len);
+    if (mb.oom) {
         free(mb.p);
         return EG_ENOMEM;
     }

@@ -51,12 +51,15 @@ static int eval_compare(const rg_graph *a, const rg_graph *b, const ten *in, int
     return 0;
 }
 
-/* @return 0 done (verdict in r if refuted), -1 internal error. */
-static int stage_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes,
-                        int n, uint64_t seed, dc_result *r) {
+int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
+              uint64_t seed, dc_result *r) {
     ten in[RG_MAX_INPUTS];
     int rc = 0, equal = 1, made = 0;
+    uint64_t t0 = now_ms();
+    memset(r, 0, sizeof *r);
     memset(in, 0, sizeof in);
+    set(r, RDB_UNCHECKED, 1, "");
+    if (a->n_outputs != b->n_outputs) return set(r, RDB_REFUTED, 1, "different numbers of outputs");
     for (; made < n && rc == 0; made++) {
         if (ten_alloc(&in[made], &shapes[made]) != 0) rc = -1;
         else ten_fill_random(&in[made], &seed);
@@ -66,6 +69,7 @@ static int stage_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *s
     else if (rc == 0 && !equal) set(r, RDB_REFUTED, 1, "sides differ at the class shapes");
     else if (rc < 0) set(r, RDB_UNKNOWN, 1, "out of memory evaluating");
     free_all(in, made);
+    r->millis = now_ms() - t0;
     return rc;
 }
 
@@ -105,7 +109,10 @@ static int identity_text(const rg_graph *a, const rg_graph *b, int k, char *buf,
 static int stage_general(const rg_graph *a, const rg_graph *b, uint64_t seed, dc_result *r) {
     char *text = malloc(DC_TEXT_MAX);
     int rc = 0;
-    if (!text) return set(r, RDB_UNKNOWN, 2, "out of memory"), -1;
+    if (!text) {
+        set(r, RDB_UNKNOWN, 2, "out of memory");
+        return -1;
+    }
     for (int k = 0; k < a->n_outputs && rc == 0 && r->status != RDB_REFUTED; k++) {
         ax_set s;
         axc_result ar;
@@ -115,12 +122,13 @@ static int stage_general(const rg_graph *a, const rg_graph *b, uint64_t seed, dc
         int st = axc_check(&s, 0, DC_GENERAL_INSTANCES, seed + (uint64_t)k, &ar);
         if (st == AXC_EMISMATCH) {
             const char *at = strstr(ar.msg, "sides differ on ");
-            snprintf(r->why, sizeof r->why, "sides differ at other shapes: %s",
+            snprintf(r->why, sizeof r->why, "sides differ at other shapes: %.200s",
                      at ? at + 16 : ar.instance);
             r->status = RDB_REFUTED;
             r->stage = 2;
         } else if (st == AXC_EEVAL) {
-            rc = set(r, RDB_UNKNOWN, 2, "out of memory evaluating"), -1;
+            set(r, RDB_UNKNOWN, 2, "out of memory evaluating");
+            rc = -1;
         }
         ax_free(&s);
     }
@@ -130,38 +138,44 @@ static int stage_general(const rg_graph *a, const rg_graph *b, uint64_t seed, dc
 
 /* ---- stage 3: Z3 ---- */
 
-static int stage_z3(const dc_config *cfg, const rg_graph *a, const rg_graph *b, dc_result *r) {
-    ze_ctx *z;
-    char err[ZE_WHYLEN];
-    if (ze_open(cfg->axioms, cfg->plan, &z, err, sizeof err) != 0)
-        return set(r, RDB_UNKNOWN, 3, err), -1;
-    ze_verdict v = ze_prove_graphs(z, a, b, &cfg->lim, err);
-    ze_close(z);
-    switch (v) {
-    case ZE_PROVED: return set(r, RDB_PROVED, 3, "");
-    case ZE_UNKNOWN: return set(r, RDB_UNKNOWN, 3, err);
-    case ZE_TIMEOUT: return set(r, RDB_TIMEOUT, 3, err);
-    case ZE_ILLSHAPED: return set(r, RDB_UNKNOWN, 3, err);
-    case ZE_ERROR: break;
-    }
-    return set(r, RDB_UNKNOWN, 3, err), -1;
+static ze_verdict prove(dc_worker *w, const rg_graph *a, const rg_graph *b, char *why) {
+    if (w->z && w->uses >= DC_RECYCLE) dc_worker_close(w);
+    if (!w->z && ze_open(w->cfg->axioms, w->cfg->plan, &w->z, why, ZE_WHYLEN) != 0)
+        return ZE_ERROR;
+    w->uses++;
+    return ze_prove_graphs(w->z, a, b, &w->cfg->lim, why);
 }
 
-int dc_decide(const dc_config *cfg, const rg_graph *a, const rg_graph *b,
-              const ten_shape *shapes, int n_shapes, uint64_t seed, dc_result *out) {
+static int stage_z3(dc_worker *w, const rg_graph *a, const rg_graph *b, dc_result *r) {
+    char why[ZE_WHYLEN];
+    ze_verdict v = prove(w, a, b, why);
+    switch (v) {
+    case ZE_PROVED: return set(r, RDB_PROVED, 3, "");
+    case ZE_UNKNOWN: return set(r, RDB_UNKNOWN, 3, why);
+    case ZE_TIMEOUT: return set(r, RDB_TIMEOUT, 3, why);
+    case ZE_ILLSHAPED: return set(r, RDB_UNKNOWN, 3, why);
+    case ZE_ERROR: break;
+    }
+    set(r, RDB_UNKNOWN, 3, why);
+    dc_worker_close(w); /* a context after an error is not trusted again */
+    return -1;
+}
+
+int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, uint64_t seed, dc_result *out) {
     uint64_t t0 = now_ms();
     int rc = 0;
     memset(out, 0, sizeof *out);
     out->status = RDB_UNKNOWN;
-    if (a->n_outputs != b->n_outputs) {
-        rc = set(out, RDB_REFUTED, 1, "different numbers of outputs");
-    } else if (shapes) {
-        rc = stage_shapes(a, b, shapes, n_shapes, seed, out);
-    }
-    if (rc == 0 && out->status != RDB_REFUTED && cfg->general)
+    if (a->n_outputs != b->n_outputs) rc = set(out, RDB_REFUTED, 1, "different numbers of outputs");
+    if (rc == 0 && out->status != RDB_REFUTED && w->cfg->general)
         rc = stage_general(a, b, seed ^ 0x6a09e667f3bcc909ull, out);
-    if (rc == 0 && out->status != RDB_REFUTED && !cfg->no_z3) rc = stage_z3(cfg, a, b, out);
-    else if (rc == 0 && out->status != RDB_REFUTED) set(out, RDB_UNCHECKED, 3, "Z3 not run");
+    if (rc == 0 && out->status != RDB_REFUTED) rc = stage_z3(w, a, b, out);
     out->millis = now_ms() - t0;
     return rc;
+}
+
+void dc_worker_close(dc_worker *w) {
+    ze_close(w->z);
+    w->z = NULL;
+    w->uses = 0;
 }

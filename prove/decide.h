@@ -2,10 +2,10 @@
  * evaluations first, Z3 last.
  *
  * Stages, each of which can end the decision:
- *  1. the class shapes: both graphs evaluated with rg_eval on fresh random
- *     inputs of the class's input shapes, from a seed unrelated to synth's.
- *     Unequal outputs -> REFUTED without Z3. This catches a candidate that
- *     agrees only on synth's fingerprint inputs.
+ *  1. the class shapes (dc_shapes): both graphs evaluated with rg_eval on
+ *     fresh random inputs of the class's input shapes, from a seed
+ *     unrelated to synth's. Unequal outputs -> REFUTED without Z3. This
+ *     catches a candidate that agrees only on synth's fingerprint inputs.
  *  2. other shapes: the pair, read as an identity over its inputs, checked
  *     by axcheck (axc_check) on random well-shaped instances of *any*
  *     shapes. A rule carries no shapes and the engine applies it wherever
@@ -13,9 +13,9 @@
  *     (say a split at a literal point that happens to match there) is
  *     REFUTED as a rule. No instance found says nothing.
  *  3. Z3 (z3enc.h): PROVED, UNKNOWN or TIMEOUT.
- * Stage 1 needs shapes (a candidates class has them, a ruledb rule does
- * not); stage 2 can be turned off. Every random choice comes from the seed
- * given per pair, so verdicts do not depend on scheduling.
+ * Stages 2 and 3 do not depend on shapes, so a pair that occurs in several
+ * classes (synth makes one class per input shapes) needs them once.
+ * Every random choice comes from the seed given per pair.
  */
 #ifndef DECIDE_H
 #define DECIDE_H
@@ -27,29 +27,45 @@
 
 #define DC_WHYLEN 256
 #define DC_GENERAL_INSTANCES 8 /* stage 2 instances per output */
+#define DC_RECYCLE 512         /* checks per Z3 context before a fresh one */
 
 typedef struct {
     const ax_set *axioms;
     const tg_plan *plan;
     ze_limits lim;
     int general; /* run stage 2 */
-    int no_z3;   /* stop after the concrete stages (tests, fault injection) */
 } dc_config;
 
 typedef struct {
-    rdb_proof status;     /* PROVED, REFUTED, UNKNOWN or TIMEOUT */
+    rdb_proof status;     /* PROVED, REFUTED, UNKNOWN or TIMEOUT; UNCHECKED
+                             after dc_shapes when stage 1 passed */
     int stage;            /* 1..3: the stage that decided */
-    uint64_t millis;      /* wall time of the whole decision */
+    uint64_t millis;      /* wall time of the decision */
     char why[DC_WHYLEN];  /* unless PROVED: what said so */
 } dc_result;
 
-/* Decide whether a and b are equal, output by output.
- * @pre a and b are valid graphs with as many outputs; shapes is NULL or
- *      holds n_shapes >= both graphs' n_inputs shapes (the class shapes).
+/* A Z3 context for a sequence of decisions (one per worker lane), opened
+ * lazily and replaced every DC_RECYCLE checks so memory stays bounded. */
+typedef struct {
+    const dc_config *cfg;
+    ze_ctx *z;
+    int uses;
+} dc_worker;
+
+/* Stage 1 alone. @pre shapes holds n >= both graphs' n_inputs shapes.
+ * @return 0 with out->status REFUTED, or UNCHECKED when equal; -1 when out
+ *         of memory (status UNKNOWN). */
+int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
+              uint64_t seed, dc_result *out);
+
+/* Stages 2 and 3 (stage 2 only when cfg->general).
+ * @pre a and b are valid graphs with as many outputs.
  * @return 0 with *out filled, or -1 when an internal error (out of memory,
- *         a Z3 error) prevented a verdict; out->why says which. */
-int dc_decide(const dc_config *cfg, const rg_graph *a, const rg_graph *b,
-              const ten_shape *shapes, int n_shapes, uint64_t seed,
-              dc_result *out);
+ *         a Z3 error) prevented a verdict: out->status is then UNKNOWN and
+ *         out->why says which. */
+int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, uint64_t seed, dc_result *out);
+
+/* Release the worker's context (it may be used again afterwards). */
+void dc_worker_close(dc_worker *w);
 
 #endif

@@ -20,6 +20,7 @@ struct ze_ctx {
     uint8_t *pattern;  /* 2 per axiom: that side became a pattern */
     Z3_ast shape_ax[ZE_MAX_SHAPE_AXIOMS]; /* the shape rules, quantified */
     int n_shape_ax;
+    Z3_solver main; /* axioms at its base level; a candidate per push/pop */
 };
 
 /* How a constant reads its reference input (z3enc.h). */
@@ -535,6 +536,7 @@ fail:
 
 void ze_close(ze_ctx *z) {
     if (!z) return;
+    if (z->main) Z3_solver_dec_ref(z->c, z->main);
     if (z->c) Z3_del_context(z->c);
     free(z->axiom);
     free(z->pattern);
@@ -707,53 +709,105 @@ const char *ze_verdict_name(ze_verdict v) {
     return "?";
 }
 
-static Z3_solver new_solver(ze_ctx *z, const ze_limits *lim) {
+static void set_limits(ze_ctx *z, Z3_solver s, const ze_limits *lim) {
     Z3_context c = z->c;
-    Z3_solver s = Z3_mk_simple_solver(c);
-    Z3_solver_inc_ref(c, s);
     Z3_params p = Z3_mk_params(c);
     Z3_params_inc_ref(c, p);
-    if (lim->timeout_ms) Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "timeout"), lim->timeout_ms);
-    if (lim->rlimit) Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "rlimit"), lim->rlimit);
+    Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "timeout"),
+                       lim->timeout_ms ? lim->timeout_ms : UINT32_MAX);
+    Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "qi.max_instances"),
+                       lim->max_instances ? lim->max_instances : UINT32_MAX);
     Z3_params_set_bool(c, p, Z3_mk_string_symbol(c, "mbqi"), 0);
     Z3_solver_set_params(c, s, p);
     Z3_params_dec_ref(c, p);
+}
+
+static Z3_solver new_solver(ze_ctx *z, const ze_limits *lim) {
+    Z3_solver s = Z3_mk_simple_solver(z->c);
+    Z3_solver_inc_ref(z->c, s);
+    set_limits(z, s, lim);
     return s;
 }
 
-/* Map an undecided check to unknown (saturated) or timeout (a limit). */
-static ze_verdict undecided(ze_ctx *z, Z3_solver s, char *why) {
+/* Quantifier instances the solver has made so far (its statistics add up
+ * over checks; callers take differences). */
+static unsigned instances(ze_ctx *z, Z3_solver s) {
+    Z3_stats st = Z3_solver_get_statistics(z->c, s);
+    unsigned n = 0;
+    Z3_stats_inc_ref(z->c, st);
+    for (unsigned i = 0; i < Z3_stats_size(z->c, st); i++)
+        if (!strcmp(Z3_stats_get_key(z->c, st, i), "quant instantiations") &&
+            Z3_stats_is_uint(z->c, st, i))
+            n = Z3_stats_get_uint_value(z->c, st, i);
+    Z3_stats_dec_ref(z->c, st);
+    return n;
+}
+
+/* An undecided check: unknown when E-matching saturated, timeout when the
+ * clock or the instance budget stopped it. Z3 reports a spent budget as
+ * "incomplete quantifiers", like saturation, and its instance statistic
+ * counts only the instances it kept (about 80% of those the budget counts),
+ * so n, this check's count, of half the budget or more means "spent":
+ * saturation happens after tens of instances, far below. */
+static ze_verdict undecided(ze_ctx *z, Z3_solver s, unsigned n, const ze_limits *lim,
+                            char *why) {
     const char *r = Z3_solver_get_reason_unknown(z->c, s);
-    snprintf(why, ZE_WHYLEN, "%s", r ? r : "unknown");
+    if (lim->max_instances && n >= lim->max_instances / 2) {
+        snprintf(why, ZE_WHYLEN, "instance budget spent (%u of %u kept)", n, lim->max_instances);
+        return ZE_TIMEOUT;
+    }
+    snprintf(why, ZE_WHYLEN, "%s after %u instances", r ? r : "unknown", n);
     return r && strstr(r, "incomplete") ? ZE_UNKNOWN : ZE_TIMEOUT;
 }
 
-/* Shape facts first (vacuity guard), then axioms and the goal. */
+/* The shape facts alone, in a solver of their own (no quantifiers: fast).
+ * @return 1 when they are contradictory. */
+static int vacuous(ze_ctx *z, ground *g, const ze_limits *lim) {
+    Z3_solver s = new_solver(z, lim);
+    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(z->c, s, g->fact[i]);
+    Z3_lbool r = Z3_solver_check(z->c, s);
+    Z3_solver_dec_ref(z->c, s);
+    return r == Z3_L_FALSE;
+}
+
+/* The solver holding every axiom, made on first use: internalising ~200
+ * quantifiers costs several times a typical proof, so a context keeps
+ * them and each candidate lives in a push/pop scope of its own. */
+static Z3_solver main_solver(ze_ctx *z, const ze_limits *lim) {
+    if (z->main) return z->main;
+    z->main = new_solver(z, lim);
+    for (int i = 0; i < z->n_shape_ax; i++) Z3_solver_assert(z->c, z->main, z->shape_ax[i]);
+    for (int i = 0; i < z->set->n_axioms; i++)
+        if (z->axiom[i]) Z3_solver_assert(z->c, z->main, z->axiom[i]);
+    return z->main;
+}
+
+/* Shape facts first (vacuity guard), then facts and goal in a scope of
+ * the axiom solver. */
 static ze_verdict solve(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim, char *why) {
     Z3_context c = z->c;
     ze_verdict v;
-    Z3_solver s = new_solver(z, lim);
-    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
-    Z3_lbool r = Z3_solver_check(c, s);
-    if (r == Z3_L_FALSE) {
+    if (vacuous(z, g, lim)) {
         snprintf(why, ZE_WHYLEN, "the shape facts are contradictory");
         v = ZE_ILLSHAPED;
         goto done;
     }
-    for (int i = 0; i < z->n_shape_ax; i++) Z3_solver_assert(c, s, z->shape_ax[i]);
-    for (int i = 0; i < z->set->n_axioms; i++)
-        if (z->axiom[i]) Z3_solver_assert(c, s, z->axiom[i]);
+    Z3_solver s = main_solver(z, lim);
+    set_limits(z, s, lim);
+    unsigned before = instances(z, s);
+    Z3_solver_push(c, s);
+    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
     Z3_solver_assert(c, s, goal);
-    r = Z3_solver_check(c, s);
+    Z3_lbool r = Z3_solver_check(c, s);
     if (r == Z3_L_FALSE) v = ZE_PROVED;
     else if (r == Z3_L_TRUE) v = ZE_UNKNOWN, snprintf(why, ZE_WHYLEN, "sat");
-    else v = undecided(z, s, why);
+    else v = undecided(z, s, instances(z, s) - before, lim, why);
+    Z3_solver_pop(c, s, 1);
 done:
     if (Z3_get_error_code(c) != Z3_OK) {
         snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(c, Z3_get_error_code(c)));
         v = ZE_ERROR;
     }
-    Z3_solver_dec_ref(c, s);
     return v;
 }
 

@@ -46,8 +46,13 @@
  *
  * Z3 runs without model-based quantifier instantiation (smt.mbqi=false):
  * only E-matching, so a run ends in unsat (proved), unknown ("incomplete
- * quantifiers": E-matching saturated without a contradiction) or a resource
- * limit, never in a model search that may not end. Before the axioms, the
+ * quantifiers": E-matching saturated without a contradiction) or a limit,
+ * never in a model search that may not end. Two limits: the instance
+ * budget (deterministic; a proof of a depth-3 candidate takes tens of
+ * instances, while a product of sums over eight inputs, expanded by
+ * distributivity and re-associated, runs to gigabytes within seconds and
+ * does not even stop at Z3's clock), and the wall clock as a backstop.
+ * Reaching either is ZE_TIMEOUT. Before the axioms, the
  * shape facts alone are checked: if they are contradictory (no shapes make
  * both sides well shaped) the pair is ZE_ILLSHAPED, never "proved" by a
  * vacuous contradiction.
@@ -71,15 +76,17 @@
 typedef enum {
     ZE_PROVED,    /* axioms + (lhs != rhs) is UNSAT */
     ZE_UNKNOWN,   /* E-matching saturated, or Z3 answered sat */
-    ZE_TIMEOUT,   /* the time or resource limit ran out */
+    ZE_TIMEOUT,   /* the time limit or the instance budget ran out */
     ZE_ILLSHAPED, /* the shape facts alone are contradictory */
     ZE_ERROR      /* a Z3 error or out of memory; why says which */
 } ze_verdict;
 
 typedef struct {
-    unsigned timeout_ms; /* wall-clock limit per check (Z3 "timeout"), 0 none */
-    unsigned rlimit;     /* Z3 resource limit per check ("rlimit"), 0 none;
-                            deterministic, unlike the clock */
+    unsigned timeout_ms;    /* wall-clock limit per check (Z3 "timeout"), 0 none */
+    unsigned max_instances; /* quantifier instances per check
+                               ("smt.qi.max_instances"), 0 none: the
+                               deterministic budget, unlike the clock, and a
+                               bound on memory */
 } ze_limits;
 
 typedef struct ze_ctx ze_ctx;
@@ -93,7 +100,12 @@ int ze_open(const ax_set *s, const tg_plan *plan, ze_ctx **out, char *err,
 void ze_close(ze_ctx *z);
 
 /* Try to prove that graphs a and b (over the same inputs, with as many
- * outputs) are equal. A fresh solver per call.
+ * outputs) are equal. The context keeps one solver with the axioms at its
+ * base level (internalising them costs several proofs' worth) and checks
+ * each pair in a push/pop scope. Z3 keeps some state across a pop, so a
+ * check may depend on the checks made before it in the same context:
+ * callers that want results independent of scheduling give each context a
+ * fixed sequence of checks (run.c's lanes).
  * @return the verdict; why gets Z3's reason for anything but ZE_PROVED. */
 ze_verdict ze_prove_graphs(ze_ctx *z, const rg_graph *a, const rg_graph *b,
                            const ze_limits *lim, char why[ZE_WHYLEN]);

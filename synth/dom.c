@@ -2,8 +2,11 @@
  * check (see dom.h for the domains and why they are restricted). */
 #include "dom.h"
 
+#include <assert.h>
 #include <string.h>
 #include <xxhash.h>
+
+static_assert(OP_COUNT <= 32, "the memo keeps an operator in 5 bits, op sets in 32");
 
 static void add_combo(dom *d, ops_op op, int32_t a, int32_t b, int32_t c, int32_t e) {
     int k = d->n_combo[op]++;
@@ -58,6 +61,33 @@ void dom_init(dom *d, uint32_t ops, int groups2) {
         if (ops >> op & 1) op_combos(d, (ops_op)op, groups2);
 }
 
+static int any_tensor(int k) { return k == DOM_MATRIX || k == DOM_ACT || k == DOM_WEIGHT; }
+
+/* ORDER OP: every operator is listed. */
+int dom_kind(ops_op op, int k0, int k1) {
+    switch (op) {
+    case OP_MATMUL: return k0 == DOM_MATRIX && k1 == DOM_MATRIX ? DOM_MATRIX : DOM_NO_KIND;
+    case OP_CONV2D: return k0 == DOM_ACT && k1 == DOM_WEIGHT ? DOM_ACT : DOM_NO_KIND;
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_CONCAT: return k0 == k1 && any_tensor(k0) ? k0 : DOM_NO_KIND;
+    case OP_SMUL: return k1 == DOM_SCALAR ? k0 : DOM_NO_KIND;
+    case OP_RELU: return k0 == DOM_MATRIX || k0 == DOM_ACT ? k0 : DOM_NO_KIND;
+    case OP_AVGPOOL:
+    case OP_MAXPOOL: return k0 == DOM_ACT ? k0 : DOM_NO_KIND;
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+    case OP_ONES: return any_tensor(k0) ? k0 : DOM_NO_KIND;
+    case OP_TRANSPOSE:
+    case OP_IMM: return k0 == DOM_MATRIX ? k0 : DOM_NO_KIND;
+    case OP_ENLARGE: return k0 == DOM_WEIGHT ? k0 : DOM_NO_KIND;
+    case OP_ICONV:
+    case OP_POOLK: return k0 == DOM_ACT ? DOM_WEIGHT : DOM_NO_KIND;
+    case OP_COUNT: break;
+    }
+    return DOM_NO_KIND;
+}
+
 uint64_t dom_pack(const ten_shape *s) {
     uint64_t w = (uint64_t)s->rank;
     for (int i = 0; i < TEN_MAX_RANK; i++) {
@@ -80,8 +110,8 @@ int64_t dom_numel(uint64_t w) {
     return n;
 }
 
-static uint64_t pack_params(ops_op op, const int32_t p[OPS_MAX_PARAMS]) {
-    uint64_t w = (uint64_t)op;
+static uint64_t pack_params(const int32_t p[OPS_MAX_PARAMS]) {
+    uint64_t w = 0;
     for (int k = 0; k < OPS_MAX_PARAMS; k++) w = w << 16 | (uint16_t)p[k];
     return w;
 }
@@ -103,11 +133,12 @@ void dom_memo_init(dom_memo *m) { memset(m, 0xff, sizeof *m); }
 uint64_t dom_infer(dom_memo *m, ops_op op, const int32_t p[OPS_MAX_PARAMS],
                    uint64_t s0, uint64_t s1) {
     if (ops_table[op].arity < 2) s1 = 0;
-    uint64_t par = pack_params(op, p);
-    uint64_t key[3] = {s0, s1, par};
+    /* shape words use 59 bits: the operator goes above them */
+    uint64_t k0 = s0 | (uint64_t)op << 59, par = pack_params(p);
+    uint64_t key[3] = {k0, s1, par};
     uint64_t h = XXH3_64bits(key, sizeof key) & ((1u << DOM_MEMO_BITS) - 1);
-    if (m->e[h].in0 == s0 && m->e[h].in1 == s1 && m->e[h].par == par) return m->e[h].out;
+    if (m->e[h].in0 == k0 && m->e[h].in1 == s1 && m->e[h].par == par) return m->e[h].out;
     uint64_t out = infer(op, p, s0, s1);
-    m->e[h].in0 = s0, m->e[h].in1 = s1, m->e[h].par = par, m->e[h].out = out;
+    m->e[h].in0 = k0, m->e[h].in1 = s1, m->e[h].par = par, m->e[h].out = out;
     return out;
 }

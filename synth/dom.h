@@ -12,6 +12,16 @@
  *   enlarge, iconv, poolk   kernel 3x3
  *   others   no parameters: one combo
  *
+ * Kinds: what a value is for, on top of its shape. Activations (NCHW),
+ * conv weights (OIHW), matrices and scalars; dom_kind says which kinds an
+ * operator takes and makes. It keeps out graphs no model contains and
+ * whose equalities are accidents of small shapes: a conv reading a weight
+ * tensor as its input, pooling a 1x1 weight, relu of a 1-cell scalar (a coin
+ * flip under the fingerprint). Scalars only scale (smul) and multiply
+ * (smul of two scalars); relu and pooling take activations (and relu
+ * matrices); weights are added, multiplied, scaled, concatenated, split,
+ * enlarged, made by iconv/poolk from an activation.
+ *
  * A shape word packs rank (3 bits) and four 14-bit dims: it is < 2^59, so
  * it is also a valid residue and goes into fingerprints as is (scalars are
  * word 0). DOM_BAD marks "no shape".
@@ -28,6 +38,8 @@
 #define DOM_BAD UINT64_MAX
 #define DOM_DIM_MAX 16383 /* dims must fit 14 bits */
 
+typedef enum { DOM_SCALAR, DOM_MATRIX, DOM_ACT, DOM_WEIGHT, DOM_NO_KIND = -1 } dom_kind_t;
+
 typedef struct {
     uint32_t ops; /* bit op set: the operator is enumerated */
     int n_combo[OP_COUNT];
@@ -37,6 +49,10 @@ typedef struct {
 /* Fill the combos of every operator in ops (bit set over ops_op).
  * @pre ops != 0. */
 void dom_init(dom *d, uint32_t ops, int groups2);
+
+/* The kind op makes from input kinds k0, k1 (k1 ignored for unary
+ * operators), or DOM_NO_KIND when it does not take them. */
+int dom_kind(ops_op op, int k0, int k1);
 
 /* Pack a shape; DOM_BAD when a dim exceeds DOM_DIM_MAX. */
 uint64_t dom_pack(const ten_shape *s);
@@ -51,7 +67,7 @@ int64_t dom_numel(uint64_t w);
 #define DOM_MEMO_BITS 14
 typedef struct {
     struct {
-        uint64_t in0, in1, par; /* par: op, then 4 x 16-bit params */
+        uint64_t in0, in1, par; /* in0 | op << 59; par: 4 x 16-bit params */
         uint64_t out;
     } e[1u << DOM_MEMO_BITS];
 } dom_memo;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "fastk.h"
 #include "gpu.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -68,12 +69,12 @@ key_ctx *key_ctx_new(const pool *p, const dom *d, int backend_cuda) {
     int ok = 1;
     for (int a = 0; a < KEY_N_ASSIGN; a++) {
         ok &= (c->sig[a] = malloc(KEY_MAX_BYTES)) != NULL;
-        ok &= (c->newval[a] = malloc(KEY_MAX_NUMEL * 8)) != NULL;
+        ok &= (c->newval[a] = malloc(KEY_MAX_CELLS * 8)) != NULL;
     }
-    for (int j = 0; j < SG_MAX_NODES; j++) ok &= (c->full[j] = malloc(KEY_MAX_NUMEL * 8)) != NULL;
+    for (int j = 0; j < SG_MAX_NODES; j++) ok &= (c->full[j] = malloc(KEY_MAX_CELLS * 8)) != NULL;
     ok &= (c->best = malloc(KEY_MAX_BYTES)) != NULL;
     ok &= (c->cur = malloc(KEY_MAX_BYTES)) != NULL;
-    ok &= (c->newlab = malloc(KEY_MAX_NUMEL * 8)) != NULL;
+    ok &= (c->newlab = malloc(KEY_MAX_CELLS * 8)) != NULL;
     if (!ok) {
         key_ctx_free(c);
         return NULL;
@@ -100,17 +101,30 @@ uint64_t key_node_evals(const key_ctx *c) { return c->evals; }
 /* One node: out = op(in0, in1) with the reference semantics (or, for
  * element-wise operators on the CUDA backend, the same cell arithmetic on
  * the device). */
+static key_status eval_trial(key_ctx *c, ops_op op, const int32_t *p, ten *in0, ten *in1, ten *o) {
+    const ten *in[2] = {in0, in1};
+    if (c->cuda && gpu_is_ewise(op)) {
+        char err[GPU_ERRLEN];
+        return gpu_ewise(op, in0->data, in1->data, o->data, ten_numel(&o->shape), err) == GPU_OK
+                   ? KEY_OK : KEY_EDEV;
+    }
+    if (fk_eval(op, p, in, o)) return KEY_OK;
+    return ops_eval(op, p, in, o) == OPS_OK ? KEY_OK : KEY_ENOMEM;
+}
+
+/* Every trial: the samples lie one after the other. */
 static key_status eval_node(key_ctx *c, ops_op op, const int32_t *p, const ten_shape *s0,
                             const uint64_t *d0, const ten_shape *s1, const uint64_t *d1,
                             const ten_shape *so, uint64_t *out) {
-    ten in0 = {*s0, (uint64_t *)d0}, in1 = {*s1, (uint64_t *)d1}, o = {*so, out};
-    const ten *in[2] = {&in0, &in1};
+    int64_t n0 = ten_numel(s0), n1 = d1 ? ten_numel(s1) : 0, no = ten_numel(so);
     c->evals++;
-    if (c->cuda && gpu_is_ewise(op)) {
-        char err[GPU_ERRLEN];
-        return gpu_ewise(op, d0, d1, out, ten_numel(so), err) == GPU_OK ? KEY_OK : KEY_EDEV;
+    for (int t = 0; t < POOL_TRIALS; t++) {
+        ten in0 = {*s0, (uint64_t *)d0 + t * n0}, in1 = {*s1, d1 ? (uint64_t *)d1 + t * n1 : NULL};
+        ten o = {*so, out + t * no};
+        key_status st = eval_trial(c, op, p, &in0, &in1, &o);
+        if (st != KEY_OK) return st;
     }
-    return ops_eval(op, p, in, &o) == OPS_OK ? KEY_OK : KEY_ENOMEM;
+    return KEY_OK;
 }
 
 static const ten_shape *type_shape(const key_ctx *c, int t) {
@@ -181,11 +195,11 @@ static key_status eval_nodes(key_ctx *c, const sg_graph *g, const ten_shape *tsh
 
 static int out_cmp(uint64_t sa, const uint64_t *a, uint64_t sb, const uint64_t *b) {
     if (sa != sb) return sa < sb ? -1 : 1;
-    return memcmp(a, b, (size_t)dom_numel(sa) * 8);
+    return memcmp(a, b, (size_t)KEY_CELLS(sa) * 8);
 }
 
 static size_t put_out(uint8_t *buf, uint64_t shape, const uint64_t *v) {
-    size_t n = (size_t)dom_numel(shape) * 8;
+    size_t n = (size_t)KEY_CELLS(shape) * 8;
     memcpy(buf, &shape, 8);
     memcpy(buf + 8, v, n);
     return 8 + n;
@@ -287,11 +301,18 @@ static long count_bindings(const slot_order *o) {
     return n;
 }
 
-/* Signatures: key bytes under the base and each probed assignment. */
+/* Signatures: key bytes under the base and each probed assignment. Only
+ * slots sharing their type with another slot need one (a slot alone in its
+ * type takes that type's first variable whatever it does); the others keep
+ * dep 0 and are never compared. */
 static key_status signatures(key_ctx *c, src *s, uint8_t dep[KEY_MAX_SLOTS]) {
     const uint64_t *out[SG_MAX_OUT];
-    uint8_t sw, tie;
-    for (int a = 0; a <= s->n_slots; a++) {
+    uint8_t sw, tie, need[KEY_MAX_SLOTS] = {0};
+    int per_type[POOL_MAX_TYPES] = {0}, any = 0;
+    for (int k = 0; k < s->n_slots; k++) per_type[s->slot_type[k]]++;
+    for (int k = 0; k < s->n_slots; k++) any |= need[k] = per_type[s->slot_type[k]] > 1;
+    for (int a = 0; any && a <= s->n_slots; a++) {
+        if (a > 0 && !need[a - 1]) continue;
         key_status st = s->assign(c, s, a, out);
         if (st != KEY_OK) return st;
         c->sig_len = build_key(c->sig[a], s->g->n_out, s->out_shape, out, &sw, &tie);
@@ -415,8 +436,11 @@ key_status key_graph(key_ctx *c, const sg_graph *g, int n_slots, const uint8_t *
 
 /* ---- aligned graphs ---- */
 
-static key_status aligned_eval(key_ctx *c, const sg_graph *g, gshape *gs,
-                               const uint64_t *leaf[SG_NODE_REF], const uint64_t *val[SG_MAX_NODES]) {
+/* Evaluate an aligned graph on the pool tensors; node subst (if >= 0)
+ * takes the value sv instead. */
+static key_status aligned_eval(key_ctx *c, const sg_graph *g, gshape *gs, int subst,
+                               const uint64_t *sv, const uint64_t *leaf[SG_NODE_REF],
+                               const uint64_t *val[SG_MAX_NODES]) {
     uint8_t types[POOL_MAX_VARS];
     memset(gs, 0, sizeof *gs);
     for (int v = 0; v < c->pool->n_vars; v++) {
@@ -424,14 +448,17 @@ static key_status aligned_eval(key_ctx *c, const sg_graph *g, gshape *gs,
         leaf[v] = c->pool->var[v].data;
     }
     key_status st = graph_shapes(c, g, c->pool->n_vars, types, gs);
-    if (st != KEY_OK) return st;
-    return eval_nodes(c, g, gs->tshape, gs->param, 0, leaf, val, c->full);
+    for (int j = 0; j < g->n_nodes && st == KEY_OK; j++) {
+        if (j == subst) val[j] = sv;
+        else st = eval_at(c, g, gs->tshape, gs->param, j, leaf, val, c->full[j]);
+    }
+    return st;
 }
 
 key_status key_of_aligned(key_ctx *c, const sg_graph *g, uint8_t *buf, size_t *len) {
     gshape gs;
     const uint64_t *leaf[SG_NODE_REF], *val[SG_MAX_NODES];
-    key_status st = aligned_eval(c, g, &gs, leaf, val);
+    key_status st = aligned_eval(c, g, &gs, -1, NULL, leaf, val);
     if (st != KEY_OK) return st;
     *len = 0;
     for (int k = 0; k < g->n_out; k++) {
@@ -441,11 +468,11 @@ key_status key_of_aligned(key_ctx *c, const sg_graph *g, uint8_t *buf, size_t *l
     return KEY_OK;
 }
 
-key_status key_values(key_ctx *c, const sg_graph *g, const uint64_t *val[SG_N_REFS],
-                      uint64_t shape[SG_N_REFS]) {
+key_status key_values_subst(key_ctx *c, const sg_graph *g, int node, const uint64_t *subst,
+                            const uint64_t *val[SG_N_REFS], uint64_t shape[SG_N_REFS]) {
     gshape gs;
     const uint64_t *leaf[SG_NODE_REF], *nv[SG_MAX_NODES];
-    key_status st = aligned_eval(c, g, &gs, leaf, nv);
+    key_status st = aligned_eval(c, g, &gs, node, subst, leaf, nv);
     if (st != KEY_OK) return st;
     for (int r = 0; r < SG_N_REFS; r++) {
         val[r] = r < SG_NODE_REF ? (r < c->pool->n_vars ? leaf[r] : NULL)
@@ -455,6 +482,11 @@ key_status key_values(key_ctx *c, const sg_graph *g, const uint64_t *val[SG_N_RE
     return KEY_OK;
 }
 
+key_status key_values(key_ctx *c, const sg_graph *g, const uint64_t *val[SG_N_REFS],
+                      uint64_t shape[SG_N_REFS]) {
+    return key_values_subst(c, g, -1, NULL, val, shape);
+}
+
 /* ---- parents ---- */
 
 void key_parent_release(key_ctx *c, key_parent *P) {
@@ -462,7 +494,7 @@ void key_parent_release(key_ctx *c, key_parent *P) {
 }
 
 static uint64_t *node_cells(key_ctx *c, const key_parent *P, int j) {
-    return arena_alloc(&c->ar, dom_numel(P->shape[SG_NODE(j)]));
+    return arena_alloc(&c->ar, KEY_CELLS(P->shape[SG_NODE(j)]));
 }
 
 /* Values of nodes j0.. under every assignment; a node outside slot s's
@@ -567,9 +599,10 @@ key_status key_parent_from_rep(key_ctx *c, const sg_graph *rep, key_parent *P) {
 key_status key_parent_join(key_ctx *c, key_parent *base, const sg_graph *r2,
                            const int8_t map[POOL_MAX_VARS], key_parent *P) {
     int nb = base->g.n_nodes;
+    size_t m0 = c->ar.cur, m1 = c->ar.off;
+    if (nb + r2->n_nodes <= SG_MAX_NODES) *P = *base;
+    P->mark[0] = m0, P->mark[1] = m1;
     if (nb + r2->n_nodes > SG_MAX_NODES) return KEY_SKIP;
-    *P = *base;
-    P->mark[0] = c->ar.cur, P->mark[1] = c->ar.off;
     P->base = base, P->first_own = nb;
     for (int j = 0; j < r2->n_nodes; j++) {
         sg_node n = r2->node[j];

@@ -22,7 +22,8 @@
  * equal functions get equal alignments.
  *
  * Key bytes: per output, in increasing (shape, data) order, the packed
- * shape word then the residues, little-endian u64 (the ruledb fingerprint).
+ * shape word then the residues on every trial (pool.h), little-endian u64
+ * (the ruledb fingerprint).
  *
  * Two ways to compute a key: key_graph evaluates a whole slot graph
  * (level 0, tests); key_extend evaluates only the node added to a parent
@@ -49,7 +50,10 @@
 #define KEY_MAX_SLOTS RG_MAX_INPUTS
 #define KEY_N_ASSIGN (1 + KEY_MAX_SLOTS) /* 0: base; 1 + s: slot s probed */
 #define KEY_MAX_NUMEL 4096               /* larger values: the graph is skipped */
-#define KEY_MAX_BYTES (SG_MAX_OUT * (1 + KEY_MAX_NUMEL) * 8)
+#define KEY_MAX_CELLS (KEY_MAX_NUMEL * POOL_TRIALS)
+#define KEY_MAX_BYTES (SG_MAX_OUT * (1 + KEY_MAX_CELLS) * 8)
+/* Cells a value of packed shape w occupies: every trial's sample. */
+#define KEY_CELLS(w) (dom_numel(w) * POOL_TRIALS)
 #define KEY_MAX_ALIGNED 32   /* aligned forms kept per graph (the smallest) */
 #define KEY_MAX_BINDINGS 720 /* more tied orders than this: skipped */
 #define KEY_LC 4             /* labelled evaluations cached per parent */
@@ -150,6 +154,12 @@ key_status key_of_aligned(key_ctx *c, const sg_graph *g, uint8_t *buf, size_t *l
  * @return as key_of_aligned */
 key_status key_values(key_ctx *c, const sg_graph *g, const uint64_t *val[SG_N_REFS],
                       uint64_t shape[SG_N_REFS]);
+
+/* key_values with node `node` of g taking the value `subst` (a tensor of
+ * its shape, POOL_TRIALS samples) instead of being evaluated: g with that
+ * node turned into a variable. */
+key_status key_values_subst(key_ctx *c, const sg_graph *g, int node, const uint64_t *subst,
+                            const uint64_t *val[SG_N_REFS], uint64_t shape[SG_N_REFS]);
 
 /* Node evaluations so far (for the statistics). */
 uint64_t key_node_evals(const key_ctx *c);

@@ -11,19 +11,22 @@
  * 3x3 VALID window fits. Counts bound the variables of one type in a graph
  * (matmul chains of 4 operands need 4 matrices). */
 const pool_type_info pool_types[] = {
-    {"scalar", {0, {0}}, 2},
-    {"matrix", {2, {3, 3}}, 4},
-    {"act", {4, {1, 2, 4, 4}}, 3},
-    {"w3x3", {4, {2, 2, 3, 3}}, 2},
-    {"w1x1", {4, {2, 2, 1, 1}}, 2},
-    {"w1x3", {4, {2, 2, 1, 3}}, 1},
-    {"w3x1", {4, {2, 2, 3, 1}}, 1},
+    {"scalar", {0, {0}}, DOM_SCALAR, 2},
+    {"matrix", {2, {3, 3}}, DOM_MATRIX, 4},
+    {"act", {4, {1, 2, 4, 4}}, DOM_ACT, 3},
+    {"w3x3", {4, {2, 2, 3, 3}}, DOM_WEIGHT, 2},
+    {"w1x1", {4, {2, 2, 1, 1}}, DOM_WEIGHT, 2},
+    {"w1x3", {4, {2, 2, 1, 3}}, DOM_WEIGHT, 1},
+    {"w3x1", {4, {2, 2, 3, 1}}, DOM_WEIGHT, 1},
 };
 const int pool_n_types = (int)(sizeof pool_types / sizeof pool_types[0]);
 
+/* A tensor of the shape holding POOL_TRIALS random samples. */
 static int alloc_random(ten *t, const ten_shape *s, uint64_t *state) {
-    if (ten_alloc(t, s) != 0) return -1;
+    ten_shape all = {1, {(int32_t)(ten_numel(s) * POOL_TRIALS)}};
+    if (ten_alloc(t, &all) != 0) return -1;
     ten_fill_random(t, state);
+    t->shape = *s;
     return 0;
 }
 
@@ -33,6 +36,8 @@ int pool_init(pool *p, uint64_t seed) {
     p->n_types = pool_n_types;
     for (int t = 0; t < pool_n_types; t++) {
         p->first[t] = p->n_vars;
+        p->count_of[t] = pool_types[t].count;
+        p->kind[t] = pool_types[t].kind;
         p->shape[t] = dom_pack(&pool_types[t].shape);
         for (int i = 0; i < pool_types[t].count; i++) {
             p->type_of[p->n_vars] = t;

@@ -1,7 +1,12 @@
 /* pool.h - synth's input pool (prefix pool_): typed variables with fixed
- * small shapes, each with one random tensor drawn from the seed, plus two
+ * small shapes, each with random values drawn from the seed, plus two
  * extra tensors per type ("base" and "probe") used to label variables by
  * what the graph does with them (key.h).
+ *
+ * Trials: every tensor holds POOL_TRIALS independent samples, one after
+ * the other, and graphs are evaluated on each: a fingerprint is the outputs
+ * on all of them. One sample is not enough for small values: relu(v) = v
+ * for a value of c cells with probability 2^-c.
  *
  * The pool table (pool.c) is the one place that says which shapes synth
  * enumerates over and how many variables of each a graph may use.
@@ -15,10 +20,12 @@
 
 #define POOL_MAX_VARS 32 /* variable indices stay below sgraph's node refs */
 #define POOL_MAX_TYPES 8
+#define POOL_TRIALS 2
 
 typedef struct {
     const char *name;
     ten_shape shape;
+    int kind;  /* dom_kind_t */
     int count; /* variables of this type a graph may use */
 } pool_type_info;
 
@@ -29,8 +36,10 @@ typedef struct {
     int n_types, n_vars;
     int type_of[POOL_MAX_VARS];     /* variable -> type */
     int first[POOL_MAX_TYPES];      /* first variable of each type */
+    int count_of[POOL_MAX_TYPES];   /* variables of each type */
+    int kind[POOL_MAX_TYPES];       /* dom_kind_t of each type */
     uint64_t shape[POOL_MAX_TYPES]; /* packed (dom_pack) */
-    ten var[POOL_MAX_VARS];         /* the fingerprint inputs */
+    ten var[POOL_MAX_VARS];         /* the fingerprint inputs (POOL_TRIALS samples) */
     ten base[POOL_MAX_TYPES];       /* labelling: every variable of the type */
     ten probe[POOL_MAX_TYPES];      /* labelling: the one variable probed */
 } pool;

@@ -28,24 +28,76 @@ uint64_t sg_sinks(const sg_graph *g) {
     return all & ~used;
 }
 
-void sg_params(const sg_graph *g, const dom *d, int j, const uint64_t shape[SG_N_REFS],
-               int32_t p[OPS_MAX_PARAMS]) {
-    const sg_node *n = &g->node[j];
-    memcpy(p, d->combo[n->op][n->combo], OPS_MAX_PARAMS * sizeof *p);
-    if (n->op == OP_SPLIT0 || n->op == OP_SPLIT1) {
+/* ---- split points ---- */
+
+static void no_bound(sg_bound *b) {
+    for (int a = 0; a < TEN_MAX_RANK; a++) b->size[a] = 0, b->leaf[a] = -1, b->axis[a] = 0;
+}
+
+static void take(sg_bound *out, int to, const sg_bound *in, int from) {
+    out->size[to] = in->size[from], out->leaf[to] = in->leaf[from], out->axis[to] = in->axis[from];
+}
+
+/* The split points of op's output. ORDER OP: every operator is listed. */
+static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
+                      const sg_bound *b0, const sg_bound *b1, sg_bound *out) {
+    no_bound(out);
+    switch ((ops_op)n->op) {
+    case OP_MATMUL: take(out, 0, b0, 0), take(out, 1, b1, 1); return;
+    case OP_CONV2D: take(out, 0, b0, 0), take(out, 1, b1, 0); return;
+    case OP_EWADD:
+    case OP_EWMUL:
+        for (int a = 0; a < TEN_MAX_RANK; a++) take(out, a, b0->size[a] ? b0 : b1, a);
+        return;
+    case OP_SMUL:
+    case OP_RELU: *out = *b0; return;
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+    case OP_ENLARGE: take(out, 0, b0, 0), take(out, 1, b0, 1); return;
+    case OP_CONCAT: {
         ten_shape s;
-        dom_unpack(shape[g->node[SG_NODE_IDX(n->in[0])].in[0]], &s);
-        p[1] = s.dim[p[0]];
+        dom_unpack(shape[n->in[0]], &s);
+        *out = *b0;
+        out->size[p[0]] = s.dim[p[0]];
+        out->leaf[p[0]] = (int8_t)(SG_IS_NODE(n->in[0]) ? -1 : n->in[0]);
+        out->axis[p[0]] = (int8_t)p[0];
+        return;
+    }
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+        *out = *b0;
+        out->size[p[0]] = 0, out->leaf[p[0]] = -1;
+        return;
+    case OP_TRANSPOSE: take(out, 0, b0, 1), take(out, 1, b0, 0); return;
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_ONES:
+    case OP_COUNT: return;
     }
 }
 
+uint64_t sg_node_shape(const sg_node *n, const dom *d, dom_memo *m, const uint64_t *shape,
+                       const sg_bound *bound, int32_t p[OPS_MAX_PARAMS], sg_bound *out) {
+    static const sg_bound none = {{0}, {-1, -1, -1, -1}, {0}};
+    const sg_bound *b0 = SG_IS_NODE(n->in[0]) ? &bound[n->in[0]] : &none;
+    const sg_bound *b1 = ops_table[n->op].arity > 1 && SG_IS_NODE(n->in[1]) ? &bound[n->in[1]] : &none;
+    memcpy(p, d->combo[n->op][n->combo], OPS_MAX_PARAMS * sizeof *p);
+    if (n->op == OP_SPLIT0 || n->op == OP_SPLIT1) {
+        p[1] = b0->size[p[0]];
+        if (p[1] <= 0) return DOM_BAD;
+    }
+    uint64_t s = dom_infer(m, (ops_op)n->op, p, shape[n->in[0]],
+                           ops_table[n->op].arity > 1 ? shape[n->in[1]] : 0);
+    if (s != DOM_BAD && out) propagate(n, p, shape, b0, b1, out);
+    return s;
+}
+
 int sg_shapes(const sg_graph *g, const dom *d, dom_memo *m, uint64_t shape[SG_N_REFS],
-              int32_t param[][OPS_MAX_PARAMS]) {
+              int32_t param[][OPS_MAX_PARAMS], sg_bound bound[SG_N_REFS]) {
     for (int j = 0; j < g->n_nodes; j++) {
-        const sg_node *n = &g->node[j];
         int32_t p[OPS_MAX_PARAMS];
-        sg_params(g, d, j, shape, p);
-        uint64_t s = dom_infer(m, (ops_op)n->op, p, shape[n->in[0]], shape[n->in[1]]);
+        uint64_t s = sg_node_shape(&g->node[j], d, m, shape, bound, p, &bound[SG_NODE(j)]);
         if (s == DOM_BAD) return -1;
         shape[SG_NODE(j)] = s;
         if (param) memcpy(param[j], p, sizeof p);
@@ -127,27 +179,25 @@ static rg_ref rg_of(uint8_t r, const int8_t var_index[POOL_MAX_VARS]) {
     return SG_IS_NODE(r) ? RG_NODE(SG_NODE_IDX(r)) : RG_IN(var_index[r]);
 }
 
-/* A split's size: symbolic when its concat's first operand is an input. */
-static int32_t split_size(const sg_graph *g, const sg_node *n, const int32_t p[OPS_MAX_PARAMS],
-                          const int8_t var_index[POOL_MAX_VARS]) {
-    uint8_t first = g->node[SG_NODE_IDX(n->in[0])].in[0];
-    return SG_IS_NODE(first) ? p[1] : RG_SYM_SIZE(var_index[first], p[0]);
-}
-
 rg_status sg_to_rg(const sg_graph *g, const dom *d, const pool *p, dom_memo *m,
                    const int8_t var_index[POOL_MAX_VARS], rg_graph *out) {
     uint64_t shape[SG_N_REFS] = {0};
     int32_t param[SG_MAX_NODES][OPS_MAX_PARAMS];
+    sg_bound bound[SG_N_REFS];
     memset(out, 0, sizeof *out);
     for (int v = 0; v < p->n_vars; v++) shape[v] = p->shape[p->type_of[v]];
-    if (sg_shapes(g, d, m, shape, param) != 0) return RG_ESHAPE;
+    if (sg_shapes(g, d, m, shape, param, bound) != 0) return RG_ESHAPE;
     int max_in = -1;
     for (int j = 0; j < g->n_nodes; j++) {
         const sg_node *n = &g->node[j];
         rg_node *o = &out->node[j];
         o->op = (ops_op)n->op;
         memcpy(o->param, param[j], sizeof o->param);
-        if (n->op == OP_SPLIT0 || n->op == OP_SPLIT1) o->param[1] = split_size(g, n, param[j], var_index);
+        if (n->op == OP_SPLIT0 || n->op == OP_SPLIT1) { /* symbolic when it can be */
+            const sg_bound *b = &bound[n->in[0]];
+            int a = param[j][0];
+            if (b->leaf[a] >= 0) o->param[1] = RG_SYM_SIZE(var_index[b->leaf[a]], b->axis[a]);
+        }
         for (int k = 0; k < ops_table[n->op].arity; k++) {
             o->in[k] = rg_of(n->in[k], var_index);
             if (!SG_IS_NODE(n->in[k]) && var_index[n->in[k]] > max_in) max_in = var_index[n->in[k]];

@@ -7,9 +7,16 @@
  * names, key.h). SG_NODE(j) is node j. A node stores its operator, an index
  * into dom's combos and its inputs; unused input bytes are 0.
  *
- * Split nodes read a concat node, always: the combo is the axis, and the
- * size is the extent of the concat's first operand on that axis (written
- * symbolically, "(dim a xi)", when that operand is a graph input).
+ * Split points (TASO's "split tree"): every value carries, per axis, the
+ * boundary of the concat it came from, if any: concat(a; x, y) has one on
+ * axis a at x's extent, and operators that commute with splitting pass
+ * boundaries on (element-wise ones on every axis, conv from the weights' O
+ * axis to the output's C axis and from the input's N axis to N, matmul from
+ * x's rows and y's columns, transpose swapping them, pools on N and C). A
+ * split node's combo is its axis; it may cut only a value with a boundary
+ * there, at that boundary, written symbolically, "(dim a xi)", when the
+ * concat's first operand was a graph input. So split0(conv(x, cat(0; w1,
+ * w2))) is conv(x, w1), TASO's rule for merging two convolutions.
  *
  * Canonical form (sg_canon): nodes ordered by height (leaves 0), then by
  * (op, combo, inputs) with inputs named by leaf index or by the canonical
@@ -44,6 +51,13 @@ typedef struct {
     sg_node node[SG_MAX_NODES];
 } sg_graph;
 
+/* The split points of a value: size[a] > 0 is a boundary on axis a; when
+ * leaf[a] >= 0 it is dim axis[a] of that leaf. */
+typedef struct {
+    int32_t size[TEN_MAX_RANK];
+    int8_t leaf[TEN_MAX_RANK], axis[TEN_MAX_RANK];
+} sg_bound;
+
 /* memcmp order: fewer nodes first. @return <0, 0, >0 */
 int sg_compare(const sg_graph *a, const sg_graph *b);
 
@@ -56,16 +70,18 @@ uint64_t sg_cone(const sg_graph *g, uint8_t r);
 /* Mask of the nodes no node uses (as SG_BIT of their refs). */
 uint64_t sg_sinks(const sg_graph *g);
 
-/* Resolved parameters of node j (a split's size from its concat).
- * @pre shape[] holds the shapes of the refs node j's concat reads. */
-void sg_params(const sg_graph *g, const dom *d, int j, const uint64_t shape[SG_N_REFS],
-               int32_t p[OPS_MAX_PARAMS]);
+/* Params, shape and split points of node n (in any graph) from those of
+ * its inputs (indexed by ref); a split reads its size from its input's
+ * split point. @return the packed shape, or DOM_BAD (no shape, or no split
+ * point where a split needs one). */
+uint64_t sg_node_shape(const sg_node *n, const dom *d, dom_memo *m, const uint64_t *shape,
+                       const sg_bound *bound, int32_t p[OPS_MAX_PARAMS], sg_bound *out);
 
-/* Shapes of every node given the leaves' shapes in shape[0..31]; parameters
- * into param[j] when param is not NULL.
+/* Shapes, params and split points of every node given the leaves' shapes
+ * in shape[0..31] (leaves have no split points).
  * @return 0, or -1 when a node's shape check fails. */
 int sg_shapes(const sg_graph *g, const dom *d, dom_memo *m, uint64_t shape[SG_N_REFS],
-              int32_t param[][OPS_MAX_PARAMS]);
+              int32_t param[][OPS_MAX_PARAMS], sg_bound bound[SG_N_REFS]);
 
 /* Reorder nodes canonically (see above). Output order is kept, except that
  * when out_tie is set (both outputs have equal values) they are sorted by

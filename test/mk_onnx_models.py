@@ -7,18 +7,20 @@ seeds of the fuzz_onnx target and the inputs of test/test_engine_io.c.
 Deterministic (fixed seed, fixed IR version and opsets), every file under
 20 KB. Good models cover each operator the importer knows, in both the
 opspecs-lowered and the model-operator forms, plus opaque nodes (an unknown
-op, a custom-domain op, an If whose branches read outer tensors). The bad_*
-models are the error cases the C tests expect to be refused.
+op, a custom-domain op, an If whose branches read outer tensors). The reg_*
+models reproduce inputs the fuzzer once broke the reader or writer with;
+the bad_* models are the error cases the C tests expect to be refused.
 """
 import os
 import sys
+import zlib
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 IR = 8
-rng = np.random.default_rng(20261121)
+rng = np.random.default_rng(0)  # reseeded per model in main()
 
 
 def weight(name, *shape):
@@ -153,6 +155,53 @@ def opaque():
                  extra_opsets=[("com.example", 1)], value_info=[vi("foo", [2, 3])])
 
 
+# ---- regressions: shapes of inputs the fuzzer found (kept as seeds) ----
+
+def reg_unsorted():
+    """Nodes out of topological order: the importer sorts them, and the
+    writer's value_info order must not depend on tensor ids."""
+    n = [helper.make_node("Add", ["r", "s"], ["y"], name="add"),
+         helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+         helper.make_node("Relu", ["x"], ["r"], name="relu")]
+    return model(n, "unsorted", [vi("x", [2, 3])], [vi("y", [2, 3])], [],
+                 value_info=[vi("s", [2, 3]), vi("r", [2, 3])])
+
+
+def reg_ir3():
+    """IR version 3: every initializer is also a graph input, and values the
+    writer adds (a Constant, Split sizes) must be listed as inputs too."""
+    n = [helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(
+             np.full((2, 4), 0.5, dtype=np.float32))),
+         helper.make_node("Mul", ["x", "k"], ["xk"]),
+         helper.make_node("Split", ["xk"], ["a", "b"], axis=1, split=[1, 3]),
+         helper.make_node("Gemm", ["b", "w", "c"], ["y"], transA=0)]
+    m = model(n, "ir3", [vi("x", [2, 4]), vi("w", [3, 2]), vi("c", [2])],
+              [vi("a", [2, 1]), vi("y", [2, 2])], [weight("w", 3, 2), weight("c", 2)], opset=8)
+    m.ir_version = 3
+    return m
+
+
+def reg_odd_values():
+    """A value of a data type the engine does not know used as Split sizes
+    (the Split stays opaque), and a Gemm whose required input is omitted."""
+    odd = TensorProto(name="odd", data_type=39, dims=[3], raw_data=bytes(24))
+    n = [helper.make_node("Split", ["x", "odd"], ["p", "q", "r"], axis=1),
+         helper.make_node("Gemm", ["x", "", ""], ["g"], name="gemm"),
+         helper.make_node("Identity", ["p"], ["y"])]
+    return model(n, "odd_values", [vi("x", [2, 6])], [vi("y", [2, 1]), vi("g", [2, 2])], [odd])
+
+
+def reg_empty():
+    """No nodes: the output is the input."""
+    return model([], "empty", [vi("x", [3])], [vi("x", [3])], [])
+
+
+def bad_output_decl():
+    """An initializer listed as a graph output, declared with another shape."""
+    n = [helper.make_node("Relu", ["x"], ["y"])]
+    return model(n, "decl", [vi("x", [2])], [vi("y", [2]), vi("w", [2, 2])], [weight("w", 6, 6)])
+
+
 def bad_cycle():
     n = [helper.make_node("Relu", ["b"], ["a"], name="first"),
          helper.make_node("Relu", ["a"], ["b"], name="second"),
@@ -188,6 +237,8 @@ def bad_shape():
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
+    "reg_unsorted": reg_unsorted, "reg_ir3": reg_ir3, "reg_odd_values": reg_odd_values,
+    "reg_empty": reg_empty, "bad_output_decl": bad_output_decl,
     "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_opset3": bad_opset3,
     "bad_external": bad_external, "bad_shape": bad_shape,
 }
@@ -196,9 +247,12 @@ MODELS = {
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "onnx")
     os.makedirs(out, exist_ok=True)
+    global rng
     for name, make in MODELS.items():
+        # a seed per model, so adding a model leaves the other files as they are
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
         m = make()
-        if not name.startswith("bad_"):
+        if not name.startswith(("bad_", "reg_odd", "reg_unsorted")):  # invalid on purpose
             onnx.checker.check_model(m, full_check=True)
         data = m.SerializeToString()
         assert len(data) < 20000, (name, len(data))

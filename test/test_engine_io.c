@@ -98,8 +98,20 @@ static const model_case model_cases[] = {
     {"M05 mixed model ops", "mixed.onnx", 13, 2, 11, 0, "rs", "[2,6]"},
     {"M06 opset 11 split and softmax", "old_opset.onnx", 4, 2, 1, 1, "b", "[3,2]"},
     {"M07 opaque nodes and a subgraph", "opaque.onnx", 6, 0, 1, 5, "foo", "[2,3]"},
+    {"M08 nodes out of order", "reg_unsorted.onnx", 3, 2, 1, 0, "y", "[2,3]"},
+    {"M09 IR 3: initializers are inputs", "reg_ir3.onnx", 4, 3, 1, 0, "y", "[2,2]"},
+    {"M10 odd dtype sizes, omitted required input", "reg_odd_values.onnx", 3, 0, 1, 2, "x", "[2,6]"},
+    {"M11 no nodes", "reg_empty.onnx", 0, 0, 0, 0, "x", "[3]"},
 };
 #define N_MODEL_CASES (sizeof model_cases / sizeof model_cases[0])
+
+/* M08's nodes come sorted: relu and sig before add. */
+static void test_sorted(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("reg_unsorted.onnx");
+    assert_string_equal(g->node[2].name, "add");
+    eg_free(g);
+}
 
 static void test_model(void **state) {
     const model_case *mc = *state;
@@ -275,6 +287,8 @@ static const err_case err_cases[] = {
     {"E11 file size limit", SRC_CORPUS, "attention.onnx", {100, 0, 0}, EG_ELIMIT,
      {"larger than", NULL}},
     {"E12 a directory", SRC_PATH, "test/corpus/onnx", {0}, EG_EIO, {"cannot read", NULL}},
+    {"E13 a value as graph output, declared another shape", SRC_CORPUS, "bad_output_decl.onnx",
+     {0}, EG_ESHAPE, {"graph output 'w' is declared [2,2]", "[6,6]"}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 
@@ -353,7 +367,7 @@ static void test_error(void **state) {
 
 static const char *const sweep_files[] = {"conv_bn_relu.onnx", "inception.onnx", "convs.onnx",
                                           "attention.onnx", "mixed.onnx", "old_opset.onnx",
-                                          "opaque.onnx"};
+                                          "opaque.onnx", "reg_ir3.onnx", "reg_odd_values.onnx"};
 #define N_SWEEP (sizeof sweep_files / sizeof sweep_files[0])
 
 /* Whatever the import says, it says it cleanly; a model it accepts exports
@@ -506,6 +520,7 @@ int main(void) {
     ADD_TABLE(tests, n, model_cases, N_MODEL_CASES, test_model);
     ADD_TABLE(tests, n, lower_cases, N_LOWER_CASES, test_lower);
     ADD_TABLE(tests, n, err_cases, N_ERR_CASES, test_error);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_sorted);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_opaque);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_save_file);

@@ -1,5 +1,5 @@
-/* pool.c - a fixed set of worker threads over an atomic item counter. */
-#include "pool.h"
+/* workers.c - a fixed set of worker threads over an atomic item counter. */
+#include "workers.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -7,12 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PL_MAX_JOBS 256
+#define WK_MAX_JOBS 256
 
 typedef struct {
     size_t n;
     atomic_size_t next, done;
-    pl_work work;
+    wk_work work;
     void *ctx;
 } pool;
 
@@ -27,9 +27,9 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int pl_cores(void) {
+int wk_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > PL_MAX_JOBS ? PL_MAX_JOBS : (int)n;
+    return n < 1 ? 1 : n > WK_MAX_JOBS ? WK_MAX_JOBS : (int)n;
 }
 
 static void sleep_ms(unsigned ms) {
@@ -38,7 +38,7 @@ static void sleep_ms(unsigned ms) {
 }
 
 /* Wait for the items, ticking every interval. */
-static void watch(pool *p, pl_tick tick, unsigned interval_ms) {
+static void watch(pool *p, wk_tick tick, unsigned interval_ms) {
     const unsigned step = 20;
     unsigned waited = 0;
     while (atomic_load(&p->done) < p->n) {
@@ -51,12 +51,12 @@ static void watch(pool *p, pl_tick tick, unsigned interval_ms) {
     }
 }
 
-int pl_run(size_t n, int jobs, pl_work work, pl_tick tick, unsigned interval_ms, void *ctx) {
-    pthread_t th[PL_MAX_JOBS];
+int wk_run(size_t n, int jobs, wk_work work, wk_tick tick, unsigned interval_ms, void *ctx) {
+    pthread_t th[WK_MAX_JOBS];
     pool p = {n, 0, 0, work, ctx};
     int started = 0;
-    if (jobs < 1) jobs = pl_cores();
-    if (jobs > PL_MAX_JOBS) jobs = PL_MAX_JOBS;
+    if (jobs < 1) jobs = wk_cores();
+    if (jobs > WK_MAX_JOBS) jobs = WK_MAX_JOBS;
     if ((size_t)jobs > n) jobs = n ? (int)n : 1;
     for (; started < jobs; started++)
         if (pthread_create(&th[started], NULL, worker, &p) != 0) break;

@@ -1,55 +1,19 @@
-/* prune.c - the pruning steps of prune.h over a hash set of rule keys. */
-#include "prune.h"
+/* reduce.c - the pruning steps of reduce.h over a hash set of rule keys. */
+#include "reduce.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
-/* ---- a set of rule keys (open addressing) ---- */
+/* A set of rule keys: a key map whose values are unused. */
+typedef em_map keyset;
 
-typedef struct {
-    em_key *keys;
-    size_t n, cap;
-    uint32_t *slot; /* key index + 1, or 0 */
-    size_t mask;
-} keyset;
+static int ks_has(const keyset *s, const em_key *k) { return em_map_get(s, k) != SIZE_MAX; }
 
-static int ks_init(keyset *s, size_t cap) {
-    size_t slots = 16;
-    while (slots < 2 * cap + 2) slots *= 2;
-    s->keys = malloc((cap + 1) * sizeof *s->keys);
-    s->slot = calloc(slots, sizeof *s->slot);
-    s->n = 0;
-    s->cap = cap;
-    s->mask = slots - 1;
-    return s->keys && s->slot ? 0 : -1;
-}
-
-static void ks_free(keyset *s) {
-    free(s->keys);
-    free(s->slot);
-}
-
-/* The slot holding k, or the empty slot where it would go. */
-static size_t ks_probe(const keyset *s, const em_key *k) {
-    size_t i = (size_t)XXH3_64bits(k->b, k->len) & s->mask;
-    for (;; i = (i + 1) & s->mask) {
-        uint32_t e = s->slot[i];
-        if (!e) return i;
-        const em_key *o = &s->keys[e - 1];
-        if (o->len == k->len && memcmp(o->b, k->b, k->len) == 0) return i;
-    }
-}
-
-static int ks_has(const keyset *s, const em_key *k) { return s->slot[ks_probe(s, k)] != 0; }
-
-/* @return 1 added, 0 already there. @pre fewer than cap keys added. */
+/* @return 1 added, 0 already there. */
 static int ks_add(keyset *s, const em_key *k) {
-    size_t i = ks_probe(s, k);
-    if (s->slot[i]) return 0;
-    s->keys[s->n] = *k;
-    s->slot[i] = (uint32_t)++s->n;
-    return 1;
+    size_t n = s->n;
+    em_map_put(s, k, n);
+    return s->n > n;
 }
 
 /* ---- steps 1 and 2 ---- */
@@ -219,15 +183,14 @@ static void mark(const em_rule *r, size_t n, const keyset *s, int step, uint8_t 
         drop[i] = step == 3 ? input_witness(&r[i], s) : output_witness(&r[i], s);
 }
 
-int pr_prune(em_rule *rules, size_t *n, pr_counts *counts) {
+int rd_prune(em_rule *rules, size_t *n, rd_counts *counts) {
     keyset raw, canon;
     uint8_t *drop = malloc(*n + 1);
     int rc = -1;
-    memset(&raw, 0, sizeof raw);
-    memset(&canon, 0, sizeof canon);
+    int bad_raw = em_map_init(&raw, *n), bad_canon = em_map_init(&canon, *n);
     memset(counts, 0, sizeof *counts);
     counts->emitted = *n;
-    if (!drop || ks_init(&raw, *n) || ks_init(&canon, *n)) goto cleanup;
+    if (!drop || bad_raw || bad_canon) goto cleanup;
     drop_duplicates(rules, *n, &raw, drop);
     *n = counts->after_dup = compact(rules, drop, *n);
     drop_renamings(rules, *n, &canon, drop);
@@ -240,7 +203,7 @@ int pr_prune(em_rule *rules, size_t *n, pr_counts *counts) {
     rc = 0;
 cleanup:
     free(drop);
-    ks_free(&raw);
-    ks_free(&canon);
+    em_map_free(&raw);
+    em_map_free(&canon);
     return rc;
 }

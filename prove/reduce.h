@@ -1,5 +1,5 @@
-/* prune.h - drop redundant rules, one step at a time, counting each
- * (prefix pr_). Survivors keep their order; every survivor is in
+/* reduce.h - drop redundant rules, one step at a time, counting each
+ * (prefix rd_). Survivors keep their order; every survivor is in
  * canonical form (emit.h) afterwards.
  *
  *  1. exact duplicates: the same (src, dst) graphs, and src == dst;
@@ -25,8 +25,8 @@
  * -> relu(x0) has the common input node relu(x0), but relu(y) -> y is not
  * a rule, so it stays.
  */
-#ifndef PRUNE_H
-#define PRUNE_H
+#ifndef REDUCE_H
+#define REDUCE_H
 
 #include <stddef.h>
 
@@ -38,10 +38,10 @@ typedef struct {
     size_t after_rename; /* after step 2 */
     size_t after_input;  /* after step 3 */
     size_t after_output; /* after step 4: what is written */
-} pr_counts;
+} rd_counts;
 
 /* Prune rules[0..*n) in place (above); *n becomes the survivors' count.
  * @return 0, or -1 when out of memory (before any rule was touched). */
-int pr_prune(em_rule *rules, size_t *n, pr_counts *counts);
+int rd_prune(em_rule *rules, size_t *n, rd_counts *counts);
 
 #endif

@@ -1,0 +1,164 @@
+/* cli.c - the prove tool: prove a candidates file into a ruledb, re-prove
+ * a ruledb (--check), check the axioms (--axioms-check). Kept apart from
+ * main.c so tests can call pv_cli_main. Exit status: 0 ok, 1 a check
+ * failed, 2 bad input or usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prove.h"
+#include "z3enc.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_BAD = 2 };
+
+static const char usage_text[] =
+    "usage: prove CANDIDATES -o RULEDB [options]   prove candidate classes into a ruledb\n"
+    "       prove --check RULEDB [options]         re-prove every rule; exit 1 if any fails\n"
+    "       prove --axioms-check [FILE] [--wrong FILE] [options]\n"
+    "                                              axioms hold concretely and prove\n"
+    "                                              themselves; wrong identities do not prove\n"
+    "       prove --help | --version\n"
+    "options:\n"
+    "  --axioms FILE  the axioms (default " PV_DEFAULT_AXIOMS ")\n"
+    "  --timeout MS   wall-clock limit per Z3 check (default 2000; 0 none)\n"
+    "  --max-instances N  quantifier instances per Z3 check, a deterministic\n"
+    "                 budget (default 20000; 0 none)\n"
+    "  --jobs N       worker threads, one Z3 context each (default: all cores)\n"
+    "  --seed S       seed of the concrete evaluations\n"
+    "  --no-general   skip the evaluation at shapes other than the class's\n"
+    "  --no-timings   write 0 for every time, so reruns are byte-identical\n"
+    "  -q             no progress or summary\n"
+    "Exit status: 0 ok, 1 a check failed, 2 bad input or usage.\n";
+
+typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS } mode;
+
+typedef struct {
+    mode m;
+    const char *input, *output, *wrong;
+    pv_options o;
+} args;
+
+static int usage_error(const char *why, const char *arg) {
+    fprintf(stderr, "prove: %s%s%s\n%s", why, arg ? ": " : "", arg ? arg : "", usage_text);
+    return EXIT_BAD;
+}
+
+/* A decimal in [lo, hi]. @return 0, or -1 if malformed. */
+static int number(const char *s, unsigned long long lo, unsigned long long hi,
+                  unsigned long long *v) {
+    char *end;
+    if (!s || *s < '0' || *s > '9') return -1;
+    *v = strtoull(s, &end, 10);
+    return *end || *v < lo || *v > hi ? -1 : 0;
+}
+
+/* Options that take a number. @return 1 consumed, 0 not one, -1 bad. */
+static int numeric_option(args *a, const char *opt, const char *val) {
+    unsigned long long v;
+    if (!strcmp(opt, "--timeout")) {
+        if (number(val, 0, 86400000, &v)) return -1;
+        a->o.timeout_ms = (unsigned)v;
+    } else if (!strcmp(opt, "--max-instances")) {
+        if (number(val, 0, 4000000000u, &v)) return -1;
+        a->o.max_instances = (unsigned)v;
+    } else if (!strcmp(opt, "--jobs")) {
+        if (number(val, 1, 256, &v)) return -1;
+        a->o.jobs = (int)v;
+    } else if (!strcmp(opt, "--seed")) {
+        if (number(val, 0, ~0ull, &v)) return -1;
+        a->o.seed = v;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* @return -1 to go on, or an exit status (help, version, bad usage). */
+static int parse_one(args *a, int argc, char **argv, int *i) {
+    const char *s = argv[*i], *next = *i + 1 < argc ? argv[*i + 1] : NULL;
+    int r = numeric_option(a, s, next);
+    if (r < 0) return usage_error("bad or missing value for", s);
+    if (r > 0) return ++*i, -1;
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) return fputs(usage_text, stdout), EXIT_OK;
+    if (!strcmp(s, "--version"))
+        return printf("prove %s (z3 %s)\n", PV_VERSION, ze_version()), EXIT_OK;
+    if (!strcmp(s, "-q")) a->o.quiet = 1;
+    else if (!strcmp(s, "--no-general")) a->o.general = 0;
+    else if (!strcmp(s, "--no-timings")) a->o.no_timings = 1;
+    else if (!strcmp(s, "--check")) a->m = MODE_CHECK;
+    else if (!strcmp(s, "--axioms-check")) a->m = MODE_AXIOMS;
+    else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong")) && !next)
+        return usage_error("missing value for", s);
+    else if (!strcmp(s, "-o")) a->output = argv[++*i];
+    else if (!strcmp(s, "--axioms")) a->o.axioms_path = argv[++*i];
+    else if (!strcmp(s, "--wrong")) a->wrong = argv[++*i];
+    else if (s[0] == '-' && s[1]) return usage_error("unknown option", s);
+    else if (a->input) return usage_error("more than one input file", s);
+    else a->input = s;
+    return -1;
+}
+
+static int run_prove(const args *a) {
+    pv_stats st;
+    char err[PV_ERRLEN];
+    if (!a->input || !a->output) return usage_error("need CANDIDATES and -o RULEDB", NULL);
+    int rc = pv_prove_file(a->input, a->output, &a->o, &st, err, sizeof err);
+    pv_stats_free(&st);
+    if (rc == PV_OK) return EXIT_OK;
+    fprintf(stderr, "prove: %s\n", err);
+    return EXIT_BAD;
+}
+
+static int run_check(const args *a) {
+    pv_check_result res;
+    char err[PV_ERRLEN];
+    if (!a->input) return usage_error("--check needs a RULEDB", NULL);
+    if (pv_check_file(a->input, &a->o, &res, err, sizeof err) != PV_OK) {
+        fprintf(stderr, "prove: %s\n", err);
+        return EXIT_BAD;
+    }
+    for (size_t i = 0; i < res.n_rules; i++)
+        if (res.pair[i].status != RDB_PROVED)
+            fprintf(stderr, "prove: %s: rule %zu not proved: %s (%s)\n", a->input,
+                    res.pair[i].member, rdb_proof_name(res.pair[i].status), res.pair[i].why);
+    if (res.n_failed) {
+        fprintf(stderr, "prove: %s: %zu of %zu rules not proved; ids:", a->input, res.n_failed,
+                res.n_rules);
+        for (size_t i = 0; i < res.n_failed; i++) fprintf(stderr, " %zu", res.failed[i]);
+        fputc('\n', stderr);
+    } else if (!a->o.quiet) {
+        fprintf(stderr, "prove: %s: all %zu rules re-proved in %.1f s\n", a->input, res.n_rules,
+                (double)res.wall_ms / 1000.0);
+    }
+    int status = res.n_failed ? EXIT_FAILED : EXIT_OK;
+    pv_check_free(&res);
+    return status;
+}
+
+static int run_axioms(const args *a) {
+    char err[PV_ERRLEN];
+    int bad;
+    const char *file = a->input ? a->input : a->o.axioms_path;
+    if (pv_axioms_check(file, a->wrong, &a->o, stdout, &bad, err, sizeof err) != PV_OK) {
+        fprintf(stderr, "prove: %s\n", err);
+        return EXIT_BAD;
+    }
+    return bad ? EXIT_FAILED : EXIT_OK;
+}
+
+int pv_cli_main(int argc, char **argv) {
+    args a;
+    memset(&a, 0, sizeof a);
+    pv_defaults(&a.o);
+    if (argc < 2) return usage_error("nothing to do", NULL);
+    for (int i = 1; i < argc; i++) {
+        int r = parse_one(&a, argc, argv, &i);
+        if (r >= 0) return r;
+    }
+    switch (a.m) {
+    case MODE_CHECK: return run_check(&a);
+    case MODE_AXIOMS: return run_axioms(&a);
+    case MODE_PROVE: break;
+    }
+    return run_prove(&a);
+}

@@ -1,0 +1,183 @@
+/* prove.h - turn synth's candidate classes into a ruledb of rules proved
+ * from the opspecs axioms with Z3; re-prove a ruledb (CI); check the
+ * axioms themselves (prefix pv_).
+ *
+ * Overview. A candidates file (ruledb.h, kind "candidates") holds classes
+ * of graphs that synth found equal on random inputs; in a class every
+ * member is over the same inputs x0..xn with the class's shapes. prove
+ *   1. pairs the representative (member 0) with each other member: one
+ *      candidate per pair;
+ *   2. decides each candidate on --jobs threads (decide.h): evaluation on
+ *      fresh random inputs at the class shapes, then at random other
+ *      shapes, then Z3 against the axioms of opspecs/axioms.ax (z3enc.h,
+ *      with the trigger policy of trig.h), each check under --timeout ms
+ *      and a deterministic budget of quantifier instances: proved,
+ *      refuted, unknown or timeout, never a hang;
+ *   3. emits rules from the proved pairs in the directions the engine can
+ *      use (emit.h) and prunes redundant ones, counting each step
+ *      (reduce.h: duplicates, renamings, implied in context at the inputs
+ *      and at the output);
+ *   4. writes a ruledb (kind "rules") whose generator records the counts,
+ *      timings and the axiom file's digest, with a prover record per rule
+ *      (z3, its version, milliseconds, "proved").
+ * The result depends only on the input, the axioms, the seed and the
+ * limits, never on --jobs: every candidate has its own seed, its own Z3
+ * context, and its own result slot.
+ *
+ * pv_check re-proves every rule of a ruledb (stages 2 and 3: a rule has no
+ * shapes) and lists those not proved; `prove --check` exits 1 on any, so a
+ * CI pipeline can refuse a ruledb it cannot re-prove.
+ *
+ * pv_axioms_check is axiom hygiene: every axiom holds on concrete tensors
+ * (axcheck.h) and is provable from the encoded axioms (so its triggers
+ * work), and no identity of a file of false ones (opspecs/wrong.ax) is
+ * provable from them.
+ *
+ * Worked example: prove a candidates file, then re-prove the result.
+ *
+ *     pv_options o;
+ *     pv_stats st;
+ *     pv_check_result cr;
+ *     char err[PV_ERRLEN];
+ *     pv_defaults(&o);
+ *     o.jobs = 2;
+ *     if (pv_prove_file("cands.tasodb", "rules.tasodb", &o, &st, err,
+ *                       sizeof err) != PV_OK) {
+ *         fprintf(stderr, "prove: %s\n", err);  // "cands.tasodb: byte 9: ..."
+ *         return 2;
+ *     }
+ *     printf("%zu proved, %zu rules\n", st.proved, st.prune.after_output);
+ *     pv_stats_free(&st);
+ *     if (pv_check_file("rules.tasodb", &o, &cr, err, sizeof err) == PV_OK &&
+ *         cr.n_failed == 0)
+ *         puts("every rule re-proved");
+ *     pv_check_free(&cr);
+ */
+#ifndef PROVE_H
+#define PROVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "axparse.h"
+#include "ruledb.h"
+
+#define PV_VERSION "0.1.0"
+#define PV_ERRLEN 512
+#define PV_WHYLEN 256
+#define PV_DEFAULT_AXIOMS "opspecs/axioms.ax"
+#define PV_DEFAULT_TIMEOUT_MS 2000
+/* Quantifier instances per Z3 check: the deterministic budget (z3enc.h).
+ * Proofs of depth-3 candidates take tens; spending 20000 takes about a
+ * second, so the clock only stops checks on a loaded machine. */
+#define PV_DEFAULT_MAX_INSTANCES 20000u
+#define PV_DEFAULT_SEED 0x70726f7665ull /* "prove": unlike synth's seeds */
+
+/* Status codes; PV_OK is 0. */
+typedef enum {
+    PV_OK = 0,
+    PV_EINPUT, /* an input does not parse, is corrupt, of the wrong kind,
+                  or made from other opspecs; the message names the file */
+    PV_EIO,    /* the output could not be written */
+    PV_ENOMEM
+} pv_status;
+
+typedef struct {
+    const char *axioms_path; /* PV_DEFAULT_AXIOMS */
+    unsigned timeout_ms;     /* per Z3 check; 0 none */
+    unsigned max_instances;  /* quantifier instances per Z3 check; 0 none */
+    int jobs;                /* worker threads; < 1: one per core */
+    uint64_t seed;           /* for the concrete evaluations */
+    int general;             /* evaluate at other shapes too (decide.h stage 2) */
+    int quiet;               /* no progress or summary */
+    int no_timings;          /* write 0 for every time, so reruns are
+                                byte-identical */
+    int keep_pairs;          /* fill pv_stats.pair (tests) */
+    FILE *log;               /* progress and summary; NULL: stderr */
+} pv_options;
+
+/* One decided candidate pair. */
+typedef struct {
+    size_t cls, member;   /* member 0 of class cls vs member */
+    rdb_proof status;     /* PROVED, REFUTED, UNKNOWN or TIMEOUT */
+    int stage;            /* 1 class shapes, 2 other shapes, 3 Z3 */
+    uint64_t millis;
+    char why[PV_WHYLEN];
+} pv_pair;
+
+typedef struct {
+    size_t classes, candidates;
+    size_t distinct;       /* candidates up to renaming: the Z3 questions */
+    size_t proved, refuted, unknown, timeout, errors;
+    size_t refuted_at[4];  /* refutations by stage (index 1..3) */
+    struct {
+        size_t emitted, after_dup, after_rename, after_input, after_output;
+    } prune;
+    uint64_t wall_ms, cpu_ms;
+    long peak_rss_kb;
+    pv_pair *pair;         /* keep_pairs: every pair, in order */
+    size_t n_pairs;
+} pv_stats;
+
+typedef struct {
+    size_t n_rules;
+    size_t *failed;        /* ids of the rules not proved, ascending */
+    size_t n_failed;
+    pv_pair *pair;         /* per rule: cls = rule index, member = id */
+    uint64_t wall_ms;
+} pv_check_result;
+
+/* Fill o with the defaults above (jobs 0, general on, log stderr). */
+void pv_defaults(pv_options *o);
+
+/* Parse an axiom file. @return PV_OK, or PV_EINPUT with "FILE:LINE:COL:
+ * ..." in err, or PV_ENOMEM. */
+int pv_load_axioms(const char *path, ax_set *out, char *err, size_t errlen);
+
+/* Read a ruledb file that must be of the given kind.
+ * @return PV_OK and *f (rdb_free it); PV_EINPUT with the reader's message
+ *         ("PATH: byte N: ...", or RDB_EDIGEST's "made from other
+ *         opspecs") or "PATH: a rules file, not a candidates file";
+ *         PV_ENOMEM. */
+int pv_read_kind(const char *path, rdb_kind kind, rdb_file **f, char *err, size_t errlen);
+
+/* Prove the classes of cands against axioms (the pipeline above).
+ * @pre cands is a valid candidates file (rdb_validate), axioms parsed.
+ * @return PV_OK with *out (a rules file; rdb_free it) and *st filled
+ *         (pv_stats_free), or PV_ENOMEM. */
+int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o,
+             rdb_file **out, pv_stats *st, char *err, size_t errlen);
+
+/* Read the candidates file, load the axioms, pv_prove, write the ruledb.
+ * @return PV_OK; PV_EINPUT (unreadable, corrupt, wrong kind, other opspecs
+ *         digest, axioms that do not parse); PV_EIO; PV_ENOMEM. */
+int pv_prove_file(const char *cands_path, const char *out_path, const pv_options *o,
+                  pv_stats *st, char *err, size_t errlen);
+
+void pv_stats_free(pv_stats *st);
+
+/* Re-prove every rule of a rules file.
+ * @return PV_OK with *res filled (pv_check_free), or PV_EINPUT (not a
+ *         rules file) / PV_ENOMEM. A rule not proved is a result, not an
+ *         error: see res->n_failed. */
+int pv_check(const rdb_file *rules, const ax_set *axioms, const pv_options *o,
+             pv_check_result *res, char *err, size_t errlen);
+
+/* pv_check on a file; PV_EINPUT also when it cannot be read. */
+int pv_check_file(const char *path, const pv_options *o, pv_check_result *res,
+                  char *err, size_t errlen);
+
+void pv_check_free(pv_check_result *res);
+
+/* Axiom hygiene (above) on axiom_path, and on wrong_path when not NULL,
+ * one line per axiom on out. *bad counts axioms that did not behave.
+ * @return PV_OK, or PV_EINPUT when a file does not parse. */
+int pv_axioms_check(const char *axiom_path, const char *wrong_path, const pv_options *o,
+                    FILE *out, int *bad, char *err, size_t errlen);
+
+/* The prove tool (cli.c). @return the exit status: 0 ok, 1 a check
+ * failed, 2 bad input or usage. */
+int pv_cli_main(int argc, char **argv);
+
+#endif

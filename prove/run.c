@@ -1,0 +1,370 @@
+/* run.c - the prove pipeline (prove.h): pair candidates, decide them on
+ * worker threads, emit and prune rules, fill the rules file; progress and
+ * the closing summary. */
+#include "prove.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "batch.h"
+#include "emit.h"
+#include "reduce.h"
+#include "trig.h"
+
+#define PROGRESS_TTY_MS 1000
+#define PROGRESS_LOG_MS 10000
+
+/* ---- small helpers shared with check.c through prove.h's types ---- */
+
+void pv_defaults(pv_options *o) {
+    memset(o, 0, sizeof *o);
+    o->axioms_path = PV_DEFAULT_AXIOMS;
+    o->timeout_ms = PV_DEFAULT_TIMEOUT_MS;
+    o->max_instances = PV_DEFAULT_MAX_INSTANCES;
+    o->seed = PV_DEFAULT_SEED;
+    o->general = 1;
+}
+
+int pv_load_axioms(const char *path, ax_set *out, char *err, size_t errlen) {
+    char aerr[AX_ERRLEN];
+    int rc = ax_parse_file(path, out, aerr);
+    if (rc == AX_OK) return PV_OK;
+    snprintf(err, errlen, "%s", aerr);
+    return rc == AX_ENOMEM ? PV_ENOMEM : PV_EINPUT;
+}
+
+static uint64_t mono_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static void resources(uint64_t *cpu_ms, long *rss_kb) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    *cpu_ms = (uint64_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000u +
+              (uint64_t)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000u;
+    *rss_kb = u.ru_maxrss;
+}
+
+static FILE *log_of(const pv_options *o) { return o->log ? o->log : stderr; }
+
+/* ---- deciding every pair ---- */
+
+typedef struct {
+    size_t cls, member;
+} item;
+
+typedef struct {
+    const rdb_file *cands;
+    const pv_options *o;
+    dc_config cfg;
+    tg_plan plan;
+    item *items;
+    bt_pair *pairs;
+    dc_result *res;
+    bt_stats bst;
+    uint64_t t0;
+    int tty;
+} run_ctx;
+
+/* A seed of its own for every pair, from the run seed and the pair. */
+static uint64_t pair_seed(uint64_t seed, size_t cls, size_t member) {
+    uint64_t s = seed ^ (uint64_t)cls * 0x9E3779B97F4A7C15ull ^ (uint64_t)member << 40;
+    return ten_rand_next(&s);
+}
+
+static void progress(void *arg, const char *phase, size_t done, size_t total,
+                     const size_t by[RDB_PROOF_COUNT]) {
+    run_ctx *r = arg;
+    double s = (double)(mono_ms() - r->t0) / 1000.0;
+    fprintf(log_of(r->o),
+            "%sprove: %s %zu/%zu, %.1f s, proved %zu, refuted %zu, unknown %zu, timeout %zu%s",
+            r->tty ? "\r" : "", phase, done, total, s, by[RDB_PROVED], by[RDB_REFUTED],
+            by[RDB_UNKNOWN], by[RDB_TIMEOUT], r->tty ? "   " : "\n");
+    fflush(log_of(r->o));
+}
+
+static int make_pairs(run_ctx *r, size_t *n) {
+    const rdb_file *f = r->cands;
+    size_t k = 0;
+    for (size_t c = 0; c < f->n_classes; c++) k += f->classes[c].n_members - 1;
+    r->items = malloc((k + 1) * sizeof *r->items);
+    r->pairs = malloc((k + 1) * sizeof *r->pairs);
+    r->res = calloc(k + 1, sizeof *r->res);
+    if (!r->items || !r->pairs || !r->res) return -1;
+    k = 0;
+    for (size_t c = 0; c < f->n_classes; c++) {
+        const rdb_class *cl = &f->classes[c];
+        for (size_t m = 1; m < cl->n_members; m++, k++) {
+            r->items[k] = (item){c, m};
+            r->pairs[k] = (bt_pair){&cl->members[0], &cl->members[m], cl->shapes, cl->n_shapes,
+                                    pair_seed(r->o->seed, c, m)};
+        }
+    }
+    *n = k;
+    return 0;
+}
+
+static int decide_all(run_ctx *r, size_t n) {
+    const pv_options *o = r->o;
+    r->tty = !o->quiet && isatty(fileno(log_of(o)));
+    int rc = bt_decide(&r->cfg, r->pairs, n, o->jobs, o->quiet ? NULL : progress, r,
+                       r->tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS, r->res, &r->bst);
+    if (r->tty) fprintf(log_of(o), "\r%*s\r", 100, "");
+    return rc;
+}
+
+/* ---- statistics ---- */
+
+static void tally(const run_ctx *r, size_t n, pv_stats *st) {
+    st->candidates = n;
+    st->distinct = r->bst.distinct;
+    st->classes = r->cands->n_classes;
+    st->errors = r->bst.errors;
+    for (size_t i = 0; i < n; i++) {
+        const dc_result *d = &r->res[i];
+        switch (d->status) {
+        case RDB_PROVED: st->proved++; break;
+        case RDB_REFUTED:
+            st->refuted++;
+            st->refuted_at[d->stage >= 1 && d->stage <= 3 ? d->stage : 0]++;
+            break;
+        case RDB_TIMEOUT: st->timeout++; break;
+        case RDB_UNKNOWN:
+        case RDB_UNCHECKED:
+        case RDB_PROOF_COUNT: st->unknown++; break;
+        }
+    }
+}
+
+static int keep_pairs(const run_ctx *r, size_t n, pv_stats *st) {
+    st->pair = calloc(n + 1, sizeof *st->pair);
+    if (!st->pair) return -1;
+    st->n_pairs = n;
+    for (size_t i = 0; i < n; i++) {
+        pv_pair *p = &st->pair[i];
+        p->cls = r->items[i].cls;
+        p->member = r->items[i].member;
+        p->status = r->res[i].status;
+        p->stage = r->res[i].stage;
+        p->millis = r->res[i].millis;
+        snprintf(p->why, sizeof p->why, "%s", r->res[i].why);
+    }
+    return 0;
+}
+
+/* ---- rules ---- */
+
+static int emit_rules(const run_ctx *r, size_t n, em_rule **rules, size_t *n_rules) {
+    const rdb_file *f = r->cands;
+    size_t cap = 0, i = 0;
+    uint8_t *proved = NULL;
+    rdb_prover *pv = NULL;
+    int rc = 0;
+    *rules = NULL;
+    *n_rules = 0;
+    for (size_t c = 0; c < f->n_classes && rc == 0; c++) {
+        size_t nm = f->classes[c].n_members;
+        uint8_t *np = realloc(proved, nm);
+        rdb_prover *npv = realloc(pv, nm * sizeof *pv);
+        if (np) proved = np;
+        if (npv) pv = npv;
+        if (!np || !npv) rc = -1;
+        for (size_t m = 1; m < nm && rc == 0; m++, i++) {
+            proved[m] = r->res[i].status == RDB_PROVED;
+            memset(&pv[m], 0, sizeof pv[m]);
+            snprintf(pv[m].name, sizeof pv[m].name, "z3");
+            snprintf(pv[m].version, sizeof pv[m].version, "%s", ze_version());
+            pv[m].millis = r->o->no_timings ? 0 : r->res[i].millis;
+            pv[m].status = RDB_PROVED;
+        }
+        if (rc == 0) rc = em_class_rules(&f->classes[c], c, proved, pv, rules, n_rules, &cap);
+    }
+    (void)n;
+    free(proved);
+    free(pv);
+    return rc;
+}
+
+static void note(rdb_generator *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(rdb_generator *g, const char *fmt, ...) {
+    if (g->n_notes >= RDB_MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, fmt, ap);
+    va_end(ap);
+}
+
+static void fill_generator(const rdb_file *in, const pv_options *o, const pv_stats *st,
+                           rdb_generator *g) {
+    snprintf(g->tool, sizeof g->tool, "prove");
+    snprintf(g->version, sizeof g->version, "%s", PV_VERSION);
+    g->max_ops = in->gen.max_ops;
+    g->seed = o->seed;
+    g->ops = in->gen.ops;
+    g->counts.graphs = in->gen.counts.graphs;
+    g->counts.classes = st->classes;
+    g->counts.proved = st->proved;
+    g->counts.failed = st->refuted + st->unknown + st->timeout;
+    g->counts.pruned = st->prune.emitted - st->prune.after_output;
+    if (!o->no_timings) {
+        g->timings.wall_ms = st->wall_ms;
+        g->timings.cpu_ms = st->cpu_ms;
+    }
+    note(g, "z3=%s timeout_ms=%u max_instances=%u general=%d", ze_version(), o->timeout_ms, o->max_instances,
+         o->general);
+    note(g, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
+         st->candidates, st->distinct, st->proved, st->refuted, st->unknown, st->timeout);
+    note(g, "rules emitted=%zu after_dup=%zu after_rename=%zu after_input=%zu after_output=%zu",
+         st->prune.emitted, st->prune.after_dup, st->prune.after_rename, st->prune.after_input,
+         st->prune.after_output);
+    note(g, "from=%s %s seed=%llu max_ops=%u", in->gen.tool[0] ? in->gen.tool : "?",
+         in->gen.version, (unsigned long long)in->gen.seed, (unsigned)in->gen.max_ops);
+}
+
+static int build_file(const rdb_file *in, const pv_options *o, const em_rule *rules, size_t n,
+                      const pv_stats *st, rdb_file **out) {
+    rdb_file *f = rdb_new(RDB_RULES);
+    if (!f) return -1;
+    fill_generator(in, o, st, &f->gen);
+    for (size_t i = 0; i < n; i++)
+        if (rdb_add_rule(f, &rules[i].src, &rules[i].dst, &rules[i].prover) != RDB_OK) {
+            rdb_free(f);
+            return -1;
+        }
+    *out = f;
+    return 0;
+}
+
+static void summary(const pv_options *o, const pv_stats *st) {
+    FILE *l = log_of(o);
+    double s = (double)st->wall_ms / 1000.0;
+    fprintf(l, "prove: %zu candidates in %zu classes (%zu distinct up to renaming): %zu proved, "
+               "%zu refuted (%zu at the class shapes, %zu at other shapes), %zu unknown, "
+               "%zu timeout",
+            st->candidates, st->classes, st->distinct, st->proved, st->refuted,
+            st->refuted_at[1], st->refuted_at[2], st->unknown, st->timeout);
+    if (st->errors) fprintf(l, ", %zu internal errors", st->errors);
+    fprintf(l, "\nprove: rules %zu emitted, %zu after duplicates, %zu after renamings, "
+               "%zu after input-side context, %zu after output-side context\n",
+            st->prune.emitted, st->prune.after_dup, st->prune.after_rename,
+            st->prune.after_input, st->prune.after_output);
+    fprintf(l, "prove: wall %.1f s, cpu %.1f s, %.1f candidates/s, peak RSS %.1f MB\n", s,
+            (double)st->cpu_ms / 1000.0, s > 0 ? (double)st->candidates / s : 0.0,
+            (double)st->peak_rss_kb / 1024.0);
+}
+
+/* ---- entry points ---- */
+
+static void copy_counts(const rd_counts *c, pv_stats *st) {
+    st->prune.emitted = c->emitted;
+    st->prune.after_dup = c->after_dup;
+    st->prune.after_rename = c->after_rename;
+    st->prune.after_input = c->after_input;
+    st->prune.after_output = c->after_output;
+}
+
+int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, rdb_file **out,
+             pv_stats *st, char *err, size_t errlen) {
+    run_ctx r;
+    em_rule *rules = NULL;
+    size_t n = 0, n_rules = 0;
+    rd_counts pc;
+    int rc = PV_ENOMEM;
+    memset(&r, 0, sizeof r);
+    memset(st, 0, sizeof *st);
+    *out = NULL;
+    r.cands = cands;
+    r.o = o;
+    r.t0 = mono_ms();
+    if (tg_plan_axioms(axioms, &r.plan) != 0 || make_pairs(&r, &n) != 0) goto cleanup;
+    r.cfg = (dc_config){axioms, &r.plan, {o->timeout_ms, o->max_instances}, o->general};
+    if (decide_all(&r, n) != 0) goto cleanup;
+    tally(&r, n, st);
+    if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;
+    if (emit_rules(&r, n, &rules, &n_rules) != 0 || rd_prune(rules, &n_rules, &pc) != 0)
+        goto cleanup;
+    copy_counts(&pc, st);
+    st->wall_ms = mono_ms() - r.t0;
+    resources(&st->cpu_ms, &st->peak_rss_kb);
+    if (build_file(cands, o, rules, n_rules, st, out) != 0) goto cleanup;
+    if (!o->quiet) summary(o, st);
+    rc = PV_OK;
+cleanup:
+    if (rc != PV_OK) snprintf(err, errlen, "out of memory");
+    free(rules);
+    free(r.items);
+    free(r.pairs);
+    free(r.res);
+    tg_free(&r.plan);
+    return rc;
+}
+
+void pv_stats_free(pv_stats *st) {
+    free(st->pair);
+    st->pair = NULL;
+    st->n_pairs = 0;
+}
+
+/* XXH64 of a file's bytes, for the record of which axioms were used. */
+static int file_digest(const char *path, uint64_t *h) {
+    FILE *f = fopen(path, "rb");
+    XXH64_state_t *s = XXH64_createState();
+    char buf[4096];
+    size_t n;
+    int rc = -1;
+    if (f && s && XXH64_reset(s, 0) == XXH_OK) {
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) XXH64_update(s, buf, n);
+        if (!ferror(f)) *h = XXH64_digest(s), rc = 0;
+    }
+    if (f) fclose(f);
+    XXH64_freeState(s);
+    return rc;
+}
+
+int pv_read_kind(const char *path, rdb_kind kind, rdb_file **f, char *err, size_t errlen) {
+    char rerr[RDB_ERRLEN];
+    rdb_status s = rdb_read(path, f, rerr, sizeof rerr);
+    if (s != RDB_OK) {
+        snprintf(err, errlen, "%s (%s)", rerr, rdb_strerror(s));
+        return s == RDB_ENOMEM ? PV_ENOMEM : PV_EINPUT;
+    }
+    if ((*f)->kind == kind) return PV_OK;
+    snprintf(err, errlen, "%s: a %s file, not %s", path, rdb_kind_name((*f)->kind),
+             kind == RDB_RULES ? "a rules file" : "a candidates file");
+    rdb_free(*f);
+    *f = NULL;
+    return PV_EINPUT;
+}
+
+int pv_prove_file(const char *cands_path, const char *out_path, const pv_options *o,
+                  pv_stats *st, char *err, size_t errlen) {
+    rdb_file *in = NULL, *out = NULL;
+    ax_set ax;
+    uint64_t h = 0;
+    char werr[RDB_ERRLEN];
+    memset(&ax, 0, sizeof ax);
+    memset(st, 0, sizeof *st);
+    int rc = pv_read_kind(cands_path, RDB_CANDIDATES, &in, err, errlen);
+    if (rc == PV_OK) rc = pv_load_axioms(o->axioms_path, &ax, err, errlen);
+    if (rc == PV_OK) rc = pv_prove(in, &ax, o, &out, st, err, errlen);
+    if (rc == PV_OK) {
+        if (file_digest(o->axioms_path, &h) == 0) note(&out->gen, "axioms=%s xxh64=%016llx",
+                                                       o->axioms_path, (unsigned long long)h);
+        if (rdb_write(out_path, out, werr, sizeof werr) != RDB_OK) {
+            snprintf(err, errlen, "%s", werr);
+            rc = PV_EIO;
+        }
+    }
+    rdb_free(in);
+    rdb_free(out);
+    ax_free(&ax);
+    return rc;
+}

@@ -1,0 +1,478 @@
+/* synth.c - the generator's driver: level 0, the levels below the last,
+ * the last level in memory-limited passes, and the candidates file (see
+ * synth.h). */
+#include "synth.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "enum.h"
+#include "fptable.h"
+#include "gpu.h"
+#include "key.h"
+#include "pool.h"
+#include "sgraph.h"
+
+#define STRIPE_BITS 8
+#define MAX_PASSES (1u << 16)
+#define THREAD_MARGIN (64ull << 20) /* scratch per thread, and slack */
+
+/* Everything one run owns; freed in one place. */
+typedef struct {
+    const syn_options *o;
+    syn_stats *st;
+    pool pool;
+    dom dom;
+    fpt *table;
+    key_ctx *kc;
+    fpt_cache *cache;
+    rdb_file *out;
+    sg_graph *reps[SYN_MAX_OPS + 1];   /* all representatives by nodes */
+    size_t n_reps[SYN_MAX_OPS + 1];
+    sg_graph *single[SYN_MAX_OPS + 1]; /* the single-output ones */
+    size_t n_single[SYN_MAX_OPS + 1];
+    double t0;
+    char *err;
+    size_t errlen;
+} run;
+
+static syn_status fail(run *r, syn_status rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, r->errlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void syn_options_init(syn_options *o) {
+    memset(o, 0, sizeof *o);
+    o->max_ops = 3;
+    o->ops = (1u << OP_COUNT) - 1;
+    o->seed = 1;
+    o->shard_n = 1;
+}
+
+int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen) {
+    char name[64];
+    *ops = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof name) {
+            snprintf(err, errlen, "empty or overlong operator name in '%s'", list);
+            return -1;
+        }
+        memcpy(name, p, n), name[n] = 0;
+        ops_op op = ops_by_name(name);
+        if (op == OP_COUNT) {
+            snprintf(err, errlen, "unknown operator '%s'", name);
+            return -1;
+        }
+        *ops |= 1u << op;
+        p += n + (p[n] == ',');
+    }
+    if (!*ops) snprintf(err, errlen, "no operators in '%s'", list);
+    return *ops ? 0 : -1;
+}
+
+static syn_status check_options(run *r) {
+    const syn_options *o = r->o;
+    if (o->max_ops < 0 || o->max_ops > SYN_MAX_OPS)
+        return fail(r, SYN_EINVAL, "max-ops %d out of range 0..%d", o->max_ops, SYN_MAX_OPS);
+    if (!o->ops || o->ops >> OP_COUNT)
+        return fail(r, SYN_EINVAL, "no operators (or unknown operator bits) selected");
+    if (o->shard_n < 1 || o->shard_n > RDB_MAX_SHARDS || o->shard_k >= o->shard_n)
+        return fail(r, SYN_EINVAL, "shard %u/%u: need 0 <= K < N <= %d", o->shard_k, o->shard_n,
+                    RDB_MAX_SHARDS);
+    if (o->threads < 0 || o->threads > 1024)
+        return fail(r, SYN_EINVAL, "threads %d out of range", o->threads);
+    if (o->backend == SYN_CUDA) {
+        int n;
+        char why[GPU_ERRLEN];
+        if (gpu_device_count(&n, why) != GPU_OK || n < 1)
+            return fail(r, SYN_EDEV, "backend cuda: %s", why);
+    }
+    return SYN_OK;
+}
+
+static int n_threads(const syn_options *o) {
+    if (o->threads > 0) return o->threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* ---- level 0: one variable, or two ---- */
+
+static syn_status add_slot_graph(run *r, int n_out, const uint8_t *types) {
+    sg_graph g;
+    key_result kr;
+    memset(&g, 0, sizeof g);
+    g.n_out = (uint8_t)n_out, g.out[0] = 0, g.out[1] = (uint8_t)(n_out - 1);
+    key_status ks = key_graph(r->kc, &g, n_out, types, &kr);
+    if (ks == KEY_SKIP) return SYN_OK;
+    if (ks != KEY_OK) return fail(r, SYN_ENOMEM, "out of memory at level 0");
+    r->st->graphs++, r->st->level_graphs[0]++;
+    uint64_t h = fpt_hash(r->table, kr.key, kr.len);
+    if (fpt_add(r->table, r->cache, r->kc, kr.key, kr.len, h, kr.aligned, kr.n_aligned))
+        return fail(r, SYN_ENOMEM, "out of memory at level 0");
+    return SYN_OK;
+}
+
+static syn_status level0(run *r) {
+    syn_status rc = SYN_OK;
+    for (int t = 0; t < r->pool.n_types && !rc; t++) {
+        uint8_t one[1] = {(uint8_t)t};
+        rc = add_slot_graph(r, 1, one);
+        for (int u = t; u < r->pool.n_types && !rc; u++) {
+            uint8_t two[2] = {(uint8_t)t, (uint8_t)u};
+            if (u != t || r->pool.count_of[t] >= 2) rc = add_slot_graph(r, 2, two);
+        }
+    }
+    return rc;
+}
+
+/* ---- representatives of a finished level ---- */
+
+static int cmp_sg(const void *a, const void *b) { return sg_compare(a, b); }
+
+static syn_status collect_reps(run *r, int level) {
+    size_t n = 0, ns = 0, k;
+    for (int s = 0; s < fpt_n_stripes(r->table); s++) {
+        const fpt_class *c = fpt_classes(r->table, s, &k);
+        for (size_t i = 0; i < k; i++) n += c[i].rep.n_nodes == level;
+    }
+    r->reps[level] = malloc((n ? n : 1) * sizeof *r->reps[level]);
+    r->single[level] = malloc((n ? n : 1) * sizeof *r->single[level]);
+    if (!r->reps[level] || !r->single[level]) return fail(r, SYN_ENOMEM, "out of memory");
+    n = 0;
+    for (int s = 0; s < fpt_n_stripes(r->table); s++) {
+        const fpt_class *c = fpt_classes(r->table, s, &k);
+        for (size_t i = 0; i < k; i++)
+            if (c[i].rep.n_nodes == level) r->reps[level][n++] = c[i].rep;
+    }
+    qsort(r->reps[level], n, sizeof *r->reps[level], cmp_sg); /* a fixed work order */
+    for (size_t i = 0; i < n; i++)
+        if (r->reps[level][i].n_out == 1) r->single[level][ns++] = r->reps[level][i];
+    r->n_reps[level] = n, r->n_single[level] = ns;
+    r->st->level_classes[level] = n;
+    return SYN_OK;
+}
+
+/* ---- partitions: shards and passes ---- */
+
+typedef struct {
+    uint32_t shard_k, shard_n, pass, passes;
+} partition;
+
+static int in_partition(void *arg, uint64_t h) {
+    const partition *p = arg;
+    return h % p->shard_n == p->shard_k && ((h >> 40) & (p->passes - 1)) == p->pass;
+}
+
+/* ---- output classes ---- */
+
+typedef struct {
+    rg_graph rg;
+    sg_graph sg;
+} pair;
+
+static int cmp_pair(const void *a, const void *b) {
+    return rg_compare(&((const pair *)a)->rg, &((const pair *)b)->rg);
+}
+
+static uint32_t vars_of(const sg_graph *s) {
+    uint32_t used = 0;
+    for (int j = 0; j < s->n_nodes; j++)
+        for (int k = 0; k < ops_table[s->node[j].op].arity; k++)
+            if (!SG_IS_NODE(s->node[j].in[k])) used |= 1u << s->node[j].in[k];
+    for (int k = 0; k < s->n_out; k++)
+        if (!SG_IS_NODE(s->out[k])) used |= 1u << s->out[k];
+    return used;
+}
+
+/* A class's members share one numbering of at most RG_MAX_INPUTS inputs:
+ * keep the representative and, in sg order, each member that still fits.
+ * @return the graphs kept; *used their variables. */
+static size_t fit_inputs(run *r, sg_graph *sg, size_t n, uint32_t *used) {
+    size_t k = 1;
+    *used = vars_of(&sg[0]);
+    qsort(sg + 1, n - 1, sizeof *sg, cmp_sg); /* an order independent of arrival */
+    for (size_t i = 1; i < n; i++) {
+        uint32_t u = *used | vars_of(&sg[i]);
+        if (__builtin_popcount(u) > RG_MAX_INPUTS) {
+            r->st->over_inputs++;
+            continue;
+        }
+        *used = u, sg[k++] = sg[i];
+    }
+    return k;
+}
+
+/* Convert, sort, prune and append one class. */
+static syn_status emit_class(run *r, int s, const fpt_class *c, pair *g, sg_graph *sg, uint8_t *key) {
+    size_t n = 1 + fpt_members(r->table, s, c, sg + 1, c->n_members), len, kept;
+    int8_t idx[POOL_MAX_VARS];
+    uint32_t used;
+    int n_in = 0;
+    sg[0] = c->rep;
+    n = fit_inputs(r, sg, n, &used);
+    for (int v = 0; v < r->pool.n_vars; v++) idx[v] = (int8_t)(used >> v & 1 ? n_in++ : -1);
+    for (size_t i = 0; i < n; i++) {
+        g[i].sg = sg[i];
+        if (sg_to_rg(&g[i].sg, &r->dom, &r->pool, key_memo(r->kc), idx, &g[i].rg) != RG_OK)
+            return fail(r, SYN_ENOMEM, "internal error: a stored graph has no shape");
+    }
+    qsort(g, n, sizeof *g, cmp_pair);
+    for (size_t i = 0; i < n; i++) sg[i] = g[i].sg;
+    kept = r->o->no_prune ? n : pr_class(r->kc, &r->pool, sg, n, &r->st->pruning);
+    if (!kept) return fail(r, SYN_ENOMEM, "out of memory while pruning");
+    if (kept < 2) return SYN_OK;
+    if (fpt_key(r->kc, c, key, &len)) return fail(r, SYN_ENOMEM, "out of memory");
+    rdb_class *rc;
+    if (rdb_add_class(r->out, key, len, c->count, &rc) != RDB_OK) return fail(r, SYN_ENOMEM, "out of memory");
+    rc->n_shapes = n_in;
+    for (int v = 0; v < r->pool.n_vars; v++)
+        if (idx[v] >= 0) rc->shapes[idx[v]] = r->pool.var[v].shape;
+    for (size_t i = 0, k = 0; i < n && k < kept; i++) { /* kept: a subsequence of g */
+        if (sg_compare(&g[i].sg, &sg[k]) != 0) continue;
+        k++;
+        if (rdb_class_add_member(rc, &g[i].rg) != RDB_OK) return fail(r, SYN_ENOMEM, "out of memory");
+    }
+    r->st->candidates++, r->st->members += kept;
+    return SYN_OK;
+}
+
+/* Emit the classes of this shard in partition p. */
+static syn_status emit_partition(run *r, const partition *p) {
+    size_t cap = 0, k;
+    pair *g = NULL;
+    sg_graph *sg = NULL;
+    uint8_t *key = malloc(KEY_MAX_BYTES);
+    syn_status rc = key ? SYN_OK : fail(r, SYN_ENOMEM, "out of memory");
+    for (int s = 0; s < fpt_n_stripes(r->table) && !rc; s++) {
+        const fpt_class *c = fpt_classes(r->table, s, &k);
+        for (size_t i = 0; i < k && !rc; i++) {
+            if (!in_partition((void *)p, c[i].hash)) continue;
+            r->st->classes++, r->st->class_graphs += c[i].count;
+            if (r->o->max_ops > 0 && c[i].rep.n_nodes == r->o->max_ops) r->st->level_classes[r->o->max_ops]++;
+            if (!c[i].n_members) continue;
+            if (c[i].n_members + 1 > cap) {
+                cap = 2 * (c[i].n_members + 1);
+                free(g), free(sg);
+                g = malloc(cap * sizeof *g), sg = malloc(cap * sizeof *sg);
+                if (!g || !sg) { rc = fail(r, SYN_ENOMEM, "out of memory"); break; }
+            }
+            rc = emit_class(r, s, &c[i], g, sg, key);
+        }
+    }
+    free(g), free(sg), free(key);
+    return rc;
+}
+
+/* ---- levels ---- */
+
+static void level_setup(run *r, en_level *L, int level) {
+    memset(L, 0, sizeof *L);
+    L->pool = &r->pool, L->dom = &r->dom, L->table = r->table, L->level = level;
+    L->prev = r->reps[level - 1], L->n_prev = r->n_reps[level - 1];
+    L->threads = n_threads(r->o), L->cuda = r->o->backend == SYN_CUDA;
+    L->progress = r->o->progress, L->t0 = r->t0;
+}
+
+static syn_status run_level(run *r, en_level *L) {
+    en_result er;
+    L->single = (const sg_graph *const *)r->single;
+    L->n_single = r->n_single;
+    int rc = en_run(L, &er);
+    r->st->graphs += er.graphs, r->st->skipped += er.skipped, r->st->evals += er.evals;
+    r->st->level_graphs[L->level] += er.graphs;
+    if (rc == -2) return fail(r, SYN_EDEV, "the CUDA backend failed at level %d", L->level);
+    if (rc) return fail(r, SYN_ENOMEM, "out of memory at level %d", L->level);
+    if (er.over_budget) return SYN_ELIMIT;
+    return SYN_OK;
+}
+
+/* Table bytes a level may reach under the memory limit (0: unlimited). */
+static uint64_t table_budget(run *r) {
+    if (!r->o->memory_limit) return 0;
+    uint64_t rss = en_rss(), tb = fpt_bytes(r->table);
+    uint64_t margin = THREAD_MARGIN * (uint64_t)(n_threads(r->o) + 1);
+    uint64_t other = rss > tb ? rss - tb : 0;
+    if (other + margin >= r->o->memory_limit) return 1; /* no room at all */
+    return r->o->memory_limit - other - margin;
+}
+
+static syn_status middle_level(run *r, int level) {
+    en_level L;
+    level_setup(r, &L, level);
+    L.mem_budget = table_budget(r);
+    syn_status rc = run_level(r, &L);
+    if (rc == SYN_ELIMIT)
+        return fail(r, SYN_ELIMIT, "memory limit %.2f GB too small for level %d (the table "
+                    "passed %.2f GB; only the last level is split into passes)",
+                    (double)r->o->memory_limit / 1e9, level, (double)fpt_bytes(r->table) / 1e9);
+    return rc ? rc : collect_reps(r, level);
+}
+
+/* 1 when a finished pass (P, q) covers pass q2 of P2 >= P. */
+static int covered(const uint32_t (*done)[2], int n_done, uint32_t q2, uint32_t P2) {
+    for (int i = 0; i < n_done; i++)
+        if ((q2 & (done[i][0] - 1)) == done[i][1] && done[i][0] <= P2) return 1;
+    return 0;
+}
+
+/* The last level, pass by pass; each pass emits its classes, then the
+ * table goes back to the levels below. */
+static syn_status last_level(run *r, int level) {
+    uint32_t (*done)[2] = malloc(MAX_PASSES * sizeof *done);
+    int n_done = 0;
+    uint32_t P = 1;
+    syn_status rc = SYN_OK;
+    fpt_mark *m = fpt_mark_new(r->table);
+    if (!m || !done) {
+        free(done), fpt_mark_free(m);
+        return fail(r, SYN_ENOMEM, "out of memory");
+    }
+    for (uint32_t q = 0; q < P && !rc;) {
+        if (covered((const uint32_t(*)[2])done, n_done, q, P)) {
+            q++;
+            continue;
+        }
+        partition part = {r->o->shard_k, r->o->shard_n, q, P};
+        en_level L;
+        level_setup(r, &L, level);
+        L.keep = in_partition, L.keep_arg = &part, L.mem_budget = table_budget(r);
+        uint64_t graphs0 = r->st->level_graphs[level];
+        rc = run_level(r, &L);
+        if (rc == SYN_ELIMIT) {
+            fpt_rollback(r->table, m);
+            if (P >= MAX_PASSES) {
+                rc = fail(r, SYN_ELIMIT, "memory limit too small even for %u passes", P);
+                break;
+            }
+            r->st->level_graphs[level] = graphs0;
+            P *= 2, q = 0, rc = SYN_OK;
+            continue;
+        }
+        r->st->passes++;
+        r->st->level_graphs[level] -= graphs0; /* one pass's count: every pass makes them all */
+        if (!rc) rc = emit_partition(r, &part);
+        fpt_rollback(r->table, m);
+        done[n_done][0] = P, done[n_done++][1] = q++;
+    }
+    fpt_mark_free(m);
+    free(done);
+    return rc;
+}
+
+/* ---- the file ---- */
+
+static void fill_generator(run *r) {
+    rdb_generator *g = &r->out->gen;
+    const syn_options *o = r->o;
+    char pool_text[RDB_NOTE_LEN - 8];
+    snprintf(g->tool, sizeof g->tool, "synth");
+    snprintf(g->version, sizeof g->version, "%s", SYN_VERSION);
+    g->max_ops = (uint32_t)o->max_ops, g->seed = o->seed, g->ops = o->ops;
+    g->shard_count = o->shard_n, g->shard_have = 1ull << o->shard_k;
+    g->counts.graphs = r->st->class_graphs, g->counts.classes = r->st->classes;
+    uint64_t found = r->st->pruning.graphs[PR_FOUND];
+    g->counts.pruned = found > r->st->members ? found - r->st->members : 0;
+    if (!o->no_timings) {
+        g->timings.wall_ms = (uint64_t)(r->st->wall_s * 1000);
+        g->timings.cpu_ms = (uint64_t)(r->st->cpu_s * 1000);
+    }
+    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
+    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "conv_groups=%s", o->groups2 ? "1,2" : "1");
+}
+
+static int cmp_class(const void *a, const void *b) {
+    const rdb_class *x = a, *y = b;
+    int c = memcmp(x->fp, y->fp, x->fp_len < y->fp_len ? x->fp_len : y->fp_len);
+    return c ? c : (x->fp_len > y->fp_len) - (x->fp_len < y->fp_len);
+}
+
+static void finish_stats(run *r) {
+    struct rusage ru;
+    r->st->wall_s = en_now() - r->t0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        r->st->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+                       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+        r->st->peak_rss = (uint64_t)ru.ru_maxrss * 1024;
+    }
+}
+
+static syn_status setup(run *r) {
+    syn_status rc = check_options(r);
+    if (rc) return rc;
+    if (pool_init(&r->pool, r->o->seed)) return fail(r, SYN_ENOMEM, "out of memory");
+    dom_init(&r->dom, r->o->ops, r->o->groups2);
+    r->table = fpt_new(STRIPE_BITS, r->o->hash);
+    r->kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
+    r->cache = fpt_cache_new();
+    r->out = rdb_new(RDB_CANDIDATES);
+    if (!r->table || !r->kc || !r->cache || !r->out) return fail(r, SYN_ENOMEM, "out of memory");
+    return SYN_OK;
+}
+
+static syn_status generate(run *r) {
+    syn_status rc = level0(r);
+    if (!rc) rc = collect_reps(r, 0);
+    if (!rc && r->n_reps[0]) { /* level 0 extends only its one-variable graphs */
+        size_t k = 0;
+        for (size_t i = 0; i < r->n_reps[0]; i++)
+            if (r->reps[0][i].n_out == 1) r->reps[0][k++] = r->reps[0][i];
+        r->n_reps[0] = k;
+    }
+    for (int level = 1; level < r->o->max_ops && !rc; level++) rc = middle_level(r, level);
+    if (!rc && r->o->max_ops > 0) rc = last_level(r, r->o->max_ops);
+    if (!rc && r->o->max_ops == 0) {
+        partition all = {r->o->shard_k, r->o->shard_n, 0, 1};
+        r->st->passes = 1;
+        rc = emit_partition(r, &all);
+    }
+    return rc;
+}
+
+syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *err, size_t errlen) {
+    run r;
+    memset(&r, 0, sizeof r);
+    memset(st, 0, sizeof *st);
+    r.o = o, r.st = st, r.err = err, r.errlen = errlen, r.t0 = en_now();
+    *out = NULL;
+    syn_status rc = setup(&r);
+    if (!rc) rc = generate(&r);
+    if (!rc) {
+        qsort(r.out->classes, r.out->n_classes, sizeof *r.out->classes, cmp_class);
+        finish_stats(&r);
+        fill_generator(&r);
+        *out = r.out, r.out = NULL;
+    }
+    rdb_free(r.out);
+    for (int i = 0; i <= SYN_MAX_OPS; i++) free(r.reps[i]), free(r.single[i]);
+    key_ctx_free(r.kc);
+    fpt_cache_free(r.cache);
+    fpt_free(r.table);
+    pool_free(&r.pool);
+    return rc;
+}
+
+void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st) {
+    fprintf(f, "synth: max-ops %d, seed %llu, shard %u/%u, %d pass%s\n", o->max_ops,
+            (unsigned long long)o->seed, o->shard_k, o->shard_n, st->passes,
+            st->passes == 1 ? "" : "es");
+    for (int l = 0; l <= o->max_ops; l++)
+        fprintf(f, "synth:   level %d: %llu graphs, %llu new classes\n", l,
+                (unsigned long long)st->level_graphs[l], (unsigned long long)st->level_classes[l]);
+    fprintf(f, "synth: %llu graphs enumerated (%llu skipped), %llu classes in this shard\n",
+            (unsigned long long)st->graphs, (unsigned long long)st->skipped,
+            (unsigned long long)st->classes);
+    for (int k = 0; k < PR_N; k++)
+        fprintf(f, "synth: candidates after %-11s %llu classes, %llu graphs\n", pr_step_name[k],
+                (unsigned long long)st->pruning.classes[k], (unsigned long long)st->pruning.graphs[k]);
+    fprintf(f, "synth: written %llu classes, %llu members; wall %.2f s, cpu %.2f s, peak RSS %.1f MB\n",
+            (unsigned long long)st->candidates, (unsigned long long)st->members, st->wall_s,
+            st->cpu_s, (double)st->peak_rss / 1e6);
+}

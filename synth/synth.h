@@ -1,0 +1,134 @@
+/* synth.h - the rule generator (prefix syn_): enumerate every graph of up
+ * to N operators over a pool of typed input variables, fingerprint each on
+ * random tensors with the exact opspecs semantics, and group graphs with
+ * equal fingerprints into candidate classes for `prove`.
+ *
+ * Overview (each step in its own file):
+ *   pool.c     the input variables: fixed shapes, random tensors per seed
+ *   dom.c      the parameter combinations tried per operator, shape checks
+ *   sgraph.c   compact graphs, canonical node order, rule-graph conversion
+ *   key.c      fingerprints; variables named by what the graph computes,
+ *              so graphs equal up to renaming meet (key.h explains how)
+ *   fptable.c  classes by fingerprint: XXH3 buckets, exact byte comparison
+ *   enum.c     level by level, extending one representative per class
+ *   prune.c    dropping candidates that are renamings or smaller rules in
+ *              context
+ *   synth.c    this driver: levels, shards, memory-limit passes, output
+ *
+ * Parameter domains (narrower than ops_pkind_table, to keep depth 4
+ * tractable; dom.h): conv stride {1,2}, pad {SAME,VALID}, act {NONE,RELU},
+ * groups {1} (or {1,2}); pools 3x3 only; enlarge/iconv/poolk to 3x3;
+ * concat on every axis of the rank; split only of a concat, on its axis,
+ * at the first operand's extent (symbolic "(dim a xi)" when that operand is
+ * an input).
+ *
+ * Output: a ruledb "candidates" file: classes sorted by fingerprint, each
+ * with the fingerprint bytes (per output: a shape word, then the residues;
+ * the shape word keeps concat(0; x, y) and concat(1; x, y) of [1,2,4,4]
+ * tensors apart, whose residues are equal), the input shapes, the members
+ * sorted by rg_compare (so the smallest graph, the representative, first;
+ * the same order `ruledb merge` produces) and the count of graphs seen.
+ *
+ * Sharding: --shard K/N keeps the classes whose fingerprint hash is K mod
+ * N. Every shard still enumerates all levels below the last one in full
+ * (their representatives feed the last level), and fingerprints the whole
+ * last level; it stores only its share of the last level's classes. So
+ * shards save memory and output, not time: N shards cost about N times the
+ * CPU of one run. `ruledb merge` of the N files has the classes of the
+ * unsharded run.
+ *
+ * Memory limit: the last level runs in passes over a partition of the hash
+ * space; a pass that outgrows the limit is undone and its part split in
+ * two. Levels below the last must fit (else SYN_ELIMIT).
+ *
+ * Example: all candidates of up to 2 matmuls, as a file.
+ *
+ *     syn_options o;
+ *     syn_stats st;
+ *     rdb_file *f;
+ *     char err[SYN_ERRLEN];
+ *     syn_options_init(&o);
+ *     o.max_ops = 2;
+ *     o.ops = 1u << OP_MATMUL;
+ *     if (syn_run(&o, &f, &st, err, sizeof err) != SYN_OK ||
+ *         rdb_write("mm.tasodb", f, err, sizeof err) != RDB_OK)
+ *         fprintf(stderr, "%s\n", err);
+ *     // f->classes[0].members: (matmul (matmul x0 x1) x2), (matmul x0 (matmul x1 x2))
+ *     rdb_free(f);
+ */
+#ifndef SYNTH_H
+#define SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "prune.h"
+#include "ruledb.h"
+
+#define SYN_VERSION "0.1.0"
+#define SYN_MAX_OPS 5
+#define SYN_ERRLEN 256
+
+typedef enum {
+    SYN_OK = 0,
+    SYN_EINVAL, /* bad options */
+    SYN_ENOMEM,
+    SYN_ELIMIT, /* the memory limit is too small for a level below the last */
+    SYN_EDEV    /* --backend cuda without a usable device */
+} syn_status;
+
+typedef enum { SYN_CPU, SYN_CUDA } syn_backend;
+
+typedef struct {
+    int max_ops;           /* 0..SYN_MAX_OPS; default 3 */
+    uint32_t ops;          /* bit op set: enumerated; default all operators */
+    uint64_t seed;         /* default 1 */
+    uint32_t shard_k, shard_n; /* default 0 of 1 */
+    uint64_t memory_limit; /* bytes, 0: none */
+    int threads;           /* 0: every online core */
+    syn_backend backend;
+    int groups2;    /* conv groups {1,2} instead of {1} */
+    int no_timings; /* write timings as 0: equal runs, equal bytes */
+    int no_prune;   /* keep every member (tests, debugging) */
+    FILE *progress; /* progress lines (NULL: quiet) */
+    uint64_t (*hash)(const void *, size_t); /* test hook: the table's hash */
+} syn_options;
+
+typedef struct {
+    uint64_t graphs;  /* generated and fingerprinted, all levels */
+    uint64_t skipped; /* too large or too symmetric to fingerprint */
+    uint64_t level_graphs[SYN_MAX_OPS + 1];
+    uint64_t level_classes[SYN_MAX_OPS + 1]; /* new classes per level */
+    uint64_t classes;      /* classes of this shard, one graph or more */
+    uint64_t class_graphs; /* graphs that reached them */
+    pr_counts pruning;     /* candidate classes after each pruning step */
+    uint64_t over_inputs; /* members left out: their class would need > 8 inputs */
+    uint64_t candidates, members; /* written */
+    uint64_t evals;               /* node evaluations */
+    int passes;                   /* of the last level */
+    double wall_s, cpu_s;
+    uint64_t peak_rss; /* bytes */
+} syn_stats;
+
+/* Defaults (see syn_options). */
+void syn_options_init(syn_options *o);
+
+/* Parse "matmul,relu" into an op bit set.
+ * @return 0, or -1 with the unknown name in err. */
+int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen);
+
+/* Run the generator.
+ * @return SYN_OK and *out (free with rdb_free), *st filled; or an error
+ *         code with a message in err and *out NULL. */
+syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *err,
+                   size_t errlen);
+
+/* Print the end-of-run summary. */
+void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st);
+
+/* The synth command line (cli.c). @return the exit status: 0 ok, 2 bad
+ * usage, input or write failure. */
+int syn_cli_main(int argc, char **argv);
+
+#endif

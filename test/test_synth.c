@@ -1,0 +1,607 @@
+/* test_synth.c - cmocka tests of synth: the fast kernels against the
+ * reference semantics (F), canonical forms and variable alignment (C),
+ * the whole-graph and incremental fingerprints against each other (K),
+ * known identities found and non-identities not (I, N), pruning (P), and
+ * whole runs: determinism across threads, shards merged, planted hash
+ * collisions, memory-limit passes, bad options (R). Table rows carry ids
+ * that name the case in the TAP output. Runs stay small (operator subsets,
+ * depth <= 3) so the file takes seconds under ASan. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fastk.h"
+#include "fptable.h"
+#include "gpu.h"
+#include "key.h"
+#include "modp.h"
+#include "ops.h"
+#include "prune.h"
+#include "ruledb.h"
+#include "sgraph.h"
+#include "synth.h"
+
+/* ================= helpers ================= */
+
+static rdb_file *run_synth(int max_ops, const char *ops, int threads, void (*tweak)(syn_options *)) {
+    syn_options o;
+    syn_stats st;
+    rdb_file *f = NULL;
+    char err[SYN_ERRLEN];
+    syn_options_init(&o);
+    o.max_ops = max_ops, o.threads = threads, o.no_timings = 1;
+    if (ops) assert_int_equal(syn_parse_ops(ops, &o.ops, err, sizeof err), 0);
+    if (tweak) tweak(&o);
+    syn_status rc = syn_run(&o, &f, &st, err, sizeof err);
+    if (rc != SYN_OK) fail_msg("syn_run: %s", err);
+    assert_non_null(f);
+    return f;
+}
+
+static void no_prune(syn_options *o) { o->no_prune = 1; }
+
+/* Rename the inputs of g by map (input i -> map[i]), symbolic sizes too. */
+static void rename_inputs(rg_graph *g, const int *map, int n_inputs) {
+    for (int j = 0; j < g->n_nodes; j++) {
+        rg_node *nd = &g->node[j];
+        const ops_info *o = &ops_table[nd->op];
+        for (int k = 0; k < o->arity; k++)
+            if (RG_IS_INPUT(nd->in[k])) nd->in[k] = (rg_ref)map[nd->in[k]];
+        for (int k = 0; k < o->n_params; k++)
+            if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(nd->param[k]))
+                nd->param[k] = RG_SYM_SIZE(map[RG_SYM_INPUT(nd->param[k])], RG_SYM_AXIS(nd->param[k]));
+    }
+    for (int k = 0; k < g->n_outputs; k++)
+        if (RG_IS_INPUT(g->out[k])) g->out[k] = (rg_ref)map[g->out[k]];
+    g->n_inputs = n_inputs;
+}
+
+/* Text of g with its outputs in order `order` (0: as is, 1: swapped). */
+static void text_of(const rg_graph *g, int order, char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int k = 0; k < g->n_outputs; k++) {
+        int o = order && g->n_outputs == 2 ? 1 - k : k;
+        if (k) n += (size_t)snprintf(buf + n, len - n, ", ");
+        n += rg_format_output(g, o, buf + n, len - n);
+    }
+}
+
+static int has_member_text(const rdb_class *c, const char *text) {
+    char buf[1024];
+    for (size_t m = 0; m < c->n_members; m++) {
+        text_of(&c->members[m], 0, buf, sizeof buf);
+        if (strcmp(buf, text) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Next injective map of n inputs into 0..k-1 (odometer). */
+static int next_map(int *map, int n, int k) {
+    for (int i = n - 1; i >= 0; i--) {
+        for (map[i]++; map[i] < k; map[i]++) {
+            int dup = 0;
+            for (int j = 0; j < i; j++) dup |= map[j] == map[i];
+            if (!dup) break;
+        }
+        if (map[i] < k) {
+            for (int j = i + 1; j < n; j++) /* smallest completion */
+                for (map[j] = 0;; map[j]++) {
+                    int dup = 0;
+                    for (int q = 0; q < j; q++) dup |= map[q] == map[j];
+                    if (!dup) break;
+                }
+            if (map[n - 1] < k) return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 when some class holds both graphs under one renaming of their inputs
+ * (and, for two outputs, one order of the outputs). */
+static int same_class(const rdb_file *f, const char *a_text, const char *b_text) {
+    rg_graph a, b;
+    char err[RG_ERRLEN];
+    if (rg_parse(a_text, &a, err, sizeof err) != RG_OK) fail_msg("%s: %s", a_text, err);
+    if (rg_parse(b_text, &b, err, sizeof err) != RG_OK) fail_msg("%s: %s", b_text, err);
+    int n = a.n_inputs > b.n_inputs ? a.n_inputs : b.n_inputs;
+    for (size_t i = 0; i < f->n_classes; i++) {
+        const rdb_class *c = &f->classes[i];
+        if (c->members[0].n_outputs != a.n_outputs || c->n_shapes < n) continue;
+        int map[RG_MAX_INPUTS];
+        for (int k = 0; k < n; k++) map[k] = k;
+        do {
+            rg_graph ra = a, rb = b;
+            char ta[1024], tb[1024];
+            rename_inputs(&ra, map, c->n_shapes), rename_inputs(&rb, map, c->n_shapes);
+            for (int order = 0; order < a.n_outputs; order++) {
+                text_of(&ra, order, ta, sizeof ta), text_of(&rb, order, tb, sizeof tb);
+                if (has_member_text(c, ta) && has_member_text(c, tb)) return 1;
+            }
+        } while (next_map(map, n, c->n_shapes));
+    }
+    return 0;
+}
+
+/* ================= F: fast kernels = reference semantics ================= */
+
+static void check_kernel(ops_op op, const int32_t *p, ten_shape s0, ten_shape s1, uint64_t seed) {
+    ten a, b, want, got;
+    ten_shape so;
+    char err[OPS_ERRLEN];
+    if (ops_infer_shape(op, p, (ten_shape[]){s0, s1}, &so, err) != OPS_OK) return;
+    assert_int_equal(ten_alloc(&a, &s0), 0);
+    assert_int_equal(ten_alloc(&b, &s1), 0);
+    assert_int_equal(ten_alloc(&want, &so), 0);
+    assert_int_equal(ten_alloc(&got, &so), 0);
+    ten_fill_random(&a, &seed), ten_fill_random(&b, &seed);
+    const ten *in[2] = {&a, &b};
+    assert_int_equal(ops_eval(op, p, in, &want), OPS_OK);
+    assert_int_equal(fk_eval(op, p, in, &got), 1);
+    assert_true(ten_equal(&want, &got));
+    ten_free(&a), ten_free(&b), ten_free(&want), ten_free(&got);
+}
+
+static void test_fast_kernels(void **state) {
+    (void)state;
+    static const ten_shape xs[] = {{4, {1, 2, 4, 4}}, {4, {2, 4, 5, 3}}, {4, {1, 2, 1, 1}}, {4, {1, 8, 6, 7}}};
+    static const ten_shape ws[] = {{4, {2, 2, 3, 3}}, {4, {2, 2, 1, 3}}, {4, {4, 2, 3, 1}},
+                                   {4, {2, 4, 1, 1}}, {4, {4, 4, 3, 3}}, {4, {2, 8, 3, 3}}};
+    for (int32_t s = 1; s <= 2; s++)
+        for (int32_t pad = 0; pad <= 1; pad++)
+            for (int32_t act = 0; act <= 1; act++)
+                for (int32_t g = 1; g <= 2; g++)
+                    for (size_t i = 0; i < 4; i++)
+                        for (size_t j = 0; j < 6; j++) {
+                            int32_t p[4] = {s, pad, act, g};
+                            check_kernel(OP_CONV2D, p, xs[i], ws[j], 7 + i * 6 + j);
+                        }
+    int32_t none[4] = {0};
+    check_kernel(OP_MATMUL, none, (ten_shape){2, {3, 3}}, (ten_shape){2, {3, 3}}, 1);
+    check_kernel(OP_MATMUL, none, (ten_shape){2, {2, 70}}, (ten_shape){2, {70, 5}}, 2);
+    /* values next to p make the 128-bit sums largest */
+    ten a, b, want, got;
+    ten_shape s = {2, {3, 200}}, t = {2, {200, 3}}, o = {2, {3, 3}};
+    ten_alloc(&a, &s), ten_alloc(&b, &t), ten_alloc(&want, &o), ten_alloc(&got, &o);
+    for (int i = 0; i < 600; i++) a.data[i] = b.data[i] = MP_P - 1 - (uint64_t)(i % 3);
+    const ten *in[2] = {&a, &b};
+    ops_eval(OP_MATMUL, none, in, &want);
+    fk_eval(OP_MATMUL, none, in, &got);
+    assert_true(ten_equal(&want, &got));
+    ten_free(&a), ten_free(&b), ten_free(&want), ten_free(&got);
+}
+
+/* ================= C: canonical forms and alignment ================= */
+
+typedef struct {
+    pool pool;
+    dom dom;
+    key_ctx *c;
+} fixture;
+
+static int fx_setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    if (!f || pool_init(&f->pool, 1)) return -1;
+    dom_init(&f->dom, (1u << OP_COUNT) - 1, 0);
+    if (!(f->c = key_ctx_new(&f->pool, &f->dom, 0))) return -1;
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state) {
+    fixture *f = *state;
+    key_ctx_free(f->c);
+    pool_free(&f->pool);
+    free(f);
+    return 0;
+}
+
+enum { T_SCALAR, T_MATRIX, T_ACT, T_W33, T_W11 }; /* pool.c's type order */
+
+static sg_node N(ops_op op, int combo, uint8_t a, uint8_t b) {
+    sg_node n = {(uint8_t)op, (uint8_t)combo, {a, ops_table[op].arity > 1 ? b : 0}};
+    return n;
+}
+
+/* A slot graph from nodes; outputs given. */
+static sg_graph G(int n_nodes, const sg_node *nodes, int n_out, uint8_t o0, uint8_t o1) {
+    sg_graph g;
+    memset(&g, 0, sizeof g);
+    g.n_nodes = (uint8_t)n_nodes, g.n_out = (uint8_t)n_out, g.out[0] = o0, g.out[1] = o1;
+    for (int j = 0; j < n_nodes; j++) g.node[j] = nodes[j];
+    return g;
+}
+
+static void key_of(fixture *f, const sg_graph *g, int n_slots, const uint8_t *types, uint8_t *key,
+                   size_t *len, key_result *r) {
+    assert_int_equal(key_graph(f->c, g, n_slots, types, r), KEY_OK);
+    memcpy(key, r->key, r->len);
+    *len = r->len;
+}
+
+/* C01: two node orders of one graph are one canonical graph. */
+static void test_canon_node_order(void **state) {
+    (void)state;
+    sg_node a[3] = {N(OP_RELU, 0, 5, 0), N(OP_TRANSPOSE, 0, 6, 0), N(OP_EWADD, 0, SG_NODE(0), SG_NODE(1))};
+    sg_node b[3] = {N(OP_TRANSPOSE, 0, 6, 0), N(OP_RELU, 0, 5, 0), N(OP_EWADD, 0, SG_NODE(1), SG_NODE(0))};
+    sg_graph ga = G(3, a, 1, SG_NODE(2), 0), gb = G(3, b, 1, SG_NODE(2), 0);
+    assert_true(sg_compare(&ga, &gb) != 0);
+    sg_canon(&ga, 0), sg_canon(&gb, 0);
+    assert_int_equal(sg_compare(&ga, &gb), 0);
+}
+
+/* C02: renamed inputs collide: mm(x1, mm(x0, x2)) in every slot numbering
+ * has one key and one aligned form, and associativity meets across
+ * numberings. */
+static void test_renamed_inputs_collide(void **state) {
+    fixture *f = *state;
+    uint8_t types[3] = {T_MATRIX, T_MATRIX, T_MATRIX}, key0[KEY_MAX_BYTES], key[KEY_MAX_BYTES];
+    size_t len0, len;
+    key_result r0, r;
+    static const uint8_t perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int i = 0; i < 6; i++) {
+        const uint8_t *p = perms[i];
+        sg_node n[2] = {N(OP_MATMUL, 0, p[0], p[2]), N(OP_MATMUL, 0, p[1], SG_NODE(0))};
+        sg_graph g = G(2, n, 1, SG_NODE(1), 0);
+        key_of(f, &g, 3, types, i ? key : key0, i ? &len : &len0, i ? &r : &r0);
+        if (i) {
+            assert_int_equal(len, len0);
+            assert_memory_equal(key, key0, len);
+            assert_int_equal(r.n_aligned, 1);
+            assert_int_equal(sg_compare(&r.aligned[0], &r0.aligned[0]), 0);
+        }
+    }
+    /* (x0 x1) x2 under another numbering meets x1 (x0 x2) renamed... */
+    sg_node m[2] = {N(OP_MATMUL, 0, 2, 0), N(OP_MATMUL, 0, SG_NODE(0), 1)};
+    sg_graph h = G(2, m, 1, SG_NODE(1), 0);
+    key_of(f, &h, 3, types, key, &len, &r);
+    /* ... mm(mm(a, b), c) == mm(a, mm(b, c)): the first numbering above is
+     * mm(x1, mm(x0, x2)) = mm(a, mm(b, c)) with a = x1 */
+    assert_int_equal(len, len0);
+    assert_memory_equal(key, key0, len);
+}
+
+/* C03: symmetric slots give every aligned order: ewadd(x, y) is met as
+ * ewadd(v, w) and ewadd(w, v), the commutativity pair. */
+static void test_symmetric_slots(void **state) {
+    fixture *f = *state;
+    uint8_t types[2] = {T_ACT, T_ACT}, key[KEY_MAX_BYTES];
+    size_t len;
+    key_result r;
+    sg_node n[1] = {N(OP_EWADD, 0, 0, 1)};
+    sg_graph g = G(1, n, 1, SG_NODE(0), 0);
+    key_of(f, &g, 2, types, key, &len, &r);
+    assert_int_equal(r.n_aligned, 2);
+    assert_true(sg_compare(&r.aligned[0], &r.aligned[1]) != 0);
+}
+
+/* C04: a variable that only lends its shape or is dropped by the graph
+ * takes a later name: split1(concat(x, y)) is aligned with y first, so it
+ * meets the graph "y". */
+static void test_ignored_variable(void **state) {
+    fixture *f = *state;
+    uint8_t types[2] = {T_ACT, T_ACT}, k1[KEY_MAX_BYTES], k2[KEY_MAX_BYTES];
+    size_t l1, l2;
+    key_result r;
+    sg_node n[2] = {N(OP_CONCAT, 1, 0, 1), N(OP_SPLIT1, 1, SG_NODE(0), 0)};
+    sg_graph g = G(2, n, 1, SG_NODE(1), 0);
+    key_of(f, &g, 2, types, k1, &l1, &r);
+    sg_graph y = G(0, n, 1, 0, 0);
+    key_of(f, &y, 1, types, k2, &l2, &r);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(k1, k2, l1);
+}
+
+/* ================= K: incremental = whole-graph fingerprints ================= */
+
+/* Extend rep (aligned) by node n over its slots and compare with the key
+ * of the whole graph. */
+static void check_extend(fixture *f, const sg_graph *rep, sg_node n, int fresh_type) {
+    key_parent P;
+    key_ext e;
+    key_result r1, r2;
+    uint8_t k1[KEY_MAX_BYTES];
+    assert_int_equal(key_parent_from_rep(f->c, rep, &P), KEY_OK);
+    memset(&e, 0, sizeof e);
+    e.n = n, e.n_slots = P.n_slots;
+    memcpy(e.slot_type, P.slot_type, sizeof e.slot_type);
+    if (fresh_type >= 0) e.slot_type[e.n_slots++] = (uint8_t)fresh_type;
+    uint64_t shape[SG_N_REFS];
+    for (int s = 0; s < e.n_slots; s++) shape[s] = f->pool.shape[e.slot_type[s]];
+    for (int j = 0; j < P.g.n_nodes; j++) shape[SG_NODE(j)] = P.shape[SG_NODE(j)];
+    sg_graph whole = P.g;
+    whole.node[whole.n_nodes++] = n;
+    whole.n_out = 1, whole.out[0] = SG_NODE(P.g.n_nodes);
+    sg_params(&whole, &f->dom, P.g.n_nodes, shape, e.param);
+    e.shape = dom_infer(key_memo(f->c), (ops_op)n.op, e.param, shape[n.in[0]], shape[n.in[1]]);
+    assert_true(e.shape != DOM_BAD);
+    e.n_sinks = 1, e.sink[0] = SG_NODE(P.g.n_nodes);
+    assert_int_equal(key_extend(f->c, &P, &e, &r1), KEY_OK);
+    memcpy(k1, r1.key, r1.len);
+    key_parent_release(f->c, &P);
+    assert_int_equal(key_graph(f->c, &whole, e.n_slots, e.slot_type, &r2), KEY_OK);
+    assert_int_equal(r1.len, r2.len);
+    assert_memory_equal(k1, r2.key, r1.len);
+    assert_int_equal(r1.n_aligned, r2.n_aligned);
+    for (int i = 0; i < r1.n_aligned; i++) assert_int_equal(sg_compare(&r1.aligned[i], &r2.aligned[i]), 0);
+}
+
+static void test_incremental_equals_whole(void **state) {
+    fixture *f = *state;
+    int act = f->pool.first[T_ACT], w = f->pool.first[T_W33], m = f->pool.first[T_MATRIX];
+    /* K01 conv(relu(a), w) + a */
+    sg_node n1[2] = {N(OP_RELU, 0, (uint8_t)act, 0), N(OP_CONV2D, 0, SG_NODE(0), (uint8_t)w)};
+    sg_graph r1 = G(2, n1, 1, SG_NODE(1), 0);
+    check_extend(f, &r1, N(OP_EWADD, 0, SG_NODE(1), 0), -1);
+    /* K02 ... + a fresh activation (a new slot) */
+    check_extend(f, &r1, N(OP_EWADD, 0, SG_NODE(1), 2), T_ACT);
+    /* K03 mm(mm(x, y), x): a repeated variable */
+    sg_node n3[1] = {N(OP_MATMUL, 0, (uint8_t)m, (uint8_t)(m + 1))};
+    sg_graph r3 = G(1, n3, 1, SG_NODE(0), 0);
+    check_extend(f, &r3, N(OP_MATMUL, 0, SG_NODE(0), 0), -1);
+    check_extend(f, &r3, N(OP_MATMUL, 0, 2, SG_NODE(0)), T_MATRIX);
+    /* K05 split of a concat of an inner node */
+    sg_node n5[2] = {N(OP_RELU, 0, (uint8_t)act, 0), N(OP_CONCAT, 3, SG_NODE(0), (uint8_t)(act + 1))};
+    sg_graph r5 = G(2, n5, 1, SG_NODE(1), 0);
+    check_extend(f, &r5, N(OP_SPLIT0, 3, SG_NODE(1), 0), -1);
+}
+
+/* ================= I / N: identities found, non-identities not ================= */
+
+typedef struct {
+    const char *id, *ops;
+    int max_ops;
+    const char *a, *b;
+    int same; /* 1: must share a class; 0: must not */
+    int after_pruning; /* same == 1: also in the pruned output */
+} ident_case;
+
+static const ident_case ident_cases[] = {
+    {"I01 matmul associativity", "matmul", 2, "(matmul x0 (matmul x1 x2))",
+     "(matmul (matmul x0 x1) x2)", 1, 1},
+    {"I02 conv distributes over ewadd of weights", "conv2d,ewadd", 3,
+     "(ewadd (conv2d 1 SAME NONE 1 x0 x1) (conv2d 1 SAME NONE 1 x0 x2))",
+     "(conv2d 1 SAME NONE 1 x0 (ewadd x1 x2))", 1, 1},
+    {"I03 relu fused into conv", "conv2d,relu", 2, "(relu (conv2d 2 VALID NONE 1 x0 x1))",
+     "(conv2d 2 VALID RELU 1 x0 x1)", 1, 1},
+    {"I04 split0 of concat is the operand", "concat,split0", 2,
+     "(split0 1 (dim 1 x0) (concat 1 x0 x1))", "x0", 1, 1},
+    {"I05 split0/split1 of concat are the parts (two outputs)", "concat,split0,split1", 3,
+     "(split0 3 (dim 3 x0) (concat 3 x0 x1)), (split1 3 (dim 3 x0) (concat 3 x0 x1))", "x0, x1",
+     1, 1},
+    {"I06 transpose twice", "transpose", 2, "(transpose (transpose x0))", "x0", 1, 1},
+    {"I07 transpose of matmul", "matmul,transpose", 3, "(transpose (matmul x0 x1))",
+     "(matmul (transpose x1) (transpose x0))", 1, 1},
+    {"I08 avg pool is conv with the pool kernel", "avgpool,conv2d,poolk", 2,
+     "(avgpool 3x3 1 SAME x0)", "(conv2d 1 SAME NONE 1 x0 (poolk 3x3 x0))", 1, 1},
+    {"I09 ewadd commutes", "ewadd", 1, "(ewadd x0 x1)", "(ewadd x1 x0)", 1, 1},
+    {"I10 conv of enlarged kernel", "conv2d,enlarge", 2, "(conv2d 1 SAME NONE 1 x0 x1)",
+     "(conv2d 1 SAME NONE 1 x0 (enlarge 3x3 x1))", 1, 0},
+    {"N01 concat of convs on H is not conv of concat", "conv2d,concat", 3,
+     "(concat 2 (conv2d 1 SAME NONE 1 x0 x2) (conv2d 1 SAME NONE 1 x1 x2))",
+     "(conv2d 1 SAME NONE 1 (concat 2 x0 x1) x2)", 0, 0},
+    {"N02 ... but on N it is", "conv2d,concat", 3,
+     "(concat 0 (conv2d 1 SAME NONE 1 x0 x2) (conv2d 1 SAME NONE 1 x1 x2))",
+     "(conv2d 1 SAME NONE 1 (concat 0 x0 x1) x2)", 1, 1},
+    {"N03 relu does not distribute over ewadd", "relu,ewadd", 3, "(relu (ewadd x0 x1))",
+     "(ewadd (relu x0) (relu x1))", 0, 0},
+    {"N04 matmul does not commute", "matmul", 1, "(matmul x0 x1)", "(matmul x1 x0)", 0, 0},
+    {"N05 transpose of matmul is not matmul of transposes", "matmul,transpose", 3,
+     "(transpose (matmul x0 x1))", "(matmul (transpose x0) (transpose x1))", 0, 0},
+};
+
+static void test_identities(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof ident_cases / sizeof ident_cases[0]; i++) {
+        const ident_case *t = &ident_cases[i];
+        rdb_file *all = run_synth(t->max_ops, t->ops, 2, no_prune);
+        int found = same_class(all, t->a, t->b);
+        if (found != t->same) fail_msg("%s: same class %d, wanted %d", t->id, found, t->same);
+        rdb_free(all);
+        if (!t->after_pruning) continue;
+        rdb_file *pruned = run_synth(t->max_ops, t->ops, 2, NULL);
+        if (!same_class(pruned, t->a, t->b)) fail_msg("%s: pruned away", t->id);
+        rdb_free(pruned);
+    }
+}
+
+/* ================= P / R: pruning and whole runs ================= */
+
+/* P01: no class pairs a graph with itself, and members are distinct. */
+static void test_never_self(void **state) {
+    (void)state;
+    rdb_file *f = run_synth(3, "matmul,transpose,ewadd", 2, no_prune);
+    char a[1024], b[1024];
+    assert_true(f->n_classes > 0);
+    for (size_t i = 0; i < f->n_classes; i++)
+        for (size_t m = 0; m < f->classes[i].n_members; m++)
+            for (size_t k = m + 1; k < f->classes[i].n_members; k++) {
+                text_of(&f->classes[i].members[m], 0, a, sizeof a);
+                text_of(&f->classes[i].members[k], 0, b, sizeof b);
+                assert_string_not_equal(a, b);
+            }
+    char err[RDB_ERRLEN];
+    assert_int_equal(rdb_validate(f, err, sizeof err), RDB_OK);
+    rdb_free(f);
+}
+
+/* P02: pruning keeps a subset of each class and never invents one. */
+static void test_pruning_subset(void **state) {
+    (void)state;
+    rdb_file *all = run_synth(2, "conv2d,relu,ewadd", 1, no_prune);
+    rdb_file *some = run_synth(2, "conv2d,relu,ewadd", 1, NULL);
+    size_t j = 0;
+    assert_true(some->n_classes < all->n_classes);
+    for (size_t i = 0; i < some->n_classes; i++) {
+        while (j < all->n_classes && (all->classes[j].fp_len != some->classes[i].fp_len ||
+                                      memcmp(all->classes[j].fp, some->classes[i].fp, some->classes[i].fp_len)))
+            j++;
+        assert_true(j < all->n_classes);
+        for (size_t m = 0; m < some->classes[i].n_members; m++) {
+            int in = 0;
+            for (size_t k = 0; k < all->classes[j].n_members; k++)
+                in |= rg_equal(&some->classes[i].members[m], &all->classes[j].members[k]);
+            assert_true(in);
+        }
+    }
+    rdb_free(all), rdb_free(some);
+}
+
+static void write_mem(const rdb_file *f, uint8_t **buf, size_t *len) {
+    char err[RDB_ERRLEN];
+    assert_int_equal(rdb_write_mem(f, buf, len, err, sizeof err), RDB_OK);
+}
+
+static void assert_same_bytes(const rdb_file *a, const rdb_file *b) {
+    uint8_t *ba, *bb;
+    size_t la, lb;
+    write_mem(a, &ba, &la), write_mem(b, &bb, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(ba, bb, la);
+    free(ba), free(bb);
+}
+
+/* R01: one thread or two, the same bytes. */
+static void test_threads_same_bytes(void **state) {
+    (void)state;
+    rdb_file *a = run_synth(3, "conv2d,ewadd,relu,concat,split0,split1", 1, NULL);
+    rdb_file *b = run_synth(3, "conv2d,ewadd,relu,concat,split0,split1", 2, NULL);
+    assert_true(a->n_classes > 0);
+    assert_same_bytes(a, b);
+    rdb_free(a), rdb_free(b);
+}
+
+static int g_shard;
+static void shard_of_3(syn_options *o) { o->shard_k = (uint32_t)g_shard, o->shard_n = 3; }
+
+/* R02: shards merged hold the classes of the unsharded run. */
+static void test_shards_merge(void **state) {
+    (void)state;
+    const char *ops = "matmul,ewadd,transpose,smul";
+    rdb_file *whole = run_synth(3, ops, 2, NULL), *merged = NULL;
+    char err[RDB_ERRLEN];
+    for (g_shard = 0; g_shard < 3; g_shard++) {
+        rdb_file *s = run_synth(3, ops, 2, shard_of_3), *m;
+        if (!merged) {
+            merged = s;
+            continue;
+        }
+        assert_int_equal(rdb_merge(merged, s, &m, err, sizeof err), RDB_OK);
+        rdb_free(merged), rdb_free(s);
+        merged = m;
+    }
+    assert_int_equal(merged->n_classes, whole->n_classes);
+    assert_int_equal(merged->gen.counts.graphs, whole->gen.counts.graphs);
+    assert_int_equal(merged->gen.counts.classes, whole->gen.counts.classes);
+    assert_int_equal(merged->gen.shard_have, 7);
+    /* the same classes, byte for byte, once the generators agree */
+    merged->gen = whole->gen;
+    assert_same_bytes(merged, whole);
+    rdb_free(merged), rdb_free(whole);
+}
+
+static uint64_t constant_hash(const void *p, size_t n) {
+    (void)p, (void)n;
+    return 0x1234567812345678ull;
+}
+static void planted_collision(syn_options *o) { o->hash = constant_hash; }
+
+/* R03: a hash that always collides changes nothing: exact comparison keeps
+ * classes apart, so no candidate comes from a collision. */
+static void test_planted_collision(void **state) {
+    (void)state;
+    rdb_file *a = run_synth(2, "ewadd,relu,transpose", 1, NULL);
+    rdb_file *b = run_synth(2, "ewadd,relu,transpose", 1, planted_collision);
+    assert_true(a->n_classes > 0);
+    assert_same_bytes(a, b);
+    rdb_free(a), rdb_free(b);
+}
+
+static void tiny_limit(syn_options *o) { o->memory_limit = 1; }
+static uint64_t g_limit;
+static void some_limit(syn_options *o) { o->memory_limit = g_limit; }
+
+/* R04: a memory limit splits the last level into passes and changes no
+ * class; one too small for the levels below fails cleanly. */
+static void test_memory_passes(void **state) {
+    (void)state;
+    const char *ops = "conv2d,relu,ewadd";
+    rdb_file *a = run_synth(3, ops, 2, NULL), *b;
+    syn_options o;
+    syn_stats st;
+    char err[SYN_ERRLEN];
+    syn_options_init(&o);
+    o.max_ops = 3, o.threads = 2, o.no_timings = 1;
+    syn_parse_ops(ops, &o.ops, err, sizeof err);
+    tiny_limit(&o);
+    assert_int_equal(syn_run(&o, &b, &st, err, sizeof err), SYN_ELIMIT);
+    assert_null(b);
+    assert_non_null(strstr(err, "memory limit"));
+    /* room for the levels below and a quarter of the last one's table */
+    syn_options_init(&o);
+    o.max_ops = 3, o.threads = 2, o.no_timings = 1;
+    syn_parse_ops(ops, &o.ops, err, sizeof err);
+    rdb_file *c = NULL;
+    assert_int_equal(syn_run(&o, &c, &st, err, sizeof err), SYN_OK);
+    g_limit = st.peak_rss + (65ull << 20) * 3; /* margin per thread + a bit */
+    rdb_free(c);
+    b = run_synth(3, ops, 2, some_limit);
+    assert_same_bytes(a, b);
+    rdb_free(a), rdb_free(b);
+}
+
+/* R05: bad options and the CUDA backend without a device. */
+static void test_bad_options(void **state) {
+    (void)state;
+    syn_options o;
+    syn_stats st;
+    rdb_file *f;
+    char err[SYN_ERRLEN];
+    uint32_t ops;
+    assert_int_equal(syn_parse_ops("matmul,bogus", &ops, err, sizeof err), -1);
+    assert_non_null(strstr(err, "bogus"));
+    syn_options_init(&o);
+    o.max_ops = 9;
+    assert_int_equal(syn_run(&o, &f, &st, err, sizeof err), SYN_EINVAL);
+    syn_options_init(&o);
+    o.shard_k = 3, o.shard_n = 3;
+    assert_int_equal(syn_run(&o, &f, &st, err, sizeof err), SYN_EINVAL);
+    syn_options_init(&o);
+    o.max_ops = 1, o.backend = SYN_CUDA;
+    int n;
+    char why[GPU_ERRLEN];
+    if (gpu_device_count(&n, why) != GPU_OK) {
+        assert_int_equal(syn_run(&o, &f, &st, err, sizeof err), SYN_EDEV);
+        assert_non_null(strstr(err, "cuda"));
+        assert_null(f);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fast_kernels),
+        cmocka_unit_test_setup_teardown(test_canon_node_order, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_renamed_inputs_collide, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_symmetric_slots, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_ignored_variable, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_incremental_equals_whole, fx_setup, fx_teardown),
+        cmocka_unit_test(test_identities),
+        cmocka_unit_test(test_never_self),
+        cmocka_unit_test(test_pruning_subset),
+        cmocka_unit_test(test_threads_same_bytes),
+        cmocka_unit_test(test_shards_merge),
+        cmocka_unit_test(test_planted_collision),
+        cmocka_unit_test(test_memory_passes),
+        cmocka_unit_test(test_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
