@@ -351,6 +351,16 @@ eg_status eg_toposort(eg_graph *g, char *err, size_t errlen) {
     return rc;
 }
 
+eg_status eg_remove_nodes(eg_graph *g, const unsigned char *drop, char *err, size_t errlen) {
+    int kept = 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (drop[j]) eg_node_clear(&g->node[j]);
+        else g->node[kept++] = g->node[j];
+    }
+    g->n_nodes = kept;
+    return eg_index(g, err, errlen);
+}
+
 void eg_count_uses(const eg_graph *g, int *uses) {
     memset(uses, 0, sizeof *uses * (size_t)g->n_tensors);
     for (int j = 0; j < g->n_nodes; j++)

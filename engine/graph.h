@@ -34,6 +34,13 @@
  * rank-2 Transpose -> transpose; MaxPool, and AveragePool whose padding
  * counts (count_include_pad, or no padding) -> maxpool/avgpool; Relu -> relu.
  *
+ * Rewriting (for the search): add tensors (eg_add_tensor) and nodes
+ * (eg_add_node, appended; set op/param or mop/attr and in/out), drop the
+ * replaced nodes (eg_remove_nodes), then eg_index, eg_toposort and
+ * eg_infer_all. Tensors nothing produces or reads any more are left in the
+ * arrays and simply not written on export; a value flagged EG_TF_ABSORBED
+ * (folded into node parameters by the importer) is dropped once unused.
+ *
  * Shapes: rank -1 is an unknown rank, a dim -1 an unknown dim (a symbolic
  * "N" keeps its name in dim_name for display and export). Tensor data:
  * float32 initializers as floats; other fixed-width types as little-endian
@@ -248,6 +255,12 @@ eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
 
 /* Free what one node owns (not the slot). */
 void eg_node_clear(eg_node *n);
+
+/* Remove every node j with drop[j] != 0, keeping the others' order, and
+ * recompute producers. Tensor ids do not change.
+ * @return EG_OK, or EG_EGRAPH (message in err) when a remaining node or a
+ *         graph output reads a tensor only a removed node wrote. */
+eg_status eg_remove_nodes(eg_graph *g, const unsigned char *drop, char *err, size_t errlen);
 
 /* Recompute every tensor's producer and check the graph's structure: each
  * tensor produced at most once and never both produced and an input or a

@@ -42,6 +42,7 @@ typedef struct {
     int counter;
     int *uses;
     int *partner;         /* split0 <-> split1 written as one Split */
+    char *revived;        /* per tensor: an absorbed value the export uses again */
     new_value *added;
     int n_added, cap_added;
 } octx;
@@ -140,14 +141,34 @@ static eg_status put_value(octx *c, const char *name, int dtype, const eg_shape 
     return added ? note_added(c, name, dtype, s) : EG_OK;
 }
 
-/* A new int64 vector initializer. @return its name (malloc'd) or NULL. */
+/* An absorbed int64 vector holding exactly raw (the importer folded it
+ * into a node; the node now needs it again), or -1. */
+static int absorbed_match(const octx *c, const uint8_t *raw, int n) {
+    for (int i = 0; i < c->g->n_tensors; i++) {
+        const eg_tensor *t = &c->g->tensor[i];
+        if ((t->flags & EG_TF_ABSORBED) && t->dtype == EG_DT_INT64 && t->raw &&
+            t->shape.rank == 1 && t->shape.dim[0] == n && t->raw_len == 8 * (size_t)n &&
+            memcmp(t->raw, raw, t->raw_len) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* An int64 vector initializer: the absorbed value it came from when there
+ * is one (so a round trip keeps the file's names), else a new one.
+ * @return its name (malloc'd) or NULL. */
 static char *put_ints(octx *c, const char *base, const char *tag, const int64_t *v, int n) {
     uint8_t raw[8 * EG_MAX_INTS];
     eg_shape s = {1, {n}};
-    char *name = fresh_name(c, base, tag);
-    if (!name) return NULL;
     for (int i = 0; i < n; i++)
         for (int b = 0; b < 8; b++) raw[8 * i + b] = (uint8_t)((uint64_t)v[i] >> (8 * b));
+    int old = absorbed_match(c, raw, n);
+    if (old >= 0) {
+        c->revived[old] = 1;
+        return strdup(c->g->tensor[old].name);
+    }
+    char *name = fresh_name(c, base, tag);
+    if (!name) return NULL;
     if (put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1) != EG_OK) {
         free(name);
         return NULL;
@@ -597,7 +618,8 @@ static eg_status emit_nodes(octx *c) {
 static int value_live(const octx *c, int i) {
     const eg_tensor *t = &c->g->tensor[i];
     if (!(t->flags & EG_TF_INIT) || (t->flags & EG_TF_SPARSE)) return 0;
-    if (c->uses[i] || (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED))) return 1;
+    if (c->uses[i] || c->revived[i] || (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED)))
+        return 1;
     return !(t->flags & (EG_TF_ABSORBED | EG_TF_CONST));
 }
 
@@ -693,9 +715,10 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
     c->g = g, c->err = err, c->errlen = errlen;
     c->uses = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     c->partner = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c->revived = calloc((size_t)g->n_tensors + 1, 1);
     c->node_names = eg_names_new();
     c->new_names = eg_names_new();
-    if (!c->uses || !c->partner || !c->node_names || !c->new_names) return EG_ENOMEM;
+    if (!c->uses || !c->partner || !c->revived || !c->node_names || !c->new_names) return EG_ENOMEM;
     eg_count_uses(g, c->uses);
     pair_splits(g, c->partner);
     /* opaque nodes keep their names, so the generated ones avoid them */
@@ -708,7 +731,7 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
 
 static void octx_free(octx *c) {
     free(c->nodes.p), free(c->inits.p), free(c->ios.p);
-    free(c->uses), free(c->partner);
+    free(c->uses), free(c->partner), free(c->revived);
     eg_names_free(c->node_names), eg_names_free(c->new_names);
     for (int k = 0; k < c->n_added; k++) free(c->added[k].name);
     free(c->added);

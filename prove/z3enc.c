@@ -150,10 +150,12 @@ static Z3_ast split_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int 
 }
 
 /* Dim a of op's output from its inputs' dims; NULL when the rule needs a
- * parameter that is not a literal, or says nothing about that axis. */
+ * parameter that is not a literal. The missing axes of a rank-2 result
+ * read as 1 (z3enc.h), so transposes and products of matrices can meet
+ * the off-axis conditions of a concat or an ewadd. */
 static Z3_ast rule_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a) {
     switch (op) {
-    case OP_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : NULL;
+    case OP_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : num(z, 1);
     case OP_CONV2D: return conv_dim(z, p, d, a);
     case OP_EWADD:
     case OP_EWMUL:
@@ -167,11 +169,11 @@ static Z3_ast rule_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a
         return a == p->lit[0] ? add2(z, d->get(d, 0, a), d->get(d, 1, a)) : d->get(d, 0, a);
     case OP_SPLIT0:
     case OP_SPLIT1: return split_dim(z, op, p, d, a);
-    case OP_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : NULL;
+    case OP_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : num(z, 1);
     case OP_ENLARGE:
         if (a < 2) return d->get(d, 0, a);
         return lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
-    case OP_IMM: return a < 2 ? d->get(d, 0, 1) : NULL;
+    case OP_IMM: return a < 2 ? d->get(d, 0, 1) : num(z, 1);
     case OP_ICONV:
     case OP_POOLK:
         if (a < 2) return d->get(d, 0, 1);
@@ -179,6 +181,113 @@ static Z3_ast rule_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a
     case OP_COUNT: break;
     }
     return NULL;
+}
+
+/* ---- well-shapedness (shape.c's checks, over dims) ---- */
+
+/* Conditions for an application to be well shaped, one formula each. */
+#define ZE_MAX_FITS 160 /* an axiom's guard collects those of all its terms */
+typedef struct {
+    Z3_ast c[ZE_MAX_FITS];
+    int n;
+} fits;
+
+static void need(fits *f, Z3_ast c) {
+    if (f->n < ZE_MAX_FITS) f->c[f->n++] = c;
+}
+
+static Z3_ast eq2(ze_ctx *z, Z3_ast a, Z3_ast b) { return Z3_mk_eq(z->c, a, b); }
+
+static Z3_ast odd(ze_ctx *z, Z3_ast v) { return eq2(z, Z3_mk_mod(z->c, v, num(z, 2)), num(z, 1)); }
+
+/* Parameter k is value v: true, false or a formula when symbolic. */
+static Z3_ast is(ze_ctx *z, const zparams *p, int k, int32_t v) {
+    if (lit(p, k)) return p->lit[k] == v ? Z3_mk_true(z->c) : Z3_mk_false(z->c);
+    return eq2(z, p->ast[k], num(z, v));
+}
+
+/* Height (a = 2) or width (a = 3) of a packed kernel parameter. */
+static Z3_ast kernel_size(ze_ctx *z, const zparams *p, int k, int a) {
+    if (lit(p, k)) return kernel_dim(z, p->lit[k], a);
+    return (a == 2 ? Z3_mk_div : Z3_mk_mod)(z->c, p->ast[k], num(z, 256));
+}
+
+/* A window of kh x kw under pad parameter k: SAME needs an odd kernel,
+ * VALID an input at least as large. */
+static void window_fits(ze_ctx *z, fits *f, const zparams *p, int k, Z3_ast h, Z3_ast w,
+                        Z3_ast kh, Z3_ast kw) {
+    Z3_ast same[2] = {odd(z, kh), odd(z, kw)};
+    Z3_ast valid[2] = {Z3_mk_ge(z->c, h, kh), Z3_mk_ge(z->c, w, kw)};
+    need(f, Z3_mk_implies(z->c, is(z, p, k, OPS_PAD_SAME), Z3_mk_and(z->c, 2, same)));
+    need(f, Z3_mk_implies(z->c, is(z, p, k, OPS_PAD_VALID), Z3_mk_and(z->c, 2, valid)));
+}
+
+/* conv2d: C = groups * I, groups divides O, the window fits. */
+static void conv_fits(ze_ctx *z, fits *f, const zparams *p, dim_src *d) {
+    const ops_pkind_info *dom = &ops_pkind_table[PK_GROUPS];
+    for (int i = 0; i < dom->n_values; i++) {
+        int32_t g = dom->values[i];
+        Z3_ast m[2] = {num(z, g), d->get(d, 1, 1)};
+        Z3_ast ok[2] = {eq2(z, d->get(d, 0, 1), Z3_mk_mul(z->c, 2, m)),
+                        eq2(z, Z3_mk_mod(z->c, d->get(d, 1, 0), num(z, g)), num(z, 0))};
+        need(f, Z3_mk_implies(z->c, is(z, p, 3, g), Z3_mk_and(z->c, 2, ok)));
+    }
+    window_fits(z, f, p, 1, d->get(d, 0, 2), d->get(d, 0, 3), d->get(d, 1, 2), d->get(d, 1, 3));
+}
+
+/* enlarge: the kernel covers the weights with an even margin. */
+static void enlarge_fits(ze_ctx *z, fits *f, const zparams *p, dim_src *d) {
+    for (int a = 2; a < 4; a++) {
+        Z3_ast k = kernel_size(z, p, 0, a), w = d->get(d, 0, a);
+        need(f, Z3_mk_ge(z->c, k, w));
+        need(f, eq2(z, Z3_mk_mod(z->c, sub2(z, k, w), num(z, 2)), num(z, 0)));
+    }
+}
+
+/* concat: equal dims off the axis. split: 1 <= size < dim on the axis. */
+static void axis_fits(ze_ctx *z, fits *f, ops_op op, const zparams *p, const Z3_ast *in,
+                      dim_src *d) {
+    if (op == OP_CONCAT) {
+        for (int a = 0; a < ZE_AXES; a++)
+            need(f, Z3_mk_or(z->c, 2, (Z3_ast[]){is(z, p, 0, a),
+                                                 eq2(z, d->get(d, 0, a), d->get(d, 1, a))}));
+        return;
+    }
+    Z3_ast dim = lit(p, 0) ? d->get(d, 0, p->lit[0]) : sdim_ast(z, p->ast[0], shape_of_t(z, in[0]));
+    need(f, Z3_mk_ge(z->c, p->ast[1], num(z, 1)));
+    need(f, Z3_mk_lt(z->c, p->ast[1], dim));
+}
+
+/* Everything op(p; in) needs of its inputs to be well shaped. Ranks are
+ * not encoded: the axioms and candidates are rank-consistent by
+ * construction, and every fact below is true at any rank (z3enc.h). */
+static void op_fits(ze_ctx *z, fits *f, ops_op op, const zparams *p, const Z3_ast *in,
+                    dim_src *d) {
+    switch (op) {
+    case OP_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
+    case OP_CONV2D: conv_fits(z, f, p, d); break;
+    case OP_EWADD:
+    case OP_EWMUL:
+        for (int a = 0; a < ZE_AXES; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));
+        break;
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+        window_fits(z, f, p, 2, d->get(d, 0, 2), d->get(d, 0, 3), kernel_size(z, p, 0, 2),
+                    kernel_size(z, p, 0, 3));
+        break;
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1: axis_fits(z, f, op, p, in, d); break;
+    case OP_ENLARGE: enlarge_fits(z, f, p, d); break;
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_TRANSPOSE:
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_ONES:
+    case OP_COUNT: break;
+    }
 }
 
 /* The parameters rule_dim needs as literals (bit k = parameter k). */
@@ -350,6 +459,21 @@ static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
     return mk_app(z, op, &p, in, &d.base, shape0);
 }
 
+/* Append the well-shapedness of every application under term t. */
+static void q_guard(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars, fits *f) {
+    const ax_term *x = &z->set->term[t];
+    for (int k = 0; k < x->n_args; k++) q_guard(z, a, x->arg[k], vars, f);
+    if (x->kind != AX_TAPP) return;
+    ops_op op = (ops_op)x->op;
+    int np = ops_table[op].n_params;
+    zparams p;
+    Z3_ast in[OPS_MAX_ARITY] = {0};
+    qdims d = {{qdims_get}, z, a, vars, x->arg + np};
+    q_params(z, a, x, vars, &p);
+    for (int k = 0; k < ops_table[op].arity; k++) in[k] = q_term(z, a, x->arg[np + k], vars);
+    op_fits(z, f, op, &p, in, &d.base);
+}
+
 /* 1 when the term e mentions the constant v. */
 static int mentions(Z3_context c, Z3_ast e, Z3_ast v) {
     if (Z3_is_eq_ast(c, e, v)) return 1;
@@ -373,7 +497,7 @@ static int mentions_all(Z3_context c, Z3_ast e, const Z3_ast *vars, int n) {
 static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
     Z3_context c = z->c;
     const ax_axiom *a = &z->set->axiom[i];
-    Z3_ast vars[AX_MAX_VARS] = {0}, guard[AX_MAX_VARS], side[2];
+    Z3_ast vars[AX_MAX_VARS] = {0}, guard[AX_MAX_VARS + ZE_MAX_FITS], side[2];
     Z3_app bound[AX_MAX_VARS];
     Z3_pattern pats[2];
     unsigned n_guard = 0, n_pat = 0;
@@ -387,6 +511,14 @@ static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
     }
     side[0] = q_term(z, a, a->lhs, vars);
     side[1] = q_term(z, a, a->rhs, vars);
+    /* The axiom holds where both sides are well shaped (axioms.ax): an
+     * instance outside that may equate terms of different shapes and
+     * "prove" false rules, e.g. conv(cat(x0,x1), cat(x2,x3)) with x0 and x2
+     * of different channel counts as the sum of two ill-shaped convs. */
+    fits wf = {{0}, 0};
+    q_guard(z, a, a->lhs, vars, &wf);
+    q_guard(z, a, a->rhs, vars, &wf);
+    for (int k = 0; k < wf.n; k++) guard[n_guard++] = wf.c[k];
     Z3_ast body = Z3_mk_eq(c, side[0], side[1]);
     if (n_guard) body = Z3_mk_implies(c, Z3_mk_and(c, n_guard, guard), body);
     if (a->n_vars == 0) return body;
@@ -584,40 +716,13 @@ static Z3_ast gdims_get(dim_src *self, int input, int axis) {
     return dim_t(d->z, axis, d->in[input]);
 }
 
-/* What a well-shaped application says about how its inputs fit. */
+/* What a well-shaped application says about how its inputs fit; for
+ * element-wise operators also the shapes themselves (ones() reads them). */
 static void input_facts(ground *g, ops_op op, const zparams *p, const Z3_ast *in, dim_src *d) {
-    ze_ctx *z = g->z;
-    switch (op) {
-    case OP_MATMUL: eq_fact(g, d->get(d, 0, 1), d->get(d, 1, 0)); break;
-    case OP_CONV2D: {
-        if (!lit(p, 3)) break;
-        Z3_ast m[2] = {num(z, p->lit[3]), d->get(d, 1, 1)};
-        eq_fact(g, d->get(d, 0, 1), Z3_mk_mul(z->c, 2, m));
-        break;
-    }
-    case OP_EWADD:
-    case OP_EWMUL: eq_fact(g, shape_of_t(z, in[0]), shape_of_t(z, in[1])); break;
-    case OP_CONCAT:
-        for (int a = 0; a < ZE_AXES && lit(p, 0); a++)
-            if (a != p->lit[0]) eq_fact(g, d->get(d, 0, a), d->get(d, 1, a));
-        break;
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-        fact(g, Z3_mk_ge(z->c, p->ast[1], num(z, 1)));
-        if (lit(p, 0)) fact(g, Z3_mk_lt(z->c, p->ast[1], d->get(d, 0, p->lit[0])));
-        break;
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-    case OP_TRANSPOSE:
-    case OP_ENLARGE:
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES:
-    case OP_COUNT: break;
-    }
+    fits f = {{0}, 0};
+    op_fits(g->z, &f, op, p, in, d);
+    for (int i = 0; i < f.n; i++) fact(g, f.c[i]);
+    if (op == OP_EWADD || op == OP_EWMUL) eq_fact(g, shape_of_t(g->z, in[0]), shape_of_t(g->z, in[1]));
 }
 
 /* The application as a ground term, with its shape facts. */

@@ -23,8 +23,10 @@ typedef struct {
     size_t n_items;
     atomic_size_t next;
     atomic_uint_fast64_t graphs, skipped, evals;
-    atomic_int stop;  /* 1 over budget, 2 out of memory, 3 device */
-    atomic_int running;
+    atomic_int stop; /* 1 over budget, 2 out of memory, 3 device */
+    pthread_mutex_t mu;
+    pthread_cond_t done; /* signalled as the last worker leaves */
+    int running;         /* under mu */
 } shared;
 
 typedef struct {
@@ -89,7 +91,7 @@ static void emit(worker *w, key_parent *P, const key_ext *e) {
 typedef struct {
     int8_t kind[SG_N_REFS];
     uint64_t vcone[SG_N_REFS];
-    uint64_t sinks;
+    uint64_t outs; /* P's outputs that are nodes */
 } pinfo;
 
 static void parent_info(const worker *w, const key_parent *P, pinfo *pi) {
@@ -107,7 +109,9 @@ static void parent_info(const worker *w, const key_parent *P, pinfo *pi) {
         if (!(ops_table[n->op].flags & OPF_CONST))
             for (int k = 0; k < ops_table[n->op].arity; k++) pi->vcone[r] |= pi->vcone[n->in[k]];
     }
-    pi->sinks = P->g.n_nodes ? sg_sinks(&P->g) : 0;
+    pi->outs = 0;
+    for (int k = 0; k < P->g.n_out; k++)
+        if (SG_IS_NODE(P->g.out[k])) pi->outs |= SG_BIT(P->g.out[k]);
 }
 
 /* ---- shared checks ---- */
@@ -124,18 +128,14 @@ static int duplicate(const key_parent *P, const sg_node *n) {
     return 0;
 }
 
-/* Resolved params and output shape of n over P; DOM_BAD when invalid. */
+/* Resolved params and output shape of n over P; DOM_BAD when invalid.
+ * types: the slot types of P plus the node's new slots. */
 static uint64_t node_shape(worker *w, const key_parent *P, const sg_node *n,
                            const uint8_t *types, int32_t p[OPS_MAX_PARAMS]) {
-    const dom *d = w->sh->L->dom;
-    memcpy(p, d->combo[n->op][n->combo], OPS_MAX_PARAMS * sizeof *p);
-    if (n->op == OP_SPLIT0 || n->op == OP_SPLIT1) {
-        ten_shape s;
-        dom_unpack(P->shape[P->g.node[SG_NODE_IDX(n->in[0])].in[0]], &s);
-        p[1] = s.dim[p[0]];
-    }
-    return dom_infer(key_memo(w->c), (ops_op)n->op, p, operand_shape(w, P, types, n->in[0]),
-                     ops_table[n->op].arity > 1 ? operand_shape(w, P, types, n->in[1]) : 0);
+    uint64_t shape[SG_N_REFS];
+    for (int k = 0; k < ops_table[n->op].arity; k++)
+        shape[n->in[k]] = operand_shape(w, P, types, n->in[k]);
+    return sg_node_shape(n, w->sh->L->dom, key_memo(w->c), shape, P->bound, p, NULL);
 }
 
 /* ---- extension: P plus one node ---- */
@@ -147,27 +147,26 @@ static int operands_allowed(const key_parent *P, ops_op op, int combo, operand a
     int arity = ops_table[op].arity;
     if (!is_parent_value(a) && (arity < 2 || !is_parent_value(b))) return 0; /* disconnected */
     if (ops_table[op].flags & OPF_CONST) return a.fresh == PARENT && !SG_IS_NODE(a.ref);
-    if (op == OP_SPLIT0 || op == OP_SPLIT1) {
-        if (!SG_IS_NODE(a.ref)) return 0;
-        const sg_node *cat = &P->g.node[SG_NODE_IDX(a.ref)];
-        return cat->op == OP_CONCAT && cat->combo == combo;
-    }
+    (void)P, (void)combo;
+    if (op == OP_SPLIT0 || op == OP_SPLIT1) return SG_IS_NODE(a.ref); /* at a split point */
     return 1;
 }
 
-/* Outputs of P + n: P's sinks it does not read, plus n. At most two, and
- * two only when their cones meet. @return the count, 0 when not allowed. */
-static int new_sinks(const key_parent *P, const pinfo *pi, const sg_node *n, uint64_t n_vcone,
-                     uint8_t sink[2]) {
-    uint64_t sinks = pi->sinks;
-    for (int k = 0; k < ops_table[n->op].arity; k++) sinks &= ~SG_BIT(n->in[k]);
+/* Outputs of P + n: P's outputs it does not read (all of them when `keep`),
+ * plus n. At most two, and two only when their cones meet.
+ * @return the count, 0 when not allowed. */
+static int new_outputs(const key_parent *P, const pinfo *pi, const sg_node *n, uint64_t n_vcone,
+                       int keep, uint8_t out[2]) {
+    uint64_t outs = pi->outs;
+    if (!keep)
+        for (int k = 0; k < ops_table[n->op].arity; k++) outs &= ~SG_BIT(n->in[k]);
     int count = 0;
     for (int j = 0; j < P->g.n_nodes; j++)
-        if (sinks & SG_BIT(SG_NODE(j))) {
+        if (outs & SG_BIT(SG_NODE(j))) {
             if (count == 1 || !(pi->vcone[SG_NODE(j)] & n_vcone)) return 0;
-            sink[count++] = SG_NODE(j);
+            out[count++] = SG_NODE(j);
         }
-    sink[count++] = SG_NODE(P->g.n_nodes);
+    out[count++] = SG_NODE(P->g.n_nodes);
     return count;
 }
 
@@ -182,11 +181,15 @@ static void try_node(worker *w, key_parent *P, const pinfo *pi, ops_op op, int c
     if (!(ops_table[op].flags & OPF_CONST))
         for (int k = 0; k < ops_table[op].arity; k++)
             vcone |= SG_IS_NODE(e.n.in[k]) ? pi->vcone[e.n.in[k]] : SG_BIT(e.n.in[k]);
-    if (!(e.n_sinks = new_sinks(P, pi, &e.n, vcone, e.sink))) return;
     if ((e.shape = node_shape(w, P, &e.n, slot_type, e.param)) == DOM_BAD) return;
     e.n_slots = n_slots;
     memcpy(e.slot_type, slot_type, KEY_MAX_SLOTS);
-    emit(w, P, &e);
+    if ((e.n_sinks = new_outputs(P, pi, &e.n, vcone, 0, e.sink))) emit(w, P, &e);
+    /* a split of an output may keep it as an output too: (x, split0(x)) is
+     * how the other part, split1(x), comes to share x */
+    int split = op == OP_SPLIT0 || op == OP_SPLIT1;
+    if (split && (pi->outs & SG_BIT(a.ref)) && (e.n_sinks = new_outputs(P, pi, &e.n, vcone, 1, e.sink)))
+        emit(w, P, &e);
 }
 
 /* Candidate inputs: P's nodes and slots, then one new slot per type with
@@ -381,7 +384,9 @@ static void *work(void *arg) {
     }
     flush_counts(w);
     atomic_fetch_add(&sh->evals, key_node_evals(w->c));
-    atomic_fetch_sub(&sh->running, 1);
+    pthread_mutex_lock(&sh->mu);
+    if (--sh->running == 0) pthread_cond_signal(&sh->done);
+    pthread_mutex_unlock(&sh->mu);
     return NULL;
 }
 
@@ -426,9 +431,13 @@ static int start_workers(const en_level *L, shared *sh, worker *w, pthread_t *ti
             key_ctx_free(w[i].c), fpt_cache_free(w[i].kc);
             break;
         }
-        atomic_fetch_add(&sh->running, 1);
+        pthread_mutex_lock(&sh->mu);
+        sh->running++;
+        pthread_mutex_unlock(&sh->mu);
         if (pthread_create(&tid[i], NULL, work, &w[i]) != 0) {
-            atomic_fetch_sub(&sh->running, 1);
+            pthread_mutex_lock(&sh->mu);
+            sh->running--;
+            pthread_mutex_unlock(&sh->mu);
             key_ctx_free(w[i].c), fpt_cache_free(w[i].kc);
             break;
         }
@@ -437,21 +446,34 @@ static int start_workers(const en_level *L, shared *sh, worker *w, pthread_t *ti
     return started;
 }
 
-int en_run(const en_level *L, en_result *r) {
-    shared sh = {.L = L};
-    worker *w = calloc((size_t)L->threads, sizeof *w);
-    pthread_t *tid = calloc((size_t)L->threads, sizeof *tid);
+/* Wait for the workers, printing progress every 2 s. */
+static void wait_workers(const en_level *L, shared *sh) {
     double last = en_now();
     uint64_t last_graphs = 0;
+    pthread_mutex_lock(&sh->mu);
+    while (sh->running > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&sh->done, &sh->mu, &ts);
+        pthread_mutex_unlock(&sh->mu);
+        progress_line(L, sh, &last, &last_graphs);
+        pthread_mutex_lock(&sh->mu);
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+int en_run(const en_level *L, en_result *r) {
+    shared sh = {.L = L};
+    pthread_mutex_init(&sh.mu, NULL);
+    pthread_cond_init(&sh.done, NULL);
+    worker *w = calloc((size_t)L->threads, sizeof *w);
+    pthread_t *tid = calloc((size_t)L->threads, sizeof *tid);
     memset(r, 0, sizeof *r);
     sh.items = make_items(L, &sh.n_items);
     int started = w && tid && sh.items ? start_workers(L, &sh, w, tid) : 0;
     if (started == 0) atomic_store(&sh.stop, 2);
-    while (atomic_load(&sh.running) > 0) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        progress_line(L, &sh, &last, &last_graphs);
-    }
+    wait_workers(L, &sh);
     for (int i = 0; i < started; i++) {
         pthread_join(tid[i], NULL);
         key_ctx_free(w[i].c), fpt_cache_free(w[i].kc);
@@ -461,5 +483,7 @@ int en_run(const en_level *L, en_result *r) {
     int stop = atomic_load(&sh.stop);
     r->over_budget = stop == 1;
     free(sh.items), free(w), free(tid);
+    pthread_mutex_destroy(&sh.mu);
+    pthread_cond_destroy(&sh.done);
     return stop == 2 ? -1 : stop == 3 ? -2 : 0;
 }

@@ -316,10 +316,27 @@ void fpt_mark_free(fpt_mark *m) {
     free(m);
 }
 
+/* Free an array (and its byte count). */
+static void release(fpt *t, void **p, uint32_t *cap, size_t sz) {
+    free(*p);
+    *p = NULL;
+    atomic_fetch_sub(&t->bytes, (uint64_t)*cap * sz);
+    *cap = 0;
+}
+
 /* Shrink an array to about its use (failure to shrink is harmless). */
 static void trim(fpt *t, void **p, uint32_t *cap, uint32_t used, size_t sz) {
-    uint32_t nc = used < 64 ? 64 : used + used / 4;
-    if (nc < *cap && resize(t, p, *cap, nc, sz) == 0) *cap = nc;
+    uint32_t nc = used + used / 4;
+    if (!used) release(t, p, cap, sz);
+    else if (nc < *cap && resize(t, p, *cap, nc, sz) == 0) *cap = nc;
+}
+
+/* Shrink an index to the smallest power of two that holds n entries. */
+static void trim_index(fpt *t, uint32_t **idx, uint32_t *cap, uint32_t n) {
+    uint32_t nc = 128;
+    while (idx_full(n, nc)) nc *= 2;
+    if (!n) release(t, (void **)idx, cap, sizeof **idx);
+    else if (nc < *cap && resize(t, (void **)idx, *cap, nc, sizeof **idx) == 0) *cap = nc;
 }
 
 static void rollback_stripe(fpt *t, stripe *s, uint32_t n_cls, uint32_t n_mem, const uint32_t *count) {
@@ -333,6 +350,8 @@ static void rollback_stripe(fpt *t, stripe *s, uint32_t n_cls, uint32_t n_mem, c
     for (uint32_t c = 0; c < n_cls; c++) s->cls[c].count = count[c];
     trim(t, (void **)&s->cls, &s->cap_cls, s->n_cls, sizeof *s->cls);
     trim(t, (void **)&s->mem, &s->cap_mem, s->n_mem, sizeof *s->mem);
+    trim_index(t, &s->idx, &s->idx_cap, s->n_cls);
+    trim_index(t, &s->midx, &s->midx_cap, s->n_mem);
     rebuild_idx(s);
     rebuild_midx(s);
 }

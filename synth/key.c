@@ -148,6 +148,7 @@ typedef struct {
     uint64_t shape[SG_N_REFS];
     ten_shape tshape[SG_N_REFS];
     int32_t param[SG_MAX_NODES][OPS_MAX_PARAMS];
+    sg_bound bound[SG_N_REFS];
 } gshape;
 
 static key_status graph_shapes(key_ctx *c, const sg_graph *g, int n_leaves,
@@ -156,7 +157,7 @@ static key_status graph_shapes(key_ctx *c, const sg_graph *g, int n_leaves,
         gs->shape[s] = c->pool->shape[leaf_type[s]];
         gs->tshape[s] = *type_shape(c, leaf_type[s]);
     }
-    if (sg_shapes(g, c->dom, &c->memo, gs->shape, gs->param) != 0) return KEY_SKIP;
+    if (sg_shapes(g, c->dom, &c->memo, gs->shape, gs->param, gs->bound) != 0) return KEY_SKIP;
     for (int j = 0; j < g->n_nodes; j++) {
         if (dom_numel(gs->shape[SG_NODE(j)]) > KEY_MAX_NUMEL) return KEY_SKIP;
         dom_unpack(gs->shape[SG_NODE(j)], &gs->tshape[SG_NODE(j)]);
@@ -560,6 +561,7 @@ static key_status parent_shapes(key_ctx *c, key_parent *P) {
     memcpy(P->shape, gs.shape, sizeof P->shape);
     memcpy(P->tshape, gs.tshape, sizeof P->tshape);
     memcpy(P->param, gs.param, sizeof P->param);
+    memcpy(P->bound, gs.bound, sizeof P->bound);
     for (int s = 0; s < P->n_slots; s++) P->cone[s] = SG_BIT(s);
     for (int j = 0; j < P->g.n_nodes; j++) P->cone[SG_NODE(j)] = sg_cone(&P->g, SG_NODE(j));
     return KEY_OK;

@@ -83,6 +83,7 @@ typedef struct key_parent {
     uint64_t shape[SG_N_REFS];
     ten_shape tshape[SG_N_REFS];
     int32_t param[SG_MAX_NODES][OPS_MAX_PARAMS];
+    sg_bound bound[SG_N_REFS]; /* split points */
     uint64_t cone[SG_N_REFS];
     const uint64_t *val[KEY_N_ASSIGN][SG_MAX_NODES];
     /* labelled values: entry i holds the nodes from first_own on */
@@ -97,7 +98,8 @@ typedef struct key_parent {
     size_t mark[2];          /* arena position before this parent */
 } key_parent;
 
-/* The node a key_extend adds and the resulting graph's outputs. */
+/* The node a key_extend adds and the resulting graph's outputs (its shape
+ * and params from sg_node_shape over the parent). */
 typedef struct {
     sg_node n; /* inputs: SG_NODE(j) of the parent, or slots < n_slots */
     int32_t param[OPS_MAX_PARAMS];

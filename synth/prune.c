@@ -282,8 +282,11 @@ static int same_output_node(const sg_graph *a, const sg_graph *b, int k, value v
     if (na->op != nb->op || na->combo != nb->combo) return 0;
     if (ops_table[na->op].arity == 1) return same_value(&va[0], &vb[0]);
     if (same_value(&va[0], &vb[0]) && same_value(&va[1], &vb[1])) return 1;
+    /* swapped: commutativity and smaller rules, unless the inputs are the
+     * very same subgraphs, swapped: then the pair is commutativity itself */
     return (ops_table[na->op].flags & OPF_COMMUTATIVE) && same_value(&va[0], &vb[1]) &&
-           same_value(&va[1], &vb[0]);
+           same_value(&va[1], &vb[0]) &&
+           !(same_term(a, na->in[0], b, nb->in[1]) && same_term(a, na->in[1], b, nb->in[0]));
 }
 
 /* 1 when the outputs of g share no node. */
@@ -298,7 +301,10 @@ static int disjoint_outputs(const sg_graph *g) {
  * the simplest case). Split of a concat against its parts shares the
  * concat: kept. */
 static int juxtaposed(const sg_graph *a, const sg_graph *b) {
-    return a->n_out == 2 && disjoint_outputs(a) && disjoint_outputs(b);
+    if (a->n_out < 2) return 0;
+    for (int k = 0; k < a->n_out; k++) /* a bystander: the same subgraph */
+        if (same_term(a, a->out[k], b, b->out[k])) return 1;
+    return disjoint_outputs(a) && disjoint_outputs(b);
 }
 
 static size_t prune_output(key_ctx *c, sg_graph *g, size_t n, uint64_t *store) {

@@ -3,7 +3,9 @@
  * synth.h). */
 #include "synth.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,7 +20,7 @@
 
 #define STRIPE_BITS 8
 #define MAX_PASSES (1u << 16)
-#define THREAD_MARGIN (64ull << 20) /* scratch per thread, and slack */
+#define THREAD_MARGIN (32ull << 20) /* scratch per thread, and slack */
 
 /* Everything one run owns; freed in one place. */
 typedef struct {
@@ -173,6 +175,24 @@ static int in_partition(void *arg, uint64_t h) {
 
 /* ---- output classes ---- */
 
+/* One thread of the output phase: classes of the stripes it takes, with
+ * its own evaluation scratch, file and counts (merged afterwards). */
+typedef struct {
+    run *r;
+    const partition *p;
+    atomic_int *next_stripe;
+    key_ctx *kc;
+    rdb_file *out;
+    syn_stats st;
+    syn_status rc;
+    char err[SYN_ERRLEN];
+} emitter;
+
+static syn_status efail(emitter *e, syn_status rc, const char *what) {
+    snprintf(e->err, sizeof e->err, "%s", what);
+    return rc;
+}
+
 typedef struct {
     rg_graph rg;
     sg_graph sg;
@@ -195,14 +215,14 @@ static uint32_t vars_of(const sg_graph *s) {
 /* A class's members share one numbering of at most RG_MAX_INPUTS inputs:
  * keep the representative and, in sg order, each member that still fits.
  * @return the graphs kept; *used their variables. */
-static size_t fit_inputs(run *r, sg_graph *sg, size_t n, uint32_t *used) {
+static size_t fit_inputs(emitter *e, sg_graph *sg, size_t n, uint32_t *used) {
     size_t k = 1;
     *used = vars_of(&sg[0]);
     qsort(sg + 1, n - 1, sizeof *sg, cmp_sg); /* an order independent of arrival */
     for (size_t i = 1; i < n; i++) {
         uint32_t u = *used | vars_of(&sg[i]);
         if (__builtin_popcount(u) > RG_MAX_INPUTS) {
-            r->st->over_inputs++;
+            e->st.over_inputs++;
             continue;
         }
         *used = u, sg[k++] = sg[i];
@@ -210,64 +230,135 @@ static size_t fit_inputs(run *r, sg_graph *sg, size_t n, uint32_t *used) {
     return k;
 }
 
+/* Append class c: its members kept by pruning, as rule graphs. */
+static syn_status write_class(emitter *e, const fpt_class *c, const pair *g, size_t n,
+                              const sg_graph *kept, size_t n_kept, const int8_t *idx, int n_in,
+                              uint8_t *key) {
+    const pool *pl = &e->r->pool;
+    size_t len;
+    rdb_class *rc;
+    if (fpt_key(e->kc, c, key, &len)) return efail(e, SYN_ENOMEM, "out of memory");
+    if (rdb_add_class(e->out, key, len, c->count, &rc) != RDB_OK) return efail(e, SYN_ENOMEM, "out of memory");
+    rc->n_shapes = n_in;
+    for (int v = 0; v < pl->n_vars; v++)
+        if (idx[v] >= 0) rc->shapes[idx[v]] = pl->var[v].shape;
+    for (size_t i = 0, k = 0; i < n && k < n_kept; i++) { /* kept: a subsequence of g */
+        if (sg_compare(&g[i].sg, &kept[k]) != 0) continue;
+        k++;
+        if (rdb_class_add_member(rc, &g[i].rg) != RDB_OK) return efail(e, SYN_ENOMEM, "out of memory");
+    }
+    e->st.candidates++, e->st.members += n_kept;
+    return SYN_OK;
+}
+
 /* Convert, sort, prune and append one class. */
-static syn_status emit_class(run *r, int s, const fpt_class *c, pair *g, sg_graph *sg, uint8_t *key) {
-    size_t n = 1 + fpt_members(r->table, s, c, sg + 1, c->n_members), len, kept;
+static syn_status emit_class(emitter *e, int s, const fpt_class *c, pair *g, sg_graph *sg, uint8_t *key) {
+    run *r = e->r;
+    size_t n = 1 + fpt_members(r->table, s, c, sg + 1, c->n_members), kept;
     int8_t idx[POOL_MAX_VARS];
     uint32_t used;
     int n_in = 0;
     sg[0] = c->rep;
-    n = fit_inputs(r, sg, n, &used);
+    n = fit_inputs(e, sg, n, &used);
     for (int v = 0; v < r->pool.n_vars; v++) idx[v] = (int8_t)(used >> v & 1 ? n_in++ : -1);
     for (size_t i = 0; i < n; i++) {
         g[i].sg = sg[i];
-        if (sg_to_rg(&g[i].sg, &r->dom, &r->pool, key_memo(r->kc), idx, &g[i].rg) != RG_OK)
-            return fail(r, SYN_ENOMEM, "internal error: a stored graph has no shape");
+        if (sg_to_rg(&g[i].sg, &r->dom, &r->pool, key_memo(e->kc), idx, &g[i].rg) != RG_OK)
+            return efail(e, SYN_ENOMEM, "internal error: a stored graph has no shape");
     }
     qsort(g, n, sizeof *g, cmp_pair);
     for (size_t i = 0; i < n; i++) sg[i] = g[i].sg;
-    kept = r->o->no_prune ? n : pr_class(r->kc, &r->pool, sg, n, &r->st->pruning);
-    if (!kept) return fail(r, SYN_ENOMEM, "out of memory while pruning");
-    if (kept < 2) return SYN_OK;
-    if (fpt_key(r->kc, c, key, &len)) return fail(r, SYN_ENOMEM, "out of memory");
-    rdb_class *rc;
-    if (rdb_add_class(r->out, key, len, c->count, &rc) != RDB_OK) return fail(r, SYN_ENOMEM, "out of memory");
-    rc->n_shapes = n_in;
-    for (int v = 0; v < r->pool.n_vars; v++)
-        if (idx[v] >= 0) rc->shapes[idx[v]] = r->pool.var[v].shape;
-    for (size_t i = 0, k = 0; i < n && k < kept; i++) { /* kept: a subsequence of g */
-        if (sg_compare(&g[i].sg, &sg[k]) != 0) continue;
-        k++;
-        if (rdb_class_add_member(rc, &g[i].rg) != RDB_OK) return fail(r, SYN_ENOMEM, "out of memory");
+    kept = r->o->no_prune ? n : pr_class(e->kc, &r->pool, sg, n, &e->st.pruning);
+    if (!kept) return efail(e, SYN_ENOMEM, "out of memory while pruning");
+    return kept < 2 ? SYN_OK : write_class(e, c, g, n, sg, kept, idx, n_in, key);
+}
+
+/* The classes of stripe s in the emitter's partition. */
+static syn_status emit_stripe(emitter *e, int s, pair **g, sg_graph **sg, size_t *cap, uint8_t *key) {
+    size_t k;
+    const fpt_class *c = fpt_classes(e->r->table, s, &k);
+    int max_ops = e->r->o->max_ops;
+    for (size_t i = 0; i < k; i++) {
+        if (!in_partition((void *)e->p, c[i].hash)) continue;
+        e->st.classes++, e->st.class_graphs += c[i].count;
+        if (max_ops > 0 && c[i].rep.n_nodes == max_ops) e->st.level_classes[max_ops]++;
+        if (!c[i].n_members) continue;
+        if (c[i].n_members + 1 > *cap) {
+            *cap = 2 * (c[i].n_members + 1);
+            free(*g), free(*sg);
+            *g = malloc(*cap * sizeof **g), *sg = malloc(*cap * sizeof **sg);
+            if (!*g || !*sg) return efail(e, SYN_ENOMEM, "out of memory");
+        }
+        syn_status rc = emit_class(e, s, &c[i], *g, *sg, key);
+        if (rc) return rc;
     }
-    r->st->candidates++, r->st->members += kept;
     return SYN_OK;
 }
 
-/* Emit the classes of this shard in partition p. */
-static syn_status emit_partition(run *r, const partition *p) {
-    size_t cap = 0, k;
+static void *emit_work(void *arg) {
+    emitter *e = arg;
+    size_t cap = 0;
     pair *g = NULL;
     sg_graph *sg = NULL;
     uint8_t *key = malloc(KEY_MAX_BYTES);
-    syn_status rc = key ? SYN_OK : fail(r, SYN_ENOMEM, "out of memory");
-    for (int s = 0; s < fpt_n_stripes(r->table) && !rc; s++) {
-        const fpt_class *c = fpt_classes(r->table, s, &k);
-        for (size_t i = 0; i < k && !rc; i++) {
-            if (!in_partition((void *)p, c[i].hash)) continue;
-            r->st->classes++, r->st->class_graphs += c[i].count;
-            if (r->o->max_ops > 0 && c[i].rep.n_nodes == r->o->max_ops) r->st->level_classes[r->o->max_ops]++;
-            if (!c[i].n_members) continue;
-            if (c[i].n_members + 1 > cap) {
-                cap = 2 * (c[i].n_members + 1);
-                free(g), free(sg);
-                g = malloc(cap * sizeof *g), sg = malloc(cap * sizeof *sg);
-                if (!g || !sg) { rc = fail(r, SYN_ENOMEM, "out of memory"); break; }
-            }
-            rc = emit_class(r, s, &c[i], g, sg, key);
+    if (!key) e->rc = efail(e, SYN_ENOMEM, "out of memory");
+    for (int s; !e->rc && (s = atomic_fetch_add(e->next_stripe, 1)) < fpt_n_stripes(e->r->table);)
+        e->rc = emit_stripe(e, s, &g, &sg, &cap, key);
+    free(g), free(sg), free(key);
+    return NULL;
+}
+
+static void add_counts(syn_stats *to, const syn_stats *from, int max_ops) {
+    to->classes += from->classes, to->class_graphs += from->class_graphs;
+    to->level_classes[max_ops] += max_ops > 0 ? from->level_classes[max_ops] : 0;
+    to->over_inputs += from->over_inputs;
+    to->candidates += from->candidates, to->members += from->members;
+    for (int k = 0; k < PR_N; k++) {
+        to->pruning.classes[k] += from->pruning.classes[k];
+        to->pruning.graphs[k] += from->pruning.graphs[k];
+    }
+}
+
+/* Move e's classes into the run's file. */
+static syn_status take_classes(run *r, emitter *e) {
+    rdb_file *o = r->out;
+    size_t n = o->n_classes + e->out->n_classes;
+    if (n > o->cap_classes) {
+        rdb_class *c = realloc(o->classes, n * sizeof *c);
+        if (!c) return fail(r, SYN_ENOMEM, "out of memory");
+        o->classes = c, o->cap_classes = n;
+    }
+    memcpy(o->classes + o->n_classes, e->out->classes, e->out->n_classes * sizeof *o->classes);
+    o->n_classes = n, e->out->n_classes = 0; /* the members now belong to r->out */
+    return SYN_OK;
+}
+
+/* Emit the classes of this shard in partition p, on every thread. */
+static syn_status emit_partition(run *r, const partition *p) {
+    int n = n_threads(r->o), started = 0;
+    atomic_int next = 0;
+    emitter *e = calloc((size_t)n, sizeof *e);
+    pthread_t *tid = calloc((size_t)n, sizeof *tid);
+    syn_status rc = e && tid ? SYN_OK : fail(r, SYN_ENOMEM, "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        e[i] = (emitter){.r = r, .p = p, .next_stripe = &next};
+        e[i].kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
+        e[i].out = rdb_new(RDB_CANDIDATES);
+        if (!e[i].kc || !e[i].out || pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
+            key_ctx_free(e[i].kc), rdb_free(e[i].out);
+            rc = fail(r, SYN_ENOMEM, "cannot start the output threads");
+        } else {
+            started++;
         }
     }
-    free(g), free(sg), free(key);
+    for (int i = 0; i < started; i++) {
+        pthread_join(tid[i], NULL);
+        if (!rc && e[i].rc) rc = fail(r, e[i].rc, "%s", e[i].err);
+        if (!rc) rc = take_classes(r, &e[i]);
+        add_counts(r->st, &e[i].st, r->o->max_ops);
+        key_ctx_free(e[i].kc), rdb_free(e[i].out);
+    }
+    free(e), free(tid);
     return rc;
 }
 
@@ -331,6 +422,7 @@ static syn_status last_level(run *r, int level) {
     uint32_t P = 1;
     syn_status rc = SYN_OK;
     fpt_mark *m = fpt_mark_new(r->table);
+    r->st->table_below = fpt_bytes(r->table);
     if (!m || !done) {
         free(done), fpt_mark_free(m);
         return fail(r, SYN_ENOMEM, "out of memory");
@@ -344,6 +436,12 @@ static syn_status last_level(run *r, int level) {
         en_level L;
         level_setup(r, &L, level);
         L.keep = in_partition, L.keep_arg = &part, L.mem_budget = table_budget(r);
+        if (r->o->test_table_budget) L.mem_budget = r->o->test_table_budget;
+        if (L.mem_budget && L.mem_budget <= fpt_bytes(r->table)) {
+            rc = fail(r, SYN_ELIMIT, "memory limit %.2f GB too small: the levels below the last "
+                      "already take it", (double)r->o->memory_limit / 1e9);
+            break;
+        }
         uint64_t graphs0 = r->st->level_graphs[level];
         rc = run_level(r, &L);
         if (rc == SYN_ELIMIT) {
@@ -358,6 +456,7 @@ static syn_status last_level(run *r, int level) {
         }
         r->st->passes++;
         r->st->level_graphs[level] -= graphs0; /* one pass's count: every pass makes them all */
+        if (fpt_bytes(r->table) > r->st->table_peak) r->st->table_peak = fpt_bytes(r->table);
         if (!rc) rc = emit_partition(r, &part);
         fpt_rollback(r->table, m);
         done[n_done][0] = P, done[n_done++][1] = q++;
@@ -472,6 +571,9 @@ void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st) {
     for (int k = 0; k < PR_N; k++)
         fprintf(f, "synth: candidates after %-11s %llu classes, %llu graphs\n", pr_step_name[k],
                 (unsigned long long)st->pruning.classes[k], (unsigned long long)st->pruning.graphs[k]);
+    fprintf(f, "synth: table %.1f MB below the last level, %.1f MB at most; %llu members left out "
+               "(class over 8 inputs)\n", (double)st->table_below / 1e6, (double)st->table_peak / 1e6,
+            (unsigned long long)st->over_inputs);
     fprintf(f, "synth: written %llu classes, %llu members; wall %.2f s, cpu %.2f s, peak RSS %.1f MB\n",
             (unsigned long long)st->candidates, (unsigned long long)st->members, st->wall_s,
             st->cpu_s, (double)st->peak_rss / 1e6);

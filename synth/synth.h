@@ -93,6 +93,8 @@ typedef struct {
     int no_prune;   /* keep every member (tests, debugging) */
     FILE *progress; /* progress lines (NULL: quiet) */
     uint64_t (*hash)(const void *, size_t); /* test hook: the table's hash */
+    uint64_t test_table_budget; /* test hook: table bytes the last level may
+                                   reach (0: from memory_limit) */
 } syn_options;
 
 typedef struct {
@@ -107,6 +109,8 @@ typedef struct {
     uint64_t candidates, members; /* written */
     uint64_t evals;               /* node evaluations */
     int passes;                   /* of the last level */
+    uint64_t table_below;         /* table bytes before the last level */
+    uint64_t table_peak;          /* table bytes at the end of the largest pass */
     double wall_s, cpu_s;
     uint64_t peak_rss; /* bytes */
 } syn_stats;

@@ -490,6 +490,43 @@ static void test_ir(void **state) {
     eg_free(g);
 }
 
+/* G03: a rewrite by hand, the way the search will do it: the attention
+ * block's transpose is replaced by a model Transpose, the old node
+ * removed, shapes re-inferred; the result exports and loads. */
+static void test_rewrite(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("attention.onnx"), *h = NULL;
+    char err[EG_ERRLEN];
+    int old = -1, id;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPS && g->node[j].op == OP_TRANSPOSE) old = j;
+    assert_true(old >= 0);
+    int in = g->node[old].in[0], out = g->node[old].out[0];
+    assert_int_equal(eg_add_node(g, EG_KIND_MODEL, "t2", 1, 0, 1, &id), EG_OK);
+    g->node[id].mop = EG_MOP_TRANSPOSE;
+    g->node[id].in[0] = in, g->node[id].out[0] = out;
+    unsigned char *drop = calloc((size_t)g->n_nodes, 1);
+    drop[old] = 1;
+    assert_int_equal(eg_remove_nodes(g, drop, err, sizeof err), EG_OK);
+    free(drop);
+    assert_int_equal(eg_toposort(g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_infer_all(g, err, sizeof err), EG_OK);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(eg_save_mem(g, &buf, &len, err, sizeof err), EG_OK);
+    assert_int_equal(eg_load_mem(buf, len, "rewritten", NULL, &h, err, sizeof err), EG_OK);
+    assert_int_equal(h->n_nodes, g->n_nodes);
+    /* removing the node that writes a graph's tensor in use is refused */
+    drop = calloc((size_t)h->n_nodes, 1);
+    drop[0] = 1;
+    assert_int_equal(eg_remove_nodes(h, drop, err, sizeof err), EG_EGRAPH);
+    assert_non_null(strstr(err, "not defined"));
+    free(drop);
+    free(buf);
+    eg_free(g);
+    eg_free(h);
+}
+
 /* G02: shapes for display and opspecs. */
 static void test_shapes(void **state) {
     (void)state;
@@ -527,6 +564,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_truncations);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_flips);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_ir);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_rewrite);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shapes);
     return _cmocka_run_group_tests("engine_io", tests, n, NULL, NULL);
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# cli_synth.sh - the synth tool's exit codes, messages and output file (TAP).
+# BIN names the directory holding the binaries.
+set -u
+: "${BIN:?BIN must name the binary directory}"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+n=0
+check() { # check DESC COMMAND... : ok when the command succeeds
+    local desc=$1; shift
+    n=$((n + 1))
+    if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; fi
+}
+status_is() { local want=$1; shift; "$@" >"$tmp/out" 2>"$tmp/err"; [ $? -eq "$want" ]; }
+S=$BIN/synth
+
+check "--help: exit 0, usage on stdout" status_is 0 "$S" --help
+check "... names the options" grep -q -- "--memory-limit" "$tmp/out"
+check "--version: exit 0" status_is 0 "$S" --version
+check "no -o: exit 2" status_is 2 "$S" --max-ops 1
+check "... says what is missing" grep -q "missing -o" "$tmp/err"
+check "unknown option: exit 2" status_is 2 "$S" --bogus -o "$tmp/x"
+check "... names it" grep -q "bogus" "$tmp/err"
+check "--max-ops 9: exit 2" status_is 2 "$S" --max-ops 9 -o "$tmp/x"
+check "--max-ops without a value: exit 2" status_is 2 "$S" -o "$tmp/x" --max-ops
+check "unknown operator: exit 2" status_is 2 "$S" --ops matmul,frobnicate -o "$tmp/x"
+check "... names it" grep -q "frobnicate" "$tmp/err"
+check "bad shard: exit 2" status_is 2 "$S" --shard 3/3 -o "$tmp/x"
+check "bad memory limit: exit 2" status_is 2 "$S" --memory-limit 8Q -o "$tmp/x"
+check "bad backend: exit 2" status_is 2 "$S" --backend tpu -o "$tmp/x"
+check "nothing written after a usage error" test ! -e "$tmp/x"
+
+# Without a GPU the CUDA backend refuses clearly (with one, it runs).
+if "$S" --backend cuda --max-ops 1 --ops relu -q -o "$tmp/cuda.db" >"$tmp/out" 2>"$tmp/err"; then
+    check "--backend cuda with a device: file written" test -s "$tmp/cuda.db"
+else
+    check "--backend cuda without a device: exit 2" test $? -eq 2
+    check "... with a clear message" grep -q "backend cuda: .*\(device\|CUDA\)" "$tmp/err"
+fi
+
+check "a small run: exit 0" status_is 0 "$S" --max-ops 2 --ops matmul -o "$tmp/mm.db"
+check "... summary on stderr" grep -q "candidates after output-side" "$tmp/err"
+check "... a valid candidates file" status_is 0 "$BIN/ruledb" info "$tmp/mm.db"
+check "... with matmul associativity" sh -c "'$BIN/ruledb' dump '$tmp/mm.db' | grep -q '(matmul x0 (matmul x1 x2))'"
+check "-q: nothing on stderr" status_is 0 "$S" -q --max-ops 1 --ops relu -o "$tmp/q.db"
+check "... really nothing" test ! -s "$tmp/err"
+check "unwritable output: exit 2" status_is 2 "$S" -q --max-ops 1 --ops relu -o "$tmp/no/such/dir/x.db"
+check "... names the file" grep -q "no/such/dir" "$tmp/err"
+check "no temporary file left behind" sh -c "! ls '$tmp' | grep -q tmp"
+
+# Same seed, 1 or 2 threads: the same bytes; shards merged: the same classes.
+"$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --threads 1 -o "$tmp/t1.db"
+"$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --threads 2 -o "$tmp/t2.db"
+check "1 and 2 threads: byte-identical files" cmp -s "$tmp/t1.db" "$tmp/t2.db"
+"$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --shard 0/2 -o "$tmp/s0.db"
+"$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --shard 1/2 -o "$tmp/s1.db"
+"$BIN/ruledb" merge -o "$tmp/merged.db" "$tmp/s0.db" "$tmp/s1.db" >/dev/null 2>&1
+check "shards merged: the classes of the whole run" status_is 0 "$BIN/ruledb" diff "$tmp/merged.db" "$tmp/t1.db"
+check "--memory-limit too small: exit 2 with a message" status_is 2 "$S" --memory-limit 1K --max-ops 2 -o "$tmp/m.db"
+check "... naming the limit" grep -q "memory limit" "$tmp/err"
+echo "1..$n"
