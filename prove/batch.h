@@ -4,9 +4,10 @@
  *  1. stage 1 (decide.h) for every pair that has shapes, spread over the
  *     threads item by item (no Z3, nothing shared);
  *  2. the pairs that pass are grouped by question (em_pair_key: the same
- *     pair up to renaming and order), because stages 2 and 3 do not depend
- *     on shapes: synth makes one class per input shapes, so the same
- *     identity often comes several times;
+ *     pair up to renaming and order): synth makes one class per input
+ *     shapes, so the same identity often comes several times, and a
+ *     verdict on it is a verdict on all (stage 2 starts from the shapes of
+ *     the group's first pair; any refutation refutes the rule);
  *  3. stages 2 and 3 once per group, on BT_LANES lanes: group g belongs to
  *     lane g % BT_LANES, a lane's groups are decided in order by one thread
  *     with one Z3 context (z3enc.h: a check may depend on the context's

@@ -42,7 +42,7 @@ static int collect(const rdb_file *rules, const dc_result *r, pv_check_result *r
     return 0;
 }
 
-/* Every rule as a pair without shapes: stage 2 (other shapes) and Z3. */
+/* Every rule as a pair without shapes: a rule gets Z3 only (decide.h). */
 static bt_pair *rule_pairs(const rdb_file *rules, uint64_t seed) {
     bt_pair *p = malloc((rules->n_rules + 1) * sizeof *p);
     for (size_t i = 0; p && i < rules->n_rules; i++) {
@@ -67,7 +67,7 @@ int pv_check(const rdb_file *rules, const ax_set *axioms, const pv_options *o,
     dc_result *r = calloc(rules->n_rules + 1, sizeof *r);
     bt_pair *pairs = rule_pairs(rules, o->seed);
     if (!r || !pairs || tg_plan_axioms(axioms, &plan) != 0) goto cleanup;
-    dc_config cfg = {axioms, &plan, {o->timeout_ms, o->max_instances}, 1};
+    dc_config cfg = {axioms, &plan, {o->timeout_ms, o->max_instances}, 0};
     if (bt_decide(&cfg, pairs, rules->n_rules, o->jobs, NULL, NULL, 1000, r, &bst) != 0 ||
         collect(rules, r, res) != 0)
         goto cleanup;

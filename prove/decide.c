@@ -1,17 +1,11 @@
-/* decide.c - one candidate pair: evaluation at the class shapes, at random
- * other shapes (axcheck), then Z3 (see decide.h). */
+/* decide.c - one candidate pair: evaluation at the class shapes, at
+ * variants of them, then Z3 (see decide.h). */
 #include "decide.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "axcheck.h"
-
-/* Bytes of the identity text built for stage 2: a graph of 8 nodes printed
- * as a tree stays far below this; a longer one skips the stage. */
-#define DC_TEXT_MAX 8192
 
 static uint64_t now_ms(void) {
     struct timespec t;
@@ -26,114 +20,142 @@ static int set(dc_result *r, rdb_proof status, int stage, const char *why) {
     return 0;
 }
 
-/* ---- stage 1: the class shapes ---- */
+/* ---- evaluation ---- */
 
 static void free_all(ten *t, int n) {
     for (int i = 0; i < n; i++) ten_free(&t[i]);
 }
 
-/* Outputs of g on inputs in, compared with want; *equal set. @return 0,
- * 1 when g is ill-shaped there, -1 out of memory. */
-static int eval_compare(const rg_graph *a, const rg_graph *b, const ten *in, int *equal) {
-    ten oa[RG_MAX_OUTPUTS], ob[RG_MAX_OUTPUTS];
+/* Evaluate a and b on random inputs of the given shapes; *equal set.
+ * @return 0, 1 when a graph is ill-shaped there, -1 out of memory. */
+static int eval_pair(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
+                     uint64_t seed, int *equal) {
+    ten in[RG_MAX_INPUTS], oa[RG_MAX_OUTPUTS], ob[RG_MAX_OUTPUTS];
     char err[RG_ERRLEN];
-    rg_status ra = rg_eval(a, in, oa, err, sizeof err);
-    if (ra != RG_OK) return ra == RG_ESHAPE ? 1 : -1;
-    rg_status rb = rg_eval(b, in, ob, err, sizeof err);
-    if (rb != RG_OK) {
-        free_all(oa, a->n_outputs);
-        return rb == RG_ESHAPE ? 1 : -1;
-    }
-    *equal = 1;
-    for (int k = 0; k < a->n_outputs; k++) *equal &= ten_equal(&oa[k], &ob[k]);
-    free_all(oa, a->n_outputs);
-    free_all(ob, b->n_outputs);
-    return 0;
-}
-
-int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
-              uint64_t seed, dc_result *r) {
-    ten in[RG_MAX_INPUTS];
-    int rc = 0, equal = 1, made = 0;
-    uint64_t t0 = now_ms();
-    memset(r, 0, sizeof *r);
+    int rc = 0, made = 0;
     memset(in, 0, sizeof in);
-    set(r, RDB_UNCHECKED, 1, "");
-    if (a->n_outputs != b->n_outputs) return set(r, RDB_REFUTED, 1, "different numbers of outputs");
     for (; made < n && rc == 0; made++) {
         if (ten_alloc(&in[made], &shapes[made]) != 0) rc = -1;
         else ten_fill_random(&in[made], &seed);
     }
-    if (rc == 0) rc = eval_compare(a, b, in, &equal);
+    rg_status ra = rc ? RG_ENOMEM : rg_eval(a, in, oa, err, sizeof err);
+    rg_status rb = ra ? ra : rg_eval(b, in, ob, err, sizeof err);
+    if (ra == RG_OK && rb == RG_OK) {
+        *equal = 1;
+        for (int k = 0; k < a->n_outputs; k++) *equal &= ten_equal(&oa[k], &ob[k]);
+        free_all(ob, b->n_outputs);
+    }
+    if (ra == RG_OK) free_all(oa, a->n_outputs);
+    free_all(in, made);
+    if (ra == RG_ENOMEM || rb == RG_ENOMEM) return -1;
+    return ra != RG_OK || rb != RG_OK ? 1 : 0;
+}
+
+/* ---- stage 1: the class shapes ---- */
+
+int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
+              uint64_t seed, dc_result *r) {
+    int equal = 0;
+    uint64_t t0 = now_ms();
+    memset(r, 0, sizeof *r);
+    set(r, RDB_UNCHECKED, 1, "");
+    if (a->n_outputs != b->n_outputs) return set(r, RDB_REFUTED, 1, "different numbers of outputs");
+    int rc = eval_pair(a, b, shapes, n, seed, &equal);
     if (rc == 1) rc = set(r, RDB_REFUTED, 1, "ill-shaped at the class shapes");
     else if (rc == 0 && !equal) set(r, RDB_REFUTED, 1, "sides differ at the class shapes");
     else if (rc < 0) set(r, RDB_UNKNOWN, 1, "out of memory evaluating");
-    free_all(in, made);
     r->millis = now_ms() - t0;
     return rc;
 }
 
-/* ---- stage 2: other shapes ---- */
+/* ---- stage 2: variants of the class shapes ---- */
 
-/* Inputs used by the subterm at ref r (inputs and symbolic sizes). */
-static uint32_t used_inputs(const rg_graph *g, rg_ref r) {
-    if (RG_IS_INPUT(r)) return 1u << r;
-    const rg_node *n = &g->node[RG_NODE_INDEX(r)];
-    const ops_info *o = &ops_table[n->op];
-    uint32_t m = 0;
-    for (int k = 0; k < o->n_params; k++)
-        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
-            m |= 1u << RG_SYM_INPUT(n->param[k]);
-    for (int k = 0; k < o->arity; k++) m |= used_inputs(g, n->in[k]);
-    return m;
+static int32_t random_dim(uint64_t *rng) { return 1 + (int32_t)(ten_rand_next(rng) % DC_MAX_DIM); }
+
+/* Give every distinct dim value a new random value or keep it (each with
+ * probability 1/2): equal dims stay equal, coincidences between a dim and
+ * a literal parameter (a split point, a kernel size) break. */
+static void remap_values(ten_shape *s, int n, uint64_t *rng) {
+    int32_t from[RG_MAX_INPUTS * TEN_MAX_RANK], to[RG_MAX_INPUTS * TEN_MAX_RANK];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < s[i].rank; a++) {
+            int k = 0;
+            while (k < m && from[k] != s[i].dim[a]) k++;
+            if (k == m) {
+                from[m] = s[i].dim[a];
+                to[m++] = ten_rand_next(rng) & 1 ? random_dim(rng) : s[i].dim[a];
+            }
+            s[i].dim[a] = to[k];
+        }
 }
 
-/* "(axiom pair "k" ((x0 tensor)...) LHS RHS)" for output k.
- * @return 0, or -1 when it does not fit. */
-static int identity_text(const rg_graph *a, const rg_graph *b, int k, char *buf, size_t n) {
-    uint32_t used = used_inputs(a, a->out[k]) | used_inputs(b, b->out[k]);
-    size_t len = (size_t)snprintf(buf, n, "(axiom pair \"output %d\" (", k);
-    for (int i = 0; i < RG_MAX_INPUTS && len < n; i++)
-        if (used >> i & 1) len += (size_t)snprintf(buf + len, n - len, "(x%d tensor)", i);
-    if (len + 2 >= n) return -1;
-    len += (size_t)snprintf(buf + len, n - len, ") ");
-    len += rg_format_output(a, k, buf + len, n - len);
-    if (len + 2 >= n) return -1;
-    len += (size_t)snprintf(buf + len, n - len, " ");
-    len += rg_format_output(b, k, buf + len, n - len);
-    if (len + 2 >= n) return -1;
-    snprintf(buf + len, n - len, ")");
-    return 0;
+/* Change one dim of one input: breaks a coincidence between equal dims
+ * (a square matrix, equal channel counts). */
+static void move_one(ten_shape *s, int n, uint64_t *rng) {
+    int i = (int)(ten_rand_next(rng) % (uint64_t)n);
+    if (s[i].rank) s[i].dim[ten_rand_next(rng) % (uint64_t)s[i].rank] = random_dim(rng);
 }
 
-static int stage_general(const rg_graph *a, const rg_graph *b, uint64_t seed, dc_result *r) {
-    char *text = malloc(DC_TEXT_MAX);
-    int rc = 0;
-    if (!text) {
-        set(r, RDB_UNKNOWN, 2, "out of memory");
-        return -1;
+/* 1 when no value of g (shapes v from rg_infer_shapes) is large. */
+static int small(const rg_graph *g, const ten_shape *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (ten_numel(&v[RG_IN(i)]) > DC_MAX_CELLS) return 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (ten_numel(&v[RG_NODE(j)]) > DC_MAX_CELLS) return 0;
+    return 1;
+}
+
+/* A variant of the class shapes for which both graphs are well shaped,
+ * small, and different from the class shapes. @return 1 when found. */
+static int variant(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
+                   uint64_t *rng, ten_shape *out) {
+    ten_shape va[RG_MAX_REFS], vb[RG_MAX_REFS];
+    memcpy(out, shapes, (size_t)n * sizeof *out);
+    if (ten_rand_next(rng) % 3) remap_values(out, n, rng);
+    else move_one(out, n, rng);
+    int same = 1;
+    for (int i = 0; i < n; i++) same &= ten_shape_eq(&out[i], &shapes[i]);
+    return !same && rg_infer_shapes(a, out, va, NULL, 0) == RG_OK &&
+           rg_infer_shapes(b, out, vb, NULL, 0) == RG_OK && small(a, va, a->n_inputs) &&
+           small(b, vb, b->n_inputs);
+}
+
+static void describe(const ten_shape *s, int n, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && k < len; i++) {
+        char t[64];
+        int w = snprintf(buf + k, len - k, "%sx%d=%s", i ? " " : "", i, ten_shape_str(&s[i], t));
+        k += w > 0 ? (size_t)w : 0;
     }
-    for (int k = 0; k < a->n_outputs && rc == 0 && r->status != RDB_REFUTED; k++) {
-        ax_set s;
-        axc_result ar;
-        char err[AX_ERRLEN];
-        if (identity_text(a, b, k, text, DC_TEXT_MAX) != 0) continue;
-        if (ax_parse_string(text, strlen(text), "pair", &s, err) != AX_OK) continue;
-        int st = axc_check(&s, 0, DC_GENERAL_INSTANCES, seed + (uint64_t)k, &ar);
-        if (st == AXC_EMISMATCH) {
-            const char *at = strstr(ar.msg, "sides differ on ");
-            snprintf(r->why, sizeof r->why, "sides differ at other shapes: %.200s",
-                     at ? at + 16 : ar.instance);
+}
+
+/* Try DC_VARIANTS variants, evaluate the first DC_EVALS well-shaped ones.
+ * @return 0 (refuted or not), -1 out of memory. */
+static int stage_variants(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
+                          uint64_t seed, dc_result *r) {
+    ten_shape v[RG_MAX_INPUTS];
+    int evals = 0;
+    for (int t = 0; t < DC_VARIANTS && evals < DC_EVALS; t++) {
+        int equal = 0;
+        if (!variant(a, b, shapes, n, &seed, v)) continue;
+        evals++;
+        int rc = eval_pair(a, b, v, n, ten_rand_next(&seed), &equal);
+        if (rc < 0) {
+            set(r, RDB_UNKNOWN, 2, "out of memory evaluating");
+            return -1;
+        }
+        if (rc == 0 && !equal) {
+            char d[DC_WHYLEN - 40];
+            describe(v, n, d, sizeof d);
+            snprintf(r->why, sizeof r->why, "sides differ at other shapes: %s", d);
             r->status = RDB_REFUTED;
             r->stage = 2;
-        } else if (st == AXC_EEVAL) {
-            set(r, RDB_UNKNOWN, 2, "out of memory evaluating");
-            rc = -1;
+            return 0;
         }
-        ax_free(&s);
     }
-    free(text);
-    return rc;
+    return 0;
 }
 
 /* ---- stage 3: Z3 ---- */
@@ -161,14 +183,15 @@ static int stage_z3(dc_worker *w, const rg_graph *a, const rg_graph *b, dc_resul
     return -1;
 }
 
-int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, uint64_t seed, dc_result *out) {
+int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, const ten_shape *shapes,
+              int n_shapes, uint64_t seed, dc_result *out) {
     uint64_t t0 = now_ms();
     int rc = 0;
     memset(out, 0, sizeof *out);
     out->status = RDB_UNKNOWN;
     if (a->n_outputs != b->n_outputs) rc = set(out, RDB_REFUTED, 1, "different numbers of outputs");
-    if (rc == 0 && out->status != RDB_REFUTED && w->cfg->general)
-        rc = stage_general(a, b, seed ^ 0x6a09e667f3bcc909ull, out);
+    if (rc == 0 && out->status != RDB_REFUTED && w->cfg->general && shapes)
+        rc = stage_variants(a, b, shapes, n_shapes, seed ^ 0x6a09e667f3bcc909ull, out);
     if (rc == 0 && out->status != RDB_REFUTED) rc = stage_z3(w, a, b, out);
     out->millis = now_ms() - t0;
     return rc;

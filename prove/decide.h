@@ -6,15 +6,21 @@
  *     fresh random inputs of the class's input shapes, from a seed
  *     unrelated to synth's. Unequal outputs -> REFUTED without Z3. This
  *     catches a candidate that agrees only on synth's fingerprint inputs.
- *  2. other shapes: the pair, read as an identity over its inputs, checked
- *     by axcheck (axc_check) on random well-shaped instances of *any*
- *     shapes. A rule carries no shapes and the engine applies it wherever
- *     both sides are well shaped, so a pair equal only at the class shapes
- *     (say a split at a literal point that happens to match there) is
- *     REFUTED as a rule. No instance found says nothing.
+ *  2. other shapes: variants of the class shapes (every distinct dim value
+ *     remapped to a random one or kept, or one dim of one input changed)
+ *     for which both graphs stay well shaped, evaluated the same way. A
+ *     rule carries no shapes and the engine applies it wherever both sides
+ *     are well shaped, so a pair equal only at the class shapes (a split at
+ *     a literal point that happens to match there, a square matrix) is
+ *     REFUTED as a rule. A bounded number of tries (DC_VARIANTS) and
+ *     evaluations (DC_EVALS) keeps it cheap; finding no variant says
+ *     nothing. (axcheck's backtracking search over all shapes, used for
+ *     the axioms, costs ~100x more per pair.)
  *  3. Z3 (z3enc.h): PROVED, UNKNOWN or TIMEOUT.
- * Stages 2 and 3 do not depend on shapes, so a pair that occurs in several
- * classes (synth makes one class per input shapes) needs them once.
+ * Stage 3 does not depend on shapes and stage 2 only starts from them, so
+ * a pair that occurs in several classes (synth makes one class per input
+ * shapes) needs them once. A ruledb rule has no shapes: stage 1 and 2 need
+ * them, so a rule gets stage 3 only.
  * Every random choice comes from the seed given per pair.
  */
 #ifndef DECIDE_H
@@ -26,14 +32,17 @@
 #include "z3enc.h"
 
 #define DC_WHYLEN 256
-#define DC_GENERAL_INSTANCES 8 /* stage 2 instances per output */
+#define DC_VARIANTS 48   /* stage 2: shape variants tried */
+#define DC_EVALS 6       /* stage 2: well-shaped variants evaluated */
+#define DC_MAX_DIM 6     /* stage 2: dims drawn from 1..DC_MAX_DIM */
+#define DC_MAX_CELLS 4096 /* stage 2: skip variants with a larger value */
 #define DC_RECYCLE 512         /* checks per Z3 context before a fresh one */
 
 typedef struct {
     const ax_set *axioms;
     const tg_plan *plan;
     ze_limits lim;
-    int general; /* run stage 2 */
+    int general; /* run stage 2 (when shapes are given) */
 } dc_config;
 
 typedef struct {
@@ -58,12 +67,15 @@ typedef struct {
 int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n,
               uint64_t seed, dc_result *out);
 
-/* Stages 2 and 3 (stage 2 only when cfg->general).
- * @pre a and b are valid graphs with as many outputs.
+/* Stages 2 and 3 (stage 2 only when cfg->general and shapes is given).
+ * @pre a and b are valid graphs with as many outputs; shapes is NULL or
+ *      holds n_shapes >= both graphs' n_inputs shapes at which both are
+ *      well shaped (the class shapes).
  * @return 0 with *out filled, or -1 when an internal error (out of memory,
  *         a Z3 error) prevented a verdict: out->status is then UNKNOWN and
  *         out->why says which. */
-int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, uint64_t seed, dc_result *out);
+int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, const ten_shape *shapes,
+              int n_shapes, uint64_t seed, dc_result *out);
 
 /* Release the worker's context (it may be used again afterwards). */
 void dc_worker_close(dc_worker *w);

@@ -15,6 +15,7 @@ typedef struct {
     const sg_graph *g;
     uint8_t extend; /* extend by one node */
     uint8_t join;   /* join with single-output reps of this size (0: no) */
+    uint8_t split;  /* add split0 and split1 of an output together */
 } item;
 
 typedef struct {
@@ -152,14 +153,13 @@ static int operands_allowed(const key_parent *P, ops_op op, int combo, operand a
     return 1;
 }
 
-/* Outputs of P + n: P's outputs it does not read (all of them when `keep`),
- * plus n. At most two, and two only when their cones meet.
- * @return the count, 0 when not allowed. */
+/* Outputs of P + n: P's outputs it does not read, plus n. At most two,
+ * and two only when their cones meet. @return the count, 0 when not
+ * allowed. */
 static int new_outputs(const key_parent *P, const pinfo *pi, const sg_node *n, uint64_t n_vcone,
-                       int keep, uint8_t out[2]) {
+                       uint8_t out[2]) {
     uint64_t outs = pi->outs;
-    if (!keep)
-        for (int k = 0; k < ops_table[n->op].arity; k++) outs &= ~SG_BIT(n->in[k]);
+    for (int k = 0; k < ops_table[n->op].arity; k++) outs &= ~SG_BIT(n->in[k]);
     int count = 0;
     for (int j = 0; j < P->g.n_nodes; j++)
         if (outs & SG_BIT(SG_NODE(j))) {
@@ -184,12 +184,7 @@ static void try_node(worker *w, key_parent *P, const pinfo *pi, ops_op op, int c
     if ((e.shape = node_shape(w, P, &e.n, slot_type, e.param)) == DOM_BAD) return;
     e.n_slots = n_slots;
     memcpy(e.slot_type, slot_type, KEY_MAX_SLOTS);
-    if ((e.n_sinks = new_outputs(P, pi, &e.n, vcone, 0, e.sink))) emit(w, P, &e);
-    /* a split of an output may keep it as an output too: (x, split0(x)) is
-     * how the other part, split1(x), comes to share x */
-    int split = op == OP_SPLIT0 || op == OP_SPLIT1;
-    if (split && (pi->outs & SG_BIT(a.ref)) && (e.n_sinks = new_outputs(P, pi, &e.n, vcone, 1, e.sink)))
-        emit(w, P, &e);
+    if ((e.n_sinks = new_outputs(P, pi, &e.n, vcone, e.sink))) emit(w, P, &e);
 }
 
 /* Candidate inputs: P's nodes and slots, then one new slot per type with
@@ -248,6 +243,41 @@ static void extend_all(worker *w, key_parent *P) {
     for (int op = 0; op < OP_COUNT; op++)
         if (d->ops >> op & 1)
             for (int i = 0; i < n1; i++) extend_with(w, P, &pi, (ops_op)op, first[i], tc);
+}
+
+/* ---- split pairs: split0(x) and split1(x) of an output x at once ---- */
+
+/* TASO's split is one operator with two outputs; adding both halves in one
+ * step makes (split0(x), split1(x)) from the rep x directly, whatever
+ * represents the class of x with one half. */
+static void split_pairs(worker *w, key_parent *P) {
+    const dom *d = w->sh->L->dom;
+    if (!(d->ops >> OP_SPLIT0 & 1) || !(d->ops >> OP_SPLIT1 & 1) || P->g.n_out != 1 ||
+        !SG_IS_NODE(P->g.out[0]))
+        return;
+    uint8_t x = P->g.out[0];
+    for (int axis = 0; axis < d->n_combo[OP_SPLIT0]; axis++) {
+        sg_node s0 = {OP_SPLIT0, (uint8_t)axis, {x, 0}};
+        key_parent Q;
+        key_ext e;
+        memset(&e, 0, sizeof e);
+        e.n = (sg_node){OP_SPLIT1, (uint8_t)axis, {x, 0}};
+        if (node_shape(w, P, &s0, P->slot_type, e.param) == DOM_BAD ||
+            (e.shape = node_shape(w, P, &e.n, P->slot_type, e.param)) == DOM_BAD)
+            continue;
+        key_status st = key_parent_push(w->c, P, &s0, &Q);
+        if (st == KEY_OK) {
+            e.n_slots = Q.n_slots;
+            memcpy(e.slot_type, Q.slot_type, KEY_MAX_SLOTS);
+            e.n_sinks = 2, e.sink[0] = SG_NODE(P->g.n_nodes), e.sink[1] = SG_NODE(Q.g.n_nodes);
+            emit(w, &Q, &e);
+        } else if (st == KEY_SKIP) {
+            w->skipped++;
+        } else {
+            stop_with(w, st == KEY_EDEV ? 3 : 2);
+        }
+        key_parent_release(w->c, &Q);
+    }
 }
 
 /* ---- joins: op(a, b) of two single-output reps ---- */
@@ -366,6 +396,7 @@ static void run_item(worker *w, const item *it) {
     if (st == KEY_OK) {
         if (it->extend) extend_all(w, &P);
         if (it->join) join_all(w, &P, it->join);
+        if (it->split) split_pairs(w, &P);
     } else if (st == KEY_SKIP) {
         w->skipped++;
     } else {
@@ -391,17 +422,19 @@ static void *work(void *arg) {
 }
 
 /* Items: every rep of level-1 nodes extends; single-output reps of i nodes
- * join with those of level-1-i (i >= level-1-i >= 1). */
+ * join with those of level-1-i (i >= level-1-i >= 1); single-output reps
+ * of level-2 nodes take split pairs. */
 static item *make_items(const en_level *L, size_t *n) {
     size_t cap = L->n_prev, k = 0;
     for (int a = 1; a < L->level - 1; a++) cap += L->n_single[a];
     item *it = malloc((cap ? cap : 1) * sizeof *it);
     if (!it) return NULL;
-    for (size_t i = 0; i < L->n_prev; i++) it[k++] = (item){&L->prev[i], 1, 0};
+    for (size_t i = 0; i < L->n_prev; i++) it[k++] = (item){&L->prev[i], 1, 0, 0};
     for (int a = 1; a < L->level - 1; a++) {
-        int b = L->level - 1 - a;
-        if (b > a) continue;
-        for (size_t i = 0; i < L->n_single[a]; i++) it[k++] = (item){&L->single[a][i], 0, (uint8_t)b};
+        int b = L->level - 1 - a, pair = a == L->level - 2;
+        if (b > a && !pair) continue;
+        for (size_t i = 0; i < L->n_single[a]; i++)
+            it[k++] = (item){&L->single[a][i], 0, (uint8_t)(b <= a ? b : 0), (uint8_t)pair};
     }
     *n = k;
     return it;

@@ -13,8 +13,13 @@
  *    disconnected two-output graphs are never stored (their classes would
  *    be all pairs of classes, quadratic in memory, and as rules they are two
  *    independent rules side by side).
+ *  - split pair: a single-output representative of n-2 nodes whose output
+ *    has a split point, plus split0 and split1 of it (TASO's split is one
+ *    operator with two outputs; made in one step, the pair does not hang on
+ *    which graph represents "x with one half split off").
  * A graph keeps at most two sinks (its outputs); with two, their cones share
- * a node or a variable. Split reads only a concat, on the concat's axis.
+ * a node or a variable (a constant's shape reference does not count). A
+ * split cuts a value at its split point (sgraph.h).
  * Constants (imm, iconv, poolk, ones) take an existing variable as their
  * shape reference. A node identical to an existing one is never added.
  *

@@ -16,12 +16,14 @@
 
 /* ---- arena: bump allocation of cells, released by marks ---- */
 
-#define ARENA_CELLS (1u << 20)
+#define ARENA_CELLS (1u << 16) /* 512 KB chunks; a value has at most KEY_MAX_CELLS */
 
 typedef struct {
     uint64_t **chunk;
     size_t n_chunks, cur, off;
 } arena;
+
+_Static_assert(KEY_MAX_CELLS <= ARENA_CELLS, "a value must fit one chunk");
 
 static uint64_t *arena_alloc(arena *a, int64_t n) {
     if (a->off + (size_t)n > ARENA_CELLS) a->cur++, a->off = 0;
@@ -598,14 +600,34 @@ key_status key_parent_from_rep(key_ctx *c, const sg_graph *rep, key_parent *P) {
     return st;
 }
 
+/* P = base's copy with room for `extra` more nodes, owning the arena from
+ * here; P->n_slots and the new nodes are the caller's to fill. */
+static key_status grow_parent(key_ctx *c, key_parent *base, int extra, key_parent *P) {
+    int nb = base->g.n_nodes;
+    size_t m0 = c->ar.cur, m1 = c->ar.off;
+    if (nb + extra <= SG_MAX_NODES) *P = *base;
+    P->mark[0] = m0, P->mark[1] = m1;
+    if (nb + extra > SG_MAX_NODES) return KEY_SKIP;
+    P->base = base, P->first_own = nb;
+    P->g.n_out = 0;
+    return KEY_OK;
+}
+
+/* Values of P's own nodes (P->first_own on) after they were added. */
+static key_status finish_parent(key_ctx *c, key_parent *P) {
+    for (int a = P->base->n_slots + 1; a <= P->n_slots; a++)
+        for (int j = 0; j < P->first_own; j++) P->val[a][j] = P->val[0][j];
+    key_status st = parent_shapes(c, P);
+    if (st == KEY_OK) st = cache_assignments(c, P, P->first_own);
+    if (st == KEY_OK) st = alloc_lc(c, P);
+    return st;
+}
+
 key_status key_parent_join(key_ctx *c, key_parent *base, const sg_graph *r2,
                            const int8_t map[POOL_MAX_VARS], key_parent *P) {
     int nb = base->g.n_nodes;
-    size_t m0 = c->ar.cur, m1 = c->ar.off;
-    if (nb + r2->n_nodes <= SG_MAX_NODES) *P = *base;
-    P->mark[0] = m0, P->mark[1] = m1;
-    if (nb + r2->n_nodes > SG_MAX_NODES) return KEY_SKIP;
-    P->base = base, P->first_own = nb;
+    key_status st = grow_parent(c, base, r2->n_nodes, P);
+    if (st != KEY_OK) return st;
     for (int j = 0; j < r2->n_nodes; j++) {
         sg_node n = r2->node[j];
         for (int k = 0; k < ops_table[n.op].arity; k++) {
@@ -617,13 +639,15 @@ key_status key_parent_join(key_ctx *c, key_parent *base, const sg_graph *r2,
         }
         P->g.node[nb + j] = n;
     }
-    P->g.n_nodes = (uint8_t)(nb + r2->n_nodes), P->g.n_out = 0;
-    for (int a = base->n_slots + 1; a <= P->n_slots; a++)
-        for (int j = 0; j < nb; j++) P->val[a][j] = P->val[0][j];
-    key_status st = parent_shapes(c, P);
-    if (st == KEY_OK) st = cache_assignments(c, P, nb);
-    if (st == KEY_OK) st = alloc_lc(c, P);
-    return st;
+    P->g.n_nodes = (uint8_t)(nb + r2->n_nodes);
+    return finish_parent(c, P);
+}
+
+key_status key_parent_push(key_ctx *c, key_parent *base, const sg_node *n, key_parent *P) {
+    key_status st = grow_parent(c, base, 1, P);
+    if (st != KEY_OK) return st;
+    P->g.node[P->g.n_nodes++] = *n;
+    return finish_parent(c, P);
 }
 
 /* ---- incremental source: a parent plus one node ---- */

@@ -139,6 +139,11 @@ key_status key_parent_from_rep(key_ctx *c, const sg_graph *rep, key_parent *P);
 key_status key_parent_join(key_ctx *c, key_parent *base, const sg_graph *r2,
                            const int8_t map[POOL_MAX_VARS], key_parent *P);
 
+/* P = base plus node n, whose inputs are base's nodes or slots (no new
+ * slot). Like a join, P only offers its nodes to key_extend.
+ * @return as key_parent_from_rep */
+key_status key_parent_push(key_ctx *c, key_parent *base, const sg_node *n, key_parent *P);
+
 /* Give P's arena space back (P must be the newest parent alive). */
 void key_parent_release(key_ctx *c, key_parent *P);
 

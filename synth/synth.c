@@ -323,6 +323,7 @@ static void add_counts(syn_stats *to, const syn_stats *from, int max_ops) {
 static syn_status take_classes(run *r, emitter *e) {
     rdb_file *o = r->out;
     size_t n = o->n_classes + e->out->n_classes;
+    if (!e->out->n_classes) return SYN_OK;
     if (n > o->cap_classes) {
         rdb_class *c = realloc(o->classes, n * sizeof *c);
         if (!c) return fail(r, SYN_ENOMEM, "out of memory");
@@ -544,7 +545,8 @@ syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *er
     syn_status rc = setup(&r);
     if (!rc) rc = generate(&r);
     if (!rc) {
-        qsort(r.out->classes, r.out->n_classes, sizeof *r.out->classes, cmp_class);
+        if (r.out->n_classes > 1)
+            qsort(r.out->classes, r.out->n_classes, sizeof *r.out->classes, cmp_class);
         finish_stats(&r);
         fill_generator(&r);
         *out = r.out, r.out = NULL;
