@@ -244,6 +244,8 @@ static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const ch
 
 /* ================= graph inputs, initializers ================= */
 
+static int shapes_conflict(const eg_shape *a, const eg_shape *b);
+
 /* Keep a ValueInfoProto's bytes for export; its type gives the tensor's
  * dtype and shape unless the tensor has a value (which knows better). */
 static eg_status keep_vinfo(const ictx *c, const Onnx__ValueInfoProto *vi, eg_tensor *t) {
@@ -283,12 +285,32 @@ static eg_status value_tensor(ictx *c, const char *name, const char *what, int *
     return rc == EG_OK ? EG_OK : fail(c, rc, "out of memory");
 }
 
+/* An initializer giving a graph input its default must fit the input's
+ * declaration (the writer keeps the declaration and regenerates the value). */
+static eg_status check_input_default(const ictx *c, const eg_tensor *t, int dtype,
+                                     const eg_shape *decl) {
+    char a[160], b[160];
+    if (dtype && t->dtype != dtype)
+        return fail(c, EG_EFORMAT, "graph input '%s' is declared %s but its initializer is %s",
+                    t->name, eg_dtype_name(dtype), eg_dtype_name(t->dtype));
+    if (shapes_conflict(decl, &t->shape))
+        return fail(c, EG_ESHAPE, "graph input '%s' is declared %s but its initializer is %s",
+                    t->name, eg_shape_str(decl, NULL, a, sizeof a),
+                    eg_shape_str(&t->shape, NULL, b, sizeof b));
+    return EG_OK;
+}
+
 static eg_status add_initializers(ictx *c) {
     for (size_t i = 0; i < c->gp->n_initializer; i++) {
         const Onnx__TensorProto *tp = c->gp->initializer[i];
         int id;
         eg_status rc = value_tensor(c, tp->name, "initializer", &id);
-        if (rc == EG_OK) rc = load_value(c, tp, "initializer", &c->g->tensor[id], 1);
+        if (rc != EG_OK) return rc;
+        eg_tensor *t = &c->g->tensor[id];
+        int dtype = t->dtype; /* a graph input's declaration, or 0 */
+        eg_shape decl = t->shape;
+        rc = load_value(c, tp, "initializer", t, 1);
+        if (rc == EG_OK && (t->flags & EG_TF_INPUT)) rc = check_input_default(c, t, dtype, &decl);
         if (rc != EG_OK) return rc;
     }
     /* sparse initializers stay in the graph shell; nodes may read them */
@@ -808,6 +830,12 @@ static eg_shape declared_shape(const Onnx__ValueInfoProto *vi) {
 static eg_status check_output_decl(const ictx *c, const Onnx__ValueInfoProto *vi, const eg_tensor *t) {
     char a[160], b[160];
     eg_shape decl = declared_shape(vi);
+    const Onnx__TypeProto *tp = vi->type;
+    int dtype = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+                        tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0;
+    if (dtype && t->dtype && dtype != t->dtype)
+        return fail(c, EG_EFORMAT, "graph output '%s' is declared %s but is %s", t->name,
+                    eg_dtype_name(dtype), eg_dtype_name(t->dtype));
     if (!shapes_conflict(&decl, &t->shape)) return EG_OK;
     return fail(c, EG_ESHAPE, "graph output '%s' is declared %s but is %s %s", t->name,
                 eg_shape_str(&decl, NULL, a, sizeof a),

@@ -87,7 +87,8 @@ static void lane_work(void *arg, size_t lane) {
     dc_worker w = {b->cfg, NULL, 0};
     for (size_t g = lane; g < b->n_groups; g += BT_LANES) {
         const bt_pair *p = &b->p[b->first[g]];
-        if (dc_decide(&w, p->a, p->b, p->shapes, p->n_shapes, p->seed, &b->gres[g]) != 0) atomic_fetch_add(&b->errors, 1);
+        if (dc_decide(&w, p->a, p->b, p->shapes, p->n_shapes, p->seed, &b->gres[g]) != 0)
+            atomic_fetch_add(&b->errors, 1);
         atomic_fetch_add(&b->by[b->gres[g].status], 1);
         atomic_fetch_add(&b->done, 1);
     }

@@ -7,12 +7,14 @@
  * member is over the same inputs x0..xn with the class's shapes. prove
  *   1. pairs the representative (member 0) with each other member: one
  *      candidate per pair;
- *   2. decides each candidate on --jobs threads (decide.h): evaluation on
- *      fresh random inputs at the class shapes, then at random other
- *      shapes, then Z3 against the axioms of opspecs/axioms.ax (z3enc.h,
- *      with the trigger policy of trig.h), each check under --timeout ms
- *      and a deterministic budget of quantifier instances: proved,
- *      refuted, unknown or timeout, never a hang;
+ *   2. decides each candidate on --jobs threads (batch.h, decide.h):
+ *      evaluation on fresh random inputs at the class shapes, then at
+ *      variants of them, then, once per distinct question (the same pair
+ *      up to renaming, which synth produces once per input shapes), Z3
+ *      against the axioms of opspecs/axioms.ax (z3enc.h, with the trigger
+ *      policy of trig.h), each check under --timeout ms and a deterministic
+ *      budget of quantifier instances: proved, refuted, unknown or
+ *      timeout, never a hang;
  *   3. emits rules from the proved pairs in the directions the engine can
  *      use (emit.h) and prunes redundant ones, counting each step
  *      (reduce.h: duplicates, renamings, implied in context at the inputs
@@ -21,12 +23,13 @@
  *      timings and the axiom file's digest, with a prover record per rule
  *      (z3, its version, milliseconds, "proved").
  * The result depends only on the input, the axioms, the seed and the
- * limits, never on --jobs: every candidate has its own seed, its own Z3
- * context, and its own result slot.
+ * limits, never on --jobs: every candidate has its own seed and result
+ * slot, and Z3 checks run on fixed lanes (batch.h). With --no-timings and
+ * a clock limit that never binds, reruns give the same bytes.
  *
- * pv_check re-proves every rule of a ruledb (stages 2 and 3: a rule has no
- * shapes) and lists those not proved; `prove --check` exits 1 on any, so a
- * CI pipeline can refuse a ruledb it cannot re-prove.
+ * pv_check re-proves every rule of a ruledb with Z3 (a rule has no shapes
+ * to evaluate at) and lists those not proved; `prove --check` exits 1 on
+ * any, so a CI pipeline can refuse a ruledb it cannot re-prove.
  *
  * pv_axioms_check is axiom hygiene: every axiom holds on concrete tensors
  * (axcheck.h) and is provable from the encoded axioms (so its triggers

@@ -218,8 +218,8 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
         g->timings.wall_ms = st->wall_ms;
         g->timings.cpu_ms = st->cpu_ms;
     }
-    note(g, "z3=%s timeout_ms=%u max_instances=%u general=%d", ze_version(), o->timeout_ms, o->max_instances,
-         o->general);
+    note(g, "z3=%s timeout_ms=%u max_instances=%u general=%d", ze_version(), o->timeout_ms,
+         o->max_instances, o->general);
     note(g, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
          st->candidates, st->distinct, st->proved, st->refuted, st->unknown, st->timeout);
     note(g, "rules emitted=%zu after_dup=%zu after_rename=%zu after_input=%zu after_output=%zu",

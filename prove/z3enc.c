@@ -7,14 +7,13 @@
 #include <string.h>
 #include <z3.h>
 
-#define ZE_AXES TEN_MAX_RANK /* dims every tensor has in the encoding */
+#include "z3shape.h"
+
 #define ZE_MAX_SHAPE_AXIOMS 256
 
 struct ze_ctx {
-    Z3_context c;
-    Z3_sort T, S, I;
+    zs_syms s; /* the context, sorts, shape() and sdim() */
     Z3_func_decl op[OP_COUNT];
-    Z3_func_decl shape, sdim;
     const ax_set *set;
     Z3_ast *axiom;     /* one formula per axiom of set, NULL when unused */
     uint8_t *pattern;  /* 2 per axiom: that side became a pattern */
@@ -23,360 +22,68 @@ struct ze_ctx {
     Z3_solver main; /* axioms at its base level; a candidate per push/pop */
 };
 
-/* How a constant reads its reference input (z3enc.h). */
-typedef enum { REF_NONE, REF_DIM1, REF_SHAPE } ref_use;
-
-static ref_use const_ref(ops_op op) {
-    switch (op) {
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK: return REF_DIM1;
-    case OP_ONES: return REF_SHAPE;
-    case OP_MATMUL:
-    case OP_CONV2D:
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-    case OP_TRANSPOSE:
-    case OP_ENLARGE:
-    case OP_COUNT: break;
-    }
-    return REF_NONE;
-}
-
-/* The input whose shape the output has, whatever the parameters; -1 when
- * the output shape is computed otherwise. */
-static int same_shape_input(ops_op op) {
-    switch (op) {
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_ONES: return 0;
-    case OP_MATMUL:
-    case OP_CONV2D:
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-    case OP_TRANSPOSE:
-    case OP_ENLARGE:
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_COUNT: break;
-    }
-    return -1;
-}
-
-/* ---- small term helpers ---- */
-
-static Z3_ast num(ze_ctx *z, int64_t v) { return Z3_mk_int64(z->c, v, z->I); }
-
-static Z3_ast shape_of_t(ze_ctx *z, Z3_ast t) { return Z3_mk_app(z->c, z->shape, 1, &t); }
-
-static Z3_ast sdim_ast(ze_ctx *z, Z3_ast axis, Z3_ast shape) {
-    Z3_ast a[2] = {axis, shape};
-    return Z3_mk_app(z->c, z->sdim, 2, a);
-}
-
-static Z3_ast dim_t(ze_ctx *z, int a, Z3_ast t) { return sdim_ast(z, num(z, a), shape_of_t(z, t)); }
-
-static Z3_ast add2(ze_ctx *z, Z3_ast a, Z3_ast b) {
-    Z3_ast x[2] = {a, b};
-    return Z3_mk_add(z->c, 2, x);
-}
-
-static Z3_ast sub2(ze_ctx *z, Z3_ast a, Z3_ast b) {
-    Z3_ast x[2] = {a, b};
-    return Z3_mk_sub(z->c, 2, x);
-}
-
-/* Parameters of one application: terms, and literal values where known. */
-typedef struct {
-    Z3_ast ast[OPS_MAX_PARAMS];
-    int32_t lit[OPS_MAX_PARAMS];
-    unsigned is_lit; /* bit k: parameter k is the literal lit[k] */
-} zparams;
-
-static int lit(const zparams *p, int k) { return p->is_lit >> k & 1; }
-
-/* The dims of an application's inputs, produced on demand: in the
- * quantified axioms a dim is itself simplified by the shape rules. */
-typedef struct dim_src {
-    Z3_ast (*get)(struct dim_src *self, int input, int axis);
-} dim_src;
-
-/* ---- shape rules (ORDER OP via the switches) ---- */
-
-/* Output size of a conv/pool window along one axis: SAME is centred,
- * ceil(h/s); VALID is (h-k) div s + 1 (shape.c). */
-static Z3_ast window(ze_ctx *z, Z3_ast h, Z3_ast k, int32_t stride, int32_t pad) {
-    if (pad == OPS_PAD_SAME)
-        return stride == 1 ? h : Z3_mk_div(z->c, add2(z, h, num(z, stride - 1)), num(z, stride));
-    Z3_ast span = sub2(z, h, k);
-    if (stride != 1) span = Z3_mk_div(z->c, span, num(z, stride));
-    return add2(z, span, num(z, 1));
-}
-
-static Z3_ast kernel_dim(ze_ctx *z, int32_t kernel, int a) {
-    return num(z, a == 2 ? OPS_KERNEL_H(kernel) : OPS_KERNEL_W(kernel));
-}
-
-static Z3_ast pool_dim(ze_ctx *z, const zparams *p, dim_src *d, int a) {
-    if (a < 2) return d->get(d, 0, a);
-    if (!lit(p, 0) || !lit(p, 1) || !lit(p, 2)) return NULL;
-    return window(z, d->get(d, 0, a), kernel_dim(z, p->lit[0], a), p->lit[1], p->lit[2]);
-}
-
-static Z3_ast conv_dim(ze_ctx *z, const zparams *p, dim_src *d, int a) {
-    if (a < 2) return d->get(d, a, 0); /* N from x, O from w */
-    if (!lit(p, 0) || !lit(p, 1)) return NULL;
-    return window(z, d->get(d, 0, a), d->get(d, 1, a), p->lit[0], p->lit[1]);
-}
-
-/* split0/split1 (axis, size; x) along the axis: size, or the rest. */
-static Z3_ast split_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a) {
-    if (!lit(p, 0)) return NULL;
-    if (a != p->lit[0]) return d->get(d, 0, a);
-    return op == OP_SPLIT0 ? p->ast[1] : sub2(z, d->get(d, 0, a), p->ast[1]);
-}
-
-/* Dim a of op's output from its inputs' dims; NULL when the rule needs a
- * parameter that is not a literal. The missing axes of a rank-2 result
- * read as 1 (z3enc.h), so transposes and products of matrices can meet
- * the off-axis conditions of a concat or an ewadd. */
-static Z3_ast rule_dim(ze_ctx *z, ops_op op, const zparams *p, dim_src *d, int a) {
-    switch (op) {
-    case OP_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : num(z, 1);
-    case OP_CONV2D: return conv_dim(z, p, d, a);
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_ONES: return d->get(d, 0, a);
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return pool_dim(z, p, d, a);
-    case OP_CONCAT:
-        if (!lit(p, 0)) return NULL;
-        return a == p->lit[0] ? add2(z, d->get(d, 0, a), d->get(d, 1, a)) : d->get(d, 0, a);
-    case OP_SPLIT0:
-    case OP_SPLIT1: return split_dim(z, op, p, d, a);
-    case OP_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : num(z, 1);
-    case OP_ENLARGE:
-        if (a < 2) return d->get(d, 0, a);
-        return lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
-    case OP_IMM: return a < 2 ? d->get(d, 0, 1) : num(z, 1);
-    case OP_ICONV:
-    case OP_POOLK:
-        if (a < 2) return d->get(d, 0, 1);
-        return lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
-    case OP_COUNT: break;
-    }
-    return NULL;
-}
-
-/* ---- well-shapedness (shape.c's checks, over dims) ---- */
-
-/* Conditions for an application to be well shaped, one formula each. */
-#define ZE_MAX_FITS 160 /* an axiom's guard collects those of all its terms */
-typedef struct {
-    Z3_ast c[ZE_MAX_FITS];
-    int n;
-} fits;
-
-static void need(fits *f, Z3_ast c) {
-    if (f->n < ZE_MAX_FITS) f->c[f->n++] = c;
-}
-
-static Z3_ast eq2(ze_ctx *z, Z3_ast a, Z3_ast b) { return Z3_mk_eq(z->c, a, b); }
-
-static Z3_ast odd(ze_ctx *z, Z3_ast v) { return eq2(z, Z3_mk_mod(z->c, v, num(z, 2)), num(z, 1)); }
-
-/* Parameter k is value v: true, false or a formula when symbolic. */
-static Z3_ast is(ze_ctx *z, const zparams *p, int k, int32_t v) {
-    if (lit(p, k)) return p->lit[k] == v ? Z3_mk_true(z->c) : Z3_mk_false(z->c);
-    return eq2(z, p->ast[k], num(z, v));
-}
-
-/* Height (a = 2) or width (a = 3) of a packed kernel parameter. */
-static Z3_ast kernel_size(ze_ctx *z, const zparams *p, int k, int a) {
-    if (lit(p, k)) return kernel_dim(z, p->lit[k], a);
-    return (a == 2 ? Z3_mk_div : Z3_mk_mod)(z->c, p->ast[k], num(z, 256));
-}
-
-/* A window of kh x kw under pad parameter k: SAME needs an odd kernel,
- * VALID an input at least as large. */
-static void window_fits(ze_ctx *z, fits *f, const zparams *p, int k, Z3_ast h, Z3_ast w,
-                        Z3_ast kh, Z3_ast kw) {
-    Z3_ast same[2] = {odd(z, kh), odd(z, kw)};
-    Z3_ast valid[2] = {Z3_mk_ge(z->c, h, kh), Z3_mk_ge(z->c, w, kw)};
-    need(f, Z3_mk_implies(z->c, is(z, p, k, OPS_PAD_SAME), Z3_mk_and(z->c, 2, same)));
-    need(f, Z3_mk_implies(z->c, is(z, p, k, OPS_PAD_VALID), Z3_mk_and(z->c, 2, valid)));
-}
-
-/* conv2d: C = groups * I, groups divides O, the window fits. */
-static void conv_fits(ze_ctx *z, fits *f, const zparams *p, dim_src *d) {
-    const ops_pkind_info *dom = &ops_pkind_table[PK_GROUPS];
-    for (int i = 0; i < dom->n_values; i++) {
-        int32_t g = dom->values[i];
-        Z3_ast m[2] = {num(z, g), d->get(d, 1, 1)};
-        Z3_ast ok[2] = {eq2(z, d->get(d, 0, 1), Z3_mk_mul(z->c, 2, m)),
-                        eq2(z, Z3_mk_mod(z->c, d->get(d, 1, 0), num(z, g)), num(z, 0))};
-        need(f, Z3_mk_implies(z->c, is(z, p, 3, g), Z3_mk_and(z->c, 2, ok)));
-    }
-    window_fits(z, f, p, 1, d->get(d, 0, 2), d->get(d, 0, 3), d->get(d, 1, 2), d->get(d, 1, 3));
-}
-
-/* enlarge: the kernel covers the weights with an even margin. */
-static void enlarge_fits(ze_ctx *z, fits *f, const zparams *p, dim_src *d) {
-    for (int a = 2; a < 4; a++) {
-        Z3_ast k = kernel_size(z, p, 0, a), w = d->get(d, 0, a);
-        need(f, Z3_mk_ge(z->c, k, w));
-        need(f, eq2(z, Z3_mk_mod(z->c, sub2(z, k, w), num(z, 2)), num(z, 0)));
-    }
-}
-
-/* concat: equal dims off the axis. split: 1 <= size < dim on the axis. */
-static void axis_fits(ze_ctx *z, fits *f, ops_op op, const zparams *p, const Z3_ast *in,
-                      dim_src *d) {
-    if (op == OP_CONCAT) {
-        for (int a = 0; a < ZE_AXES; a++)
-            need(f, Z3_mk_or(z->c, 2, (Z3_ast[]){is(z, p, 0, a),
-                                                 eq2(z, d->get(d, 0, a), d->get(d, 1, a))}));
-        return;
-    }
-    Z3_ast dim = lit(p, 0) ? d->get(d, 0, p->lit[0]) : sdim_ast(z, p->ast[0], shape_of_t(z, in[0]));
-    need(f, Z3_mk_ge(z->c, p->ast[1], num(z, 1)));
-    need(f, Z3_mk_lt(z->c, p->ast[1], dim));
-}
-
-/* Everything op(p; in) needs of its inputs to be well shaped. Ranks are
- * not encoded: the axioms and candidates are rank-consistent by
- * construction, and every fact below is true at any rank (z3enc.h). */
-static void op_fits(ze_ctx *z, fits *f, ops_op op, const zparams *p, const Z3_ast *in,
-                    dim_src *d) {
-    switch (op) {
-    case OP_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
-    case OP_CONV2D: conv_fits(z, f, p, d); break;
-    case OP_EWADD:
-    case OP_EWMUL:
-        for (int a = 0; a < ZE_AXES; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));
-        break;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-        window_fits(z, f, p, 2, d->get(d, 0, 2), d->get(d, 0, 3), kernel_size(z, p, 0, 2),
-                    kernel_size(z, p, 0, 3));
-        break;
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1: axis_fits(z, f, op, p, in, d); break;
-    case OP_ENLARGE: enlarge_fits(z, f, p, d); break;
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_TRANSPOSE:
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES:
-    case OP_COUNT: break;
-    }
-}
-
-/* The parameters rule_dim needs as literals (bit k = parameter k). */
-static unsigned rule_params(ops_op op) {
-    switch (op) {
-    case OP_CONV2D: return 3u;    /* stride, pad */
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return 7u;   /* kernel, stride, pad */
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1:               /* axis */
-    case OP_ENLARGE:
-    case OP_ICONV:
-    case OP_POOLK: return 1u;     /* kernel */
-    case OP_MATMUL:
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_TRANSPOSE:
-    case OP_IMM:
-    case OP_ONES:
-    case OP_COUNT: break;
-    }
-    return 0;
-}
-
 /* ---- declarations ---- */
 
 static Z3_func_decl declare_op(ze_ctx *z, ops_op op) {
     const ops_info *o = &ops_table[op];
     Z3_sort dom[OPS_MAX_PARAMS + OPS_MAX_ARITY];
     unsigned n = 0;
-    for (int k = 0; k < o->n_params; k++) dom[n++] = z->I;
-    switch (const_ref(op)) {
-    case REF_DIM1: dom[n++] = z->I; break;
-    case REF_SHAPE: dom[n++] = z->S; break;
-    case REF_NONE:
-        for (int k = 0; k < o->arity; k++) dom[n++] = z->T;
+    for (int k = 0; k < o->n_params; k++) dom[n++] = z->s.I;
+    switch (zs_const_ref(op)) {
+    case ZS_REF_DIM1: dom[n++] = z->s.I; break;
+    case ZS_REF_SHAPE: dom[n++] = z->s.S; break;
+    case ZS_REF_NONE:
+        for (int k = 0; k < o->arity; k++) dom[n++] = z->s.T;
         break;
     }
-    return Z3_mk_func_decl(z->c, Z3_mk_string_symbol(z->c, o->name), n, dom, z->T);
+    return Z3_mk_func_decl(z->s.c, Z3_mk_string_symbol(z->s.c, o->name), n, dom, z->s.T);
 }
 
 static void declare_all(ze_ctx *z) {
-    Z3_context c = z->c;
-    z->T = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "T"));
-    z->S = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "S"));
-    z->I = Z3_mk_int_sort(c);
-    z->shape = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "shape"), 1, &z->T, z->S);
-    Z3_sort sd[2] = {z->I, z->S};
-    z->sdim = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "sdim"), 2, sd, z->I);
+    Z3_context c = z->s.c;
+    z->s.T = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "T"));
+    z->s.S = Z3_mk_uninterpreted_sort(c, Z3_mk_string_symbol(c, "S"));
+    z->s.I = Z3_mk_int_sort(c);
+    z->s.shape = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "shape"), 1, &z->s.T, z->s.S);
+    Z3_sort sd[2] = {z->s.I, z->s.S};
+    z->s.sdim = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "sdim"), 2, sd, z->s.I);
     for (int op = 0; op < OP_COUNT; op++) z->op[op] = declare_op(z, (ops_op)op);
 }
 
 /* op(params; inputs) as a term. For a constant the reference input is
  * replaced by what it reads: dim 1 of it (d) or its shape (shape0). */
-static Z3_ast mk_app(ze_ctx *z, ops_op op, const zparams *p, const Z3_ast *in,
-                     dim_src *d, Z3_ast shape0) {
+static Z3_ast mk_app(ze_ctx *z, ops_op op, const zs_params *p, const Z3_ast *in,
+                     zs_dims *d, Z3_ast shape0) {
     const ops_info *o = &ops_table[op];
     Z3_ast args[OPS_MAX_PARAMS + OPS_MAX_ARITY];
     unsigned n = 0;
     for (int k = 0; k < o->n_params; k++) args[n++] = p->ast[k];
-    switch (const_ref(op)) {
-    case REF_DIM1: args[n++] = d->get(d, 0, 1); break;
-    case REF_SHAPE: args[n++] = shape0; break;
-    case REF_NONE:
+    switch (zs_const_ref(op)) {
+    case ZS_REF_DIM1: args[n++] = d->get(d, 0, 1); break;
+    case ZS_REF_SHAPE: args[n++] = shape0; break;
+    case ZS_REF_NONE:
         for (int k = 0; k < o->arity; k++) args[n++] = in[k];
         break;
     }
-    return Z3_mk_app(z->c, z->op[op], n, args);
+    return Z3_mk_app(z->s.c, z->op[op], n, args);
 }
 
 /* ---- parameter domains ---- */
 
 /* The domain of a parameter kind as a formula over v. */
 static Z3_ast domain(ze_ctx *z, ops_pkind kind, Z3_ast v) {
-    if (kind == PK_SIZE) return Z3_mk_ge(z->c, v, num(z, 1));
+    if (kind == PK_SIZE) return Z3_mk_ge(z->s.c, v, zs_num(&z->s, 1));
     const ops_pkind_info *d = &ops_pkind_table[kind];
     Z3_ast alt[16];
     int n = d->n_values < 16 ? d->n_values : 16;
-    for (int i = 0; i < n; i++) alt[i] = Z3_mk_eq(z->c, v, num(z, d->values[i]));
-    return n == 1 ? alt[0] : Z3_mk_or(z->c, (unsigned)n, alt);
+    for (int i = 0; i < n; i++) alt[i] = Z3_mk_eq(z->s.c, v, zs_num(&z->s, d->values[i]));
+    return n == 1 ? alt[0] : Z3_mk_or(z->s.c, (unsigned)n, alt);
 }
 
 /* ---- quantified axioms ---- */
 
 typedef struct {
-    dim_src base;
+    zs_dims base;
     ze_ctx *z;
     const ax_axiom *a;
     const Z3_ast *vars;
@@ -386,7 +93,7 @@ typedef struct {
 static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars);
 static Z3_ast q_dim(ze_ctx *z, const ax_axiom *a, int axis, int t, const Z3_ast *vars);
 
-static Z3_ast qdims_get(dim_src *self, int input, int axis) {
+static Z3_ast qdims_get(zs_dims *self, int input, int axis) {
     qdims *q = (qdims *)self;
     return q_dim(q->z, q->a, axis, q->in_terms[input], q->vars);
 }
@@ -394,13 +101,14 @@ static Z3_ast qdims_get(dim_src *self, int input, int axis) {
 /* 1 when e is a term a pattern may hold: an uninterpreted application or
  * a numeral (the shape rules may produce +, - or div, which may not). */
 static int pattern_safe(ze_ctx *z, Z3_ast e) {
-    if (Z3_is_numeral_ast(z->c, e)) return 1;
-    if (Z3_get_ast_kind(z->c, e) != Z3_APP_AST) return 0;
-    return Z3_get_decl_kind(z->c, Z3_get_app_decl(z->c, Z3_to_app(z->c, e))) == Z3_OP_UNINTERPRETED;
+    if (Z3_is_numeral_ast(z->s.c, e)) return 1;
+    if (Z3_get_ast_kind(z->s.c, e) != Z3_APP_AST) return 0;
+    Z3_func_decl f = Z3_get_app_decl(z->s.c, Z3_to_app(z->s.c, e));
+    return Z3_get_decl_kind(z->s.c, f) == Z3_OP_UNINTERPRETED;
 }
 
 static void q_params(ze_ctx *z, const ax_axiom *a, const ax_term *x, const Z3_ast *vars,
-                     zparams *p) {
+                     zs_params *p) {
     memset(p, 0, sizeof *p);
     for (int k = 0; k < ops_table[x->op].n_params; k++) {
         const ax_term *pt = &z->set->term[x->arg[k]];
@@ -417,21 +125,21 @@ static void q_params(ze_ctx *z, const ax_axiom *a, const ax_term *x, const Z3_as
 static Z3_ast q_dim(ze_ctx *z, const ax_axiom *a, int axis, int t, const Z3_ast *vars) {
     const ax_term *x = &z->set->term[t];
     if (x->kind == AX_TAPP) {
-        zparams p;
+        zs_params p;
         qdims d = {{qdims_get}, z, a, vars, x->arg + ops_table[x->op].n_params};
         q_params(z, a, x, vars, &p);
-        Z3_ast r = rule_dim(z, (ops_op)x->op, &p, &d.base, axis);
+        Z3_ast r = zs_rule_dim(&z->s, (ops_op)x->op, &p, &d.base, axis);
         if (r && pattern_safe(z, r)) return r;
     }
-    return dim_t(z, axis, q_term(z, a, t, vars));
+    return zs_dim(&z->s, axis, q_term(z, a, t, vars));
 }
 
 static Z3_ast q_shape(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
     const ax_term *x = &z->set->term[t];
-    if (x->kind == AX_TAPP && same_shape_input((ops_op)x->op) >= 0)
-        return q_shape(z, a, x->arg[ops_table[x->op].n_params + same_shape_input((ops_op)x->op)],
+    if (x->kind == AX_TAPP && zs_same_shape_input((ops_op)x->op) >= 0)
+        return q_shape(z, a, x->arg[ops_table[x->op].n_params + zs_same_shape_input((ops_op)x->op)],
                        vars);
-    return shape_of_t(z, q_term(z, a, t, vars));
+    return zs_shape(&z->s, q_term(z, a, t, vars));
 }
 
 /* Term t of axiom a over the bound variables vars. */
@@ -439,39 +147,39 @@ static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
     const ax_term *x = &z->set->term[t];
     switch (x->kind) {
     case AX_TVAR: return vars[x->value];
-    case AX_TLIT: return num(z, x->value);
+    case AX_TLIT: return zs_num(&z->s, x->value);
     case AX_TDIM:
         if (z->set->term[x->arg[0]].kind == AX_TLIT)
             return q_dim(z, a, z->set->term[x->arg[0]].value, x->arg[1], vars);
-        return sdim_ast(z, q_term(z, a, x->arg[0], vars),
+        return zs_sdim(&z->s, q_term(z, a, x->arg[0], vars),
                         q_shape(z, a, x->arg[1], vars));
     case AX_TAPP: break;
     }
     ops_op op = (ops_op)x->op;
     int np = ops_table[op].n_params;
-    zparams p;
+    zs_params p;
     Z3_ast in[OPS_MAX_ARITY] = {0}, shape0 = NULL;
     qdims d = {{qdims_get}, z, a, vars, x->arg + np};
     q_params(z, a, x, vars, &p);
-    if (const_ref(op) == REF_SHAPE) shape0 = q_shape(z, a, x->arg[np], vars);
-    if (const_ref(op) == REF_NONE)
+    if (zs_const_ref(op) == ZS_REF_SHAPE) shape0 = q_shape(z, a, x->arg[np], vars);
+    if (zs_const_ref(op) == ZS_REF_NONE)
         for (int k = 0; k < ops_table[op].arity; k++) in[k] = q_term(z, a, x->arg[np + k], vars);
     return mk_app(z, op, &p, in, &d.base, shape0);
 }
 
 /* Append the well-shapedness of every application under term t. */
-static void q_guard(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars, fits *f) {
+static void q_guard(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars, zs_fits *f) {
     const ax_term *x = &z->set->term[t];
     for (int k = 0; k < x->n_args; k++) q_guard(z, a, x->arg[k], vars, f);
     if (x->kind != AX_TAPP) return;
     ops_op op = (ops_op)x->op;
     int np = ops_table[op].n_params;
-    zparams p;
+    zs_params p;
     Z3_ast in[OPS_MAX_ARITY] = {0};
     qdims d = {{qdims_get}, z, a, vars, x->arg + np};
     q_params(z, a, x, vars, &p);
     for (int k = 0; k < ops_table[op].arity; k++) in[k] = q_term(z, a, x->arg[np + k], vars);
-    op_fits(z, f, op, &p, in, &d.base);
+    zs_op_fits(&z->s, f, op, &p, in, &d.base);
 }
 
 /* 1 when the term e mentions the constant v. */
@@ -495,9 +203,9 @@ static int mentions_all(Z3_context c, Z3_ast e, const Z3_ast *vars, int n) {
  * plan's trigger sides as patterns; NULL when no side can be a pattern
  * (Z3 would then choose its own, possibly looping, triggers). */
 static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
-    Z3_context c = z->c;
+    Z3_context c = z->s.c;
     const ax_axiom *a = &z->set->axiom[i];
-    Z3_ast vars[AX_MAX_VARS] = {0}, guard[AX_MAX_VARS + ZE_MAX_FITS], side[2];
+    Z3_ast vars[AX_MAX_VARS] = {0}, guard[AX_MAX_VARS + ZS_MAX_FITS], side[2];
     Z3_app bound[AX_MAX_VARS];
     Z3_pattern pats[2];
     unsigned n_guard = 0, n_pat = 0;
@@ -505,7 +213,8 @@ static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
         char name[2 * AX_MAX_NAME + 4];
         snprintf(name, sizeof name, "%s!%s", a->name, a->var[v].name);
         int sort = a->var[v].sort;
-        vars[v] = Z3_mk_const(c, Z3_mk_string_symbol(c, name), sort == AX_SORT_TENSOR ? z->T : z->I);
+        Z3_sort so = sort == AX_SORT_TENSOR ? z->s.T : z->s.I;
+        vars[v] = Z3_mk_const(c, Z3_mk_string_symbol(c, name), so);
         bound[v] = Z3_to_app(c, vars[v]);
         if (sort != AX_SORT_TENSOR) guard[n_guard++] = domain(z, (ops_pkind)sort, vars[v]);
     }
@@ -515,7 +224,7 @@ static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
      * instance outside that may equate terms of different shapes and
      * "prove" false rules, e.g. conv(cat(x0,x1), cat(x2,x3)) with x0 and x2
      * of different channel counts as the sum of two ill-shaped convs. */
-    fits wf = {{0}, 0};
+    zs_fits wf = {{0}, 0};
     q_guard(z, a, a->lhs, vars, &wf);
     q_guard(z, a, a->rhs, vars, &wf);
     for (int k = 0; k < wf.n; k++) guard[n_guard++] = wf.c[k];
@@ -536,44 +245,45 @@ static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
 /* Dims of the inputs of a quantified application: tensor inputs read
  * through shape(); a constant's reference is its Int or S argument. */
 typedef struct {
-    dim_src base;
+    zs_dims base;
     ze_ctx *z;
-    ref_use ref;
+    zs_ref ref;
     const Z3_ast *in; /* tensor variables, or the constant's one argument */
 } sdims;
 
-static Z3_ast sdims_get(dim_src *self, int input, int axis) {
+static Z3_ast sdims_get(zs_dims *self, int input, int axis) {
     sdims *d = (sdims *)self;
-    if (d->ref == REF_DIM1) return d->in[0]; /* the only dim a constant reads */
-    if (d->ref == REF_SHAPE) return sdim_ast(d->z, num(d->z, axis), d->in[0]);
-    return dim_t(d->z, axis, d->in[input]);
+    if (d->ref == ZS_REF_DIM1) return d->in[0]; /* the only dim a constant reads */
+    if (d->ref == ZS_REF_SHAPE) return zs_sdim(&d->z->s, zs_num(&d->z->s, axis), d->in[0]);
+    return zs_dim(&d->z->s, axis, d->in[input]);
 }
 
 /* forall (other params, inputs). dims of op(lit params, ...) by the rule,
  * and its shape = its first input's for element-wise operators. The
  * application is the pattern: it adds only Int terms, so it cannot loop. */
-static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zparams *fixed) {
-    Z3_context c = z->c;
+static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zs_params *fixed) {
+    Z3_context c = z->s.c;
     const ops_info *o = &ops_table[op];
-    zparams p = *fixed;
-    Z3_ast var[OPS_MAX_PARAMS + OPS_MAX_ARITY], in[OPS_MAX_ARITY] = {0}, conj[ZE_AXES + 1];
+    zs_params p = *fixed;
+    Z3_ast var[OPS_MAX_PARAMS + OPS_MAX_ARITY], in[OPS_MAX_ARITY] = {0}, conj[ZS_AXES + 1];
     Z3_app bound[OPS_MAX_PARAMS + OPS_MAX_ARITY];
     unsigned nv = 0, nc = 0;
-    ref_use ref = const_ref(op);
+    zs_ref ref = zs_const_ref(op);
     for (int k = 0; k < o->n_params; k++)
-        if (!lit(&p, k)) var[nv++] = p.ast[k] = Z3_mk_fresh_const(c, "p", z->I);
-    int n_in = ref == REF_NONE ? o->arity : 1;
-    for (int k = 0; k < n_in; k++)
-        var[nv++] = in[k] = Z3_mk_fresh_const(c, "x", ref == REF_NONE ? z->T : ref == REF_DIM1 ? z->I : z->S);
+        if (!zs_lit(&p, k)) var[nv++] = p.ast[k] = Z3_mk_fresh_const(c, "p", z->s.I);
+    int n_in = ref == ZS_REF_NONE ? o->arity : 1;
+    Z3_sort so = ref == ZS_REF_NONE ? z->s.T : ref == ZS_REF_DIM1 ? z->s.I : z->s.S;
+    for (int k = 0; k < n_in; k++) var[nv++] = in[k] = Z3_mk_fresh_const(c, "x", so);
     sdims d = {{sdims_get}, z, ref, in};
     Z3_ast app = mk_app(z, op, &p, in, &d.base, in[0]);
-    for (int a = 0; a < ZE_AXES; a++) {
-        Z3_ast r = rule_dim(z, op, &p, &d.base, a);
-        if (r) conj[nc++] = Z3_mk_eq(c, dim_t(z, a, app), r);
+    for (int a = 0; a < ZS_AXES; a++) {
+        Z3_ast r = zs_rule_dim(&z->s, op, &p, &d.base, a);
+        if (r) conj[nc++] = Z3_mk_eq(c, zs_dim(&z->s, a, app), r);
     }
-    if (ref == REF_SHAPE) conj[nc++] = Z3_mk_eq(c, shape_of_t(z, app), in[0]);
-    else if (same_shape_input(op) >= 0)
-        conj[nc++] = Z3_mk_eq(c, shape_of_t(z, app), shape_of_t(z, in[same_shape_input(op)]));
+    if (ref == ZS_REF_SHAPE) conj[nc++] = Z3_mk_eq(c, zs_shape(&z->s, app), in[0]);
+    else if (zs_same_shape_input(op) >= 0)
+        conj[nc++] =
+            Z3_mk_eq(c, zs_shape(&z->s, app), zs_shape(&z->s, in[zs_same_shape_input(op)]));
     if (nc == 0) return NULL;
     for (unsigned i = 0; i < nv; i++) bound[i] = Z3_to_app(c, var[i]);
     Z3_pattern pat = Z3_mk_pattern(c, 1, &app);
@@ -583,21 +293,21 @@ static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zparams *fixed) {
 /* One shape axiom per combination of the literal parameters the rule
  * needs, from their domains (conv: stride x pad, pools: kernel x stride x
  * pad, concat/split: axis ...). */
-static void shape_axioms_for(ze_ctx *z, ops_op op, zparams *p, int k) {
+static void shape_axioms_for(ze_ctx *z, ops_op op, zs_params *p, int k) {
     const ops_info *o = &ops_table[op];
     if (k == o->n_params) {
         Z3_ast f = shape_axiom(z, op, p);
         if (f && z->n_shape_ax < ZE_MAX_SHAPE_AXIOMS) z->shape_ax[z->n_shape_ax++] = f;
         return;
     }
-    if (!(rule_params(op) >> k & 1)) {
+    if (!(zs_rule_params(op) >> k & 1)) {
         shape_axioms_for(z, op, p, k + 1);
         return;
     }
     const ops_pkind_info *dom = &ops_pkind_table[o->pkind[k]];
     for (int i = 0; i < dom->n_values; i++) {
         p->lit[k] = dom->values[i];
-        p->ast[k] = num(z, dom->values[i]);
+        p->ast[k] = zs_num(&z->s, dom->values[i]);
         p->is_lit |= 1u << k;
         shape_axioms_for(z, op, p, k + 1);
     }
@@ -606,7 +316,7 @@ static void shape_axioms_for(ze_ctx *z, ops_op op, zparams *p, int k) {
 
 static void encode_shape_axioms(ze_ctx *z) {
     for (int op = 0; op < OP_COUNT; op++) {
-        zparams p;
+        zs_params p;
         memset(&p, 0, sizeof p);
         shape_axioms_for(z, (ops_op)op, &p, 0);
     }
@@ -630,9 +340,9 @@ int ze_pattern_used(const ze_ctx *z, int axiom, int side) {
 }
 
 static int z3_failed(ze_ctx *z, char *err, size_t errlen, const char *what) {
-    Z3_error_code e = Z3_get_error_code(z->c);
+    Z3_error_code e = Z3_get_error_code(z->s.c);
     if (e == Z3_OK) return 0;
-    snprintf(err, errlen, "z3: %s: %s", what, Z3_get_error_msg(z->c, e));
+    snprintf(err, errlen, "z3: %s: %s", what, Z3_get_error_msg(z->s.c, e));
     return 1;
 }
 
@@ -644,11 +354,11 @@ int ze_open(const ax_set *s, const tg_plan *plan, ze_ctx **out, char *err, size_
     z->set = s;
     z->axiom = calloc((size_t)s->n_axioms + 1, sizeof *z->axiom);
     z->pattern = calloc(2 * (size_t)s->n_axioms + 1, 1);
-    z->c = Z3_mk_context(cfg);
+    z->s.c = Z3_mk_context(cfg);
     Z3_del_config(cfg);
     cfg = NULL;
-    if (!z->axiom || !z->pattern || !z->c) goto nomem;
-    Z3_set_error_handler(z->c, NULL); /* errors are recorded, checked below */
+    if (!z->axiom || !z->pattern || !z->s.c) goto nomem;
+    Z3_set_error_handler(z->s.c, NULL); /* errors are recorded, checked below */
     declare_all(z);
     encode_shape_axioms(z);
     if (z3_failed(z, err, errlen, "shape rules")) goto fail;
@@ -668,8 +378,8 @@ fail:
 
 void ze_close(ze_ctx *z) {
     if (!z) return;
-    if (z->main) Z3_solver_dec_ref(z->c, z->main);
-    if (z->c) Z3_del_context(z->c);
+    if (z->main) Z3_solver_dec_ref(z->s.c, z->main);
+    if (z->s.c) Z3_del_context(z->s.c);
     free(z->axiom);
     free(z->pattern);
     free(z);
@@ -698,44 +408,46 @@ static void fact(ground *g, Z3_ast f) {
     g->fact[g->n_facts++] = f;
 }
 
-static void eq_fact(ground *g, Z3_ast a, Z3_ast b) { fact(g, Z3_mk_eq(g->z->c, a, b)); }
+static void eq_fact(ground *g, Z3_ast a, Z3_ast b) { fact(g, Z3_mk_eq(g->z->s.c, a, b)); }
 
 /* Every dim of a ground tensor is >= 1. */
 static void positive_dims(ground *g, Z3_ast t) {
-    for (int a = 0; a < ZE_AXES; a++) fact(g, Z3_mk_ge(g->z->c, dim_t(g->z, a, t), num(g->z, 1)));
+    const zs_syms *s = &g->z->s;
+    for (int a = 0; a < ZS_AXES; a++) fact(g, Z3_mk_ge(s->c, zs_dim(s, a, t), zs_num(s, 1)));
 }
 
 typedef struct {
-    dim_src base;
+    zs_dims base;
     ze_ctx *z;
     const Z3_ast *in;
 } gdims;
 
-static Z3_ast gdims_get(dim_src *self, int input, int axis) {
+static Z3_ast gdims_get(zs_dims *self, int input, int axis) {
     gdims *d = (gdims *)self;
-    return dim_t(d->z, axis, d->in[input]);
+    return zs_dim(&d->z->s, axis, d->in[input]);
 }
 
 /* What a well-shaped application says about how its inputs fit; for
  * element-wise operators also the shapes themselves (ones() reads them). */
-static void input_facts(ground *g, ops_op op, const zparams *p, const Z3_ast *in, dim_src *d) {
-    fits f = {{0}, 0};
-    op_fits(g->z, &f, op, p, in, d);
+static void input_facts(ground *g, ops_op op, const zs_params *p, const Z3_ast *in, zs_dims *d) {
+    zs_fits f = {{0}, 0};
+    zs_op_fits(&g->z->s, &f, op, p, in, d);
     for (int i = 0; i < f.n; i++) fact(g, f.c[i]);
-    if (op == OP_EWADD || op == OP_EWMUL) eq_fact(g, shape_of_t(g->z, in[0]), shape_of_t(g->z, in[1]));
+    if (op == OP_EWADD || op == OP_EWMUL)
+        eq_fact(g, zs_shape(&g->z->s, in[0]), zs_shape(&g->z->s, in[1]));
 }
 
 /* The application as a ground term, with its shape facts. */
-static Z3_ast g_apply(ground *g, ops_op op, const zparams *p, const Z3_ast *in) {
+static Z3_ast g_apply(ground *g, ops_op op, const zs_params *p, const Z3_ast *in) {
     ze_ctx *z = g->z;
     gdims d = {{gdims_get}, z, in};
-    Z3_ast out = mk_app(z, op, p, in, &d.base, shape_of_t(z, in[0]));
-    int si = same_shape_input(op);
+    Z3_ast out = mk_app(z, op, p, in, &d.base, zs_shape(&z->s, in[0]));
+    int si = zs_same_shape_input(op);
     input_facts(g, op, p, in, &d.base);
-    if (si >= 0) eq_fact(g, shape_of_t(z, out), shape_of_t(z, in[si]));
-    for (int a = 0; a < ZE_AXES; a++) {
-        Z3_ast r = rule_dim(z, op, p, &d.base, a);
-        if (r) eq_fact(g, dim_t(z, a, out), r);
+    if (si >= 0) eq_fact(g, zs_shape(&z->s, out), zs_shape(&z->s, in[si]));
+    for (int a = 0; a < ZS_AXES; a++) {
+        Z3_ast r = zs_rule_dim(&z->s, op, p, &d.base, a);
+        if (r) eq_fact(g, zs_dim(&z->s, a, out), r);
     }
     positive_dims(g, out);
     return out;
@@ -744,7 +456,7 @@ static Z3_ast g_apply(ground *g, ops_op op, const zparams *p, const Z3_ast *in) 
 static Z3_ast input_const(ground *g, int i) {
     char name[16];
     snprintf(name, sizeof name, "x%d", i);
-    Z3_ast x = Z3_mk_const(g->z->c, Z3_mk_string_symbol(g->z->c, name), g->z->T);
+    Z3_ast x = Z3_mk_const(g->z->s.c, Z3_mk_string_symbol(g->z->s.c, name), g->z->s.T);
     positive_dims(g, x);
     return x;
 }
@@ -756,16 +468,16 @@ static void g_graph(ground *g, const rg_graph *gr, Z3_ast val[RG_MAX_REFS]) {
     for (int j = 0; j < gr->n_nodes; j++) {
         const rg_node *n = &gr->node[j];
         const ops_info *o = &ops_table[n->op];
-        zparams p;
+        zs_params p;
         Z3_ast in[OPS_MAX_ARITY] = {0};
         memset(&p, 0, sizeof p);
         for (int k = 0; k < o->n_params; k++) {
             int32_t v = n->param[k];
             if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(v)) {
-                p.ast[k] = dim_t(g->z, RG_SYM_AXIS(v), val[RG_IN(RG_SYM_INPUT(v))]);
+                p.ast[k] = zs_dim(&g->z->s, RG_SYM_AXIS(v), val[RG_IN(RG_SYM_INPUT(v))]);
                 continue;
             }
-            p.ast[k] = num(g->z, v);
+            p.ast[k] = zs_num(&g->z->s, v);
             p.lit[k] = v;
             p.is_lit |= 1u << k;
         }
@@ -779,15 +491,15 @@ static Z3_ast g_term(ground *g, const ax_set *s, int t, const Z3_ast *vars) {
     const ax_term *x = &s->term[t];
     switch (x->kind) {
     case AX_TVAR: return vars[x->value];
-    case AX_TLIT: return num(g->z, x->value);
+    case AX_TLIT: return zs_num(&g->z->s, x->value);
     case AX_TDIM:
-        return sdim_ast(g->z, g_term(g, s, x->arg[0], vars),
-                        shape_of_t(g->z, g_term(g, s, x->arg[1], vars)));
+        return zs_sdim(&g->z->s, g_term(g, s, x->arg[0], vars),
+                        zs_shape(&g->z->s, g_term(g, s, x->arg[1], vars)));
     case AX_TAPP: break;
     }
     ops_op op = (ops_op)x->op;
     int np = ops_table[op].n_params;
-    zparams p;
+    zs_params p;
     Z3_ast in[OPS_MAX_ARITY] = {0};
     memset(&p, 0, sizeof p);
     for (int k = 0; k < np; k++) {
@@ -815,7 +527,7 @@ const char *ze_verdict_name(ze_verdict v) {
 }
 
 static void set_limits(ze_ctx *z, Z3_solver s, const ze_limits *lim) {
-    Z3_context c = z->c;
+    Z3_context c = z->s.c;
     Z3_params p = Z3_mk_params(c);
     Z3_params_inc_ref(c, p);
     Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "timeout"),
@@ -828,8 +540,8 @@ static void set_limits(ze_ctx *z, Z3_solver s, const ze_limits *lim) {
 }
 
 static Z3_solver new_solver(ze_ctx *z, const ze_limits *lim) {
-    Z3_solver s = Z3_mk_simple_solver(z->c);
-    Z3_solver_inc_ref(z->c, s);
+    Z3_solver s = Z3_mk_simple_solver(z->s.c);
+    Z3_solver_inc_ref(z->s.c, s);
     set_limits(z, s, lim);
     return s;
 }
@@ -837,14 +549,14 @@ static Z3_solver new_solver(ze_ctx *z, const ze_limits *lim) {
 /* Quantifier instances the solver has made so far (its statistics add up
  * over checks; callers take differences). */
 static unsigned instances(ze_ctx *z, Z3_solver s) {
-    Z3_stats st = Z3_solver_get_statistics(z->c, s);
+    Z3_stats st = Z3_solver_get_statistics(z->s.c, s);
     unsigned n = 0;
-    Z3_stats_inc_ref(z->c, st);
-    for (unsigned i = 0; i < Z3_stats_size(z->c, st); i++)
-        if (!strcmp(Z3_stats_get_key(z->c, st, i), "quant instantiations") &&
-            Z3_stats_is_uint(z->c, st, i))
-            n = Z3_stats_get_uint_value(z->c, st, i);
-    Z3_stats_dec_ref(z->c, st);
+    Z3_stats_inc_ref(z->s.c, st);
+    for (unsigned i = 0; i < Z3_stats_size(z->s.c, st); i++)
+        if (!strcmp(Z3_stats_get_key(z->s.c, st, i), "quant instantiations") &&
+            Z3_stats_is_uint(z->s.c, st, i))
+            n = Z3_stats_get_uint_value(z->s.c, st, i);
+    Z3_stats_dec_ref(z->s.c, st);
     return n;
 }
 
@@ -856,7 +568,7 @@ static unsigned instances(ze_ctx *z, Z3_solver s) {
  * saturation happens after tens of instances, far below. */
 static ze_verdict undecided(ze_ctx *z, Z3_solver s, unsigned n, const ze_limits *lim,
                             char *why) {
-    const char *r = Z3_solver_get_reason_unknown(z->c, s);
+    const char *r = Z3_solver_get_reason_unknown(z->s.c, s);
     if (lim->max_instances && n >= lim->max_instances / 2) {
         snprintf(why, ZE_WHYLEN, "instance budget spent (%u of %u kept)", n, lim->max_instances);
         return ZE_TIMEOUT;
@@ -869,9 +581,9 @@ static ze_verdict undecided(ze_ctx *z, Z3_solver s, unsigned n, const ze_limits 
  * @return 1 when they are contradictory. */
 static int vacuous(ze_ctx *z, ground *g, const ze_limits *lim) {
     Z3_solver s = new_solver(z, lim);
-    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(z->c, s, g->fact[i]);
-    Z3_lbool r = Z3_solver_check(z->c, s);
-    Z3_solver_dec_ref(z->c, s);
+    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(z->s.c, s, g->fact[i]);
+    Z3_lbool r = Z3_solver_check(z->s.c, s);
+    Z3_solver_dec_ref(z->s.c, s);
     return r == Z3_L_FALSE;
 }
 
@@ -881,16 +593,16 @@ static int vacuous(ze_ctx *z, ground *g, const ze_limits *lim) {
 static Z3_solver main_solver(ze_ctx *z, const ze_limits *lim) {
     if (z->main) return z->main;
     z->main = new_solver(z, lim);
-    for (int i = 0; i < z->n_shape_ax; i++) Z3_solver_assert(z->c, z->main, z->shape_ax[i]);
+    for (int i = 0; i < z->n_shape_ax; i++) Z3_solver_assert(z->s.c, z->main, z->shape_ax[i]);
     for (int i = 0; i < z->set->n_axioms; i++)
-        if (z->axiom[i]) Z3_solver_assert(z->c, z->main, z->axiom[i]);
+        if (z->axiom[i]) Z3_solver_assert(z->s.c, z->main, z->axiom[i]);
     return z->main;
 }
 
 /* Shape facts first (vacuity guard), then facts and goal in a scope of
  * the axiom solver. */
 static ze_verdict solve(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim, char *why) {
-    Z3_context c = z->c;
+    Z3_context c = z->s.c;
     ze_verdict v;
     if (vacuous(z, g, lim)) {
         snprintf(why, ZE_WHYLEN, "the shape facts are contradictory");
@@ -922,8 +634,8 @@ static ze_verdict finish(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim
     if (g->oom) {
         snprintf(why, ZE_WHYLEN, "out of memory");
         v = ZE_ERROR;
-    } else if (Z3_get_error_code(z->c) != Z3_OK) {
-        snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(z->c, Z3_get_error_code(z->c)));
+    } else if (Z3_get_error_code(z->s.c) != Z3_OK) {
+        snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(z->s.c, Z3_get_error_code(z->s.c)));
         v = ZE_ERROR;
     } else {
         v = solve(z, g, goal, lim, why);
@@ -940,8 +652,8 @@ ze_verdict ze_prove_graphs(ze_ctx *z, const rg_graph *a, const rg_graph *b,
     g_graph(&g, b, vb);
     int n = a->n_outputs < b->n_outputs ? a->n_outputs : b->n_outputs;
     for (int k = 0; k < n; k++)
-        diff[k] = Z3_mk_not(z->c, Z3_mk_eq(z->c, va[a->out[k]], vb[b->out[k]]));
-    Z3_ast goal = n == 1 ? diff[0] : Z3_mk_or(z->c, (unsigned)n, diff);
+        diff[k] = Z3_mk_not(z->s.c, Z3_mk_eq(z->s.c, va[a->out[k]], vb[b->out[k]]));
+    Z3_ast goal = n == 1 ? diff[0] : Z3_mk_or(z->s.c, (unsigned)n, diff);
     return finish(z, &g, goal, lim, why);
 }
 
@@ -954,11 +666,11 @@ ze_verdict ze_prove_identity(ze_ctx *z, const ax_set *set, int axiom, const ze_l
         char name[AX_MAX_NAME + 8];
         snprintf(name, sizeof name, "sk!%s", a->var[v].name);
         int sort = a->var[v].sort;
-        vars[v] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, name),
-                              sort == AX_SORT_TENSOR ? z->T : z->I);
+        vars[v] = Z3_mk_const(z->s.c, Z3_mk_string_symbol(z->s.c, name),
+                              sort == AX_SORT_TENSOR ? z->s.T : z->s.I);
         if (sort == AX_SORT_TENSOR) positive_dims(&g, vars[v]);
         else fact(&g, domain(z, (ops_pkind)sort, vars[v]));
     }
     Z3_ast l = g_term(&g, set, a->lhs, vars), r = g_term(&g, set, a->rhs, vars);
-    return finish(z, &g, Z3_mk_not(z->c, Z3_mk_eq(z->c, l, r)), lim, why);
+    return finish(z, &g, Z3_mk_not(z->s.c, Z3_mk_eq(z->s.c, l, r)), lim, why);
 }

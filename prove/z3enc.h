@@ -25,23 +25,43 @@
  * rule when the rule knows it ((imm (transpose x)) is imm(dim(0, x))).
  *
  * Axioms: every axiom of the set, quantified over its variables, as
- * (domain(params) => lhs = rhs), with the trigger sides of trig.h as
- * alternative single-term patterns. Parameter domains: the values of
- * ops_pkind_table for every kind but size, which is >= 1 (split sizes may
- * be symbolic dims).
+ *     domain(params) and WS(lhs) and WS(rhs)  =>  lhs = rhs
+ * with the trigger sides of trig.h as alternative single-term patterns.
+ * WS(t) is the well-shapedness of every application in t, over dims
+ * (shape.c's checks: matmul inner dims, ewadd dims equal, concat off-axis
+ * dims, conv C = groups * I with groups dividing O, SAME needs an odd
+ * kernel and VALID an input no smaller than it, 1 <= split size < dim,
+ * enlarge's kernel covers w with an even margin). The guard is what the
+ * axiom file states ("equal for every binding that makes both sides well
+ * shaped"), and it is needed: unguarded (as TASO's verifier asserts its
+ * axioms), an instance on ill-shaped terms proved false rules at depth 3,
+ * e.g. conv(cat(1; x0, x1), cat(1; x2, x3)) = conv(cat(1; x1, x0),
+ * cat(1; x3, x2)) via conv-sum-concat with x0 and x2 of different channel
+ * counts. Parameter domains: the values of ops_pkind_table for every kind
+ * but size, which is >= 1 (split sizes may be symbolic dims). Ranks are
+ * not encoded (a term's dims are always four, see below).
+ *
+ * Shape rules (the per-operator shape function is in z3shape.h): for
+ * every operator, and every combination of the literal parameters its
+ * rule needs (from their domains), a quantified axiom with the application
+ * as its pattern gives the dims of the result from the dims of its inputs
+ * (and its shape for element-wise operators), so terms Z3 creates while
+ * instantiating axioms have dims the guards can use. They add Int terms
+ * only, so they cannot loop.
  *
  * Candidate pair: the graph inputs x0..x7 are fresh constants of sort T,
  * shared by both graphs; each node is its operator term. For every node of
  * both graphs the encoder asserts the facts a well-shaped application
  * implies, symbolically (no concrete dims): its inputs fit each other
  * (matmul inner dims, ewadd shapes equal, concat off-axis dims, conv
- * channels, 1 <= split size < dim), its dims follow from its inputs' (or
- * its shape equals its first input's, for element-wise operators and
- * ones), and every dim is >= 1. So a proof holds for every input shape
- * that makes both sides well shaped, which is how the engine applies a
- * rule (a ruledb rule carries no shapes). Facts are rank-agnostic: a
- * missing axis of a lower-rank tensor reads as 1, under which each fact
- * stays true. Then the goal: some output k with lhs_k != rhs_k.
+ * channels, 1 <= split size < dim: the WS conditions above), its dims
+ * follow from its inputs' (or its shape equals its first input's, for
+ * element-wise operators and ones), and every dim is >= 1. So a proof
+ * holds for every input shape that makes both sides well shaped, which is
+ * how the engine applies a rule (a ruledb rule carries no shapes). Facts
+ * are rank-agnostic: a missing axis of a lower-rank tensor reads as 1 (a
+ * matrix product or a transpose has dims 2 and 3 equal to 1), under which
+ * each fact stays true. Then the goal: some output k with lhs_k != rhs_k.
  * UNSAT is a proof.
  *
  * Z3 runs without model-based quantifier instantiation (smt.mbqi=false):
@@ -52,15 +72,16 @@
  * instances, while a product of sums over eight inputs, expanded by
  * distributivity and re-associated, runs to gigabytes within seconds and
  * does not even stop at Z3's clock), and the wall clock as a backstop.
- * Reaching either is ZE_TIMEOUT. Before the axioms, the
- * shape facts alone are checked: if they are contradictory (no shapes make
- * both sides well shaped) the pair is ZE_ILLSHAPED, never "proved" by a
- * vacuous contradiction.
+ * Reaching either is ZE_TIMEOUT. Before the axioms, the shape facts alone
+ * are checked: if they are contradictory (no shapes make both sides well
+ * shaped) the pair is ZE_ILLSHAPED, never "proved" by a vacuous
+ * contradiction.
  *
- * Soundness note: axioms are asserted without shape guards, like TASO's
- * verifier; an instance on ill-shaped terms is outside what the axiom file
- * states. prove therefore never relies on Z3 alone: every candidate is
- * also evaluated concretely (decide.h) before it can become a rule.
+ * Soundness: the axioms hold under the reference semantics on every
+ * well-shaped instance (axcheck, `prove --axioms-check`), the guards keep
+ * Z3 to such instances, and the shape facts and rules are true of every
+ * well-shaped graph. prove still never relies on Z3 alone for a
+ * candidate: it is also evaluated concretely first (decide.h).
  */
 #ifndef Z3ENC_H
 #define Z3ENC_H

@@ -18,6 +18,8 @@ static const char usage_text[] =
     "  -o FILE              the candidates file (written atomically)\n"
     "  --max-ops N          operators per graph, 0..5 (default 3)\n"
     "  --ops LIST           comma-separated operators to enumerate (default all)\n"
+    "  --types LIST         input pool types to use (default all): scalar, matrix,\n"
+    "                       act, w3x3, w1x1, w1x3, w3x1\n"
     "  --seed S             seed of the random input tensors (default 1)\n"
     "  --shard K/N          write only the classes of shard K of N (0 <= K < N <= 64)\n"
     "  --memory-limit SIZE  stay under SIZE bytes (suffix K, M, G, T): the last\n"
@@ -98,6 +100,8 @@ static int option_value(cli *c, const char *name, const char *v) {
         if (parse_int(v, 0, SYN_MAX_OPS, &c->o.max_ops)) return usage_error("--max-ops: '%s' is not 0..5", v);
     } else if (!strcmp(name, "--ops")) {
         if (syn_parse_ops(v, &c->o.ops, err, sizeof err)) return usage_error("--ops: %s", err);
+    } else if (!strcmp(name, "--types")) {
+        if (syn_parse_types(v, &c->o.types, err, sizeof err)) return usage_error("--types: %s", err);
     } else if (!strcmp(name, "--seed")) {
         if (parse_u64(v, &c->o.seed)) return usage_error("--seed: '%s' is not a number", v);
     } else if (!strcmp(name, "--shard")) {
@@ -119,7 +123,7 @@ static int option_value(cli *c, const char *name, const char *v) {
 }
 
 static int takes_value(const char *name) {
-    static const char *const with[] = {"--max-ops", "--ops", "--seed", "--shard", "--memory-limit",
+    static const char *const with[] = {"--max-ops", "--ops", "--types", "--seed", "--shard", "--memory-limit",
                                        "--threads", "--backend", "-o"};
     for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
         if (!strcmp(name, with[i])) return 1;

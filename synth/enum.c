@@ -187,8 +187,8 @@ static void try_node(worker *w, key_parent *P, const pinfo *pi, ops_op op, int c
     if ((e.n_sinks = new_outputs(P, pi, &e.n, vcone, e.sink))) emit(w, P, &e);
 }
 
-/* Candidate inputs: P's nodes and slots, then one new slot per type with
- * room (numbered `next`). */
+/* Candidate inputs: P's nodes and slots, then one new slot (numbered
+ * n_slots) per type with room. */
 static int operand_list(const worker *w, const key_parent *P, const int tc[POOL_MAX_TYPES],
                         int n_slots, operand *o) {
     const pool *p = w->sh->L->pool;
@@ -446,9 +446,11 @@ static void progress_line(const en_level *L, shared *sh, double *last, uint64_t 
     uint64_t g = atomic_load(&sh->graphs);
     size_t done = atomic_load(&sh->next);
     fprintf(L->progress,
-            "synth: level %d: %zu/%zu reps, %llu graphs (%.0f/s), table %.1f MB, RSS %.1f MB, %.0f s\n",
+            "synth: level %d: %zu/%zu reps, %llu graphs (%.0f/s), %llu classes, table %.1f MB, "
+            "RSS %.1f MB, %.0f s\n",
             L->level, done < sh->n_items ? done : sh->n_items, sh->n_items, (unsigned long long)g,
-            (double)(g - *last_graphs) / (now - *last), (double)fpt_bytes(L->table) / 1e6,
+            (double)(g - *last_graphs) / (now - *last),
+            (unsigned long long)fpt_n_classes(L->table), (double)fpt_bytes(L->table) / 1e6,
             (double)en_rss() / 1e6, now - L->t0);
     fflush(L->progress);
     *last = now, *last_graphs = g;

@@ -28,6 +28,7 @@ struct fpt {
     int bits;
     fpt_hash_fn hash;
     atomic_uint_fast64_t bytes;
+    atomic_uint_fast64_t classes;
     atomic_uint epoch; /* bumped by rollbacks: class numbers are reused */
     stripe *st;
 };
@@ -46,6 +47,7 @@ struct fpt_mark {
 #define CACHE_BYTES 2048 /* longer keys are not cached */
 
 struct fpt_cache {
+    uint8_t *scratch; /* KEY_MAX_BYTES: a representative's key bytes */
     struct {
         const fpt *t;
         unsigned epoch;
@@ -54,8 +56,19 @@ struct fpt_cache {
     } e[CACHE_WAYS];
 };
 
-fpt_cache *fpt_cache_new(void) { return calloc(1, sizeof(fpt_cache)); }
-void fpt_cache_free(fpt_cache *k) { free(k); }
+fpt_cache *fpt_cache_new(void) {
+    fpt_cache *k = calloc(1, sizeof *k);
+    if (k && !(k->scratch = malloc(KEY_MAX_BYTES))) {
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void fpt_cache_free(fpt_cache *k) {
+    if (k) free(k->scratch);
+    free(k);
+}
 
 static uint64_t xxh3(const void *p, size_t n) { return XXH3_64bits(p, n); }
 
@@ -93,6 +106,8 @@ static uint32_t check_of(const fpt *t, const uint8_t *key, size_t len, uint64_t 
 }
 
 uint64_t fpt_bytes(const fpt *t) { return atomic_load(&((fpt *)t)->bytes); }
+
+uint64_t fpt_n_classes(const fpt *t) { return atomic_load(&((fpt *)t)->classes); }
 
 int fpt_n_stripes(const fpt *t) { return 1 << t->bits; }
 
@@ -177,7 +192,8 @@ int fpt_key(key_ctx *c, const fpt_class *cls, uint8_t *buf, size_t *len) {
 /* 1 when class ci of stripe si has exactly these key bytes, 0 when not,
  * -1 when its representative could not be evaluated. */
 static int same_key(const fpt *t, fpt_cache *kc, key_ctx *c, uint32_t si, uint32_t ci,
-                    const uint8_t *key, size_t len, uint8_t *scratch) {
+                    const uint8_t *key, size_t len) {
+    uint8_t *scratch = kc->scratch;
     unsigned epoch = atomic_load(&((fpt *)t)->epoch);
     uint32_t way = (si * 2654435761u ^ ci * 40503u) % CACHE_WAYS;
     if (kc->e[way].t == t && kc->e[way].epoch == epoch && kc->e[way].stripe == si &&
@@ -197,19 +213,16 @@ static int same_key(const fpt *t, fpt_cache *kc, key_ctx *c, uint32_t si, uint32
 static int64_t find_class(const fpt *t, fpt_cache *kc, key_ctx *c, uint32_t si, const uint8_t *key,
                           size_t len, uint64_t h, uint32_t check) {
     stripe *s = &t->st[si];
-    uint8_t *scratch = NULL;
     int64_t found = -1;
     if (!s->idx_cap) return -1;
     for (uint32_t i = (uint32_t)h & (s->idx_cap - 1); s->idx[i] && found == -1;
          i = (i + 1) & (s->idx_cap - 1)) {
         const fpt_class *cl = &s->cls[s->idx[i] - 1];
         if (cl->hash != h || cl->check != check) continue;
-        if (!scratch && !(scratch = malloc(KEY_MAX_BYTES))) return -2;
-        int same = same_key(t, kc, c, si, s->idx[i] - 1, key, len, scratch);
+        int same = same_key(t, kc, c, si, s->idx[i] - 1, key, len);
         if (same < 0) found = -2;
         if (same > 0) found = s->idx[i] - 1;
     }
-    free(scratch);
     return found;
 }
 
@@ -255,6 +268,7 @@ static int new_class(fpt *t, stripe *s, uint64_t h, uint32_t check, const sg_gra
     memset(c, 0, sizeof *c);
     c->hash = h, c->check = check, c->rep = *rep, c->count = 1;
     idx_put(s->idx, s->idx_cap, h, ++s->n_cls);
+    atomic_fetch_add(&t->classes, 1);
     return 0;
 }
 
@@ -346,6 +360,7 @@ static void rollback_stripe(fpt *t, stripe *s, uint32_t n_cls, uint32_t n_mem, c
         fpt_class *c = &s->cls[mm->cls];
         c->head = mm->next, c->n_members--;
     }
+    atomic_fetch_sub(&t->classes, s->n_cls - n_cls);
     s->n_mem = n_mem, s->n_cls = n_cls;
     for (uint32_t c = 0; c < n_cls; c++) s->cls[c].count = count[c];
     trim(t, (void **)&s->cls, &s->cap_cls, s->n_cls, sizeof *s->cls);

@@ -65,6 +65,9 @@ int fpt_add(fpt *t, fpt_cache *kc, key_ctx *c, const uint8_t *key, size_t len, u
 /* Bytes the table holds (capacities, not contents). */
 uint64_t fpt_bytes(const fpt *t);
 
+/* Classes in the table. */
+uint64_t fpt_n_classes(const fpt *t);
+
 int fpt_n_stripes(const fpt *t);
 
 /* The classes of stripe s: *n of them (valid until the next fpt_add). */

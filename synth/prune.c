@@ -18,8 +18,10 @@ static void count(pr_counts *cnt, int step, size_t n) {
 
 #define MAX_RENAMINGS 720
 
+/* A renaming of variables, and for two outputs whether it swaps them. */
 typedef struct {
     uint8_t to[POOL_MAX_VARS];
+    uint8_t swap;
 } renaming;
 
 static uint32_t vars_of(const sg_graph *g) {
@@ -39,43 +41,50 @@ static void rename_graph(const sg_graph *g, const renaming *r, sg_graph *out) {
             if (!SG_IS_NODE(g->node[j].in[k])) out->node[j].in[k] = r->to[g->node[j].in[k]];
     for (int k = 0; k < g->n_out; k++)
         if (!SG_IS_NODE(g->out[k])) out->out[k] = r->to[g->out[k]];
+    if (r->swap) {
+        uint8_t t = out->out[0];
+        out->out[0] = out->out[1], out->out[1] = t;
+    }
     sg_canon(out, 0);
 }
 
-/* All non-identity renamings of the variables in vars (within each type)
- * that leave g unchanged; *n of them, 0 when there are too many to try. */
+/* All renamings of the variables in vars (within each type, and of two
+ * outputs) but the identity that leave g unchanged; *n of them (at most
+ * MAX_RENAMINGS: the search stops early on huge variable sets). */
 static size_t automorphisms(const pool *p, const sg_graph *g, uint32_t vars, renaming *out) {
     uint8_t v[POOL_MAX_VARS], perm[POOL_MAX_VARS];
     int n = 0;
     size_t k = 0, tried = 0;
     for (int i = 0; i < p->n_vars; i++)
         if (vars >> i & 1) v[n] = (uint8_t)i, perm[n++] = (uint8_t)i;
-    for (;;) { /* next permutation of perm that keeps types */
-        int i = n - 2;
-        while (i >= 0 && perm[i] >= perm[i + 1]) i--;
-        if (i < 0 || ++tried > MAX_RENAMINGS * 50) break;
-        int j = n - 1;
-        while (perm[j] <= perm[i]) j--;
-        uint8_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
-        for (int l = i + 1, r = n - 1; l < r; l++, r--) t = perm[l], perm[l] = perm[r], perm[r] = t;
+    for (int first = 1;; first = 0) { /* permutations of perm that keep types */
+        if (!first) {
+            int i = n - 2;
+            while (i >= 0 && perm[i] >= perm[i + 1]) i--;
+            if (i < 0 || ++tried > MAX_RENAMINGS * 50) break;
+            int j = n - 1;
+            while (perm[j] <= perm[i]) j--;
+            uint8_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+            for (int l = i + 1, r = n - 1; l < r; l++, r--) t = perm[l], perm[l] = perm[r], perm[r] = t;
+        }
         int typed = 1;
         for (int q = 0; q < n; q++) typed &= p->type_of[perm[q]] == p->type_of[v[q]];
-        if (!typed) continue;
-        renaming r;
-        sg_graph h;
-        for (int q = 0; q < POOL_MAX_VARS; q++) r.to[q] = (uint8_t)q;
-        for (int q = 0; q < n; q++) r.to[v[q]] = perm[q];
-        rename_graph(g, &r, &h);
-        if (sg_compare(&h, g) == 0 && k < MAX_RENAMINGS) out[k++] = r;
+        for (int swap = 0; typed && swap < g->n_out; swap++) {
+            if (first && !swap) continue; /* the identity */
+            renaming r = {{0}, (uint8_t)swap};
+            sg_graph h;
+            for (int q = 0; q < POOL_MAX_VARS; q++) r.to[q] = (uint8_t)q;
+            for (int q = 0; q < n; q++) r.to[v[q]] = perm[q];
+            rename_graph(g, &r, &h);
+            if (sg_compare(&h, g) == 0 && k < MAX_RENAMINGS) out[k++] = r;
+        }
     }
     return k;
 }
 
-static size_t prune_renamings(const pool *p, sg_graph *g, size_t n) {
+static size_t prune_renamings(const pool *p, renaming *aut, sg_graph *g, size_t n) {
     uint32_t vars = 0;
     for (size_t i = 0; i < n; i++) vars |= vars_of(&g[i]);
-    renaming *aut = malloc(MAX_RENAMINGS * sizeof *aut);
-    if (!aut) return n;
     size_t na = automorphisms(p, &g[0], vars, aut), kept = 1;
     for (size_t i = 1; i < n; i++) {
         int drop = 0;
@@ -86,7 +95,6 @@ static size_t prune_renamings(const pool *p, sg_graph *g, size_t n) {
         }
         if (!drop) g[kept++] = g[i];
     }
-    free(aut);
     return kept;
 }
 
@@ -211,13 +219,12 @@ static int equal_graphs(key_ctx *c, const sg_graph *a, const sg_graph *b, uint64
 /* 1 when some split of v's reads between v and a fresh variable w of its
  * type (in a and b together) keeps the pair equal: the pair is an instance
  * (w := v) of that more general pair. */
-static int splits_variable(const pool *p, key_ctx *c, const sg_graph *a, const sg_graph *b,
-                           uint8_t v, int w, uint64_t *store) {
+static int splits_variable(key_ctx *c, const sg_graph *a, const sg_graph *b, uint8_t v, int w,
+                           uint64_t *store) {
     occurrence o[MAX_OCCURRENCES + 1];
     int n = occurrences(a, v, 0, o, 0);
     n = occurrences(b, v, 1, o, n);
     if (n < 2 || n > MAX_OCCURRENCES) return 0;
-    (void)p;
     /* occurrence 0 stays v (the mirror split is the same up to renaming) */
     for (uint32_t m = 1; m < 1u << (n - 1); m++) {
         sg_graph a2 = *a, b2 = *b;
@@ -233,7 +240,7 @@ static int instance(const pool *p, key_ctx *c, const sg_graph *a, const sg_graph
     for (int v = 0; v < p->n_vars; v++) {
         if (!(used >> v & 1)) continue;
         int w = free_var(p, p->type_of[v], used);
-        if (w >= 0 && splits_variable(p, c, a, b, (uint8_t)v, w, store)) return 1;
+        if (w >= 0 && splits_variable(c, a, b, (uint8_t)v, w, store)) return 1;
     }
     return 0;
 }
@@ -319,11 +326,18 @@ static size_t prune_output(key_ctx *c, sg_graph *g, size_t n, uint64_t *store) {
     return kept;
 }
 
-size_t pr_class(key_ctx *c, const pool *p, sg_graph *g, size_t n, pr_counts *cnt) {
-    uint64_t *store = malloc(2 * SG_MAX_OUT * 2 * KEY_MAX_CELLS * 8);
-    if (!store) return 0;
+struct pr_scratch {
+    renaming aut[MAX_RENAMINGS];
+    uint64_t store[2 * SG_MAX_OUT * 2 * KEY_MAX_CELLS]; /* values of two graphs */
+};
+
+pr_scratch *pr_scratch_new(void) { return malloc(sizeof(pr_scratch)); }
+void pr_scratch_free(pr_scratch *s) { free(s); }
+
+size_t pr_class(key_ctx *c, pr_scratch *sc, const pool *p, sg_graph *g, size_t n, pr_counts *cnt) {
+    uint64_t *store = sc->store;
     count(cnt, PR_FOUND, n);
-    n = prune_renamings(p, g, n);
+    n = prune_renamings(p, sc->aut, g, n);
     count(cnt, PR_RENAMING, n);
     n = prune_input(c, g, n, store);
     count(cnt, PR_INPUT, n);
@@ -331,6 +345,5 @@ size_t pr_class(key_ctx *c, const pool *p, sg_graph *g, size_t n, pr_counts *cnt
     count(cnt, PR_INSTANCE, n);
     n = n >= 2 ? prune_output(c, g, n, store) : n;
     if (n) count(cnt, PR_OUTPUT, n);
-    free(store);
     return n;
 }

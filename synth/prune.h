@@ -2,9 +2,9 @@
  * (prefix pr_). A class is a base graph g[0] and members g[1..]; each pair
  * (g[0], g[i]) is a candidate rule. Steps, in order:
  *
- *  renaming  drop g[i] when a renaming s of the variables keeps g[0] as it
- *            is and turns some kept g[j], j < i, into g[i]: the pair is the
- *            earlier pair renamed;
+ *  renaming  drop g[i] when a renaming s of the variables (and maybe a swap
+ *            of the two outputs) keeps g[0] as it is and turns g[i] into some
+ *            kept g[j], j < i: the pair is the earlier pair renamed;
  *  input     drop g[i] when g[0] and g[i] hold the same subgraph T (the
  *            same operators over the same variables) and both stay equal
  *            with T replaced by a fresh random tensor z of T's shape: the
@@ -49,10 +49,15 @@ typedef struct {
 
 extern const char *const pr_step_name[PR_N];
 
+/* Scratch of pr_class, one per thread. @return it, or NULL (no memory). */
+typedef struct pr_scratch pr_scratch;
+pr_scratch *pr_scratch_new(void);
+void pr_scratch_free(pr_scratch *s);
+
 /* Prune the class g[0..n-1] in place (kept graphs stay in order, g[0]
  * always), adding to cnt.
  * @pre g are aligned, canonical, distinct and of equal value.
  * @return the number kept, or 0 when evaluation failed. */
-size_t pr_class(key_ctx *c, const pool *p, sg_graph *g, size_t n, pr_counts *cnt);
+size_t pr_class(key_ctx *c, pr_scratch *sc, const pool *p, sg_graph *g, size_t n, pr_counts *cnt);
 
 #endif

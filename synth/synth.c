@@ -53,30 +53,53 @@ void syn_options_init(syn_options *o) {
     memset(o, 0, sizeof *o);
     o->max_ops = 3;
     o->ops = (1u << OP_COUNT) - 1;
+    o->types = (1u << pool_n_types) - 1;
     o->seed = 1;
     o->shard_n = 1;
 }
 
-int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen) {
+/* Parse a comma-separated list of names into a bit set; lookup gives a
+ * name's bit or -1. */
+static int parse_list(const char *list, const char *what, int (*lookup)(const char *),
+                      uint32_t *bits, char *err, size_t errlen) {
     char name[64];
-    *ops = 0;
+    *bits = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof name) {
-            snprintf(err, errlen, "empty or overlong operator name in '%s'", list);
+            snprintf(err, errlen, "empty or overlong %s name in '%s'", what, list);
             return -1;
         }
         memcpy(name, p, n), name[n] = 0;
-        ops_op op = ops_by_name(name);
-        if (op == OP_COUNT) {
-            snprintf(err, errlen, "unknown operator '%s'", name);
+        int bit = lookup(name);
+        if (bit < 0) {
+            snprintf(err, errlen, "unknown %s '%s'", what, name);
             return -1;
         }
-        *ops |= 1u << op;
+        *bits |= 1u << bit;
         p += n + (p[n] == ',');
     }
-    if (!*ops) snprintf(err, errlen, "no operators in '%s'", list);
-    return *ops ? 0 : -1;
+    if (!*bits) snprintf(err, errlen, "no %s in '%s'", what, list);
+    return *bits ? 0 : -1;
+}
+
+static int op_bit(const char *name) {
+    ops_op op = ops_by_name(name);
+    return op == OP_COUNT ? -1 : (int)op;
+}
+
+static int type_bit(const char *name) {
+    for (int t = 0; t < pool_n_types; t++)
+        if (strcmp(pool_types[t].name, name) == 0) return t;
+    return -1;
+}
+
+int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen) {
+    return parse_list(list, "operator", op_bit, ops, err, errlen);
+}
+
+int syn_parse_types(const char *list, uint32_t *types, char *err, size_t errlen) {
+    return parse_list(list, "pool type", type_bit, types, err, errlen);
 }
 
 static syn_status check_options(run *r) {
@@ -85,6 +108,8 @@ static syn_status check_options(run *r) {
         return fail(r, SYN_EINVAL, "max-ops %d out of range 0..%d", o->max_ops, SYN_MAX_OPS);
     if (!o->ops || o->ops >> OP_COUNT)
         return fail(r, SYN_EINVAL, "no operators (or unknown operator bits) selected");
+    if (!o->types || o->types >> pool_n_types)
+        return fail(r, SYN_EINVAL, "no pool types (or unknown type bits) selected");
     if (o->shard_n < 1 || o->shard_n > RDB_MAX_SHARDS || o->shard_k >= o->shard_n)
         return fail(r, SYN_EINVAL, "shard %u/%u: need 0 <= K < N <= %d", o->shard_k, o->shard_n,
                     RDB_MAX_SHARDS);
@@ -126,10 +151,11 @@ static syn_status level0(run *r) {
     syn_status rc = SYN_OK;
     for (int t = 0; t < r->pool.n_types && !rc; t++) {
         uint8_t one[1] = {(uint8_t)t};
+        if (!r->pool.count_of[t]) continue;
         rc = add_slot_graph(r, 1, one);
         for (int u = t; u < r->pool.n_types && !rc; u++) {
             uint8_t two[2] = {(uint8_t)t, (uint8_t)u};
-            if (u != t || r->pool.count_of[t] >= 2) rc = add_slot_graph(r, 2, two);
+            if (r->pool.count_of[u] && (u != t || r->pool.count_of[t] >= 2)) rc = add_slot_graph(r, 2, two);
         }
     }
     return rc;
@@ -182,6 +208,7 @@ typedef struct {
     const partition *p;
     atomic_int *next_stripe;
     key_ctx *kc;
+    pr_scratch *ps;
     rdb_file *out;
     syn_stats st;
     syn_status rc;
@@ -268,7 +295,7 @@ static syn_status emit_class(emitter *e, int s, const fpt_class *c, pair *g, sg_
     }
     qsort(g, n, sizeof *g, cmp_pair);
     for (size_t i = 0; i < n; i++) sg[i] = g[i].sg;
-    kept = r->o->no_prune ? n : pr_class(e->kc, &r->pool, sg, n, &e->st.pruning);
+    kept = r->o->no_prune ? n : pr_class(e->kc, e->ps, &r->pool, sg, n, &e->st.pruning);
     if (!kept) return efail(e, SYN_ENOMEM, "out of memory while pruning");
     return kept < 2 ? SYN_OK : write_class(e, c, g, n, sg, kept, idx, n_in, key);
 }
@@ -344,9 +371,10 @@ static syn_status emit_partition(run *r, const partition *p) {
     for (int i = 0; i < n && !rc; i++) {
         e[i] = (emitter){.r = r, .p = p, .next_stripe = &next};
         e[i].kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
+        e[i].ps = pr_scratch_new();
         e[i].out = rdb_new(RDB_CANDIDATES);
-        if (!e[i].kc || !e[i].out || pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
-            key_ctx_free(e[i].kc), rdb_free(e[i].out);
+        if (!e[i].kc || !e[i].ps || !e[i].out || pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
+            key_ctx_free(e[i].kc), pr_scratch_free(e[i].ps), rdb_free(e[i].out);
             rc = fail(r, SYN_ENOMEM, "cannot start the output threads");
         } else {
             started++;
@@ -357,7 +385,7 @@ static syn_status emit_partition(run *r, const partition *p) {
         if (!rc && e[i].rc) rc = fail(r, e[i].rc, "%s", e[i].err);
         if (!rc) rc = take_classes(r, &e[i]);
         add_counts(r->st, &e[i].st, r->o->max_ops);
-        key_ctx_free(e[i].kc), rdb_free(e[i].out);
+        key_ctx_free(e[i].kc), pr_scratch_free(e[i].ps), rdb_free(e[i].out);
     }
     free(e), free(tid);
     return rc;
@@ -415,8 +443,36 @@ static int covered(const uint32_t (*done)[2], int n_done, uint32_t q2, uint32_t 
     return 0;
 }
 
-/* The last level, pass by pass; each pass emits its classes, then the
- * table goes back to the levels below. */
+/* One pass of the last level over partition part: enumerate, emit its
+ * classes, roll the table back to the levels below. *outgrew: the pass
+ * passed the budget and was undone, nothing emitted.
+ * @return SYN_OK, or an error with a message. */
+static syn_status run_pass(run *r, int level, const fpt_mark *m, const partition *part, int *outgrew) {
+    en_level L;
+    level_setup(r, &L, level);
+    L.keep = in_partition, L.keep_arg = (void *)part, L.mem_budget = table_budget(r);
+    if (r->o->test_table_budget) L.mem_budget = r->o->test_table_budget;
+    if (L.mem_budget && L.mem_budget <= fpt_bytes(r->table))
+        return fail(r, SYN_ELIMIT, "memory limit %.2f GB too small: the levels below the last "
+                    "already take it", (double)r->o->memory_limit / 1e9);
+    uint64_t graphs0 = r->st->level_graphs[level];
+    syn_status rc = run_level(r, &L);
+    *outgrew = rc == SYN_ELIMIT;
+    if (*outgrew) rc = SYN_OK;
+    /* one pass's count: every pass makes them all */
+    r->st->level_graphs[level] = *outgrew ? graphs0 : r->st->level_graphs[level] - graphs0;
+    if (!rc && !*outgrew) {
+        r->st->passes++;
+        if (fpt_bytes(r->table) > r->st->table_peak) r->st->table_peak = fpt_bytes(r->table);
+        rc = emit_partition(r, part);
+    }
+    fpt_rollback(r->table, m);
+    return rc;
+}
+
+/* The last level in passes over 2^k parts of the hash space: a part that
+ * outgrows the limit is split in two (the parts already done stay done,
+ * part q of 2P lying inside part q mod P). */
 static syn_status last_level(run *r, int level) {
     uint32_t (*done)[2] = malloc(MAX_PASSES * sizeof *done);
     int n_done = 0;
@@ -424,43 +480,15 @@ static syn_status last_level(run *r, int level) {
     syn_status rc = SYN_OK;
     fpt_mark *m = fpt_mark_new(r->table);
     r->st->table_below = fpt_bytes(r->table);
-    if (!m || !done) {
-        free(done), fpt_mark_free(m);
-        return fail(r, SYN_ENOMEM, "out of memory");
-    }
-    for (uint32_t q = 0; q < P && !rc;) {
-        if (covered((const uint32_t(*)[2])done, n_done, q, P)) {
-            q++;
-            continue;
-        }
+    if (!m || !done) rc = fail(r, SYN_ENOMEM, "out of memory");
+    for (uint32_t q = 0; q < P && !rc; q++) {
+        int outgrew = 0;
+        if (covered((const uint32_t(*)[2])done, n_done, q, P)) continue;
         partition part = {r->o->shard_k, r->o->shard_n, q, P};
-        en_level L;
-        level_setup(r, &L, level);
-        L.keep = in_partition, L.keep_arg = &part, L.mem_budget = table_budget(r);
-        if (r->o->test_table_budget) L.mem_budget = r->o->test_table_budget;
-        if (L.mem_budget && L.mem_budget <= fpt_bytes(r->table)) {
-            rc = fail(r, SYN_ELIMIT, "memory limit %.2f GB too small: the levels below the last "
-                      "already take it", (double)r->o->memory_limit / 1e9);
-            break;
-        }
-        uint64_t graphs0 = r->st->level_graphs[level];
-        rc = run_level(r, &L);
-        if (rc == SYN_ELIMIT) {
-            fpt_rollback(r->table, m);
-            if (P >= MAX_PASSES) {
-                rc = fail(r, SYN_ELIMIT, "memory limit too small even for %u passes", P);
-                break;
-            }
-            r->st->level_graphs[level] = graphs0;
-            P *= 2, q = 0, rc = SYN_OK;
-            continue;
-        }
-        r->st->passes++;
-        r->st->level_graphs[level] -= graphs0; /* one pass's count: every pass makes them all */
-        if (fpt_bytes(r->table) > r->st->table_peak) r->st->table_peak = fpt_bytes(r->table);
-        if (!rc) rc = emit_partition(r, &part);
-        fpt_rollback(r->table, m);
-        done[n_done][0] = P, done[n_done++][1] = q++;
+        rc = run_pass(r, level, m, &part, &outgrew);
+        if (!rc && !outgrew) done[n_done][0] = P, done[n_done++][1] = q;
+        else if (!rc && P >= MAX_PASSES) rc = fail(r, SYN_ELIMIT, "memory limit too small even for %u passes", P);
+        else if (!rc) P *= 2, q = UINT32_MAX; /* start over, q++ makes it 0 */
     }
     fpt_mark_free(m);
     free(done);
@@ -486,6 +514,14 @@ static void fill_generator(run *r) {
     }
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "conv_groups=%s", o->groups2 ? "1,2" : "1");
+    if (o->types != (1u << pool_n_types) - 1) {
+        char t[RDB_NOTE_LEN - 8];
+        size_t n = 0;
+        t[0] = 0;
+        for (int k = 0; k < pool_n_types; k++)
+            if (o->types >> k & 1) n += (size_t)snprintf(t + n, sizeof t - n, "%s%s", n ? "," : "", pool_types[k].name);
+        snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "types=%s", t);
+    }
 }
 
 static int cmp_class(const void *a, const void *b) {
@@ -508,6 +544,8 @@ static syn_status setup(run *r) {
     syn_status rc = check_options(r);
     if (rc) return rc;
     if (pool_init(&r->pool, r->o->seed)) return fail(r, SYN_ENOMEM, "out of memory");
+    for (int t = 0; t < r->pool.n_types; t++) /* a type left out: no variable of it */
+        if (!(r->o->types >> t & 1)) r->pool.count_of[t] = 0;
     dom_init(&r->dom, r->o->ops, r->o->groups2);
     r->table = fpt_new(STRIPE_BITS, r->o->hash);
     r->kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);

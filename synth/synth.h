@@ -15,12 +15,32 @@
  *              context
  *   synth.c    this driver: levels, shards, memory-limit passes, output
  *
- * Parameter domains (narrower than ops_pkind_table, to keep depth 4
- * tractable; dom.h): conv stride {1,2}, pad {SAME,VALID}, act {NONE,RELU},
- * groups {1} (or {1,2}); pools 3x3 only; enlarge/iconv/poolk to 3x3;
- * concat on every axis of the rank; split only of a concat, on its axis,
- * at the first operand's extent (symbolic "(dim a xi)" when that operand is
- * an input).
+ * What is enumerated (the reasons are in the files named):
+ *   - inputs: a pool of typed variables (pool.c): scalar [] x2, matrix
+ *     [3,3] x4, activation [1,2,4,4] x3, conv weights [2,2,3,3] x2,
+ *     [2,2,1,1] x2, [2,2,1,3] x1, [2,2,3,1] x1; at most 8 in a graph;
+ *   - parameters (dom.h): conv stride {1,2}, pad {SAME,VALID}, act
+ *     {NONE,RELU}, groups {1} ({1,2} with groups2); pools 3x3 only;
+ *     enlarge/iconv/poolk to 3x3; concat on every axis of the rank; split
+ *     at a split point only (TASO's split tree, sgraph.h: the boundary of
+ *     the concat a value comes from, carried through conv, matmul,
+ *     element-wise ops...), written "(dim a xi)" when it is an input's;
+ *   - kinds (dom.h): activations, weights, matrices, scalars; a conv reads
+ *     an activation and a weight, relu and pools activations, and so on;
+ *   - graphs of 1..N operators with one or two outputs, no dead node, no
+ *     duplicate node, two outputs only when they share a node or a
+ *     variable (enum.h);
+ *   - fingerprints on two independent random samples of every input (pool.h:
+ *     one sample lets relu(v) = v pass for small v).
+ *
+ * Classes are up to renaming: a graph's variables are named from what the
+ * graph computes (key.h), so mm(x1, mm(x0, x2)) and mm(mm(x0, x1), x2)
+ * meet as associativity, and a graph and its renaming are one graph.
+ *
+ * Pruning (prune.h), per class, without a prover: renamed pairs, instances
+ * of a smaller rule under a common subgraph (checked by evaluation),
+ * instances of a more general rule with a variable repeated, pairs under a
+ * common output operator, two one-output rules side by side.
  *
  * Output: a ruledb "candidates" file: classes sorted by fingerprint, each
  * with the fingerprint bytes (per output: a shape word, then the residues;
@@ -53,7 +73,7 @@
  *     if (syn_run(&o, &f, &st, err, sizeof err) != SYN_OK ||
  *         rdb_write("mm.tasodb", f, err, sizeof err) != RDB_OK)
  *         fprintf(stderr, "%s\n", err);
- *     // f->classes[0].members: (matmul (matmul x0 x1) x2), (matmul x0 (matmul x1 x2))
+ *     // a class holds (matmul (matmul x0 x1) x2) and (matmul x0 (matmul x1 x2))
  *     rdb_free(f);
  */
 #ifndef SYNTH_H
@@ -83,6 +103,7 @@ typedef enum { SYN_CPU, SYN_CUDA } syn_backend;
 typedef struct {
     int max_ops;           /* 0..SYN_MAX_OPS; default 3 */
     uint32_t ops;          /* bit op set: enumerated; default all operators */
+    uint32_t types;        /* bit t set: pool type t is used; default all */
     uint64_t seed;         /* default 1 */
     uint32_t shard_k, shard_n; /* default 0 of 1 */
     uint64_t memory_limit; /* bytes, 0: none */
@@ -121,6 +142,10 @@ void syn_options_init(syn_options *o);
 /* Parse "matmul,relu" into an op bit set.
  * @return 0, or -1 with the unknown name in err. */
 int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen);
+
+/* Parse "act,w3x3" (pool type names, pool.c) into a type bit set.
+ * @return 0, or -1 with the unknown name in err. */
+int syn_parse_types(const char *list, uint32_t *types, char *err, size_t errlen);
 
 /* Run the generator.
  * @return SYN_OK and *out (free with rdb_free), *st filled; or an error

@@ -24,6 +24,8 @@ check "--max-ops 9: exit 2" status_is 2 "$S" --max-ops 9 -o "$tmp/x"
 check "--max-ops without a value: exit 2" status_is 2 "$S" -o "$tmp/x" --max-ops
 check "unknown operator: exit 2" status_is 2 "$S" --ops matmul,frobnicate -o "$tmp/x"
 check "... names it" grep -q "frobnicate" "$tmp/err"
+check "unknown pool type: exit 2" status_is 2 "$S" --types act,vector -o "$tmp/x"
+check "... names it" grep -q "vector" "$tmp/err"
 check "bad shard: exit 2" status_is 2 "$S" --shard 3/3 -o "$tmp/x"
 check "bad memory limit: exit 2" status_is 2 "$S" --memory-limit 8Q -o "$tmp/x"
 check "bad backend: exit 2" status_is 2 "$S" --backend tpu -o "$tmp/x"

@@ -202,6 +202,13 @@ def bad_output_decl():
     return model(n, "decl", [vi("x", [2])], [vi("y", [2]), vi("w", [2, 2])], [weight("w", 6, 6)])
 
 
+def bad_input_default():
+    """A graph input whose initializer (its default) has another type."""
+    n = [helper.make_node("Add", ["x", "w"], ["y"])]
+    w = numpy_helper.from_array(np.arange(4, dtype=np.int64), "w")
+    return model(n, "default", [vi("x", [4]), vi("w", [4])], [vi("y", [4])], [w])
+
+
 def bad_cycle():
     n = [helper.make_node("Relu", ["b"], ["a"], name="first"),
          helper.make_node("Relu", ["a"], ["b"], name="second"),
@@ -239,6 +246,7 @@ MODELS = {
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
     "reg_unsorted": reg_unsorted, "reg_ir3": reg_ir3, "reg_odd_values": reg_odd_values,
     "reg_empty": reg_empty, "bad_output_decl": bad_output_decl,
+    "bad_input_default": bad_input_default,
     "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_opset3": bad_opset3,
     "bad_external": bad_external, "bad_shape": bad_shape,
 }

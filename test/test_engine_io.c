@@ -289,6 +289,8 @@ static const err_case err_cases[] = {
     {"E12 a directory", SRC_PATH, "test/corpus/onnx", {0}, EG_EIO, {"cannot read", NULL}},
     {"E13 a value as graph output, declared another shape", SRC_CORPUS, "bad_output_decl.onnx",
      {0}, EG_ESHAPE, {"graph output 'w' is declared [2,2]", "[6,6]"}},
+    {"E14 a graph input's initializer of another type", SRC_CORPUS, "bad_input_default.onnx",
+     {0}, EG_EFORMAT, {"graph input 'w' is declared float32", "initializer is int64"}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 

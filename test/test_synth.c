@@ -34,14 +34,20 @@
 
 static syn_stats g_stats; /* of the last run_synth */
 
+/* ops: "op,op" or "op,op/type,type" (pool types after the slash). */
 static rdb_file *run_synth(int max_ops, const char *ops, int threads, void (*tweak)(syn_options *)) {
     syn_options o;
     syn_stats st;
     rdb_file *f = NULL;
-    char err[SYN_ERRLEN];
+    char err[SYN_ERRLEN], list[256];
     syn_options_init(&o);
     o.max_ops = max_ops, o.threads = threads, o.no_timings = 1;
-    if (ops) assert_int_equal(syn_parse_ops(ops, &o.ops, err, sizeof err), 0);
+    if (ops) {
+        snprintf(list, sizeof list, "%s", ops);
+        char *types = strchr(list, '/');
+        if (types) *types++ = 0, assert_int_equal(syn_parse_types(types, &o.types, err, sizeof err), 0);
+        assert_int_equal(syn_parse_ops(list, &o.ops, err, sizeof err), 0);
+    }
     if (tweak) tweak(&o);
     syn_status rc = syn_run(&o, &f, &st, err, sizeof err);
     if (rc != SYN_OK) fail_msg("syn_run: %s", err);
@@ -436,7 +442,7 @@ typedef struct {
 static const ident_case ident_cases[] = {
     {"I01 matmul associativity", "matmul", 2, "(matmul x0 (matmul x1 x2))",
      "(matmul (matmul x0 x1) x2)", 1, 1, NULL},
-    {"I02 conv distributes over ewadd of weights", "conv2d,ewadd", 3,
+    {"I02 conv distributes over ewadd of weights", "conv2d,ewadd/act,w3x3", 3,
      "(ewadd (conv2d 1 SAME NONE 1 x0 x1) (conv2d 1 SAME NONE 1 x0 x2))",
      "(conv2d 1 SAME NONE 1 x0 (ewadd x1 x2))", 1, 0, NULL},
     {"I03 relu fused into conv", "conv2d,relu", 2, "(relu (conv2d 2 VALID NONE 1 x0 x1))",

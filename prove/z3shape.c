@@ -1,0 +1,273 @@
+/* z3shape.c - the shape function of every operator as Z3 terms (see
+ * z3shape.h): output dims from input dims, and well-shapedness. */
+#include "z3shape.h"
+
+zs_ref zs_const_ref(ops_op op) {
+    switch (op) {
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK: return ZS_REF_DIM1;
+    case OP_ONES: return ZS_REF_SHAPE;
+    case OP_MATMUL:
+    case OP_CONV2D:
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+    case OP_TRANSPOSE:
+    case OP_ENLARGE:
+    case OP_COUNT: break;
+    }
+    return ZS_REF_NONE;
+}
+
+int zs_same_shape_input(ops_op op) {
+    switch (op) {
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_ONES: return 0;
+    case OP_MATMUL:
+    case OP_CONV2D:
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+    case OP_TRANSPOSE:
+    case OP_ENLARGE:
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_COUNT: break;
+    }
+    return -1;
+}
+
+/* ---- terms ---- */
+
+Z3_ast zs_num(const zs_syms *z, int64_t v) { return Z3_mk_int64(z->c, v, z->I); }
+
+Z3_ast zs_shape(const zs_syms *z, Z3_ast t) { return Z3_mk_app(z->c, z->shape, 1, &t); }
+
+Z3_ast zs_sdim(const zs_syms *z, Z3_ast axis, Z3_ast shape) {
+    Z3_ast a[2] = {axis, shape};
+    return Z3_mk_app(z->c, z->sdim, 2, a);
+}
+
+Z3_ast zs_dim(const zs_syms *z, int a, Z3_ast t) {
+    return zs_sdim(z, zs_num(z, a), zs_shape(z, t));
+}
+
+static Z3_ast add2(const zs_syms *z, Z3_ast a, Z3_ast b) {
+    Z3_ast x[2] = {a, b};
+    return Z3_mk_add(z->c, 2, x);
+}
+
+static Z3_ast sub2(const zs_syms *z, Z3_ast a, Z3_ast b) {
+    Z3_ast x[2] = {a, b};
+    return Z3_mk_sub(z->c, 2, x);
+}
+
+/* ---- shape rules (ORDER OP via the switches) ---- */
+
+/* Output size of a conv/pool window along one axis: SAME is centred,
+ * ceil(h/s); VALID is (h-k) div s + 1 (shape.c). */
+static Z3_ast window(const zs_syms *z, Z3_ast h, Z3_ast k, int32_t stride, int32_t pad) {
+    if (pad == OPS_PAD_SAME)
+        return stride == 1 ? h
+                           : Z3_mk_div(z->c, add2(z, h, zs_num(z, stride - 1)), zs_num(z, stride));
+    Z3_ast span = sub2(z, h, k);
+    if (stride != 1) span = Z3_mk_div(z->c, span, zs_num(z, stride));
+    return add2(z, span, zs_num(z, 1));
+}
+
+static Z3_ast kernel_dim(const zs_syms *z, int32_t kernel, int a) {
+    return zs_num(z, a == 2 ? OPS_KERNEL_H(kernel) : OPS_KERNEL_W(kernel));
+}
+
+static Z3_ast pool_dim(const zs_syms *z, const zs_params *p, zs_dims *d, int a) {
+    if (a < 2) return d->get(d, 0, a);
+    if (!zs_lit(p, 0) || !zs_lit(p, 1) || !zs_lit(p, 2)) return NULL;
+    return window(z, d->get(d, 0, a), kernel_dim(z, p->lit[0], a), p->lit[1], p->lit[2]);
+}
+
+static Z3_ast conv_dim(const zs_syms *z, const zs_params *p, zs_dims *d, int a) {
+    if (a < 2) return d->get(d, a, 0); /* N from x, O from w */
+    if (!zs_lit(p, 0) || !zs_lit(p, 1)) return NULL;
+    return window(z, d->get(d, 0, a), d->get(d, 1, a), p->lit[0], p->lit[1]);
+}
+
+/* split0/split1 (axis, size; x) along the axis: size, or the rest. */
+static Z3_ast split_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, int a) {
+    if (!zs_lit(p, 0)) return NULL;
+    if (a != p->lit[0]) return d->get(d, 0, a);
+    return op == OP_SPLIT0 ? p->ast[1] : sub2(z, d->get(d, 0, a), p->ast[1]);
+}
+
+/* Dim a of op's output from its inputs' dims; NULL when the rule needs a
+ * parameter that is not a literal. The missing axes of a rank-2 result
+ * read as 1 (z3shape.h), so transposes and products of matrices can meet
+ * the off-axis conditions of a concat or an ewadd. */
+Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, int a) {
+    switch (op) {
+    case OP_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
+    case OP_CONV2D: return conv_dim(z, p, d, a);
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_ONES: return d->get(d, 0, a);
+    case OP_AVGPOOL:
+    case OP_MAXPOOL: return pool_dim(z, p, d, a);
+    case OP_CONCAT:
+        if (!zs_lit(p, 0)) return NULL;
+        return a == p->lit[0] ? add2(z, d->get(d, 0, a), d->get(d, 1, a)) : d->get(d, 0, a);
+    case OP_SPLIT0:
+    case OP_SPLIT1: return split_dim(z, op, p, d, a);
+    case OP_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : zs_num(z, 1);
+    case OP_ENLARGE:
+        if (a < 2) return d->get(d, 0, a);
+        return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
+    case OP_IMM: return a < 2 ? d->get(d, 0, 1) : zs_num(z, 1);
+    case OP_ICONV:
+    case OP_POOLK:
+        if (a < 2) return d->get(d, 0, 1);
+        return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
+    case OP_COUNT: break;
+    }
+    return NULL;
+}
+
+/* ---- well-shapedness (shape.c's checks, over dims) ---- */
+
+static void need(zs_fits *f, Z3_ast c) {
+    if (f->n < ZS_MAX_FITS) f->c[f->n++] = c;
+}
+
+static Z3_ast eq2(const zs_syms *z, Z3_ast a, Z3_ast b) { return Z3_mk_eq(z->c, a, b); }
+
+static Z3_ast odd(const zs_syms *z, Z3_ast v) {
+    return eq2(z, Z3_mk_mod(z->c, v, zs_num(z, 2)), zs_num(z, 1));
+}
+
+/* Parameter k is value v: true, false or a formula when symbolic. */
+static Z3_ast is(const zs_syms *z, const zs_params *p, int k, int32_t v) {
+    if (zs_lit(p, k)) return p->lit[k] == v ? Z3_mk_true(z->c) : Z3_mk_false(z->c);
+    return eq2(z, p->ast[k], zs_num(z, v));
+}
+
+/* Height (a = 2) or width (a = 3) of a packed kernel parameter. */
+static Z3_ast kernel_size(const zs_syms *z, const zs_params *p, int k, int a) {
+    if (zs_lit(p, k)) return kernel_dim(z, p->lit[k], a);
+    return (a == 2 ? Z3_mk_div : Z3_mk_mod)(z->c, p->ast[k], zs_num(z, 256));
+}
+
+/* A window of kh x kw under pad parameter k: SAME needs an odd kernel,
+ * VALID an input at least as large. */
+static void window_fits(const zs_syms *z, zs_fits *f, const zs_params *p, int k, Z3_ast h, Z3_ast w,
+                        Z3_ast kh, Z3_ast kw) {
+    Z3_ast same[2] = {odd(z, kh), odd(z, kw)};
+    Z3_ast valid[2] = {Z3_mk_ge(z->c, h, kh), Z3_mk_ge(z->c, w, kw)};
+    need(f, Z3_mk_implies(z->c, is(z, p, k, OPS_PAD_SAME), Z3_mk_and(z->c, 2, same)));
+    need(f, Z3_mk_implies(z->c, is(z, p, k, OPS_PAD_VALID), Z3_mk_and(z->c, 2, valid)));
+}
+
+/* conv2d: C = groups * I, groups divides O, the window fits. */
+static void conv_fits(const zs_syms *z, zs_fits *f, const zs_params *p, zs_dims *d) {
+    const ops_pkind_info *dom = &ops_pkind_table[PK_GROUPS];
+    for (int i = 0; i < dom->n_values; i++) {
+        int32_t g = dom->values[i];
+        Z3_ast m[2] = {zs_num(z, g), d->get(d, 1, 1)};
+        Z3_ast ok[2] = {eq2(z, d->get(d, 0, 1), Z3_mk_mul(z->c, 2, m)),
+                        eq2(z, Z3_mk_mod(z->c, d->get(d, 1, 0), zs_num(z, g)), zs_num(z, 0))};
+        need(f, Z3_mk_implies(z->c, is(z, p, 3, g), Z3_mk_and(z->c, 2, ok)));
+    }
+    window_fits(z, f, p, 1, d->get(d, 0, 2), d->get(d, 0, 3), d->get(d, 1, 2), d->get(d, 1, 3));
+}
+
+/* enlarge: the kernel covers the weights with an even margin. */
+static void enlarge_fits(const zs_syms *z, zs_fits *f, const zs_params *p, zs_dims *d) {
+    for (int a = 2; a < 4; a++) {
+        Z3_ast k = kernel_size(z, p, 0, a), w = d->get(d, 0, a);
+        need(f, Z3_mk_ge(z->c, k, w));
+        need(f, eq2(z, Z3_mk_mod(z->c, sub2(z, k, w), zs_num(z, 2)), zs_num(z, 0)));
+    }
+}
+
+/* concat: equal dims off the axis. split: 1 <= size < dim on the axis. */
+static void axis_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, const Z3_ast *in,
+                      zs_dims *d) {
+    if (op == OP_CONCAT) {
+        for (int a = 0; a < ZS_AXES; a++)
+            need(f, Z3_mk_or(z->c, 2, (Z3_ast[]){is(z, p, 0, a),
+                                                 eq2(z, d->get(d, 0, a), d->get(d, 1, a))}));
+        return;
+    }
+    Z3_ast dim = zs_lit(p, 0) ? d->get(d, 0, p->lit[0]) : zs_sdim(z, p->ast[0], zs_shape(z, in[0]));
+    need(f, Z3_mk_ge(z->c, p->ast[1], zs_num(z, 1)));
+    need(f, Z3_mk_lt(z->c, p->ast[1], dim));
+}
+
+/* Everything op(p; in) needs of its inputs to be well shaped. Ranks are
+ * not encoded: the axioms and candidates are rank-consistent by
+ * construction, and every fact below is true at any rank (z3shape.h). */
+void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, const Z3_ast *in,
+                zs_dims *d) {
+    switch (op) {
+    case OP_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
+    case OP_CONV2D: conv_fits(z, f, p, d); break;
+    case OP_EWADD:
+    case OP_EWMUL:
+        for (int a = 0; a < ZS_AXES; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));
+        break;
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+        window_fits(z, f, p, 2, d->get(d, 0, 2), d->get(d, 0, 3), kernel_size(z, p, 0, 2),
+                    kernel_size(z, p, 0, 3));
+        break;
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1: axis_fits(z, f, op, p, in, d); break;
+    case OP_ENLARGE: enlarge_fits(z, f, p, d); break;
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_TRANSPOSE:
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_ONES:
+    case OP_COUNT: break;
+    }
+}
+
+unsigned zs_rule_params(ops_op op) {
+    switch (op) {
+    case OP_CONV2D: return 3u;    /* stride, pad */
+    case OP_AVGPOOL:
+    case OP_MAXPOOL: return 7u;   /* kernel, stride, pad */
+    case OP_CONCAT:
+    case OP_SPLIT0:
+    case OP_SPLIT1:               /* axis */
+    case OP_ENLARGE:
+    case OP_ICONV:
+    case OP_POOLK: return 1u;     /* kernel */
+    case OP_MATMUL:
+    case OP_EWADD:
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_RELU:
+    case OP_TRANSPOSE:
+    case OP_IMM:
+    case OP_ONES:
+    case OP_COUNT: break;
+    }
+    return 0;
+}
+
