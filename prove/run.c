@@ -19,7 +19,7 @@
 #define PROGRESS_TTY_MS 1000
 #define PROGRESS_LOG_MS 10000
 
-/* ---- small helpers shared with check.c through prove.h's types ---- */
+/* ---- options, axioms, clocks ---- */
 
 void pv_defaults(pv_options *o) {
     memset(o, 0, sizeof *o);
@@ -84,9 +84,11 @@ static void progress(void *arg, const char *phase, size_t done, size_t total,
     run_ctx *r = arg;
     double s = (double)(mono_ms() - r->t0) / 1000.0;
     fprintf(log_of(r->o),
-            "%sprove: %s %zu/%zu, %.1f s, proved %zu, refuted %zu, unknown %zu, timeout %zu%s",
-            r->tty ? "\r" : "", phase, done, total, s, by[RDB_PROVED], by[RDB_REFUTED],
-            by[RDB_UNKNOWN], by[RDB_TIMEOUT], r->tty ? "   " : "\n");
+            "%sprove: %s %zu/%zu, %.0f/s, %.1f s, proved %zu, refuted %zu, unknown %zu, "
+            "timeout %zu%s",
+            r->tty ? "\r" : "", phase, done, total, s > 0 ? (double)done / s : 0.0, s,
+            by[RDB_PROVED], by[RDB_REFUTED], by[RDB_UNKNOWN], by[RDB_TIMEOUT],
+            r->tty ? "   " : "\n");
     fflush(log_of(r->o));
 }
 
@@ -161,7 +163,7 @@ static int keep_pairs(const run_ctx *r, size_t n, pv_stats *st) {
 
 /* ---- rules ---- */
 
-static int emit_rules(const run_ctx *r, size_t n, em_rule **rules, size_t *n_rules) {
+static int emit_rules(const run_ctx *r, em_rule **rules, size_t *n_rules) {
     const rdb_file *f = r->cands;
     size_t cap = 0, i = 0;
     uint8_t *proved = NULL;
@@ -186,7 +188,6 @@ static int emit_rules(const run_ctx *r, size_t n, em_rule **rules, size_t *n_rul
         }
         if (rc == 0) rc = em_class_rules(&f->classes[c], c, proved, pv, rules, n_rules, &cap);
     }
-    (void)n;
     free(proved);
     free(pv);
     return rc;
@@ -289,7 +290,7 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
     if (decide_all(&r, n) != 0) goto cleanup;
     tally(&r, n, st);
     if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;
-    if (emit_rules(&r, n, &rules, &n_rules) != 0 || rd_prune(rules, &n_rules, &pc) != 0)
+    if (emit_rules(&r, &rules, &n_rules) != 0 || rd_prune(rules, &n_rules, &pc) != 0)
         goto cleanup;
     copy_counts(&pc, st);
     st->wall_ms = mono_ms() - r.t0;
