@@ -2,7 +2,7 @@
  * every graph of `level` nodes that synth builds from the representatives
  * of smaller levels, fingerprinted and added to the table.
  *
- * Two ways to make a graph of n nodes, both from representatives only:
+ * Three ways to make a graph of n nodes, all from representatives only:
  *  - extend: a representative of n-1 nodes plus one node whose inputs are
  *    its nodes (outputs or inner ones), its variables, or new variables (at
  *    most one new variable per input position, numbered in order);
@@ -12,7 +12,7 @@
  *    mm(cat(x, z), cat(y, w)) without storing the pair (relu x, relu y):
  *    disconnected two-output graphs are never stored (their classes would
  *    be all pairs of classes, quadratic in memory, and as rules they are two
- *    independent rules side by side).
+ *    independent rules side by side);
  *  - split pair: a single-output representative of n-2 nodes whose output
  *    has a split point, plus split0 and split1 of it (TASO's split is one
  *    operator with two outputs; made in one step, the pair does not hang on

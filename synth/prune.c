@@ -155,31 +155,56 @@ static int holds_with(key_ctx *c, const sg_graph *a, int i, const sg_graph *b, i
     return 1;
 }
 
-/* 1 when a and b hold the same subgraph T (its root node in both) and
- * turning T into a fresh variable in both keeps them equal: the pair is an
- * instance of that smaller rule. */
-static int common_subgraph(key_ctx *c, const sg_graph *a, const sg_graph *b, uint64_t *store) {
+/* Node values of the base graph, computed once per class. */
+typedef struct {
+    uint64_t shape[SG_MAX_NODES];
+    uint64_t *val; /* SG_MAX_NODES * KEY_MAX_CELLS */
+} base_values;
+
+static int node_values(key_ctx *c, const sg_graph *a, base_values *bv) {
     const uint64_t *val[SG_N_REFS];
     uint64_t shape[SG_N_REFS];
-    int have_shapes = 0;
-    uint64_t *z = store + SG_MAX_OUT * KEY_MAX_CELLS;
+    if (key_values(c, a, val, shape) != KEY_OK) return -1;
     for (int i = 0; i < a->n_nodes; i++) {
-        if (split_reads(a, i)) continue;
-        for (int j = 0; j < b->n_nodes; j++) {
-            if (!same_term(a, SG_NODE(i), b, SG_NODE(j)) || split_reads(b, j)) continue;
-            if (!have_shapes && key_values(c, a, val, shape) != KEY_OK) return 0;
-            have_shapes = 1;
-            fresh_tensor(shape[SG_NODE(i)], z);
-            if (holds_with(c, a, i, b, j, z, store)) return 1;
-        }
+        bv->shape[i] = shape[SG_NODE(i)];
+        memcpy(bv->val + (size_t)i * KEY_MAX_CELLS, val[SG_NODE(i)], (size_t)KEY_CELLS(bv->shape[i]) * 8);
     }
     return 0;
 }
 
-static size_t prune_input(key_ctx *c, sg_graph *g, size_t n, uint64_t *store) {
+/* 1 when node i of a and node j of b compute the same value and, turned
+ * into one fresh variable z in both, leave a and b equal: the pair follows
+ * from two smaller ones, (T_a, T_b) and the pair over z (TASO's common
+ * subgraph; the terms may differ, as ewadd(x, y) and ewadd(y, x) do).
+ * Replacing the whole of both one-output graphs proves nothing: skipped. */
+static int common_subgraph(key_ctx *c, const base_values *bv, const sg_graph *a, const sg_graph *b,
+                           uint64_t *store) {
+    const uint64_t *val[SG_N_REFS];
+    uint64_t shape[SG_N_REFS];
+    int pairs[SG_MAX_NODES * SG_MAX_NODES][2], n = 0;
+    if (key_values(c, b, val, shape) != KEY_OK) return 0;
+    for (int i = 0; i < a->n_nodes; i++)
+        for (int j = 0; j < b->n_nodes; j++) {
+            int roots = a->n_out == 1 && a->out[0] == SG_NODE(i) && b->out[0] == SG_NODE(j);
+            if (roots || split_reads(a, i) || split_reads(b, j) || shape[SG_NODE(j)] != bv->shape[i] ||
+                memcmp(val[SG_NODE(j)], bv->val + (size_t)i * KEY_MAX_CELLS,
+                       (size_t)KEY_CELLS(bv->shape[i]) * 8))
+                continue;
+            pairs[n][0] = i, pairs[n++][1] = j;
+        }
+    uint64_t *z = store + SG_MAX_OUT * KEY_MAX_CELLS;
+    for (int k = 0; k < n; k++) {
+        fresh_tensor(bv->shape[pairs[k][0]], z);
+        if (holds_with(c, a, pairs[k][0], b, pairs[k][1], z, store)) return 1;
+    }
+    return 0;
+}
+
+static size_t prune_input(key_ctx *c, base_values *bv, sg_graph *g, size_t n, uint64_t *store) {
     size_t kept = 1;
+    if (node_values(c, &g[0], bv)) return n;
     for (size_t i = 1; i < n; i++)
-        if (!common_subgraph(c, &g[0], &g[i], store)) g[kept++] = g[i];
+        if (!common_subgraph(c, bv, &g[0], &g[i], store)) g[kept++] = g[i];
     return kept;
 }
 
@@ -329,6 +354,7 @@ static size_t prune_output(key_ctx *c, sg_graph *g, size_t n, uint64_t *store) {
 struct pr_scratch {
     renaming aut[MAX_RENAMINGS];
     uint64_t store[2 * SG_MAX_OUT * 2 * KEY_MAX_CELLS]; /* values of two graphs */
+    uint64_t base[SG_MAX_NODES * KEY_MAX_CELLS];         /* the base graph's nodes */
 };
 
 pr_scratch *pr_scratch_new(void) { return malloc(sizeof(pr_scratch)); }
@@ -339,7 +365,8 @@ size_t pr_class(key_ctx *c, pr_scratch *sc, const pool *p, sg_graph *g, size_t n
     count(cnt, PR_FOUND, n);
     n = prune_renamings(p, sc->aut, g, n);
     count(cnt, PR_RENAMING, n);
-    n = prune_input(c, g, n, store);
+    base_values bv = {{0}, sc->base};
+    n = prune_input(c, &bv, g, n, store);
     count(cnt, PR_INPUT, n);
     n = prune_instances(p, c, g, n, store);
     count(cnt, PR_INSTANCE, n);

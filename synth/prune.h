@@ -5,14 +5,13 @@
  *  renaming  drop g[i] when a renaming s of the variables (and maybe a swap
  *            of the two outputs) keeps g[0] as it is and turns g[i] into some
  *            kept g[j], j < i: the pair is the earlier pair renamed;
- *  input     drop g[i] when g[0] and g[i] hold the same subgraph T (the
- *            same operators over the same variables) and both stay equal
- *            with T replaced by a fresh random tensor z of T's shape: the
- *            pair is the smaller rule over z with z := T, an instance in
- *            context (TASO's common input-side subgraph; T's variables may
- *            be read elsewhere too, the evaluation makes it sound). The
- *            check matters: relu(x) and relu(relu(x)) share relu(x), yet
- *            z = relu(z) is false;
+ *  input     drop g[i] when a node of g[0] and a node of g[i] compute the
+ *            same value T and both graphs stay equal with those nodes
+ *            replaced by one fresh random tensor z: the pair follows from
+ *            two smaller ones, (T in g[0], T in g[i]) and the pair over z
+ *            (TASO's common input-side subgraph, by value: ewadd(x, y) and
+ *            ewadd(y, x) are one T). The check matters: relu(x) and
+ *            relu(relu(x)) share relu(x), yet z = relu(z) is false;
  *  instances drop g[i] when a variable v read in several places can be
  *            replaced by a fresh pool variable w in some of them (constants'
  *            shape references aside) and the pair stays equal: the pair is
