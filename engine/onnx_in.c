@@ -399,7 +399,8 @@ static int get_choice(const Onnx__NodeProto *np, const char *name, int def, cons
     if (!a) return def;
     if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)) return -1;
     for (int k = 0; choice[k]; k++)
-        if (a->s.len == strlen(choice[k]) && memcmp(a->s.data, choice[k], a->s.len) == 0) return k;
+        if (a->s.len == strlen(choice[k]) && (!a->s.len || !memcmp(a->s.data, choice[k], a->s.len)))
+            return k;
     return -1;
 }
 

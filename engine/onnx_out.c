@@ -30,7 +30,8 @@ typedef struct {
     char *name;
     int dtype;
     eg_shape shape;
-} new_value; /* an initializer the export adds (IR < 4 lists it as an input) */
+    int tensor; /* its tensor id, or -1 for a value the export made */
+} new_value; /* an initializer IR < 4 must also list as a graph input */
 
 typedef struct {
     const eg_graph *g;
@@ -109,7 +110,7 @@ static const char *tname(const octx *c, int t) { return t >= 0 ? c->g->tensor[t]
 
 /* ================= values ================= */
 
-static eg_status note_added(octx *c, const char *name, int dtype, const eg_shape *s) {
+static eg_status note_added(octx *c, const char *name, int dtype, const eg_shape *s, int tensor) {
     if (c->g->ir_version >= 4) return EG_OK;
     if (c->n_added == c->cap_added) {
         int nc = c->cap_added ? 2 * c->cap_added : 8;
@@ -120,14 +121,16 @@ static eg_status note_added(octx *c, const char *name, int dtype, const eg_shape
     new_value *v = &c->added[c->n_added];
     v->name = strdup(name);
     if (!v->name) return EG_ENOMEM;
-    v->dtype = dtype, v->shape = *s;
+    v->dtype = dtype, v->shape = *s, v->tensor = tensor;
     c->n_added++;
     return EG_OK;
 }
 
-/* An initializer: name, dims, dtype, raw little-endian bytes. */
+/* An initializer: name, dims, dtype, raw little-endian bytes. `added`: 0
+ * when it is a graph input already, else 1 (then `tensor` is its id, or -1
+ * for a value the export made). */
 static eg_status put_value(octx *c, const char *name, int dtype, const eg_shape *s,
-                           const void *bytes, size_t len, int added) {
+                           const void *bytes, size_t len, int added, int tensor) {
     Onnx__TensorProto tp;
     int64_t dims[EG_MAX_RANK];
     onnx__tensor_proto__init(&tp);
@@ -138,7 +141,7 @@ static eg_status put_value(octx *c, const char *name, int dtype, const eg_shape 
     tp.has_data_type = 1, tp.data_type = dtype;
     tp.has_raw_data = 1, tp.raw_data.len = len, tp.raw_data.data = (uint8_t *)bytes;
     egp_buf_message(&c->inits, field_id(&onnx__graph_proto__descriptor, "initializer"), &tp.base);
-    return added ? note_added(c, name, dtype, s) : EG_OK;
+    return added ? note_added(c, name, dtype, s, tensor) : EG_OK;
 }
 
 /* An absorbed int64 vector holding exactly raw (the importer folded it
@@ -169,7 +172,7 @@ static char *put_ints(octx *c, const char *base, const char *tag, const int64_t 
     }
     char *name = fresh_name(c, base, tag);
     if (!name) return NULL;
-    if (put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1) != EG_OK) {
+    if (put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1, -1) != EG_OK) {
         free(name);
         return NULL;
     }
@@ -424,7 +427,8 @@ static eg_status emit_constant(octx *c, const eg_node *n) {
     float *v = malloc(sizeof(float) * (size_t)(numel ? numel : 1));
     if (!v) return EG_ENOMEM;
     fill_constant(n->op, &t->shape, v, numel);
-    eg_status rc = put_value(c, t->name, EG_DT_FLOAT, &t->shape, v, sizeof(float) * (size_t)numel, 1);
+    eg_status rc = put_value(c, t->name, EG_DT_FLOAT, &t->shape, v, sizeof(float) * (size_t)numel, 1,
+                             n->out[0]);
     free(v);
     return rc;
 }
@@ -632,13 +636,12 @@ static eg_status emit_values(octx *c) {
         if (!value_live(c, i)) continue;
         if (t->data)
             rc = put_value(c, t->name, EG_DT_FLOAT, &t->shape, t->data,
-                           sizeof(float) * (size_t)eg_shape_numel(&t->shape), added);
+                           sizeof(float) * (size_t)eg_shape_numel(&t->shape), added, i);
         else if (t->proto) {
             egp_buf_field(&c->inits, field, t->proto, t->proto_len);
-            if (added) rc = note_added(c, t->name, t->dtype, &t->shape);
-        }
-        else if (t->raw)
-            rc = put_value(c, t->name, t->dtype, &t->shape, t->raw, t->raw_len, added);
+            if (added) rc = note_added(c, t->name, t->dtype, &t->shape, i);
+        } else if (t->raw)
+            rc = put_value(c, t->name, t->dtype, &t->shape, t->raw, t->raw_len, added, i);
         if (rc != EG_OK) return rc;
     }
     return oom(c) ? EG_ENOMEM : EG_OK;
@@ -695,8 +698,13 @@ static eg_status emit_ios(octx *c) {
     uint32_t fout = field_id(&onnx__graph_proto__descriptor, "output");
     uint32_t fvi = field_id(&onnx__graph_proto__descriptor, "value_info");
     for (int k = 0; k < g->n_inputs; k++) emit_io(c, fin, &g->tensor[g->input[k]]);
-    for (int k = 0; k < c->n_added; k++) /* IR < 4: every initializer is an input */
-        gen_vinfo(c, fin, c->added[k].name, c->added[k].dtype, &c->added[k].shape, NULL);
+    /* IR < 4: every initializer is an input; a graph output's declaration
+     * serves for it when there is one (one entry per tensor, as on import) */
+    for (int k = 0; k < c->n_added; k++) {
+        const new_value *v = &c->added[k];
+        if (v->tensor >= 0 && g->tensor[v->tensor].vinfo) emit_io(c, fin, &g->tensor[v->tensor]);
+        else gen_vinfo(c, fin, v->name, v->dtype, &v->shape, NULL);
+    }
     for (int k = 0; k < g->n_outputs; k++) emit_io(c, fout, &g->tensor[g->output[k]]);
     /* in node order, which a re-import keeps (tensor ids it does not) */
     for (int j = 0; j < g->n_nodes; j++)

@@ -59,12 +59,6 @@ void pool_free(pool *p) {
     for (int t = 0; t < POOL_MAX_TYPES; t++) ten_free(&p->base[t]), ten_free(&p->probe[t]);
 }
 
-int pool_type_of_shape(const pool *p, uint64_t w) {
-    for (int t = 0; t < p->n_types; t++)
-        if (p->shape[t] == w) return t;
-    return -1;
-}
-
 char *pool_describe(char *buf, size_t len) {
     size_t n = 0;
     buf[0] = 0;

@@ -52,9 +52,6 @@ int pool_init(pool *p, uint64_t seed);
 /* Free the tensors; a zeroed pool is fine. */
 void pool_free(pool *p);
 
-/* The type whose shape is the packed shape w, or -1. */
-int pool_type_of_shape(const pool *p, uint64_t w);
-
 /* "scalar[]x2,matrix[3,3]x4,..." into buf (for the file's notes).
  * @return buf */
 char *pool_describe(char *buf, size_t len);

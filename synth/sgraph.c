@@ -18,16 +18,6 @@ uint64_t sg_cone(const sg_graph *g, uint8_t r) {
     return m;
 }
 
-uint64_t sg_sinks(const sg_graph *g) {
-    uint64_t used = 0, all = 0;
-    for (int j = 0; j < g->n_nodes; j++) {
-        all |= SG_BIT(SG_NODE(j));
-        for (int k = 0; k < ops_table[g->node[j].op].arity; k++)
-            used |= SG_BIT(g->node[j].in[k]);
-    }
-    return all & ~used;
-}
-
 /* ---- split points ---- */
 
 static void no_bound(sg_bound *b) {

@@ -67,9 +67,6 @@ uint64_t sg_hash(const sg_graph *g);
 /* Mask of the refs in the cone of ref r (r itself, its inputs, ...). */
 uint64_t sg_cone(const sg_graph *g, uint8_t r);
 
-/* Mask of the nodes no node uses (as SG_BIT of their refs). */
-uint64_t sg_sinks(const sg_graph *g);
-
 /* Params, shape and split points of node n (in any graph) from those of
  * its inputs (indexed by ref); a split reads its size from its input's
  * split point. @return the packed shape, or DOM_BAD (no shape, or no split

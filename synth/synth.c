@@ -447,11 +447,11 @@ static int covered(const uint32_t (*done)[2], int n_done, uint32_t q2, uint32_t 
  * classes, roll the table back to the levels below. *outgrew: the pass
  * passed the budget and was undone, nothing emitted.
  * @return SYN_OK, or an error with a message. */
-static syn_status run_pass(run *r, int level, const fpt_mark *m, const partition *part, int *outgrew) {
+static syn_status run_pass(run *r, int level, const fpt_mark *m, const partition *part,
+                           uint64_t budget, int *outgrew) {
     en_level L;
     level_setup(r, &L, level);
-    L.keep = in_partition, L.keep_arg = (void *)part, L.mem_budget = table_budget(r);
-    if (r->o->test_table_budget) L.mem_budget = r->o->test_table_budget;
+    L.keep = in_partition, L.keep_arg = (void *)part, L.mem_budget = budget;
     if (L.mem_budget && L.mem_budget <= fpt_bytes(r->table))
         return fail(r, SYN_ELIMIT, "memory limit %.2f GB too small: the levels below the last "
                     "already take it", (double)r->o->memory_limit / 1e9);
@@ -472,20 +472,23 @@ static syn_status run_pass(run *r, int level, const fpt_mark *m, const partition
 
 /* The last level in passes over 2^k parts of the hash space: a part that
  * outgrows the limit is split in two (the parts already done stay done,
- * part q of 2P lying inside part q mod P). */
+ * part q of 2P lying inside part q mod P). The budget is fixed before the
+ * first pass: afterwards the heap keeps what a rolled-back pass freed, and
+ * RSS would count it against every later pass. */
 static syn_status last_level(run *r, int level) {
     uint32_t (*done)[2] = malloc(MAX_PASSES * sizeof *done);
     int n_done = 0;
     uint32_t P = 1;
     syn_status rc = SYN_OK;
     fpt_mark *m = fpt_mark_new(r->table);
+    uint64_t budget = r->o->test_table_budget ? r->o->test_table_budget : table_budget(r);
     r->st->table_below = fpt_bytes(r->table);
     if (!m || !done) rc = fail(r, SYN_ENOMEM, "out of memory");
     for (uint32_t q = 0; q < P && !rc; q++) {
         int outgrew = 0;
         if (covered((const uint32_t(*)[2])done, n_done, q, P)) continue;
         partition part = {r->o->shard_k, r->o->shard_n, q, P};
-        rc = run_pass(r, level, m, &part, &outgrew);
+        rc = run_pass(r, level, m, &part, budget, &outgrew);
         if (!rc && !outgrew) done[n_done][0] = P, done[n_done++][1] = q;
         else if (!rc && P >= MAX_PASSES) rc = fail(r, SYN_ELIMIT, "memory limit too small even for %u passes", P);
         else if (!rc) P *= 2, q = UINT32_MAX; /* start over, q++ makes it 0 */

@@ -251,13 +251,16 @@ static void key_of(fixture *f, const sg_graph *g, int n_slots, const uint8_t *ty
 
 /* C01: two node orders of one graph are one canonical graph. */
 static void test_canon_node_order(void **state) {
-    (void)state;
+    fixture *f = *state;
+    char ta[256], tb[256];
     sg_node a[3] = {N(OP_RELU, 0, 5, 0), N(OP_TRANSPOSE, 0, 6, 0), N(OP_EWADD, 0, SG_NODE(0), SG_NODE(1))};
     sg_node b[3] = {N(OP_TRANSPOSE, 0, 6, 0), N(OP_RELU, 0, 5, 0), N(OP_EWADD, 0, SG_NODE(1), SG_NODE(0))};
     sg_graph ga = G(3, a, 1, SG_NODE(2), 0), gb = G(3, b, 1, SG_NODE(2), 0);
     assert_true(sg_compare(&ga, &gb) != 0);
     sg_canon(&ga, 0), sg_canon(&gb, 0);
     assert_int_equal(sg_compare(&ga, &gb), 0);
+    assert_string_equal(sg_format(&ga, &f->dom, ta, sizeof ta), "(ewadd (relu v5) (transpose v6))");
+    assert_string_equal(sg_format(&gb, &f->dom, tb, sizeof tb), ta);
 }
 
 /* C02: renamed inputs collide: mm(x1, mm(x0, x2)) in every slot numbering
