@@ -428,6 +428,11 @@ static syn_status middle_level(run *r, int level) {
     en_level L;
     level_setup(r, &L, level);
     L.mem_budget = table_budget(r);
+    if (L.mem_budget == 1) /* the fixed part alone fills the limit */
+        return fail(r, SYN_ELIMIT, "memory limit %.0f MB too small: %d threads need about %.0f MB "
+                    "of scratch before any table; raise it or use fewer --threads",
+                    (double)r->o->memory_limit / 1e6, n_threads(r->o),
+                    (double)(THREAD_MARGIN * (uint64_t)(n_threads(r->o) + 1) + en_rss()) / 1e6);
     syn_status rc = run_level(r, &L);
     if (rc == SYN_ELIMIT)
         return fail(r, SYN_ELIMIT, "memory limit %.2f GB too small for level %d (the table "
