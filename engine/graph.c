@@ -369,6 +369,26 @@ void eg_count_uses(const eg_graph *g, int *uses) {
     for (int k = 0; k < g->n_outputs; k++) uses[g->output[k]]++;
 }
 
+/* A node is weight-only when its outputs follow from initializer values
+ * and shapes alone: every input is a value (EG_TF_INIT) or the output of a
+ * weight-only node, or it is an opspecs constant that reads only its
+ * reference's shape. Such nodes cost nothing at run time once folded.
+ * Opaque nodes never are (their meaning is unknown). */
+void eg_mark_weight_only(const eg_graph *g, unsigned char *weight_only) {
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        int w = n->kind != EG_KIND_OPAQUE && n->n_out > 0;
+        if (w && !(n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_CONST)))
+            for (int k = 0; k < n->n_in && w; k++) {
+                int t = n->in[k];
+                if (t < 0) continue;
+                int p = g->tensor[t].producer;
+                w = (g->tensor[t].flags & EG_TF_INIT) || (p >= 0 && p < j && weight_only[p]);
+            }
+        weight_only[j] = (unsigned char)w;
+    }
+}
+
 /* ================= shapes and names ================= */
 
 int64_t eg_shape_numel(const eg_shape *s) {

@@ -277,6 +277,12 @@ eg_status eg_toposort(eg_graph *g, char *err, size_t errlen);
  * and graph outputs) into uses[n_tensors]. */
 void eg_count_uses(const eg_graph *g, int *uses);
 
+/* Flag every node whose outputs depend only on initializer values and
+ * shapes (weight-only: folded to initializers after rewriting, cost 0)
+ * into weight_only[n_nodes]. @pre nodes in topological order, producers
+ * indexed (eg_index). */
+void eg_mark_weight_only(const eg_graph *g, unsigned char *weight_only);
+
 /* ---- shapes and names for display ---- */
 
 /* Number of elements: -1 when a dim or the rank is unknown, -2 when the
