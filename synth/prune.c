@@ -172,6 +172,30 @@ static int node_values(key_ctx *c, const sg_graph *a, base_values *bv) {
     return 0;
 }
 
+/* 1 when the subterm at node i is private to it: no node below i is read
+ * from outside that subterm or is an output. Only then does replacing i by
+ * a fresh variable split the pair into two smaller rules an engine can
+ * apply: the merge (matmul x0 x1), (matmul x0 x2) => split0/split1 of one
+ * matmul over a concat has split0's subterm equal to (matmul x0 x1) by
+ * value, but its matmul and concat are shared with split1, and the
+ * "smaller" rule would carry x2 on its right side only. */
+static int private_subterm(const sg_graph *g, int i) {
+    uint64_t below = 0; /* node bits of the subterm under i, i excluded */
+    for (int j = i; j >= 0; j--) {
+        if (j != i && !(below >> j & 1)) continue;
+        for (int k = 0; k < ops_table[g->node[j].op].arity; k++)
+            if (SG_IS_NODE(g->node[j].in[k])) below |= 1ull << SG_NODE_IDX(g->node[j].in[k]);
+    }
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (j == i || (below >> j & 1)) continue;
+        for (int k = 0; k < ops_table[g->node[j].op].arity; k++)
+            if (SG_IS_NODE(g->node[j].in[k]) && (below >> SG_NODE_IDX(g->node[j].in[k]) & 1)) return 0;
+    }
+    for (int k = 0; k < g->n_out; k++)
+        if (SG_IS_NODE(g->out[k]) && (below >> SG_NODE_IDX(g->out[k]) & 1)) return 0;
+    return 1;
+}
+
 /* 1 when node i of a and node j of b compute the same value and, turned
  * into one fresh variable z in both, leave a and b equal: the pair follows
  * from two smaller ones, (T_a, T_b) and the pair over z (TASO's common
@@ -186,7 +210,8 @@ static int common_subgraph(key_ctx *c, const base_values *bv, const sg_graph *a,
     for (int i = 0; i < a->n_nodes; i++)
         for (int j = 0; j < b->n_nodes; j++) {
             int roots = a->n_out == 1 && a->out[0] == SG_NODE(i) && b->out[0] == SG_NODE(j);
-            if (roots || split_reads(a, i) || split_reads(b, j) || shape[SG_NODE(j)] != bv->shape[i] ||
+            if (roots || split_reads(a, i) || split_reads(b, j) || !private_subterm(a, i) ||
+                !private_subterm(b, j) || shape[SG_NODE(j)] != bv->shape[i] ||
                 memcmp(val[SG_NODE(j)], bv->val + (size_t)i * KEY_MAX_CELLS,
                        (size_t)KEY_CELLS(bv->shape[i]) * 8))
                 continue;
