@@ -1,0 +1,335 @@
+/* search.c - cost-based backtracking search over rule rewrites, and the
+ * optimize pipeline around it (see search.h). Phases per expansion: pop
+ * the cheapest queued graph, match every rule on it (frozen), apply each
+ * match to a clone, then judge the clones (hash, cost, alpha) and queue
+ * the survivors. */
+#include "search.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* One graph the search has met. Kept for every graph (small) so the path
+ * to the best graph, and the rules on it, can be read back; the graph
+ * itself is kept only while it is queued or the best. */
+typedef struct {
+    eg_graph *g;     /* NULL once expanded or dropped (unless best) */
+    double cost;
+    int64_t parent;  /* state index, -1 for the input */
+    uint32_t rule;   /* the rule that made it from its parent */
+    int queued;
+} state;
+
+typedef struct {
+    state *s;
+    size_t n, cap;
+    size_t queued;
+    uint64_t *seen; /* open-addressing set of graph hashes (0 = empty) */
+    size_t seen_cap, seen_n;
+} search;
+
+static const char *const stop_names[EG_STOP_COUNT] = { /* ORDER STOP */
+    [EG_STOP_SATURATED] = "saturated",
+    [EG_STOP_BUDGET] = "budget",
+    [EG_STOP_TIME] = "time limit",
+};
+_Static_assert(sizeof stop_names / sizeof stop_names[0] == EG_STOP_COUNT, "stop names");
+
+const char *eg_stop_name(eg_stop s) {
+    return (unsigned)s < EG_STOP_COUNT ? stop_names[s] : "?";
+}
+
+void eg_search_opts_init(eg_search_opts *o) {
+    o->alpha = 1.05;
+    o->budget = 200;
+    o->time_limit = 10.0;
+    o->progress = 0;
+}
+
+void eg_search_result_free(eg_search_result *r) {
+    free(r->applied);
+    r->applied = NULL;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static eg_status fail(char *err, size_t errlen, eg_status rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---- the set of graph hashes seen ---- */
+
+/* @return 1 when h was new (and is now in), 0 when seen, -1 out of memory. */
+static int seen_add(search *S, uint64_t h) {
+    if (h == 0) h = 1; /* 0 marks an empty slot */
+    if (2 * (S->seen_n + 1) > S->seen_cap) {
+        size_t cap = S->seen_cap ? 2 * S->seen_cap : 1024;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t) return -1;
+        for (size_t i = 0; i < S->seen_cap; i++) {
+            if (!S->seen[i]) continue;
+            size_t k = S->seen[i] & (cap - 1);
+            while (t[k]) k = (k + 1) & (cap - 1);
+            t[k] = S->seen[i];
+        }
+        free(S->seen);
+        S->seen = t, S->seen_cap = cap;
+    }
+    size_t k = h & (S->seen_cap - 1);
+    while (S->seen[k]) {
+        if (S->seen[k] == h) return 0;
+        k = (k + 1) & (S->seen_cap - 1);
+    }
+    S->seen[k] = h, S->seen_n++;
+    return 1;
+}
+
+/* ---- states and the queue ---- */
+
+/* @return the new state's index, or -1 out of memory (g is then freed). */
+static int64_t add_state(search *S, eg_graph *g, double cost, int64_t parent, uint32_t rule) {
+    if (S->n == S->cap) {
+        size_t cap = S->cap ? 2 * S->cap : 256;
+        state *t = realloc(S->s, cap * sizeof *t);
+        if (!t) {
+            eg_free(g);
+            return -1;
+        }
+        S->s = t, S->cap = cap;
+    }
+    S->s[S->n] = (state){g, cost, parent, rule, 1};
+    S->queued++;
+    return (int64_t)S->n++;
+}
+
+/* The queued state with the lowest (want_max: highest) cost; ties go to
+ * the older state when popping and to the newer one when dropping, so
+ * the order never depends on anything but costs and match order. */
+static int64_t queue_extreme(const search *S, int want_max) {
+    int64_t pick = -1;
+    for (size_t i = 0; i < S->n; i++) {
+        if (!S->s[i].queued) continue;
+        double c = S->s[i].cost, p = pick < 0 ? 0 : S->s[pick].cost;
+        if (pick < 0 || (want_max ? c >= p : c < p)) pick = (int64_t)i;
+    }
+    return pick;
+}
+
+/* Take state i out of the queue; its graph goes unless it is the best. */
+static void unqueue(search *S, int64_t i, int64_t best) {
+    S->s[i].queued = 0;
+    S->queued--;
+    if (i != best) {
+        eg_free(S->s[i].g);
+        S->s[i].g = NULL;
+    }
+}
+
+/* ---- one expansion ---- */
+
+typedef struct {
+    const eg_ruleset *rs;
+    const eg_graph *g;
+    eg_match *m;
+    size_t n, cap;
+    int oom;
+} match_list;
+
+static int collect_match(const eg_match *m, void *arg) {
+    match_list *L = arg;
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? 2 * L->cap : 64;
+        eg_match *t = realloc(L->m, cap * sizeof *t);
+        if (!t) {
+            L->oom = 1;
+            return 1;
+        }
+        L->m = t, L->cap = cap;
+    }
+    L->m[L->n++] = *m;
+    return 0;
+}
+
+typedef struct {
+    search S;
+    const eg_ruleset *rs;
+    eg_cost *c;
+    const eg_search_opts *o;
+    eg_search_result *r;
+    int64_t best;
+    int64_t expanding; /* the state whose graph the matches point into */
+    double t0, next_progress;
+    match_list L;
+} run;
+
+/* Judge one rewritten graph: new, under alpha x best? Queue it, drop the
+ * worst queued graph when the queue is full. @return EG_OK or EG_ENOMEM. */
+static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule) {
+    search *S = &R->S;
+    int fresh = seen_add(S, eg_graph_hash(ng));
+    if (fresh < 0) {
+        eg_free(ng);
+        return EG_ENOMEM;
+    }
+    if (!fresh) {
+        R->r->duplicates++;
+        eg_free(ng);
+        return EG_OK;
+    }
+    double cost = eg_cost_graph(R->c, ng);
+    if (cost >= R->o->alpha * S->s[R->best].cost) {
+        R->r->pruned++;
+        eg_free(ng);
+        return EG_OK;
+    }
+    int64_t i = add_state(S, ng, cost, parent, rule);
+    if (i < 0) return EG_ENOMEM;
+    if (cost < S->s[R->best].cost) {
+        int64_t old = R->best;
+        R->best = i;
+        if (!S->s[old].queued && old != R->expanding) {
+            eg_free(S->s[old].g);
+            S->s[old].g = NULL;
+        }
+    }
+    if (S->queued > EG_SEARCH_QUEUE_MAX) unqueue(S, queue_extreme(S, 1), R->best);
+    return EG_OK;
+}
+
+static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
+    search *S = &R->S;
+    eg_graph *g = S->s[i].g;
+    R->L.n = 0;
+    eg_status rc = eg_match_all(R->rs, g, collect_match, &R->L);
+    if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
+    if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
+    for (size_t k = 0; k < R->L.n && rc == EG_OK; k++) {
+        eg_graph *ng = NULL;
+        char aerr[EG_ERRLEN];
+        eg_status ar = eg_apply(R->rs, g, &R->L.m[k], &ng, aerr, sizeof aerr);
+        if (ar == EG_ENOMEM) rc = fail(err, errlen, ar, "applying a rule: out of memory");
+        else if (ar != EG_OK) R->r->rejected++;
+        else {
+            R->r->generated++;
+            rc = consider(R, ng, i, R->L.m[k].rule);
+            if (rc) fail(err, errlen, rc, "search: out of memory");
+        }
+    }
+    return rc;
+}
+
+static void progress(run *R) {
+    double t = now_s() - R->t0;
+    if (!R->o->progress || t < R->next_progress) return;
+    R->next_progress = t + 1.0;
+    fprintf(stderr, "engine: search %.0f s, expanded %llu, generated %llu, queued %zu, best %.1f us\n", t,
+            (unsigned long long)R->r->expanded, (unsigned long long)R->r->generated, R->S.queued,
+            R->S.s[R->best].cost);
+}
+
+/* Count the rules on the path from the input to the best graph. */
+static eg_status fill_applied(run *R) {
+    size_t n = eg_ruleset_count(R->rs);
+    R->r->n_rules = n;
+    R->r->applied = calloc(n ? n : 1, sizeof *R->r->applied);
+    if (!R->r->applied) return EG_ENOMEM;
+    for (int64_t i = R->best; R->S.s[i].parent >= 0; i = R->S.s[i].parent) R->r->applied[R->S.s[i].rule]++;
+    return EG_OK;
+}
+
+eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
+                    eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
+    run R = {.rs = rs, .c = c, .o = o, .r = r};
+    memset(r, 0, sizeof *r);
+    *best = NULL;
+    R.t0 = now_s(), R.next_progress = 1.0;
+    eg_status rc = EG_OK;
+    eg_graph *g0 = eg_graph_clone(g);
+    if (!g0 || seen_add(&R.S, eg_graph_hash(g0)) < 0 || add_state(&R.S, g0, eg_cost_graph(c, g0), -1, 0) < 0) {
+        if (R.S.n == 0) eg_free(g0);
+        rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
+    }
+    r->cost_before = R.S.n ? R.S.s[0].cost : 0;
+    r->stop = EG_STOP_SATURATED;
+    while (rc == EG_OK) {
+        if (R.S.queued == 0) break;
+        if (r->expanded >= o->budget) {
+            r->stop = EG_STOP_BUDGET;
+            break;
+        }
+        if (now_s() - R.t0 >= o->time_limit) {
+            r->stop = EG_STOP_TIME;
+            break;
+        }
+        int64_t i = queue_extreme(&R.S, 0);
+        R.S.s[i].queued = 0, R.S.queued--;
+        r->expanded++;
+        R.expanding = i;
+        rc = expand(&R, i, err, errlen);
+        R.expanding = -1;
+        if (i != R.best) {
+            eg_free(R.S.s[i].g);
+            R.S.s[i].g = NULL;
+        }
+        progress(&R);
+    }
+    if (rc == EG_OK && fill_applied(&R)) rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
+    if (rc == EG_OK) {
+        *best = R.S.s[R.best].g;
+        R.S.s[R.best].g = NULL;
+        r->cost_after = R.S.s[R.best].cost;
+    }
+    r->seconds = now_s() - R.t0;
+    for (size_t i = 0; i < R.S.n; i++) eg_free(R.S.s[i].g);
+    free(R.S.s);
+    free(R.S.seen);
+    free(R.L.m);
+    if (rc) eg_search_result_free(r);
+    return rc;
+}
+
+eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
+                      eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
+    eg_builtin_stats pre_st = {0}, post_st = {0};
+    eg_graph *pre = eg_graph_clone(g), *out = NULL;
+    double cost_in = eg_cost_graph(c, g);
+    eg_status rc = pre ? EG_OK : fail(err, errlen, EG_ENOMEM, "optimize: out of memory");
+    *best = NULL;
+    memset(r, 0, sizeof *r);
+    if (rc == EG_OK) rc = eg_builtin_pre(pre, &pre_st, err, errlen);
+    if (rc == EG_OK) rc = eg_search(pre, rs, c, o, &out, r, err, errlen);
+    if (rc == EG_OK) rc = eg_builtin_post(out, &post_st, err, errlen);
+    if (rc == EG_OK) {
+        /* out borrows from pre: pre now lives as long as out does */
+        eg_graph_set_base(out, pre);
+        pre = NULL;
+        r->pre = pre_st, r->post = post_st;
+        r->cost_before = cost_in;
+        r->cost_after = eg_cost_graph(c, out);
+        if (!(r->cost_after < cost_in)) {
+            eg_free(out);
+            out = eg_graph_clone(g);
+            r->kept_input = 1, r->cost_after = cost_in;
+            if (!out) rc = fail(err, errlen, EG_ENOMEM, "optimize: out of memory");
+        }
+    }
+    if (rc) {
+        eg_free(out);
+        eg_search_result_free(r);
+        out = NULL;
+    }
+    eg_free(pre);
+    *best = out;
+    return rc;
+}

@@ -1,0 +1,110 @@
+/* search.h - the cost-based backtracking search over rule rewrites and the
+ * whole optimize pipeline (prefix eg_search, eg_optimize).
+ *
+ * Overview. The search keeps a queue of candidate graphs ordered by cost
+ * (eg_cost_graph). It pops the cheapest, finds every match of every rule
+ * (eg_match_all), applies each (eg_apply) and keeps a result when its
+ * structural hash is new and its cost is under alpha x the best cost seen
+ * (TASO's backtracking: alpha > 1 lets it pass through slightly worse
+ * graphs to reach better ones). It stops when the queue is empty
+ * (saturated), after `budget` expansions, or after `time_limit` seconds,
+ * whichever comes first; stopping is a value (eg_stop), not an error.
+ * With the analytic cost the result is deterministic: matches come in a
+ * fixed order, ties in cost go to the older graph.
+ *
+ * Graphs in the queue are clones that borrow their tensor data from the
+ * input graph (eg_graph_clone), so a model's weights are never copied; the
+ * queue is capped (EG_SEARCH_QUEUE_MAX graphs, the worst dropped first) so
+ * memory stays bounded on big models.
+ *
+ * eg_optimize runs the phases a user wants: built-in rewrites before the
+ * search (eg_builtin_pre), the search, built-ins after it (weight folding,
+ * bias fusion: eg_builtin_post); it never returns a graph its cost model
+ * rates above the input's cost (it then keeps the input).
+ *
+ * Worked example:
+ *
+ *     eg_ruleset *rs; eg_cost *c; eg_graph *g, *best;
+ *     eg_search_opts o; eg_search_result r;
+ *     char err[EG_ERRLEN];
+ *     eg_search_opts_init(&o);                      // alpha 1.05 ...
+ *     if (eg_load("in.onnx", NULL, &g, err, sizeof err) ||
+ *         eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err) ||
+ *         eg_cost_new(EG_COST_ANALYTIC, NULL, &c, err, sizeof err) ||
+ *         eg_optimize(g, rs, c, &o, &best, &r, err, sizeof err))
+ *         fprintf(stderr, "%s\n", err);
+ *     else
+ *         printf("%.1f -> %.1f us\n", r.cost_before, r.cost_after);
+ *     // eg_save("out.onnx", best, ...); eg_free(best) before eg_free(g)
+ */
+#ifndef EG_SEARCH_H
+#define EG_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cost.h"
+#include "fold.h"
+#include "graph.h"
+#include "rules.h"
+
+#define EG_SEARCH_QUEUE_MAX 256
+
+typedef struct {
+    double alpha;      /* keep graphs under alpha x best cost (default 1.05) */
+    uint64_t budget;   /* graph expansions (default 200) */
+    double time_limit; /* seconds (default 10) */
+    int progress;      /* 1: a progress line on stderr every second */
+} eg_search_opts;
+
+/* Why the search stopped. ORDER STOP: eg_stop_name. */
+typedef enum {
+    EG_STOP_SATURATED, /* nothing left in the queue */
+    EG_STOP_BUDGET,    /* --budget expansions done */
+    EG_STOP_TIME,      /* --time-limit reached */
+    EG_STOP_COUNT
+} eg_stop;
+
+typedef struct {
+    double cost_before, cost_after; /* microseconds, of the input and result */
+    double seconds;                 /* search wall time */
+    uint64_t expanded;              /* graphs popped and matched */
+    uint64_t generated;             /* rewrites applied successfully */
+    uint64_t duplicates;            /* rewrites whose graph was seen already */
+    uint64_t rejected;              /* matches eg_apply refused (shape, cycle) */
+    uint64_t pruned;                /* rewrites over alpha x best */
+    eg_stop stop;
+    size_t n_rules;
+    uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
+    eg_builtin_stats pre, post; /* eg_optimize only */
+    int kept_input;       /* eg_optimize: the result was not cheaper */
+} eg_search_result;
+
+void eg_search_opts_init(eg_search_opts *o);
+const char *eg_stop_name(eg_stop s);
+
+/* Search for the cheapest graph reachable from g with the rules.
+ * @pre g indexed, toposorted, shapes inferred (as eg_load leaves it).
+ * @return EG_OK with *best a new graph (it may borrow data from g: free it
+ *         first) and *r filled (free with eg_search_result_free); or
+ *         EG_ENOMEM with a message. */
+eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c,
+                    const eg_search_opts *o, eg_graph **best, eg_search_result *r,
+                    char *err, size_t errlen);
+
+/* eg_builtin_pre on a clone of g, eg_search, eg_builtin_post on the
+ * result; when that is not cheaper than g itself, *best is a plain clone
+ * of g (r->kept_input = 1). g is not changed. *best borrows data from g:
+ * free *best before g.
+ * @return EG_OK, or the failing phase's status with its message. */
+eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c,
+                      const eg_search_opts *o, eg_graph **best, eg_search_result *r,
+                      char *err, size_t errlen);
+
+void eg_search_result_free(eg_search_result *r);
+
+/* The ruledb shipped in ruledb/default.tasodb, linked into the library
+ * (ruledb_blob.c). @return as eg_ruleset_load. */
+eg_status eg_ruleset_shipped(eg_ruleset **out, char *err, size_t errlen);
+
+#endif
