@@ -505,12 +505,39 @@ static eg_status cancel_reshapes(eg_graph *g, dropset *d, eg_builtin_stats *st) 
 
 /* ================= the two entry points ================= */
 
-static eg_status finish(eg_graph *g, dropset *d, eg_builtin_stats *st, char *err, size_t errlen) {
+/* Reader counts before a pipeline, to tell the values it made unused. */
+static int *snapshot_uses(const eg_graph *g, int *n0) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (uses) eg_count_uses(g, uses);
+    *n0 = g->n_tensors;
+    return uses;
+}
+
+/* Initializers the rewrites left unread (read before, or made here) are
+ * flagged absorbed, so export leaves them out. */
+static eg_status absorb_unread(eg_graph *g, const int *uses0, int n0) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (!uses) return EG_ENOMEM;
+    eg_count_uses(g, uses);
+    for (int i = 0; i < g->n_tensors; i++) {
+        eg_tensor *t = &g->tensor[i];
+        int was_read = i >= n0 || uses0[i] > 0;
+        if ((t->flags & EG_TF_INIT) && was_read && !uses[i] &&
+            !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_SPARSE)))
+            t->flags |= EG_TF_ABSORBED;
+    }
+    free(uses);
+    return EG_OK;
+}
+
+static eg_status finish(eg_graph *g, dropset *d, eg_builtin_stats *st, const int *uses0, int n0,
+                        char *err, size_t errlen) {
     int dead = 0;
     eg_status rc = rebuild(g, d, err, errlen);
     if (rc == EG_OK) rc = eg_drop_dead(g, &dead, err, errlen);
     if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
     if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
+    if (rc == EG_OK) rc = absorb_unread(g, uses0, n0);
     st->dead_removed += dead;
     return rc;
 }
@@ -523,30 +550,33 @@ static eg_status report(eg_status rc, char *err, size_t errlen) {
 eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen) {
     eg_builtin_stats local = {0};
     dropset d = {NULL, 0};
+    int n0, *uses0 = snapshot_uses(g, &n0);
     if (!st) st = &local;
-    eg_status rc = remove_identities(g, &d, st);
+    eg_status rc = uses0 ? remove_identities(g, &d, st) : EG_ENOMEM;
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = fold_batchnorms(g, &d, st);
     if (rc == EG_OK) rc = split_biases(g, &d, st);
     if (rc == EG_OK) rc = squeeze_matmuls(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = merge_common(g, &d, st);
-    if (rc == EG_OK) rc = finish(g, &d, st, err, errlen);
+    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
     free(d.drop);
+    free(uses0);
     return report(rc, err, errlen);
 }
 
 eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen) {
     eg_builtin_stats local = {0};
     dropset d = {NULL, 0};
-    int folded = 0;
+    int folded = 0, n0, *uses0 = snapshot_uses(g, &n0);
     if (!st) st = &local;
-    eg_status rc = eg_fold_weights(g, &folded, err, errlen);
+    eg_status rc = uses0 ? eg_fold_weights(g, &folded, err, errlen) : EG_ENOMEM;
     st->weights_folded += folded;
     if (rc == EG_OK) rc = fuse_biases(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = cancel_reshapes(g, &d, st);
-    if (rc == EG_OK) rc = finish(g, &d, st, err, errlen);
+    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
     free(d.drop);
+    free(uses0);
     return report(rc, err, errlen);
 }
