@@ -153,7 +153,7 @@ static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, fl
                                 const char *name, int *split) {
     int64_t o = g->tensor[w].shape.dim[0];
     int32_t p[OPS_MAX_PARAMS];
-    int b, tmp, id;
+    int b, tmp = -1, id;
     eg_shape bs = {1, {o}};
     *split = conv2d_of(g, a, x, w, y, p);
     if (*split) bs = (eg_shape){4, {1, o, 1, 1}};
@@ -319,7 +319,7 @@ static eg_status split_biases(eg_graph *g, dropset *d, eg_builtin_stats *st) {
 /* MatMul(A [1,s,k], B [k,n]) -> Reshape(A,[s,k]) -> matmul -> Reshape([1,s,n]). */
 static eg_status squeeze_one(eg_graph *g, dropset *d, int j) {
     const eg_node *m = &g->node[j];
-    int a = m->in[0], b = m->in[1], y = m->out[0], s2, s3, a2, m2, id;
+    int a = m->in[0], b = m->in[1], y = m->out[0], s2 = -1, s3 = -1, a2 = -1, m2 = -1, id;
     const eg_shape *as = &g->tensor[a].shape, *bs = &g->tensor[b].shape;
     int64_t t2[2] = {as->dim[1], as->dim[2]}, t3[3] = {1, as->dim[1], bs->dim[1]};
     eg_shape sa = {2, {t2[0], t2[1]}}, sm = {2, {t3[1], t3[2]}};
