@@ -241,6 +241,57 @@ def bad_shape():
     return model(n, "shape", [vi("x", [2, 3])], [vi("y", [2, 5])], [weight("w", 4, 5)])
 
 
+def bn_params(prefix, c):
+    var = numpy_helper.from_array(rng.uniform(0.5, 1.5, c).astype(np.float32), prefix + "v")
+    return [weight(prefix + "s", c), weight(prefix + "b", c), weight(prefix + "m", c), var]
+
+
+def fold_conv_bn():
+    """Built-in rewrites: BN after a bias-less Conv (+Relu), BN after a
+    grouped strided Conv with bias, and an Identity in front of an output."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn",
+                          epsilon=1e-3),
+         helper.make_node("Relu", ["n"], ["r"], name="relu"),
+         helper.make_node("Conv", ["r", "wg", "bg"], ["cg"], name="gconv", pads=[1, 1, 1, 1],
+                          strides=[2, 2], group=2),
+         helper.make_node("BatchNormalization", ["cg", "gs", "gb", "gm", "gv"], ["ng"],
+                          name="gbn"),
+         helper.make_node("Identity", ["ng"], ["y"], name="id")]
+    return model(n, "fold_conv_bn", [vi("x", [1, 3, 8, 8])], [vi("y", [1, 6, 4, 4])],
+                 [weight("w", 4, 3, 3, 3), weight("wg", 6, 2, 3, 3), weight("bg", 6)] +
+                 bn_params("", 4) + bn_params("g", 6))
+
+
+def fold_conv_bias():
+    """Conv with bias (centred and asymmetric pads) and a weight-only Concat
+    of two initializers feeding a conv."""
+    n = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["c", "w2", "b2"], ["d"], name="asym", pads=[0, 0, 1, 1]),
+         helper.make_node("Concat", ["wa", "wb"], ["wcat"], name="wcat", axis=0),
+         helper.make_node("Conv", ["x", "wcat"], ["e"], name="cat_conv"),
+         helper.make_node("Relu", ["e"], ["y2"], name="relu")]
+    return model(n, "fold_conv_bias", [vi("x", [1, 3, 6, 6])],
+                 [vi("d", [1, 4, 6, 6]), vi("y2", [1, 5, 6, 6])],
+                 [weight("w", 4, 3, 3, 3), weight("b", 4), weight("w2", 4, 4, 2, 2),
+                  weight("b2", 4), weight("wa", 2, 3, 1, 1), weight("wb", 3, 3, 1, 1)])
+
+
+def fold_matmul3():
+    """BERT-style rank-3 MatMuls [1,s,k] x [k,n], a shared input read by two
+    identical Reshapes (CSE) and a weight-only Transpose."""
+    n = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+         helper.make_node("Relu", ["h"], ["hr"], name="relu"),
+         helper.make_node("Transpose", ["w2t"], ["w2"], name="wt", perm=[1, 0]),
+         helper.make_node("MatMul", ["hr", "w2"], ["y"], name="mm2"),
+         helper.make_node("Reshape", ["x", "shp"], ["xa"], name="ra"),
+         helper.make_node("Reshape", ["x", "shp2"], ["xb"], name="rb"),
+         helper.make_node("Add", ["xa", "xb"], ["z"], name="add")]
+    return model(n, "fold_matmul3", [vi("x", [1, 5, 8])], [vi("y", [1, 5, 4]), vi("z", [5, 8])],
+                 [weight("w1", 8, 8), weight("w2t", 4, 8), ints("shp", [5, 8]),
+                  ints("shp2", [5, 8])])
+
+
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
@@ -249,6 +300,7 @@ MODELS = {
     "bad_input_default": bad_input_default,
     "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_opset3": bad_opset3,
     "bad_external": bad_external, "bad_shape": bad_shape,
+    "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
 }
 
 

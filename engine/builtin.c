@@ -1,0 +1,582 @@
+/* builtin.c - the engine's few built-in rewrites around the rule-driven
+ * search (fold.h): before it, Identity removal, BatchNormalization folding,
+ * Conv bias split, rank-3 MatMul squeezing and CSE; after it, weight
+ * folding, Conv bias fusion and Reshape-pair removal. Each pass marks the
+ * nodes it replaces, appends the new ones, then the graph is rebuilt
+ * (drop, index, sort, infer). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fold.h"
+
+/* ================= helpers ================= */
+
+static int float_init(const eg_graph *g, int t) {
+    return t >= 0 && (g->tensor[t].flags & EG_TF_INIT) && g->tensor[t].dtype == EG_DT_FLOAT &&
+           g->tensor[t].data && eg_shape_known(&g->tensor[t].shape);
+}
+
+/* A rank-1 float initializer of n elements. */
+static int vec_init(const eg_graph *g, int t, int64_t n) {
+    return float_init(g, t) && g->tensor[t].shape.rank == 1 && g->tensor[t].shape.dim[0] == n;
+}
+
+/* Names may be rewired only when no subgraph refers to them by name. */
+static int movable(const eg_graph *g, int t) {
+    return t >= 0 && !(g->tensor[t].flags & (EG_TF_PINNED | EG_TF_OUTPUT | EG_TF_INPUT | EG_TF_INIT));
+}
+
+static int shape_eq(const eg_shape *a, const eg_shape *b) {
+    if (!eg_shape_known(a) || !eg_shape_known(b) || a->rank != b->rank) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i]) return 0;
+    return 1;
+}
+
+/* A fresh intermediate float tensor "<base>_<tag>[N]" of shape s. */
+static eg_status new_tensor(eg_graph *g, int base, const char *tag, const eg_shape *s, int *id) {
+    const char *b = g->tensor[base].name;
+    size_t len = strlen(b) + strlen(tag) + 24;
+    char *name = malloc(len);
+    if (!name) return EG_ENOMEM;
+    snprintf(name, len, "%s_%s", b, tag);
+    for (int k = 0; eg_find_tensor(g, name) != -1; k++) snprintf(name, len, "%s_%s%d", b, tag, k);
+    eg_status rc = eg_add_tensor(g, name, id);
+    free(name);
+    if (rc == EG_OK) g->tensor[*id].dtype = EG_DT_FLOAT, g->tensor[*id].shape = *s;
+    return rc;
+}
+
+/* An int64 vector initializer (a Reshape target). */
+static eg_status new_ints(eg_graph *g, int base, const char *tag, const int64_t *v, int n, int *id) {
+    eg_shape s = {1, {n}};
+    uint8_t *raw = malloc(8 * (size_t)n);
+    if (!raw) return EG_ENOMEM;
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) raw[8 * i + b] = (uint8_t)((uint64_t)v[i] >> (8 * b));
+    eg_status rc = new_tensor(g, base, tag, &s, id);
+    if (rc != EG_OK) {
+        free(raw);
+        return rc;
+    }
+    eg_tensor *t = &g->tensor[*id];
+    t->dtype = EG_DT_INT64, t->flags = EG_TF_INIT, t->raw = raw, t->raw_len = 8 * (size_t)n;
+    return EG_OK;
+}
+
+/* Append a node with inputs in[0..n_in) and output out. */
+static eg_status add_node(eg_graph *g, eg_kind kind, const char *name, const int *in, int n_in,
+                          int out, int *id) {
+    char *copy = strdup(name);
+    if (!copy) return EG_ENOMEM;
+    eg_status rc = eg_add_node(g, kind, copy, n_in, 0, 1, id);
+    free(copy);
+    if (rc != EG_OK) return rc;
+    memcpy(g->node[*id].in, in, sizeof(int) * (size_t)n_in);
+    g->node[*id].out[0] = out;
+    return EG_OK;
+}
+
+/* A per-node drop mask that grows with the node array. */
+typedef struct {
+    unsigned char *drop;
+    int cap;
+} dropset;
+
+static eg_status drop_node(dropset *d, int j) {
+    if (j >= d->cap) {
+        int nc = (j + 1) * 2;
+        unsigned char *p = realloc(d->drop, (size_t)nc);
+        if (!p) return EG_ENOMEM;
+        memset(p + d->cap, 0, (size_t)(nc - d->cap));
+        d->drop = p, d->cap = nc;
+    }
+    d->drop[j] = 1;
+    return EG_OK;
+}
+
+static int dropped(const dropset *d, int j) { return j < d->cap && d->drop[j]; }
+
+/* Remove the dropped nodes and rebuild. */
+static eg_status rebuild(eg_graph *g, dropset *d, char *err, size_t errlen) {
+    eg_status rc = drop_node(d, g->n_nodes); /* room for every node */
+    if (rc == EG_OK) rc = eg_remove_nodes(g, d->drop, err, errlen);
+    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
+    if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
+    free(d->drop);
+    d->drop = NULL, d->cap = 0;
+    return rc;
+}
+
+/* ================= conv forms ================= */
+
+/* The conv2d parameters of a model Conv (x, w) -> y when they mean the
+ * same: equal strides, no padding or centred SAME, and the output shape
+ * ops_infer_shape gives. @return 1 when p was set. */
+static int conv2d_of(const eg_graph *g, const eg_attrs *a, int x, int w, int y, int32_t *p) {
+    ten_shape s[2], want, got;
+    char oerr[OPS_ERRLEN];
+    if (!eg_to_ten_shape(&g->tensor[x].shape, &s[0]) || !eg_to_ten_shape(&g->tensor[w].shape, &s[1]) ||
+        !eg_to_ten_shape(&g->tensor[y].shape, &want) || s[1].rank != 4)
+        return 0;
+    if ((a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)) || a->stride[0] != a->stride[1]) return 0;
+    int kh = s[1].dim[2], kw = s[1].dim[3], pad = -1;
+    if (!a->pad[0] && !a->pad[1] && !a->pad[2] && !a->pad[3]) pad = OPS_PAD_VALID;
+    else if (kh % 2 && kw % 2 && a->pad[0] == (kh - 1) / 2 && a->pad[1] == (kw - 1) / 2)
+        pad = OPS_PAD_SAME;
+    int32_t q[OPS_MAX_PARAMS] = {a->stride[0], pad, OPS_ACT_NONE, a->group};
+    if (pad < 0 || ops_infer_shape(OP_CONV2D, q, s, &got, oerr) != OPS_OK || !ten_shape_eq(&got, &want))
+        return 0;
+    memcpy(p, q, sizeof q);
+    return 1;
+}
+
+/* The model Conv attributes of a conv2d node with weights of shape ws. */
+static void attrs_of_conv2d(const int32_t *p, const eg_shape *ws, eg_attrs *a) {
+    memset(a, 0, sizeof *a);
+    a->kernel[0] = (int32_t)ws->dim[2], a->kernel[1] = (int32_t)ws->dim[3];
+    a->stride[0] = a->stride[1] = p[0];
+    if (p[1] == OPS_PAD_SAME) {
+        a->pad[0] = a->pad[2] = (int32_t)(ws->dim[2] - 1) / 2;
+        a->pad[1] = a->pad[3] = (int32_t)(ws->dim[3] - 1) / 2;
+    }
+    a->group = p[3];
+    a->alpha = 1.0f, a->beta = 1.0f;
+}
+
+/* y = Conv(x, w) + bias (O floats, owned): conv2d + Add of a [1,O,1,1]
+ * initializer when the conv fits conv2d, else a model Conv with bias.
+ * @return EG_OK with *split set to 1 for the first form; EG_ENOMEM. */
+static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, float *bias, int y,
+                                const char *name, int *split) {
+    int64_t o = g->tensor[w].shape.dim[0];
+    int32_t p[OPS_MAX_PARAMS];
+    int b, tmp = -1, id;
+    eg_shape bs = {1, {o}};
+    *split = conv2d_of(g, a, x, w, y, p);
+    if (*split) bs = (eg_shape){4, {1, o, 1, 1}};
+    eg_status rc = eg_add_float_init(g, g->tensor[y].name, "bias", &bs, bias, &b);
+    if (rc != EG_OK) return rc;
+    if (!*split) {
+        int in[3] = {x, w, b};
+        rc = add_node(g, EG_KIND_MODEL, name, in, 3, y, &id);
+        if (rc == EG_OK) g->node[id].mop = EG_MOP_CONV, g->node[id].attr = *a;
+        return rc;
+    }
+    rc = new_tensor(g, y, "nobias", &g->tensor[y].shape, &tmp);
+    int cin[2] = {x, w}, ain[2] = {tmp, b};
+    if (rc == EG_OK) rc = add_node(g, EG_KIND_OPS, name, cin, 2, tmp, &id);
+    if (rc == EG_OK) {
+        g->node[id].op = OP_CONV2D;
+        memcpy(g->node[id].param, p, sizeof p);
+        rc = add_node(g, EG_KIND_MODEL, name, ain, 2, y, &id);
+    }
+    if (rc == EG_OK) g->node[id].mop = EG_MOP_ADD;
+    return rc;
+}
+
+/* ================= before the search ================= */
+
+/* Identity(x) -> y: readers of y read x; or, when y is a graph output,
+ * x's producer writes y directly. */
+static eg_status remove_identities(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    for (int j = 0; j < g->n_nodes; j++) {
+        eg_node *n = &g->node[j];
+        if (n->kind != EG_KIND_MODEL || n->mop != EG_MOP_IDENTITY || n->in[0] < 0 || n->out[0] < 0)
+            continue;
+        int x = n->in[0], y = n->out[0], p = g->tensor[x].producer;
+        eg_tensor *ty = &g->tensor[y];
+        if (!(ty->flags & (EG_TF_OUTPUT | EG_TF_PINNED))) {
+            eg_replace_uses(g, y, x);
+        } else if (!(ty->flags & EG_TF_PINNED) && movable(g, x) && p >= 0 && !dropped(d, p)) {
+            eg_node *pn = &g->node[p];
+            for (int k = 0; k < pn->n_out; k++)
+                if (pn->out[k] == x) pn->out[k] = y;
+            eg_replace_uses(g, x, y);
+            ty->producer = p;
+        } else {
+            continue;
+        }
+        if (drop_node(d, j) != EG_OK) return EG_ENOMEM;
+        st->identity_removed++;
+    }
+    return EG_OK;
+}
+
+/* The conv node producing BN input x, usable for folding, or -1. */
+static int bn_conv(const eg_graph *g, const int *uses, const dropset *d, int x) {
+    int p = x >= 0 ? g->tensor[x].producer : -1;
+    if (p < 0 || dropped(d, p) || uses[x] != 1 || !movable(g, x)) return -1;
+    const eg_node *c = &g->node[p];
+    int is_conv = (c->kind == EG_KIND_MODEL && c->mop == EG_MOP_CONV) ||
+                  (c->kind == EG_KIND_OPS && c->op == OP_CONV2D && c->param[2] == OPS_ACT_NONE);
+    if (!is_conv || !float_init(g, c->in[1]) || g->tensor[c->in[1]].shape.rank != 4) return -1;
+    int64_t o = g->tensor[c->in[1]].shape.dim[0];
+    if (c->kind == EG_KIND_MODEL && c->n_in > 2 && c->in[2] >= 0 && !vec_init(g, c->in[2], o))
+        return -1;
+    return p;
+}
+
+/* W' = W * s[o], b' = (b - mean) * s + B, s = scale / sqrt(var + eps).
+ * @return EG_OK with *w2 a new initializer and *bias (O floats, malloc'd). */
+static eg_status bn_weights(eg_graph *g, const eg_node *c, const eg_node *bn, int *w2, float **bias) {
+    const eg_tensor *w = &g->tensor[c->in[1]];
+    int64_t o = w->shape.dim[0], per = eg_shape_numel(&w->shape) / (o ? o : 1);
+    const float *b = c->kind == EG_KIND_MODEL && c->n_in > 2 && c->in[2] >= 0 ? g->tensor[c->in[2]].data : NULL;
+    const float *sc = g->tensor[bn->in[1]].data, *bb = g->tensor[bn->in[2]].data;
+    const float *mean = g->tensor[bn->in[3]].data, *var = g->tensor[bn->in[4]].data;
+    float *nw = malloc(sizeof *nw * (size_t)(o * per + 1)), *nb = malloc(sizeof *nb * (size_t)(o + 1));
+    if (!nw || !nb) {
+        free(nw), free(nb);
+        return EG_ENOMEM;
+    }
+    for (int64_t i = 0; i < o; i++) {
+        double s = sc[i] / sqrt((double)var[i] + bn->attr.epsilon);
+        for (int64_t k = 0; k < per; k++) nw[i * per + k] = (float)(w->data[i * per + k] * s);
+        nb[i] = (float)(((b ? b[i] : 0.0) - mean[i]) * s + bb[i]);
+    }
+    eg_shape ws = w->shape;
+    eg_status rc = eg_add_float_init(g, w->name, "bn", &ws, nw, w2);
+    if (rc != EG_OK) free(nb);
+    else *bias = nb;
+    return rc;
+}
+
+static eg_status fold_one_bn(eg_graph *g, dropset *d, int j, int p, eg_builtin_stats *st) {
+    int w2, split;
+    float *bias;
+    eg_attrs a;
+    eg_status rc = bn_weights(g, &g->node[p], &g->node[j], &w2, &bias);
+    if (rc != EG_OK) return rc;
+    const eg_node *c = &g->node[p];
+    if (c->kind == EG_KIND_OPS) attrs_of_conv2d(c->param, &g->tensor[c->in[1]].shape, &a);
+    else a = c->attr;
+    int x = c->in[0], y = g->node[j].out[0];
+    char *name = strdup(c->name);
+    if (!name) {
+        free(bias);
+        return EG_ENOMEM;
+    }
+    rc = emit_conv_bias(g, &a, x, w2, bias, y, name, &split);
+    free(name);
+    if (rc == EG_OK) rc = drop_node(d, p);
+    if (rc == EG_OK) rc = drop_node(d, j);
+    if (rc == EG_OK) st->bn_folded++, st->bias_split += split;
+    return rc;
+}
+
+static eg_status fold_batchnorms(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    eg_status rc = uses ? EG_OK : EG_ENOMEM;
+    if (uses) eg_count_uses(g, uses);
+    int n = g->n_nodes;
+    for (int j = 0; rc == EG_OK && j < n; j++) {
+        const eg_node *bn = &g->node[j];
+        if (dropped(d, j) || bn->kind != EG_KIND_MODEL || bn->mop != EG_MOP_BATCHNORM ||
+            bn->n_in != 5 || bn->out[0] < 0 || bn->n_out != 1)
+            continue;
+        int p = bn_conv(g, uses, d, bn->in[0]), ok = p >= 0;
+        int64_t o = ok ? g->tensor[g->node[p].in[1]].shape.dim[0] : 0;
+        for (int k = 1; k < 5 && ok; k++) ok = vec_init(g, bn->in[k], o);
+        if (ok) rc = fold_one_bn(g, d, j, p, st);
+    }
+    free(uses);
+    return rc;
+}
+
+/* A model Conv with a float bias that fits conv2d: conv2d + Add. */
+static eg_status split_biases(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int n = g->n_nodes;
+    for (int j = 0; j < n; j++) {
+        const eg_node *c = &g->node[j];
+        int32_t p[OPS_MAX_PARAMS];
+        if (dropped(d, j) || c->kind != EG_KIND_MODEL || c->mop != EG_MOP_CONV || c->n_in < 3 ||
+            c->in[2] < 0 || c->out[0] < 0 || !float_init(g, c->in[1]) ||
+            !vec_init(g, c->in[2], g->tensor[c->in[1]].shape.dim[0]) ||
+            !conv2d_of(g, &c->attr, c->in[0], c->in[1], c->out[0], p))
+            continue;
+        int64_t o = g->tensor[c->in[2]].shape.dim[0];
+        float *bias = malloc(sizeof *bias * (size_t)o);
+        char *name = strdup(c->name);
+        eg_attrs a = c->attr;
+        int x = c->in[0], w = c->in[1], y = c->out[0], split;
+        eg_status rc = bias && name ? EG_OK : EG_ENOMEM;
+        if (rc == EG_OK) {
+            memcpy(bias, g->tensor[c->in[2]].data, sizeof *bias * (size_t)o);
+            rc = emit_conv_bias(g, &a, x, w, bias, y, name, &split);
+            bias = NULL;
+        }
+        free(bias), free(name);
+        if (rc == EG_OK) rc = drop_node(d, j);
+        if (rc != EG_OK) return rc;
+        st->bias_split += split;
+    }
+    return EG_OK;
+}
+
+/* MatMul(A [1,s,k], B [k,n]) -> Reshape(A,[s,k]) -> matmul -> Reshape([1,s,n]). */
+static eg_status squeeze_one(eg_graph *g, dropset *d, int j) {
+    const eg_node *m = &g->node[j];
+    int a = m->in[0], b = m->in[1], y = m->out[0], s2 = -1, s3 = -1, a2 = -1, m2 = -1, id;
+    const eg_shape *as = &g->tensor[a].shape, *bs = &g->tensor[b].shape;
+    int64_t t2[2] = {as->dim[1], as->dim[2]}, t3[3] = {1, as->dim[1], bs->dim[1]};
+    eg_shape sa = {2, {t2[0], t2[1]}}, sm = {2, {t3[1], t3[2]}};
+    char *name = strdup(m->name);
+    eg_status rc = name ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) rc = new_ints(g, y, "shape2", t2, 2, &s2);
+    if (rc == EG_OK) rc = new_ints(g, y, "shape3", t3, 3, &s3);
+    if (rc == EG_OK) rc = new_tensor(g, y, "a2", &sa, &a2);
+    if (rc == EG_OK) rc = new_tensor(g, y, "mm", &sm, &m2);
+    int r1[2] = {a, s2}, mm[2] = {a2, b}, r2[2] = {m2, s3};
+    if (rc == EG_OK) rc = add_node(g, EG_KIND_MODEL, name, r1, 2, a2, &id);
+    if (rc == EG_OK) g->node[id].mop = EG_MOP_RESHAPE;
+    if (rc == EG_OK) rc = add_node(g, EG_KIND_OPS, name, mm, 2, m2, &id);
+    if (rc == EG_OK) g->node[id].op = OP_MATMUL;
+    if (rc == EG_OK) rc = add_node(g, EG_KIND_MODEL, name, r2, 2, y, &id);
+    if (rc == EG_OK) g->node[id].mop = EG_MOP_RESHAPE;
+    if (rc == EG_OK) rc = drop_node(d, j);
+    free(name);
+    return rc;
+}
+
+static eg_status squeeze_matmuls(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int n = g->n_nodes;
+    for (int j = 0; j < n; j++) {
+        const eg_node *m = &g->node[j];
+        if (dropped(d, j) || m->kind != EG_KIND_MODEL || m->mop != EG_MOP_MATMUL || m->in[0] < 0 ||
+            m->in[1] < 0 || m->out[0] < 0)
+            continue;
+        const eg_tensor *a = &g->tensor[m->in[0]], *b = &g->tensor[m->in[1]];
+        ten_shape ts[2], out;
+        char oerr[OPS_ERRLEN];
+        static const int32_t p[OPS_MAX_PARAMS] = {0};
+        if (a->dtype != EG_DT_FLOAT || b->dtype != EG_DT_FLOAT || a->shape.rank != 3 ||
+            a->shape.dim[0] != 1 || b->shape.rank != 2 || !eg_shape_known(&a->shape))
+            continue;
+        eg_shape sa = {2, {a->shape.dim[1], a->shape.dim[2]}};
+        if (!eg_to_ten_shape(&sa, &ts[0]) || !eg_to_ten_shape(&b->shape, &ts[1]) ||
+            ops_infer_shape(OP_MATMUL, p, ts, &out, oerr) != OPS_OK)
+            continue;
+        eg_status rc = squeeze_one(g, d, j);
+        if (rc != EG_OK) return rc;
+        st->matmul_squeezed++;
+    }
+    return EG_OK;
+}
+
+/* ================= common subexpressions ================= */
+
+static int same_attrs(const eg_attrs *a, const eg_attrs *b) {
+    if (memcmp(a->kernel, b->kernel, sizeof a->kernel) || memcmp(a->stride, b->stride, sizeof a->stride) ||
+        memcmp(a->pad, b->pad, sizeof a->pad) || a->group != b->group || a->axis != b->axis ||
+        a->flags != b->flags || a->n_ints != b->n_ints)
+        return 0;
+    if (memcmp(&a->alpha, &b->alpha, sizeof(float)) || memcmp(&a->beta, &b->beta, sizeof(float)) ||
+        memcmp(&a->epsilon, &b->epsilon, sizeof(float)))
+        return 0;
+    for (int i = 0; i < a->n_ints && i < EG_MAX_INTS; i++)
+        if (a->ints[i] != b->ints[i]) return 0;
+    return 1;
+}
+
+/* The same tensor, or two int64 constants holding the same values. */
+static int same_input(const eg_graph *g, int s, int t) {
+    if (s == t) return 1;
+    if (s < 0 || t < 0) return 0;
+    const eg_tensor *a = &g->tensor[s], *b = &g->tensor[t];
+    return (a->flags & EG_TF_INIT) && (b->flags & EG_TF_INIT) && a->dtype == EG_DT_INT64 &&
+           b->dtype == EG_DT_INT64 && a->raw && b->raw && a->raw_len == b->raw_len &&
+           shape_eq(&a->shape, &b->shape) && memcmp(a->raw, b->raw, a->raw_len) == 0;
+}
+
+static int same_node(const eg_graph *g, const eg_node *a, const eg_node *b) {
+    if (a->kind != b->kind || a->kind == EG_KIND_OPAQUE || a->n_in != b->n_in || a->n_out != b->n_out ||
+        a->n_implicit || b->n_implicit)
+        return 0;
+    if (a->kind == EG_KIND_OPS &&
+        (a->op != b->op || memcmp(a->param, b->param, sizeof(int32_t) * (size_t)ops_table[a->op].n_params)))
+        return 0;
+    if (a->kind == EG_KIND_MODEL && (a->mop != b->mop || !same_attrs(&a->attr, &b->attr))) return 0;
+    for (int k = 0; k < a->n_in; k++)
+        if (!same_input(g, a->in[k], b->in[k])) return 0;
+    for (int k = 0; k < a->n_out; k++)
+        if ((a->out[k] < 0) != (b->out[k] < 0) || (b->out[k] >= 0 && !movable(g, b->out[k]))) return 0;
+    return 1;
+}
+
+static eg_status merge_common(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int i = 0; i < j; i++) {
+            if (dropped(d, i) || !same_node(g, &g->node[i], &g->node[j])) continue;
+            for (int k = 0; k < g->node[j].n_out; k++)
+                if (g->node[j].out[k] >= 0) eg_replace_uses(g, g->node[j].out[k], g->node[i].out[k]);
+            if (drop_node(d, j) != EG_OK) return EG_ENOMEM;
+            st->cse_merged++;
+            break;
+        }
+    return EG_OK;
+}
+
+/* ================= after the search ================= */
+
+/* The only reader of tensor t, or -1. */
+static int sole_reader(const eg_graph *g, const int *uses, int t) {
+    if (uses[t] != 1 || !movable(g, t)) return -1;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_in + g->node[j].n_implicit; k++)
+            if (g->node[j].in[k] == t) return j;
+    return -1;
+}
+
+/* The bias input of an Add reading conv output y, O channels: a float
+ * [1,O,1,1] or [O,1,1] initializer, the Add's output of y's shape. */
+static int bias_of_add(const eg_graph *g, const eg_node *r, int y, int64_t o) {
+    int is_add = (r->kind == EG_KIND_MODEL && r->mop == EG_MOP_ADD) ||
+                 (r->kind == EG_KIND_OPS && r->op == OP_EWADD);
+    if (!is_add || r->n_in != 2 || r->out[0] < 0 || (r->in[0] == y) == (r->in[1] == y)) return -1;
+    int b = r->in[0] == y ? r->in[1] : r->in[0];
+    if (!float_init(g, b) || !shape_eq(&g->tensor[r->out[0]].shape, &g->tensor[y].shape)) return -1;
+    const eg_shape *s = &g->tensor[b].shape;
+    int r4 = s->rank == 4 && s->dim[0] == 1 && s->dim[1] == o && s->dim[2] == 1 && s->dim[3] == 1;
+    int r3 = s->rank == 3 && s->dim[0] == o && s->dim[1] == 1 && s->dim[2] == 1;
+    return r4 || r3 ? b : -1;
+}
+
+static eg_status fuse_biases(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (!uses) return EG_ENOMEM;
+    eg_count_uses(g, uses);
+    eg_status rc = EG_OK;
+    int n = g->n_nodes;
+    for (int j = 0; rc == EG_OK && j < n; j++) {
+        const eg_node *c = &g->node[j];
+        if (dropped(d, j) || c->kind != EG_KIND_OPS || c->op != OP_CONV2D || c->param[2] != OPS_ACT_NONE)
+            continue;
+        int y = c->out[0], r = sole_reader(g, uses, y), id, b;
+        int64_t o = g->tensor[c->in[1]].shape.dim[0];
+        if (r < 0 || dropped(d, r) || (b = bias_of_add(g, &g->node[r], y, o)) < 0) continue;
+        eg_shape bs = {1, {o}};
+        float *bias = malloc(sizeof *bias * (size_t)o);
+        char *name = strdup(c->name);
+        rc = bias && name ? EG_OK : EG_ENOMEM;
+        if (rc == EG_OK) memcpy(bias, g->tensor[b].data, sizeof *bias * (size_t)o);
+        if (rc == EG_OK) rc = eg_add_float_init(g, g->tensor[b].name, "vec", &bs, bias, &b);
+        else free(bias);
+        c = &g->node[j];
+        int in[3] = {c->in[0], c->in[1], b}, out = g->node[r].out[0];
+        eg_attrs a;
+        attrs_of_conv2d(c->param, &g->tensor[c->in[1]].shape, &a);
+        if (rc == EG_OK) rc = add_node(g, EG_KIND_MODEL, name, in, 3, out, &id);
+        if (rc == EG_OK) g->node[id].mop = EG_MOP_CONV, g->node[id].attr = a;
+        if (rc == EG_OK) rc = drop_node(d, j);
+        if (rc == EG_OK) rc = drop_node(d, r);
+        if (rc == EG_OK) st->bias_fused++;
+        free(name);
+    }
+    free(uses);
+    return rc;
+}
+
+static int is_reshape(const eg_graph *g, int j) {
+    return j >= 0 && g->node[j].kind == EG_KIND_MODEL && g->node[j].mop == EG_MOP_RESHAPE;
+}
+
+/* Reshape(x) of x's shape, or Reshape(Reshape(x)) back to x's shape:
+ * readers of the result read x. */
+static eg_status cancel_reshapes(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (dropped(d, j) || !is_reshape(g, j)) continue;
+        int src = g->node[j].in[0], y = g->node[j].out[0];
+        if (src < 0 || y < 0 || !movable(g, y)) continue;
+        const eg_shape *ys = &g->tensor[y].shape;
+        int p = g->tensor[src].producer, x = -1;
+        if (shape_eq(ys, &g->tensor[src].shape)) x = src;
+        else if (is_reshape(g, p) && g->node[p].in[0] >= 0 && shape_eq(ys, &g->tensor[g->node[p].in[0]].shape))
+            x = g->node[p].in[0];
+        if (x < 0 || g->tensor[x].dtype != g->tensor[y].dtype) continue;
+        eg_replace_uses(g, y, x);
+        if (drop_node(d, j) != EG_OK) return EG_ENOMEM;
+        st->reshapes_cancelled++;
+    }
+    return EG_OK;
+}
+
+/* ================= the two entry points ================= */
+
+/* Reader counts before a pipeline, to tell the values it made unused. */
+static int *snapshot_uses(const eg_graph *g, int *n0) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (uses) eg_count_uses(g, uses);
+    *n0 = g->n_tensors;
+    return uses;
+}
+
+/* Initializers the rewrites left unread (read before, or made here) are
+ * flagged absorbed, so export leaves them out. */
+static eg_status absorb_unread(eg_graph *g, const int *uses0, int n0) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (!uses) return EG_ENOMEM;
+    eg_count_uses(g, uses);
+    for (int i = 0; i < g->n_tensors; i++) {
+        eg_tensor *t = &g->tensor[i];
+        int was_read = i >= n0 || uses0[i] > 0;
+        if ((t->flags & EG_TF_INIT) && was_read && !uses[i] &&
+            !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_SPARSE)))
+            t->flags |= EG_TF_ABSORBED;
+    }
+    free(uses);
+    return EG_OK;
+}
+
+static eg_status finish(eg_graph *g, dropset *d, eg_builtin_stats *st, const int *uses0, int n0,
+                        char *err, size_t errlen) {
+    int dead = 0;
+    eg_status rc = rebuild(g, d, err, errlen);
+    if (rc == EG_OK) rc = eg_drop_dead(g, &dead, err, errlen);
+    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
+    if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
+    if (rc == EG_OK) rc = absorb_unread(g, uses0, n0);
+    st->dead_removed += dead;
+    return rc;
+}
+
+static eg_status report(eg_status rc, char *err, size_t errlen) {
+    if (rc == EG_ENOMEM && err && errlen) snprintf(err, errlen, "out of memory in a built-in rewrite");
+    return rc;
+}
+
+eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen) {
+    eg_builtin_stats local = {0};
+    dropset d = {NULL, 0};
+    int n0, *uses0 = snapshot_uses(g, &n0);
+    if (!st) st = &local;
+    eg_status rc = uses0 ? remove_identities(g, &d, st) : EG_ENOMEM;
+    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
+    if (rc == EG_OK) rc = fold_batchnorms(g, &d, st);
+    if (rc == EG_OK) rc = split_biases(g, &d, st);
+    if (rc == EG_OK) rc = squeeze_matmuls(g, &d, st);
+    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
+    if (rc == EG_OK) rc = merge_common(g, &d, st);
+    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
+    free(d.drop);
+    free(uses0);
+    return report(rc, err, errlen);
+}
+
+eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen) {
+    eg_builtin_stats local = {0};
+    dropset d = {NULL, 0};
+    int folded = 0, n0, *uses0 = snapshot_uses(g, &n0);
+    if (!st) st = &local;
+    eg_status rc = uses0 ? eg_fold_weights(g, &folded, err, errlen) : EG_ENOMEM;
+    st->weights_folded += folded;
+    if (rc == EG_OK) rc = fuse_biases(g, &d, st);
+    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
+    if (rc == EG_OK) rc = cancel_reshapes(g, &d, st);
+    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
+    free(d.drop);
+    free(uses0);
+    return report(rc, err, errlen);
+}

@@ -1,0 +1,120 @@
+/* fold.h - float32 kernels of the opspecs operators, weight folding and
+ * the engine's few built-in rewrites (prefix eg_), kept apart from the
+ * rule-driven rewrites of the search.
+ *
+ * Overview. eg_fkern_eval computes any opspecs operator on float32 data
+ * with the exact conventions of ops.h (NCHW/OIHW, centred SAME padding,
+ * avg pool dividing by kh*kw, split by an explicit size, the constant
+ * operators). eg_fold_weights uses it to replace every weight-only
+ * subgraph (eg_mark_weight_only) by the initializers it computes.
+ *
+ * The built-ins run around the search:
+ *   eg_builtin_pre   Identity removal; BatchNormalization folded into the
+ *                    Conv before it; a Conv's bias split off into an Add of
+ *                    a [1,C,1,1] constant, so the conv lowers to conv2d;
+ *                    MatMul [1,s,k] x [k,n] as Reshape -> matmul -> Reshape
+ *                    (rule-matchable); common subexpressions merged; dead
+ *                    nodes dropped.
+ *   eg_builtin_post  weight folding; conv2d + bias Add fused back into a
+ *                    Conv with bias; Reshape(Reshape(x)) back to x's shape
+ *                    (and no-op Reshapes) removed; dead nodes dropped.
+ * Both keep the graph valid (eg_index, eg_toposort and eg_infer_all
+ * succeed; it exports and passes the ONNX checker) and keep the names of
+ * the graph outputs.
+ *
+ * Worked example: the pipeline around a search.
+ *
+ *     eg_builtin_stats st = {0};
+ *     char err[EG_ERRLEN];
+ *     if (eg_builtin_pre(g, &st, err, sizeof err) != EG_OK) goto fail;
+ *     // ... rule-driven search on g ...
+ *     if (eg_builtin_post(g, &st, err, sizeof err) != EG_OK) goto fail;
+ *     printf("%d batchnorms folded, %d biases fused back\n",
+ *            st.bn_folded, st.bias_fused);
+ *     eg_save("out.onnx", g, err, sizeof err);
+ */
+#ifndef EG_FOLD_H
+#define EG_FOLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+/* Float32 reference kernel of every opspecs operator. in[k] has shape
+ * in_shape[k] (row-major); out has room for the shape ops_infer_shape
+ * gives and overlaps no input. err may be NULL.
+ * @return EG_OK, EG_ESHAPE (shapes or params invalid, message in err),
+ *         EG_ENOMEM. */
+eg_status eg_fkern_eval(ops_op op, const int32_t *param, const ten_shape *in_shape,
+                        const float *const *in, float *out, char *err, size_t errlen);
+
+/* Float32 evaluation of the model operators weight folding handles:
+ * Identity, Reshape, Flatten (copies), Transpose (any perm), Add and Mul
+ * (numpy broadcasting). in[k] is the data of node n's input k (NULL for a
+ * non-float input such as Reshape's shape); shapes come from g.
+ * @pre shapes inferred and known. @return 1 when out (numel of the
+ *      output) was written, 0 when the node is not one of these. */
+int eg_fkern_model(const eg_graph *g, const eg_node *n, const float *const *in, float *out);
+
+/* A new float32 initializer named "<base>_<tag>" (or with a number added
+ * when that is taken), shape s, owning data (malloc'd; freed here on
+ * failure). @return EG_OK with *id set, or EG_ENOMEM. */
+eg_status eg_add_float_init(eg_graph *g, const char *base, const char *tag, const eg_shape *s,
+                            float *data, int *id);
+
+/* Make every reader of tensor from (node inputs; not graph outputs) read
+ * tensor to instead. @return the number of inputs changed. */
+int eg_replace_uses(eg_graph *g, int from, int to);
+
+/* Drop every non-opaque node none of whose outputs is read (by a node or
+ * as a graph output), repeatedly; initializers only dropped nodes read are
+ * flagged EG_TF_ABSORBED so export leaves them out. Keeps the order.
+ * @pre topological order. @return EG_OK, EG_ENOMEM, EG_EGRAPH; *n_removed
+ *      (may be NULL) counts the nodes dropped. */
+eg_status eg_drop_dead(eg_graph *g, int *n_removed, char *err, size_t errlen);
+
+/* Fold weight-only nodes whose outputs feed non-weight-only nodes or
+ * graph outputs into float32 initializers: such an output tensor becomes
+ * the initializer itself (its name, unique already, is kept, so graph
+ * outputs keep theirs). Works for opspecs nodes and the model operators of
+ * eg_fkern_model; other weight-only nodes stay (with their inputs folded).
+ * Then drops dead nodes, re-indexes, sorts and re-infers.
+ * @pre eg_index and eg_toposort succeeded, shapes inferred.
+ * @return EG_OK with *n_folded (may be NULL) the number of tensors made
+ *         initializers; EG_ENOMEM; EG_EGRAPH/EG_ESHAPE with a message. */
+eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen);
+
+typedef struct {
+    int bn_folded, bias_split, bias_fused, identity_removed, cse_merged, matmul_squeezed,
+        reshapes_cancelled, dead_removed, weights_folded;
+} eg_builtin_stats;
+
+/* The built-in rewrites before the search (see the overview):
+ * - Identity removal (not when both ends are graph inputs/outputs or a
+ *   name is pinned);
+ * - BatchNormalization (inference) folded into the Conv (model Conv or
+ *   conv2d without act) before it when the conv output has no other reader
+ *   and weights, bias and BN parameters are float initializers:
+ *   W' = W * s[o], b' = (b - mean) * s + B with s = scale / sqrt(var + eps);
+ * - a Conv with a bias whose pads/strides fit conv2d becomes conv2d + an Add
+ *   of the bias as a [1,C,1,1] initializer;
+ * - MatMul of A [1,s,k] and a rank-2 B [k,n]: Reshape(A, [s,k]) -> matmul
+ *   -> Reshape to [1,s,n];
+ * - common-subexpression elimination: identical non-opaque nodes on the
+ *   same inputs (or equal int64 constants) merge;
+ * - dead nodes dropped.
+ * st (may be NULL) accumulates counts.
+ * @pre g loaded (indexed, sorted, shapes inferred).
+ * @return EG_OK; EG_ENOMEM; EG_EGRAPH/EG_ESHAPE (a bug: the rewrite broke
+ *         the graph) with a message. */
+eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen);
+
+/* The built-in rewrites after the search: eg_fold_weights; conv2d (no act)
+ * whose only reader is an Add of a [1,C,1,1] or [C,1,1] float initializer
+ * -> a Conv with bias; Reshape(Reshape(x)) back to x's shape, and a Reshape
+ * to its input's own shape, removed; dead nodes dropped.
+ * @return as eg_builtin_pre. */
+eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen);
+
+#endif

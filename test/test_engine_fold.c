@@ -1,0 +1,259 @@
+/* test_engine_fold.c - cmocka tests of fold.h: the float kernels against
+ * the exact opspecs semantics (table K.., small integer inputs, so float
+ * results are exact), weight folding of a Concat of two initializers, and
+ * the built-in rewrites on the fold_* corpus models (BatchNormalization
+ * folded, bias split and fused back, rank-3 MatMuls squeezed). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "fold.h"
+#include "modp.h"
+
+#define CORPUS "test/corpus/onnx/"
+#define K(h, w) OPS_KERNEL(h, w)
+
+/* ================= kernels vs ops_eval ================= */
+
+typedef struct {
+    const char *id;
+    ops_op op;
+    int32_t p[OPS_MAX_PARAMS];
+    ten_shape in[OPS_MAX_ARITY];
+} kcase;
+
+#define S1(a) {1, {a}}
+#define S2(a, b) {2, {a, b}}
+#define S3(a, b, c) {3, {a, b, c}}
+#define S4(a, b, c, d) {4, {a, b, c, d}}
+
+static const kcase kcases[] = {
+    {"K01 matmul", OP_MATMUL, {0}, {S2(3, 4), S2(4, 5)}},
+    {"K02 conv2d s1 SAME", OP_CONV2D, {1, OPS_PAD_SAME, OPS_ACT_NONE, 1}, {S4(1, 4, 5, 5), S4(6, 4, 3, 3)}},
+    {"K03 conv2d s2 VALID relu", OP_CONV2D, {2, OPS_PAD_VALID, OPS_ACT_RELU, 1}, {S4(2, 2, 6, 5), S4(3, 2, 2, 3)}},
+    {"K04 conv2d s2 SAME g2 relu", OP_CONV2D, {2, OPS_PAD_SAME, OPS_ACT_RELU, 2}, {S4(1, 4, 5, 5), S4(4, 2, 3, 3)}},
+    {"K05 conv2d s1 SAME 1x3 g4", OP_CONV2D, {1, OPS_PAD_SAME, OPS_ACT_NONE, 4}, {S4(1, 4, 3, 4), S4(8, 1, 1, 3)}},
+    {"K06 ewadd", OP_EWADD, {0}, {S3(2, 3, 4), S3(2, 3, 4)}},
+    {"K07 ewmul", OP_EWMUL, {0}, {S3(2, 3, 4), S3(2, 3, 4)}},
+    {"K08 smul", OP_SMUL, {0}, {S2(3, 4), {0, {0}}}},
+    {"K09 relu", OP_RELU, {0}, {S2(2, 7)}},
+    {"K10 avgpool 3x3 s1 SAME", OP_AVGPOOL, {K(3, 3), 1, OPS_PAD_SAME}, {S4(1, 2, 5, 5)}},
+    {"K11 avgpool 2x2 s2 VALID", OP_AVGPOOL, {K(2, 2), 2, OPS_PAD_VALID}, {S4(2, 1, 5, 4)}},
+    {"K12 maxpool 3x3 s2 SAME", OP_MAXPOOL, {K(3, 3), 2, OPS_PAD_SAME}, {S4(1, 2, 5, 5)}},
+    {"K13 maxpool 3x1 s1 VALID", OP_MAXPOOL, {K(3, 1), 1, OPS_PAD_VALID}, {S4(1, 3, 4, 4)}},
+    {"K14 concat axis 0", OP_CONCAT, {0}, {S2(2, 3), S2(4, 3)}},
+    {"K15 concat axis 1", OP_CONCAT, {1}, {S3(2, 3, 2), S3(2, 1, 2)}},
+    {"K16 split0", OP_SPLIT0, {1, 2}, {S2(3, 5)}},
+    {"K17 split1", OP_SPLIT1, {1, 2}, {S2(3, 5)}},
+    {"K18 split1 axis 0", OP_SPLIT1, {0, 1}, {S3(3, 2, 2)}},
+    {"K19 transpose", OP_TRANSPOSE, {0}, {S2(3, 4)}},
+    {"K20 enlarge 5x5", OP_ENLARGE, {K(5, 5)}, {S4(2, 3, 3, 1)}},
+    {"K21 enlarge 3x3", OP_ENLARGE, {K(3, 3)}, {S4(2, 2, 1, 1)}},
+    {"K22 imm", OP_IMM, {0}, {S2(3, 4)}},
+    {"K23 iconv 3x3", OP_ICONV, {K(3, 3)}, {S4(1, 3, 4, 4)}},
+    {"K24 poolk 3x1", OP_POOLK, {K(3, 1)}, {S4(1, 2, 4, 4)}},
+    {"K25 ones", OP_ONES, {0}, {S1(6)}},
+};
+
+/* Small signed integers in -2..3 (0..3 for relu-free exactness is not
+ * needed: the residue reading of ops' relu/max is signed). */
+static int64_t small(int64_t i, int k) { return (i * 7 + k * 3 + 1) % 6 - 2; }
+
+static uint64_t residue(int64_t v) { return v < 0 ? MP_P - (uint64_t)(-v) : (uint64_t)v; }
+
+/* The divisor that makes an operator's result an integer. */
+static int64_t divisor(const kcase *c) {
+    if (c->op == OP_AVGPOOL) return OPS_KERNEL_H(c->p[0]) * OPS_KERNEL_W(c->p[0]);
+    return 1;
+}
+
+static void run_kcase(const kcase *c) {
+    int a = ops_table[c->op].arity;
+    ten tin[OPS_MAX_ARITY], tout;
+    const ten *tp[OPS_MAX_ARITY];
+    float *fin[OPS_MAX_ARITY];
+    ten_shape os;
+    char err[OPS_ERRLEN];
+    assert_int_equal(ops_infer_shape(c->op, c->p, c->in, &os, err), OPS_OK);
+    for (int k = 0; k < a; k++) {
+        int64_t n = ten_numel(&c->in[k]);
+        assert_int_equal(ten_alloc(&tin[k], &c->in[k]), 0);
+        fin[k] = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            tin[k].data[i] = residue(small(i, k));
+            fin[k][i] = (float)small(i, k);
+        }
+        tp[k] = &tin[k];
+    }
+    int64_t n = ten_numel(&os), d = divisor(c);
+    assert_int_equal(ten_alloc(&tout, &os), 0);
+    float *fout = malloc(sizeof(float) * (size_t)n);
+    assert_int_equal(ops_eval(c->op, c->p, tp, &tout), OPS_OK);
+    assert_int_equal(eg_fkern_eval(c->op, c->p, c->in, (const float *const *)fin, fout, NULL, 0), EG_OK);
+    for (int64_t i = 0; i < n; i++) {
+        /* poolk cells are 1/(kh*kw): scale both by it */
+        int64_t dd = c->op == OP_POOLK ? (int64_t)os.dim[2] * os.dim[3] : d;
+        uint64_t want = mp_mul(tout.data[i], (uint64_t)dd);
+        int64_t ws = want > MP_HALF ? -(int64_t)(MP_P - want) : (int64_t)want;
+        double got = (double)fout[i] * (double)dd;
+        if (fabs(got - (double)ws) > 1e-4) fail_msg("%s: cell %lld: float %g, exact %lld", c->id,
+                                                   (long long)i, got, (long long)ws);
+    }
+    for (int k = 0; k < a; k++) ten_free(&tin[k]), free(fin[k]);
+    ten_free(&tout);
+    free(fout);
+}
+
+static void test_kernels(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof kcases / sizeof kcases[0]; i++) run_kcase(&kcases[i]);
+}
+
+static void test_every_op_covered(void **state) {
+    (void)state;
+    int seen[OP_COUNT] = {0};
+    for (size_t i = 0; i < sizeof kcases / sizeof kcases[0]; i++) seen[kcases[i].op] = 1;
+    for (int op = 0; op < OP_COUNT; op++)
+        if (!seen[op]) fail_msg("no kernel case for %s", ops_table[op].name);
+}
+
+static void test_kernel_bad_shape(void **state) {
+    (void)state;
+    ten_shape in[2] = {S4(1, 4, 5, 5), S4(6, 3, 3, 3)};
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+    float x[100] = {0}, w[162] = {0}, out[200];
+    const float *fin[2] = {x, w};
+    char err[EG_ERRLEN] = "";
+    assert_int_equal(eg_fkern_eval(OP_CONV2D, p, in, fin, out, err, sizeof err), EG_ESHAPE);
+    assert_non_null(strstr(err, "conv2d"));
+}
+
+/* ================= folding and built-ins ================= */
+
+static eg_graph *load_ok(const char *file) {
+    eg_graph *g = NULL;
+    char err[EG_ERRLEN] = "";
+    eg_status rc = eg_load(file, NULL, &g, err, sizeof err);
+    if (rc != EG_OK) print_error("%s\n", err);
+    assert_int_equal(rc, EG_OK);
+    return g;
+}
+
+static int count_nodes(const eg_graph *g, eg_kind kind, int op) {
+    int n = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == kind && (kind == EG_KIND_OPS ? (int)g->node[j].op : (int)g->node[j].mop) == op)
+            n++;
+    return n;
+}
+
+/* The graph still checks, sorts, infers and exports. */
+static void assert_valid(eg_graph *g) {
+    char err[EG_ERRLEN] = "";
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(eg_index(g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_toposort(g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_infer_all(g, err, sizeof err), EG_OK);
+    assert_int_equal(eg_save_mem(g, &buf, &len, err, sizeof err), EG_OK);
+    free(buf);
+}
+
+static void test_fold_concat(void **state) {
+    (void)state;
+    eg_graph *g = load_ok(CORPUS "fold_conv_bias.onnx");
+    char err[EG_ERRLEN] = "";
+    int folded = -1;
+    assert_int_equal(count_nodes(g, EG_KIND_OPS, OP_CONCAT), 1);
+    const eg_tensor *wa = &g->tensor[eg_find_tensor(g, "wa")], *wb = &g->tensor[eg_find_tensor(g, "wb")];
+    float want[15];
+    memcpy(want, wa->data, 6 * sizeof(float));
+    memcpy(want + 6, wb->data, 9 * sizeof(float));
+    assert_int_equal(eg_fold_weights(g, &folded, err, sizeof err), EG_OK);
+    assert_int_equal(folded, 1);
+    assert_int_equal(count_nodes(g, EG_KIND_OPS, OP_CONCAT), 0);
+    const eg_tensor *t = &g->tensor[eg_find_tensor(g, "wcat")];
+    assert_true(t->flags & EG_TF_INIT);
+    assert_int_equal(t->dtype, EG_DT_FLOAT);
+    assert_int_equal(t->shape.rank, 4);
+    assert_int_equal(t->shape.dim[0], 5);
+    assert_memory_equal(t->data, want, sizeof want);
+    assert_valid(g);
+    eg_free(g);
+}
+
+static void test_builtin_bn(void **state) {
+    (void)state;
+    eg_graph *g = load_ok(CORPUS "fold_conv_bn.onnx");
+    eg_builtin_stats st = {0};
+    char err[EG_ERRLEN] = "";
+    assert_int_equal(eg_builtin_pre(g, &st, err, sizeof err), EG_OK);
+    assert_int_equal(st.bn_folded, 2);
+    assert_int_equal(st.bias_split, 2);
+    assert_int_equal(st.identity_removed, 1);
+    assert_int_equal(count_nodes(g, EG_KIND_MODEL, EG_MOP_BATCHNORM), 0);
+    assert_int_equal(count_nodes(g, EG_KIND_OPS, OP_CONV2D), 2);
+    assert_valid(g);
+    assert_int_equal(eg_builtin_post(g, &st, err, sizeof err), EG_OK);
+    assert_int_equal(st.bias_fused, 2);
+    assert_int_equal(count_nodes(g, EG_KIND_MODEL, EG_MOP_CONV), 2);
+    assert_int_equal(count_nodes(g, EG_KIND_MODEL, EG_MOP_ADD), 0);
+    assert_true(g->tensor[g->output[0]].producer >= 0);
+    assert_string_equal(g->tensor[g->output[0]].name, "y");
+    assert_valid(g);
+    eg_free(g);
+}
+
+static void test_builtin_matmul(void **state) {
+    (void)state;
+    eg_graph *g = load_ok(CORPUS "fold_matmul3.onnx");
+    eg_builtin_stats st = {0};
+    char err[EG_ERRLEN] = "";
+    assert_int_equal(eg_builtin_pre(g, &st, err, sizeof err), EG_OK);
+    assert_int_equal(st.matmul_squeezed, 2);
+    assert_true(st.cse_merged >= 1);
+    assert_int_equal(count_nodes(g, EG_KIND_OPS, OP_MATMUL), 2);
+    assert_int_equal(count_nodes(g, EG_KIND_MODEL, EG_MOP_MATMUL), 0);
+    assert_valid(g);
+    assert_int_equal(eg_builtin_post(g, &st, err, sizeof err), EG_OK);
+    assert_int_equal(count_nodes(g, EG_KIND_MODEL, EG_MOP_TRANSPOSE), 0);
+    assert_valid(g);
+    eg_free(g);
+}
+
+static void test_builtin_noop(void **state) {
+    (void)state;
+    eg_graph *g = load_ok(CORPUS "opaque.onnx");
+    eg_builtin_stats st = {0};
+    char err[EG_ERRLEN] = "";
+    int n = g->n_nodes;
+    assert_int_equal(eg_builtin_pre(g, &st, err, sizeof err), EG_OK);
+    assert_int_equal(eg_builtin_post(g, NULL, err, sizeof err), EG_OK);
+    assert_int_equal(g->n_nodes, n);
+    assert_valid(g);
+    eg_free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_every_op_covered),
+        cmocka_unit_test(test_kernel_bad_shape),
+        cmocka_unit_test(test_fold_concat),
+        cmocka_unit_test(test_builtin_bn),
+        cmocka_unit_test(test_builtin_matmul),
+        cmocka_unit_test(test_builtin_noop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
