@@ -316,6 +316,35 @@ static eg_status split_biases(eg_graph *g, dropset *d, eg_builtin_stats *st) {
     return EG_OK;
 }
 
+/* relu(conv2d(x, w)) with act NONE, the relu the conv's only reader:
+ * conv2d with act RELU writing the relu's output (one kernel instead of
+ * two; the export writes Conv + Relu again, which runtimes fuse). */
+static eg_status fuse_relus(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int *uses = calloc((size_t)g->n_tensors + 1, sizeof *uses);
+    if (!uses) return EG_ENOMEM;
+    eg_count_uses(g, uses);
+    for (int j = 0; j < g->n_nodes; j++) {
+        eg_node *r = &g->node[j];
+        if (r->kind != EG_KIND_OPS || r->op != OP_RELU || dropped(d, j)) continue;
+        int x = r->in[0], p = g->tensor[x].producer;
+        if (p < 0 || dropped(d, p) || uses[x] != 1 || !movable(g, x) ||
+            (g->tensor[x].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
+            continue;
+        eg_node *c = &g->node[p];
+        if (c->kind != EG_KIND_OPS || c->op != OP_CONV2D || c->param[2] != OPS_ACT_NONE) continue;
+        c->param[2] = OPS_ACT_RELU;
+        c->out[0] = r->out[0];
+        r->out[0] = -1;
+        if (drop_node(d, j) != EG_OK) {
+            free(uses);
+            return EG_ENOMEM;
+        }
+        st->relu_fused++;
+    }
+    free(uses);
+    return EG_OK;
+}
+
 /* MatMul(A [1,s,k], B [k,n]) -> Reshape(A,[s,k]) -> matmul -> Reshape([1,s,n]). */
 static eg_status squeeze_one(eg_graph *g, dropset *d, int j) {
     const eg_node *m = &g->node[j];
@@ -557,6 +586,8 @@ eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t er
     if (rc == EG_OK) rc = fold_batchnorms(g, &d, st);
     if (rc == EG_OK) rc = split_biases(g, &d, st);
     if (rc == EG_OK) rc = squeeze_matmuls(g, &d, st);
+    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
+    if (rc == EG_OK) rc = fuse_relus(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = merge_common(g, &d, st);
     if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);

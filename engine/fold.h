@@ -87,7 +87,7 @@ eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen);
 
 typedef struct {
     int bn_folded, bias_split, bias_fused, identity_removed, cse_merged, matmul_squeezed,
-        reshapes_cancelled, dead_removed, weights_folded;
+        reshapes_cancelled, dead_removed, weights_folded, relu_fused;
 } eg_builtin_stats;
 
 /* The built-in rewrites before the search (see the overview):
@@ -101,6 +101,8 @@ typedef struct {
  *   of the bias as a [1,C,1,1] initializer;
  * - MatMul of A [1,s,k] and a rank-2 B [k,n]: Reshape(A, [s,k]) -> matmul
  *   -> Reshape to [1,s,n];
+ * - relu(conv2d) with the relu the conv's only reader: conv2d with act
+ *   RELU (one kernel; exported as Conv + Relu, which runtimes fuse);
  * - common-subexpression elimination: identical non-opaque nodes on the
  *   same inputs (or equal int64 constants) merge;
  * - dead nodes dropped.
