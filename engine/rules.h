@@ -29,21 +29,25 @@
  * src nodes nothing reads any more are removed, and the result is
  * toposorted and shape-inferred.
  *
- * Worked example: apply the first match of any rule.
+ * Worked example: apply the first match of any rule to a loaded graph g.
  *
- *     eg_ruleset *rs;
- *     char err[EG_ERRLEN];
- *     if (eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err))
- *         return fprintf(stderr, "%s\n", err), 2;
- *     eg_match first;
- *     int found = 0;
- *     static int take(const eg_match *m, void *arg) {   // (a file-scope fn)
- *         *(eg_match *)arg = *m; return 1;              // stop after one
+ *     static int take_first(const eg_match *m, void *arg) {
+ *         *(eg_match *)arg = *m;
+ *         return 1;                                    // stop
  *     }
- *     eg_match_all(rs, g, take, &first);                // g loaded, sorted
+ *     ...
+ *     eg_ruleset *rs = NULL;
+ *     char err[EG_ERRLEN];
+ *     if (eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err) != EG_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 2;
+ *     }
+ *     eg_match m = {.n_nodes = 0};
+ *     eg_match_all(rs, g, take_first, &m);             // g sorted, shapes known
  *     eg_graph *h = NULL;
- *     if (eg_apply(rs, g, &first, &h, err, sizeof err) == EG_OK) {
- *         ... cost h, keep it or eg_free(h) (before eg_free(g)) ...
+ *     if (m.n_nodes > 0 && eg_apply(rs, g, &m, &h, err, sizeof err) == EG_OK) {
+ *         printf("%d nodes\n", h->n_nodes);       // ... cost h, keep it ...
+ *         eg_free(h);                                  // before eg_free(g)
  *     }
  *     eg_ruleset_free(rs);
  */

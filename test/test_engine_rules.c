@@ -207,7 +207,7 @@ static const match_case match_cases[] = {
     {"M11 opaque reader blocks", R_ASSOC,
      "in a 4 8; in b 8 16; in c 16 2; t = matmul b c; y = matmul a t; z = @Foo t; out y; out z", 0},
     {"M12 opaque producer never matches", R_ASSOC,
-     "in a 4 8; in b 8 16; in c 16 2; t = @MatMul b c; y = matmul a t; out y", 0},
+     "in a 4 8; in b 8 16; in c 16 2; t = @MatMul c b; y = matmul a t; out y", 0},
     {"M13 same tensor for two inputs", R_ASSOC,
      "in a 4 4; t = matmul a a; y = matmul a t; out y", 1},
     {"M14 repeated input must agree", "(ewadd x0 x0) => (ewmul x0 x0)",
