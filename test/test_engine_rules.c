@@ -500,6 +500,106 @@ static void test_shipped(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* ================= corpus models ================= */
+
+typedef struct {
+    const eg_ruleset *rs;
+    const eg_graph *g;
+    int n, saved;
+} export_all;
+
+/* Apply each match and export the result: a clone with borrowed shells
+ * and payloads writes a model that imports again with the same outputs. */
+static int export_each(const eg_match *m, void *arg) {
+    export_all *a = arg;
+    eg_graph *h = NULL, *back = NULL;
+    char err[EG_ERRLEN];
+    if (++a->n > 200) return 1;
+    if (eg_apply(a->rs, a->g, m, &h, err, sizeof err) != EG_OK) return 0;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    eg_status rc = eg_save_mem(h, &buf, &len, err, sizeof err);
+    if (rc != EG_OK) fail_msg("rule %u: save: %s", m->rule, err);
+    rc = eg_load_mem(buf, len, "rewritten", NULL, &back, err, sizeof err);
+    if (rc != EG_OK) fail_msg("rule %u: reload: %s", m->rule, err);
+    assert_int_equal(back->n_outputs, a->g->n_outputs);
+    for (int k = 0; k < back->n_outputs; k++)
+        assert_string_equal(back->tensor[back->output[k]].name,
+                            a->g->tensor[a->g->output[k]].name);
+    a->saved++;
+    eg_free(back);
+    free(buf);
+    eg_free(h);
+    return 0;
+}
+
+static void test_corpus(void **state) {
+    (void)state;
+    static const char *const models[] = {"attention.onnx", "conv_bn_relu.onnx", "convs.onnx",
+                                         "inception.onnx", "mixed.onnx", "opaque.onnx"};
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN], path[128];
+    assert_int_equal(eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err), EG_OK);
+    int total = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        eg_graph *g = NULL;
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", models[i]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        export_all a = {rs, g, 0, 0};
+        assert_int_equal(eg_match_all(rs, g, export_each, &a), EG_OK);
+        print_message("# %s: %d nodes, %d matches tried, %d exported\n", models[i], g->n_nodes,
+                      a.n, a.saved);
+        total += a.saved;
+        eg_free(g);
+    }
+    assert_true(total > 0);
+    eg_ruleset_free(rs);
+}
+
+/* A match altered after the fact is refused by eg_match_check/eg_apply. */
+static void test_bad_match(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules(R_ASSOC);
+    eg_graph *g = build(G_ASSOC), *h = NULL;
+    match_list l = {.n = 0};
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    assert_int_equal(l.n, 1);
+    eg_match m = l.m[0];
+    m.input[0] = m.input[1];
+    assert_int_equal(eg_apply(rs, g, &m, &h, err, sizeof err), EG_EGRAPH);
+    assert_null(h);
+    m = l.m[0];
+    m.rule = 7;
+    assert_int_equal(eg_match_check(rs, g, &m, err, sizeof err), EG_EGRAPH);
+    m = l.m[0];
+    m.node[0] = m.node[1];
+    assert_int_equal(eg_match_check(rs, g, &m, err, sizeof err), EG_EGRAPH);
+    m.node[0] = 1000;
+    assert_int_equal(eg_match_check(rs, g, &m, err, sizeof err), EG_EGRAPH);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* Stopping early: a nonzero return ends the walk after one match. */
+static int stop_first(const eg_match *m, void *arg) {
+    (void)m;
+    ++*(int *)arg;
+    return 1;
+}
+
+static void test_stop(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules(R_ASSOC);
+    eg_graph *g = build("in a 4 4; in b 4 4; in c 4 4; in d 4 4; t = matmul c d; u = matmul b t; "
+                        "y = matmul a u; out y");
+    int n = 0;
+    assert_int_equal(eg_match_all(rs, g, stop_first, &n), EG_OK);
+    assert_int_equal(n, 1);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
 /* ================= main ================= */
 
 #define ADD_TABLE(tests, n, table, count, fn)                                   \
@@ -516,5 +616,8 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_load_errors);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shipped);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }
