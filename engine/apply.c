@@ -122,7 +122,8 @@ static eg_status rewrite(const rdb_rule *r, const eg_graph *g, const eg_match *m
     ten_shape in[RG_MAX_INPUTS], shape[RG_MAX_REFS];
     int val[RG_MAX_REFS];
     memset(in, 0, sizeof in);
-    for (int i = 0; i < r->src.n_inputs; i++) eg_to_ten_shape(&g->tensor[m->input[i]].shape, &in[i]);
+    for (int i = 0; i < r->src.n_inputs; i++) /* unbound: an input no side reads */
+        if (m->input[i] >= 0) eg_to_ten_shape(&g->tensor[m->input[i]].shape, &in[i]);
     if (rg_infer_shapes(&r->dst, in, shape, err, errlen) != RG_OK) return EG_ESHAPE;
     eg_status rc = add_dst(c, &r->dst, m, in, shape, val);
     if (rc != EG_OK) return a_fail(rc, err, errlen, "out of memory or a bad size");

@@ -214,6 +214,10 @@ static const match_case match_cases[] = {
      "in a 2 2; in b 2 2; y = ewadd a b; z = ewadd a a; out y; out z", 1},
     {"M15 dst shape must fit", "(ewadd x0 x1) => (matmul x0 x1)",
      "in a 2 3; in b 2 3; y = ewadd a b; out y", 0},
+    {"M16 a rule input neither side reads", "(ewadd x1 x2) => (ewadd x2 x1)",
+     "in a 2 3; in b 2 3; y = ewadd a b; out y", 1},
+    {"M17 2-output rule, outputs of other ops", "(matmul x0 x1), (relu x0) => (matmul x0 x1), (relu x0)",
+     "in a 3 3; in b 3 3; r = relu a; y = matmul a b; out y; out r", 1},
 };
 #define N_MATCH_CASES (sizeof match_cases / sizeof match_cases[0])
 
@@ -254,6 +258,8 @@ static const apply_case apply_cases[] = {
      "z=[4,3]"},
     {"A6 relu over concat", R_RELUCAT, "in a 2 3; in b 4 3; c = concat 0 a b; y = relu c; out y",
      EG_OK, "relu:2 concat:1", "y=[6,3]"},
+    {"A7 unread rule input", "(ewadd x1 x2) => (ewadd x2 x1)",
+     "in a 2 3; in b 2 3; y = ewadd a b; out y", EG_OK, "ewadd:1", "y=[2,3]"},
 };
 #define N_APPLY_CASES (sizeof apply_cases / sizeof apply_cases[0])
 
