@@ -218,6 +218,10 @@ static const match_case match_cases[] = {
      "in a 2 3; in b 2 3; y = ewadd a b; out y", 1},
     {"M17 2-output rule, outputs of other ops", "(matmul x0 x1), (relu x0) => (matmul x0 x1), (relu x0)",
      "in a 3 3; in b 3 3; r = relu a; y = matmul a b; out y; out r", 1},
+    {"M18 a constant's reference binds", "(matmul x0 (imm x0)) => x0",
+     "in a 3 4; i = imm a; y = matmul a i; out y", 1},
+    {"M19 a constant's reference must agree", "(matmul x0 (imm x0)) => x0",
+     "in a 3 4; in b 3 4; i = imm b; y = matmul a i; out y", 0},
 };
 #define N_MATCH_CASES (sizeof match_cases / sizeof match_cases[0])
 
@@ -260,6 +264,8 @@ static const apply_case apply_cases[] = {
      EG_OK, "relu:2 concat:1", "y=[6,3]"},
     {"A7 unread rule input", "(ewadd x1 x2) => (ewadd x2 x1)",
      "in a 2 3; in b 2 3; y = ewadd a b; out y", EG_OK, "ewadd:1", "y=[2,3]"},
+    {"A8 identity matrix", "(matmul x0 (imm x0)) => x0",
+     "in a 3 4; i = imm a; y = matmul a i; z = relu y; out z", EG_OK, "relu:1", "z=[3,4]"},
 };
 #define N_APPLY_CASES (sizeof apply_cases / sizeof apply_cases[0])
 
@@ -449,16 +455,16 @@ static int apply_each(const eg_match *m, void *arg) {
     return a->n >= 3000;
 }
 
-/* A 200-node graph of matmul/ewadd/relu/transpose/concat/split/conv
- * blocks. */
-static eg_graph *big_graph(void) {
-    char *text = malloc(1 << 16);
+/* A graph of 10 * blocks + 3 nodes: matmul/ewadd/relu/transpose/concat/
+ * split blocks in a chain, and two convs. */
+static eg_graph *big_graph(int blocks) {
+    char *text = malloc(1 << 18);
     size_t n = 0;
-    n += (size_t)snprintf(text + n, 1 << 16, "in x 8 8; in w 8 8; in v 8 8; in im 1 8 6 6; init k 8 8 3 3");
+    n += (size_t)snprintf(text + n, 1 << 18, "in x 8 8; in w 8 8; in v 8 8; in im 1 8 6 6; init k 8 8 3 3");
     const char *prev = "x";
     char name[32], pbuf[32];
-    for (int i = 0; i < 20; i++) {
-        n += (size_t)snprintf(text + n, (1 << 16) - n,
+    for (int i = 0; i < blocks; i++) {
+        n += (size_t)snprintf(text + n, (1 << 18) - n,
                               "; m%1$d = matmul %2$s w; n%1$d = matmul %2$s v; s%1$d = ewadd m%1$d n%1$d; "
                               "r%1$d = relu s%1$d; t%1$d = transpose r%1$d; u%1$d = transpose t%1$d; "
                               "c%1$d = concat 1 u%1$d m%1$d; a%1$d = split0 1 8 c%1$d; "
@@ -468,7 +474,7 @@ static eg_graph *big_graph(void) {
         snprintf(pbuf, sizeof pbuf, "%s", name);
         prev = pbuf;
     }
-    n += (size_t)snprintf(text + n, (1 << 16) - n,
+    n += (size_t)snprintf(text + n, (1 << 18) - n,
                           "; q = conv2d 1 0 0 1 im k; q2 = relu q; q3 = conv2d 1 0 1 1 q2 k; "
                           "out %s; out q3", prev);
     eg_graph *g = build(text);
@@ -485,7 +491,16 @@ static void test_shipped(void **state) {
     eg_status rc = eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err);
     if (rc != EG_OK) fail_msg("%s", err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    eg_graph *g = big_graph();
+    eg_graph *g = big_graph(100);
+    assert_true(g->n_nodes >= 1000);
+    match_list l1000 = {.n = 0};
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(eg_match_all(rs, g, collect, &l1000), EG_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    double ms1000 = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6;
+    print_message("# %d nodes: %d matches in %.2f ms\n", g->n_nodes, l1000.n, ms1000);
+    eg_free(g);
+    g = big_graph(20);
     assert_true(g->n_nodes >= 200);
     match_list l = {.n = 0};
     clock_gettime(CLOCK_MONOTONIC, &t1);
