@@ -1,6 +1,7 @@
 /* graph.c - the graph IR: the model operator table, the name map, building,
  * cloning and freeing graphs, structure checks, topological order, the
- * structural hash, display helpers. Shape inference is in infer.c, lowering to opspecs in lower.c. */
+ * structural hash, display helpers. Shape inference is in infer.c,
+ * lowering to opspecs in lower.c. */
 #include "graph.h"
 
 #include <assert.h>

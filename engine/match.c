@@ -47,7 +47,8 @@ static int node_fits(const mstate *s, int j, int c) {
         n->n_out != 1 || n->out[0] < 0)
         return 0;
     for (int k = 0; k < oi->n_params; k++)
-        if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) && n->param[k] != sn->param[k])
+        if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) &&
+            n->param[k] != sn->param[k])
             return 0;
     return 1;
 }
@@ -114,7 +115,8 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
                       src->n_inputs);
     for (int k = 0; k < src->n_outputs; k++) {
         int t = out0(s->g, s->nm[RG_NODE_INDEX(src->out[k])]);
-        if (!eg_to_ten_shape(&s->g->tensor[t].shape, &got) || !ten_shape_eq(&got, &shape[dst->out[k]]))
+        if (!eg_to_ten_shape(&s->g->tensor[t].shape, &got) ||
+            !ten_shape_eq(&got, &shape[dst->out[k]]))
             return m_fail(EG_ESHAPE, err, errlen, "dst output %d has another shape", k);
     }
     for (int j = 0; j < src->n_nodes; j++) {
