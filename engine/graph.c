@@ -579,16 +579,9 @@ uint64_t eg_graph_hash(const eg_graph *g) {
             th[n->out[k]] = XXH3_64bits(v, sizeof v);
         }
     }
-    XXH3_state_t *st = XXH3_createState();
-    uint64_t r = 0;
-    if (st && XXH3_64bits_reset(st) == XXH_OK) {
-        int64_t no = g->n_outputs;
-        XXH3_64bits_update(st, &no, sizeof no);
-        for (int k = 0; k < g->n_outputs; k++)
-            XXH3_64bits_update(st, &th[g->output[k]], sizeof th[0]);
-        r = XXH3_64bits_digest(st);
-    }
-    XXH3_freeState(st);
+    uint64_t r = XXH3_64bits(&g->n_outputs, sizeof g->n_outputs);
+    for (int k = 0; k < g->n_outputs; k++) /* chained: the order matters */
+        r = XXH3_64bits_withSeed(&th[g->output[k]], sizeof th[0], r);
     free(th);
     return r;
 }

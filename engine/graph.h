@@ -264,7 +264,8 @@ eg_graph *eg_graph_clone(const eg_graph *g);
  * index; the graph outputs' hashes are combined in order. So the result
  * does not depend on node order or on the names of internal tensors, and
  * equal computations hash equal. XXH3-64.
- * @pre nodes in topological order (eg_toposort), producers indexed. */
+ * @pre nodes in topological order (eg_toposort), producers indexed.
+ * @return the hash; 0 when out of memory. */
 uint64_t eg_graph_hash(const eg_graph *g);
 
 /* Add a tensor of that name (copied), dtype 0, unknown shape, no flags.
