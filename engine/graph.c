@@ -1,6 +1,7 @@
-/* graph.c - the graph IR: the model operator table, the name map, building
- * and freeing graphs, structure checks, topological order, display
- * helpers. Shape inference is in infer.c, lowering to opspecs in lower.c. */
+/* graph.c - the graph IR: the model operator table, the name map, building,
+ * cloning and freeing graphs, structure checks, topological order, the
+ * structural hash, display helpers. Shape inference is in infer.c,
+ * lowering to opspecs in lower.c. */
 #include "graph.h"
 
 #include <assert.h>
@@ -115,6 +116,37 @@ eg_status eg_names_put(eg_names *m, const char *key, int value) {
     return EG_OK;
 }
 
+eg_status eg_names_set(eg_names *m, const char *key, int value) {
+    size_t i = find_slot(m, key);
+    if (m->slot[i].key) {
+        m->slot[i].value = value;
+        return EG_OK;
+    }
+    return eg_names_put(m, key, value);
+}
+
+eg_names *eg_names_clone(const eg_names *m) {
+    eg_names *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->slot = calloc(m->cap, sizeof *c->slot);
+    if (!c->slot) {
+        free(c);
+        return NULL;
+    }
+    c->cap = m->cap;
+    c->used = m->used;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->slot[i].key) continue;
+        c->slot[i].value = m->slot[i].value;
+        c->slot[i].key = strdup(m->slot[i].key);
+        if (!c->slot[i].key) {
+            eg_names_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
 /* ================= building ================= */
 
 eg_graph *eg_graph_new(void) {
@@ -133,6 +165,7 @@ static void tensor_clear(eg_tensor *t) {
         for (int i = 0; i < EG_MAX_RANK; i++) free(t->dim_name[i]);
     free(t->dim_name);
     free(t->name);
+    if (t->flags & EG_TF_BORROWED) return;
     free(t->data);
     free(t->raw);
     free(t->proto);
@@ -141,9 +174,11 @@ static void tensor_clear(eg_tensor *t) {
 
 void eg_node_clear(eg_node *n) {
     free(n->name);
-    free(n->op_type);
-    free(n->domain);
-    free(n->proto);
+    if (!n->borrowed) {
+        free(n->op_type);
+        free(n->domain);
+        free(n->proto);
+    }
     free(n->in);
     free(n->out);
     memset(n, 0, sizeof *n);
@@ -159,10 +194,85 @@ void eg_free(eg_graph *g) {
     free(g->output);
     free(g->producer);
     free(g->graph_name);
-    free(g->model_shell);
-    free(g->graph_shell);
+    if (!g->shells_borrowed) {
+        free(g->model_shell);
+        free(g->graph_shell);
+    }
     eg_names_free(g->names);
     free(g);
+}
+
+/* malloc'd copy of n ints (at least one slot), or NULL. */
+static int *dup_ints(const int *a, int n) {
+    int *p = malloc(sizeof *p * (size_t)(n > 0 ? n : 1));
+    if (p && n > 0) memcpy(p, a, sizeof *p * (size_t)n);
+    return p;
+}
+
+/* strdup that passes NULL through; *ok cleared when out of memory. */
+static char *dup_str(const char *s, int *ok) {
+    char *p = s ? strdup(s) : NULL;
+    if (s && !p) *ok = 0;
+    return p;
+}
+
+/* Copy tensor i of g into c (slot already counted): payloads borrowed. */
+static int clone_tensor(const eg_tensor *t, eg_tensor *d) {
+    int ok = 1;
+    *d = *t;
+    d->flags |= EG_TF_BORROWED;
+    d->dim_name = NULL;
+    d->name = dup_str(t->name, &ok);
+    if (ok && t->dim_name) {
+        d->dim_name = calloc(EG_MAX_RANK, sizeof *d->dim_name);
+        if (!d->dim_name) ok = 0;
+        for (int i = 0; ok && i < EG_MAX_RANK; i++) d->dim_name[i] = dup_str(t->dim_name[i], &ok);
+    }
+    return ok;
+}
+
+/* Copy a node: name and id arrays copied, opaque payload borrowed. */
+static int clone_node(const eg_node *n, eg_node *d) {
+    int ok = 1;
+    *d = *n;
+    d->borrowed = 1;
+    d->name = dup_str(n->name, &ok);
+    d->in = dup_ints(n->in, n->n_in + n->n_implicit);
+    d->out = dup_ints(n->out, n->n_out);
+    return ok && d->in && d->out;
+}
+
+eg_graph *eg_graph_clone(const eg_graph *g) {
+    eg_graph *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    int ok = 1;
+    *c = *g;
+    c->tensor = NULL, c->node = NULL, c->input = c->output = NULL;
+    c->n_tensors = c->n_nodes = c->cap_tensors = c->cap_nodes = 0;
+    c->shells_borrowed = 1;
+    c->producer = dup_str(g->producer, &ok);
+    c->graph_name = dup_str(g->graph_name, &ok);
+    c->names = eg_names_clone(g->names);
+    c->input = dup_ints(g->input, g->n_inputs);
+    c->output = dup_ints(g->output, g->n_outputs);
+    int cap_t = g->n_tensors + 16, cap_n = g->n_nodes + 16;
+    c->tensor = malloc(sizeof *c->tensor * (size_t)cap_t);
+    c->node = malloc(sizeof *c->node * (size_t)cap_n);
+    ok = ok && c->names && c->input && c->output && c->tensor && c->node;
+    if (ok) c->cap_tensors = cap_t, c->cap_nodes = cap_n;
+    for (int i = 0; ok && i < g->n_tensors; i++) {
+        ok = clone_tensor(&g->tensor[i], &c->tensor[i]);
+        c->n_tensors = i + 1; /* freed by eg_free even when partial */
+    }
+    for (int j = 0; ok && j < g->n_nodes; j++) {
+        ok = clone_node(&g->node[j], &c->node[j]);
+        c->n_nodes = j + 1;
+    }
+    if (!ok) {
+        eg_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* Make room for one more element of an array of `size`-byte items. */
@@ -387,6 +497,93 @@ void eg_mark_weight_only(const eg_graph *g, unsigned char *weight_only) {
             }
         weight_only[j] = (unsigned char)w;
     }
+}
+
+/* ================= structural hash ================= */
+
+/* A small byte buffer for one node's hash input. */
+typedef struct {
+    uint8_t b[512];
+    size_t n;
+} hash_buf;
+
+static void hb_put(hash_buf *h, const void *p, size_t len) {
+    if (h->n + len > sizeof h->b) { /* fold what we have, keep going */
+        uint64_t x = XXH3_64bits(h->b, h->n);
+        memcpy(h->b, &x, sizeof x);
+        h->n = sizeof x;
+    }
+    memcpy(h->b + h->n, p, len);
+    h->n += len;
+}
+
+static void hb_i64(hash_buf *h, int64_t v) {
+    hb_put(h, &v, sizeof v);
+}
+
+static void hb_str(hash_buf *h, const char *s) {
+    size_t len = s ? strlen(s) : 0;
+    hb_i64(h, (int64_t)len);
+    if (len) hb_put(h, s, len < 256 ? len : 256);
+}
+
+/* The operator part of node n: kind and everything that fixes its meaning
+ * except its inputs. Attribute fields one by one (no struct padding). */
+static void hash_node_op(hash_buf *h, const eg_node *n) {
+    hb_i64(h, n->kind);
+    switch (n->kind) {
+    case EG_KIND_OPS:
+        hb_i64(h, n->op);
+        for (int k = 0; k < ops_table[n->op].n_params; k++) hb_i64(h, n->param[k]);
+        break;
+    case EG_KIND_MODEL: {
+        const eg_attrs *a = &n->attr;
+        hb_i64(h, n->mop);
+        for (int i = 0; i < 2; i++) hb_i64(h, a->kernel[i]), hb_i64(h, a->stride[i]);
+        for (int i = 0; i < 4; i++) hb_i64(h, a->pad[i]);
+        hb_i64(h, a->group), hb_i64(h, a->axis), hb_i64(h, a->flags);
+        hb_put(h, &a->alpha, sizeof a->alpha), hb_put(h, &a->beta, sizeof a->beta);
+        hb_put(h, &a->epsilon, sizeof a->epsilon);
+        hb_i64(h, a->n_ints);
+        for (int i = 0; i < a->n_ints && i < EG_MAX_INTS; i++) hb_i64(h, a->ints[i]);
+        break;
+    }
+    case EG_KIND_OPAQUE:
+        hb_str(h, n->op_type), hb_str(h, n->domain), hb_str(h, n->name);
+        break;
+    case EG_KIND_COUNT:
+        break;
+    }
+    hb_i64(h, n->n_in), hb_i64(h, n->n_implicit), hb_i64(h, n->n_out);
+}
+
+/* Hash of a tensor no node produces (input, initializer): its name. */
+static uint64_t leaf_hash(const eg_tensor *t) {
+    return XXH3_64bits_withSeed(t->name, strlen(t->name), 0x6c656166u);
+}
+
+uint64_t eg_graph_hash(const eg_graph *g) {
+    uint64_t *th = malloc(sizeof *th * (size_t)(g->n_tensors ? g->n_tensors : 1));
+    if (!th) return 0;
+    for (int i = 0; i < g->n_tensors; i++) th[i] = leaf_hash(&g->tensor[i]);
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        hash_buf h = {.n = 0};
+        hash_node_op(&h, n);
+        for (int k = 0; k < n->n_in + n->n_implicit; k++)
+            hb_i64(&h, n->in[k] >= 0 ? (int64_t)th[n->in[k]] : -1);
+        uint64_t nh = XXH3_64bits(h.b, h.n);
+        for (int k = 0; k < n->n_out; k++) {
+            if (n->out[k] < 0) continue;
+            uint64_t v[2] = {nh, (uint64_t)k};
+            th[n->out[k]] = XXH3_64bits(v, sizeof v);
+        }
+    }
+    uint64_t r = XXH3_64bits(&g->n_outputs, sizeof g->n_outputs);
+    for (int k = 0; k < g->n_outputs; k++) /* chained: the order matters */
+        r = XXH3_64bits_withSeed(&th[g->output[k]], sizeof th[0], r);
+    free(th);
+    return r;
 }
 
 /* ================= shapes and names ================= */

@@ -158,6 +158,10 @@ typedef struct {
 #define EG_TF_PINNED 32u  /* referenced by name from a subgraph or a sparse
                              initializer: never rename or drop */
 #define EG_TF_SPARSE 64u  /* a sparse initializer (kept in the graph shell) */
+#define EG_TF_BORROWED 128u /* data, raw, proto and vinfo belong to the graph
+                               this one was cloned from: eg_free leaves them.
+                               To give such a tensor a payload of its own,
+                               clear the flag and replace all four fields. */
 
 typedef struct {
     char *name;
@@ -190,6 +194,8 @@ typedef struct {
     int *in;        /* n_in + n_implicit tensor ids */
     int n_out;
     int *out;       /* tensor ids; -1 is an omitted optional output */
+    int borrowed;   /* op_type, domain, proto belong to the graph this one
+                       was cloned from (eg_graph_clone): never freed here */
 } eg_node;
 
 typedef struct eg_names eg_names;
@@ -211,6 +217,8 @@ typedef struct eg_graph {
                                 inputs, outputs and value_info */
     size_t graph_shell_len;
     eg_names *names;         /* tensor name -> id */
+    int shells_borrowed;     /* model_shell, graph_shell belong to the graph
+                                this one was cloned from */
 } eg_graph;
 
 /* ---- names: a string -> int map (open addressing, XXH3) ---- */
@@ -223,6 +231,13 @@ int eg_names_get(const eg_names *m, const char *key);
  * is present already, EG_ENOMEM. */
 eg_status eg_names_put(eg_names *m, const char *key, int value);
 
+/* Store key -> value, replacing the value when key is present.
+ * @return EG_OK or EG_ENOMEM. */
+eg_status eg_names_set(eg_names *m, const char *key, int value);
+
+/* A copy of the map. @return it, or NULL when out of memory. */
+eg_names *eg_names_clone(const eg_names *m);
+
 /* ---- graph building ---- */
 
 /* @return an empty graph, or NULL when out of memory. */
@@ -230,6 +245,28 @@ eg_graph *eg_graph_new(void);
 
 /* Free a graph and everything it owns. NULL is allowed. */
 void eg_free(eg_graph *g);
+
+/* A copy of g for rewriting, cheap enough to make thousands of times: the
+ * arrays, names, shapes, flags, node fields and the name map are copied,
+ * but tensor payloads (data, raw, proto, vinfo), opaque node protos (with
+ * op_type and domain) and the model/graph shells are borrowed from g
+ * (EG_TF_BORROWED, eg_node.borrowed, shells_borrowed), never copied.
+ * Contract: free a clone (eg_free) before the graph it was cloned from,
+ * and that one before its own source; tensors a rewrite adds to the clone
+ * own their (empty) payloads as usual.
+ * @return the clone, or NULL when out of memory. */
+eg_graph *eg_graph_clone(const eg_graph *g);
+
+/* A structural hash: every tensor is hashed bottom-up, graph inputs,
+ * initializers and other leaves by name, node outputs by the node's kind,
+ * operator and parameters (op/param, mop/attr, or an opaque node's
+ * op_type, domain and name), its input hashes in order and the output
+ * index; the graph outputs' hashes are combined in order. So the result
+ * does not depend on node order or on the names of internal tensors, and
+ * equal computations hash equal. XXH3-64.
+ * @pre nodes in topological order (eg_toposort), producers indexed.
+ * @return the hash; 0 when out of memory. */
+uint64_t eg_graph_hash(const eg_graph *g);
 
 /* Add a tensor of that name (copied), dtype 0, unknown shape, no flags.
  * @return EG_OK with *id set, EG_EGRAPH when the name exists, EG_ENOMEM. */

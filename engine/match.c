@@ -1,0 +1,341 @@
+/* match.c - finding rule matches in a graph (eg_match_all) and checking a
+ * given match (eg_match_check): plan-driven backtracking from an anchor
+ * node through producers and consumers, then shape and external-use
+ * checks. */
+#include "rules_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* One attempt to match one rule. */
+typedef struct {
+    const eg_graph *g;
+    const rdb_rule *r;
+    const eg_plan *p;
+    int nm[RG_MAX_NODES];  /* graph node of src node j, -1 unbound */
+    int im[RG_MAX_INPUTS]; /* tensor of rule input i, -1 unbound */
+} mstate;
+
+static eg_status m_fail(eg_status rc, char *err, size_t errlen, const char *msg, int a) {
+    if (err && errlen) snprintf(err, errlen, msg, a);
+    return rc;
+}
+
+static void state_init(mstate *s, const eg_ruleset *rs, const eg_graph *g, uint32_t rule) {
+    s->g = g;
+    s->r = &rs->rule[rule];
+    s->p = &rs->plan[rule];
+    for (int j = 0; j < RG_MAX_NODES; j++) s->nm[j] = -1;
+    for (int i = 0; i < RG_MAX_INPUTS; i++) s->im[i] = -1;
+}
+
+/* The tensor graph node c writes (opspecs nodes have one output). */
+static int out0(const eg_graph *g, int c) {
+    return g->node[c].out[0];
+}
+
+/* 1 when graph node c can stand for src node j by itself: an opspecs node
+ * with j's operator, arity and literal parameters. */
+static int node_fits(const mstate *s, int j, int c) {
+    if (c < 0 || c >= s->g->n_nodes) return 0;
+    const eg_node *n = &s->g->node[c];
+    const rg_node *sn = &s->r->src.node[j];
+    const ops_info *oi = &ops_table[sn->op];
+    if (n->kind != EG_KIND_OPS || n->op != sn->op || n->n_in != oi->arity || n->n_implicit ||
+        n->n_out != 1 || n->out[0] < 0)
+        return 0;
+    for (int k = 0; k < oi->n_params; k++)
+        if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) &&
+            n->param[k] != sn->param[k])
+            return 0;
+    return 1;
+}
+
+/* Bind src node j to graph node c: c not used by another src node, its
+ * inputs agree with bound inputs and nodes (binding new inputs), and bound
+ * nodes that read j read c's output. @return 1 when consistent (s->im may
+ * be changed either way; callers restore it). */
+static int bind_node(mstate *s, int j, int c) {
+    const rg_graph *src = &s->r->src;
+    const eg_node *n = &s->g->node[c];
+    for (int q = 0; q < src->n_nodes; q++)
+        if (s->nm[q] == c) return 0;
+    for (int k = 0; k < n->n_in; k++) {
+        rg_ref r = src->node[j].in[k];
+        int t = n->in[k];
+        if (t < 0) return 0;
+        if (RG_IS_INPUT(r)) {
+            if (s->im[r] < 0) s->im[r] = t;
+            else if (s->im[r] != t) return 0;
+        } else if (s->nm[RG_NODE_INDEX(r)] >= 0 && out0(s->g, s->nm[RG_NODE_INDEX(r)]) != t) {
+            return 0;
+        }
+    }
+    int o = out0(s->g, c);
+    for (int q = 0; q < src->n_nodes; q++) {
+        if (s->nm[q] < 0) continue;
+        for (int k = 0; k < ops_table[src->node[q].op].arity; k++)
+            if (src->node[q].in[k] == RG_NODE(j) && s->g->node[s->nm[q]].in[k] != o) return 0;
+    }
+    s->nm[j] = c;
+    return 1;
+}
+
+/* Readers of t among the matched nodes (with multiplicity). */
+static int internal_uses(const mstate *s, int t) {
+    int u = 0;
+    for (int q = 0; q < s->r->src.n_nodes; q++) {
+        const eg_node *n = &s->g->node[s->nm[q]];
+        for (int k = 0; k < n->n_in; k++) u += n->in[k] == t;
+    }
+    return u;
+}
+
+/* The checks once every node is bound: symbolic sizes, dst shapes against
+ * src output shapes, internal outputs used only inside the match. uses:
+ * eg_count_uses of g. @return EG_OK, EG_ESHAPE or EG_EGRAPH. */
+static eg_status final_check(const mstate *s, const int *uses, char *err, size_t errlen) {
+    const rg_graph *src = &s->r->src, *dst = &s->r->dst;
+    ten_shape in[RG_MAX_INPUTS], shape[RG_MAX_REFS], got;
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < src->n_inputs; i++)
+        if (s->im[i] >= 0 && !eg_to_ten_shape(&s->g->tensor[s->im[i]].shape, &in[i]))
+            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: shape out of range", i);
+    for (int j = 0; j < src->n_nodes; j++)
+        for (int k = 0; k < ops_table[src->node[j].op].n_params; k++) {
+            int32_t v;
+            if (rg_param_value(src, j, k, in, &v) != RG_OK || v != s->g->node[s->nm[j]].param[k])
+                return m_fail(EG_ESHAPE, err, errlen, "src node %d: size differs", j);
+        }
+    char rerr[RG_ERRLEN];
+    if (rg_infer_shapes(dst, in, shape, rerr, sizeof rerr) != RG_OK)
+        return m_fail(EG_ESHAPE, err, errlen, "dst does not fit the shapes (rule input count %d)",
+                      src->n_inputs);
+    for (int k = 0; k < src->n_outputs; k++) {
+        int t = out0(s->g, s->nm[RG_NODE_INDEX(src->out[k])]);
+        if (!eg_to_ten_shape(&s->g->tensor[t].shape, &got) ||
+            !ten_shape_eq(&got, &shape[dst->out[k]]))
+            return m_fail(EG_ESHAPE, err, errlen, "dst output %d has another shape", k);
+    }
+    for (int j = 0; j < src->n_nodes; j++) {
+        int t = out0(s->g, s->nm[j]);
+        if (!s->p->is_out[j] && uses[t] != internal_uses(s, t))
+            return m_fail(EG_EGRAPH, err, errlen, "src node %d is used outside the match", j);
+    }
+    return EG_OK;
+}
+
+eg_status eg_match_check(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, char *err,
+                         size_t errlen) {
+    if (m->rule >= rs->n) return m_fail(EG_EGRAPH, err, errlen, "no rule %d", (int)m->rule);
+    mstate s;
+    state_init(&s, rs, g, m->rule);
+    if (m->n_nodes != s.r->src.n_nodes)
+        return m_fail(EG_EGRAPH, err, errlen, "match of %d nodes", m->n_nodes);
+    for (int j = 0; j < m->n_nodes; j++)
+        if (!node_fits(&s, j, m->node[j]) || !bind_node(&s, j, m->node[j]))
+            return m_fail(EG_EGRAPH, err, errlen, "src node %d does not match its graph node", j);
+    for (int i = 0; i < s.r->src.n_inputs; i++)
+        if (s.im[i] != m->input[i])
+            return m_fail(EG_EGRAPH, err, errlen, "rule input x%d is bound otherwise", i);
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
+    if (!uses) return m_fail(EG_ENOMEM, err, errlen, "out of memory (%d tensors)", g->n_tensors);
+    eg_count_uses(g, uses);
+    eg_status rc = final_check(&s, uses, err, errlen);
+    free(uses);
+    return rc;
+}
+
+/* ================= eg_match_all ================= */
+
+/* A match of a multi-output rule, as a set: rule and sorted node ids. */
+typedef struct {
+    uint32_t rule;
+    int n;
+    int node[RG_MAX_NODES];
+} seen_key;
+
+typedef struct {
+    const eg_ruleset *rs;
+    const eg_graph *g;
+    int *cstart, *clist; /* readers of tensor t: clist[cstart[t] .. cstart[t+1]) */
+    int *ostart, *olist; /* opspecs nodes by op: olist[ostart[op] .. ostart[op+1]) */
+    int *uses;
+    eg_match_fn fn;
+    void *arg;
+    int stop;
+    eg_status rc;
+    seen_key *seen; /* open addressing; n == 0 marks an empty slot */
+    size_t seen_cap, seen_used;
+} mctx;
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static size_t seen_slot(const seen_key *tab, size_t cap, const seen_key *k) {
+    size_t i = (size_t)XXH3_64bits(k, sizeof *k) & (cap - 1);
+    while (tab[i].n && memcmp(&tab[i], k, sizeof *k) != 0) i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* Record the node set of a multi-output match. @return 1 when it is new. */
+static int seen_insert(mctx *c, const mstate *s, uint32_t rule) {
+    seen_key k;
+    memset(&k, 0, sizeof k);
+    k.rule = rule;
+    k.n = s->r->src.n_nodes;
+    memcpy(k.node, s->nm, sizeof(int) * (size_t)k.n);
+    qsort(k.node, (size_t)k.n, sizeof(int), cmp_int);
+    if (2 * (c->seen_used + 1) > c->seen_cap) {
+        size_t nc = c->seen_cap ? 2 * c->seen_cap : 256;
+        seen_key *t = calloc(nc, sizeof *t);
+        if (!t) {
+            c->rc = EG_ENOMEM;
+            c->stop = 1;
+            return 0;
+        }
+        for (size_t i = 0; i < c->seen_cap; i++)
+            if (c->seen[i].n) t[seen_slot(t, nc, &c->seen[i])] = c->seen[i];
+        free(c->seen);
+        c->seen = t;
+        c->seen_cap = nc;
+    }
+    size_t i = seen_slot(c->seen, c->seen_cap, &k);
+    if (c->seen[i].n) return 0;
+    c->seen[i] = k;
+    c->seen_used++;
+    return 1;
+}
+
+static void report(mctx *c, const mstate *s, uint32_t rule) {
+    if (final_check(s, c->uses, NULL, 0) != EG_OK) return;
+    if (s->r->src.n_outputs > 1 && !seen_insert(c, s, rule)) return;
+    eg_match m;
+    memset(&m, 0, sizeof m);
+    m.rule = rule;
+    m.n_nodes = s->r->src.n_nodes;
+    memcpy(m.node, s->nm, sizeof m.node);
+    memcpy(m.input, s->im, sizeof m.input);
+    if (c->fn(&m, c->arg)) c->stop = 1;
+}
+
+static void run_step(mctx *c, mstate *s, uint32_t rule, int si, int anchor);
+
+/* Try graph node cand for the node of step si, then go on. */
+static void try_node(mctx *c, mstate *s, uint32_t rule, int si, int cand) {
+    int j = s->p->step[si].node;
+    if (c->stop || !node_fits(s, j, cand)) return;
+    int saved[RG_MAX_INPUTS];
+    memcpy(saved, s->im, sizeof saved);
+    if (bind_node(s, j, cand)) run_step(c, s, rule, si + 1, -1);
+    s->nm[j] = -1;
+    memcpy(s->im, saved, sizeof saved);
+}
+
+/* The tensor a bound ref stands for. */
+static int ref_tensor(const mstate *s, int ref) {
+    if (RG_IS_INPUT(ref)) return s->im[ref];
+    int q = s->nm[RG_NODE_INDEX(ref)];
+    return q >= 0 ? out0(s->g, q) : -1;
+}
+
+static void run_step(mctx *c, mstate *s, uint32_t rule, int si, int anchor) {
+    if (c->stop) return;
+    if (si == s->p->n_steps) {
+        report(c, s, rule);
+        return;
+    }
+    const eg_step *st = &s->p->step[si];
+    int t;
+    switch (st->kind) {
+    case EG_STEP_ANCHOR:
+        try_node(c, s, rule, si, anchor);
+        break;
+    case EG_STEP_PRODUCER:
+        t = s->g->node[s->nm[st->from]].in[st->pos];
+        if (t >= 0 && s->g->tensor[t].producer >= 0)
+            try_node(c, s, rule, si, s->g->tensor[t].producer);
+        break;
+    case EG_STEP_CONSUMER:
+        t = ref_tensor(s, st->from);
+        for (int i = t >= 0 ? c->cstart[t] : 0; t >= 0 && i < c->cstart[t + 1] && !c->stop; i++)
+            try_node(c, s, rule, si, c->clist[i]);
+        break;
+    case EG_STEP_SCAN: {
+        ops_op op = s->r->src.node[st->node].op;
+        for (int i = c->ostart[op]; i < c->ostart[op + 1] && !c->stop; i++)
+            try_node(c, s, rule, si, c->olist[i]);
+        break;
+    }
+    }
+}
+
+/* Build the reader lists (each node once per tensor) and the per-op node
+ * lists. @return EG_OK or EG_ENOMEM. */
+static eg_status build_index(mctx *c) {
+    const eg_graph *g = c->g;
+    size_t nt = (size_t)g->n_tensors + 1, nn = (size_t)g->n_nodes + 1;
+    size_t n_in = 1;
+    for (int j = 0; j < g->n_nodes; j++) n_in += (size_t)(g->node[j].n_in + g->node[j].n_implicit);
+    c->cstart = calloc(nt + 1, sizeof *c->cstart);
+    c->clist = malloc(sizeof *c->clist * n_in);
+    c->ostart = calloc(OP_COUNT + 2, sizeof *c->ostart);
+    c->olist = malloc(sizeof *c->olist * nn);
+    c->uses = malloc(sizeof *c->uses * nt);
+    if (!c->cstart || !c->clist || !c->ostart || !c->olist || !c->uses) return EG_ENOMEM;
+    eg_count_uses(g, c->uses);
+    /* count, prefix-sum, fill; a node reading t twice is listed once */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int j = 0; j < g->n_nodes; j++) {
+            const eg_node *n = &g->node[j];
+            for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+                int t = n->in[k], dup = 0;
+                for (int q = 0; q < k && !dup; q++) dup = n->in[q] == t;
+                if (t < 0 || dup) continue;
+                if (pass == 0) c->cstart[t + 1]++;
+                else c->clist[c->cstart[t]++] = j;
+            }
+            if (n->kind == EG_KIND_OPS) {
+                if (pass == 0) c->ostart[n->op + 1]++;
+                else c->olist[c->ostart[n->op]++] = j;
+            }
+        }
+        if (pass == 0) {
+            for (int t = 0; t < g->n_tensors; t++) c->cstart[t + 1] += c->cstart[t];
+            for (int op = 0; op < OP_COUNT; op++) c->ostart[op + 1] += c->ostart[op];
+        } else { /* filling advanced each start to the next one's: shift back */
+            memmove(c->cstart + 1, c->cstart, sizeof *c->cstart * (size_t)g->n_tensors);
+            c->cstart[0] = 0;
+            memmove(c->ostart + 1, c->ostart, sizeof *c->ostart * OP_COUNT);
+            c->ostart[0] = 0;
+        }
+    }
+    return EG_OK;
+}
+
+eg_status eg_match_all(const eg_ruleset *rs, const eg_graph *g, eg_match_fn fn, void *arg) {
+    mctx c;
+    memset(&c, 0, sizeof c);
+    c.rs = rs, c.g = g, c.fn = fn, c.arg = arg;
+    c.rc = build_index(&c);
+    for (int a = 0; c.rc == EG_OK && !c.stop && a < g->n_nodes; a++) {
+        const eg_node *n = &g->node[a];
+        if (n->kind != EG_KIND_OPS) continue;
+        for (uint32_t i = rs->op_start[n->op]; i < rs->op_start[n->op + 1] && !c.stop; i++) {
+            mstate s;
+            state_init(&s, rs, g, rs->by_op[i]);
+            run_step(&c, &s, rs->by_op[i], 0, a);
+        }
+    }
+    free(c.cstart);
+    free(c.clist);
+    free(c.ostart);
+    free(c.olist);
+    free(c.uses);
+    free(c.seen);
+    return c.rc;
+}

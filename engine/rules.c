@@ -1,0 +1,194 @@
+/* rules.c - loading a rules ruledb into an eg_ruleset: keep the proved,
+ * matchable rules, build each one's matching plan, index them by the
+ * operator of src's first output node. Matching is in match.c, rewriting
+ * in apply.c. */
+#include "rules_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static eg_status rs_fail(eg_status rc, char *err, size_t errlen, const char *msg, const char *a) {
+    if (err && errlen) snprintf(err, errlen, msg, a);
+    return rc;
+}
+
+/* Mark the inputs node j reads as bound. */
+static void bind_inputs(const rg_graph *s, int j, unsigned char *in_bound) {
+    const rg_node *n = &s->node[j];
+    for (int k = 0; k < ops_table[n->op].arity; k++)
+        if (RG_IS_INPUT(n->in[k])) in_bound[n->in[k]] = 1;
+}
+
+static int ref_bound(rg_ref r, const unsigned char *in_bound, const unsigned char *nd_bound) {
+    return RG_IS_INPUT(r) ? in_bound[r] : nd_bound[RG_NODE_INDEX(r)];
+}
+
+/* The next step of a plan given what is bound: a producer if any, else a
+ * consumer of a bound value, else a scan. */
+static eg_step next_step(const rg_graph *s, const unsigned char *in_bound,
+                         const unsigned char *nd_bound) {
+    for (int p = 0; p < s->n_nodes; p++) {
+        if (!nd_bound[p]) continue;
+        for (int k = 0; k < ops_table[s->node[p].op].arity; k++) {
+            rg_ref r = s->node[p].in[k];
+            if (!RG_IS_INPUT(r) && !nd_bound[RG_NODE_INDEX(r)])
+                return (eg_step){EG_STEP_PRODUCER, RG_NODE_INDEX(r), p, k};
+        }
+    }
+    for (int j = 0; j < s->n_nodes; j++) {
+        if (nd_bound[j]) continue;
+        for (int k = 0; k < ops_table[s->node[j].op].arity; k++)
+            if (ref_bound(s->node[j].in[k], in_bound, nd_bound))
+                return (eg_step){EG_STEP_CONSUMER, j, s->node[j].in[k], k};
+    }
+    for (int j = 0; j < s->n_nodes; j++)
+        if (!nd_bound[j]) return (eg_step){EG_STEP_SCAN, j, -1, -1};
+    return (eg_step){EG_STEP_SCAN, -1, -1, -1}; /* unreachable: a node is unbound */
+}
+
+/* 1 when every symbolic size of g names an input bound by src. */
+static int sizes_bound(const rg_graph *g, const unsigned char *in_bound) {
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < ops_table[g->node[j].op].n_params; k++) {
+            int32_t v = g->node[j].param[k];
+            if (ops_table[g->node[j].op].pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(v) &&
+                (RG_SYM_INPUT(v) >= RG_MAX_INPUTS || !in_bound[RG_SYM_INPUT(v)]))
+                return 0;
+        }
+    return 1;
+}
+
+/* Build rule r's plan. @return 1, or 0 when the rule cannot be matched:
+ * an output of src that is an input or repeats, an input dst or a size
+ * needs that src does not read, output counts that differ. */
+static int make_plan(const rdb_rule *r, eg_plan *p) {
+    const rg_graph *s = &r->src, *d = &r->dst;
+    unsigned char in_bound[RG_MAX_INPUTS] = {0}, nd_bound[RG_MAX_NODES] = {0};
+    memset(p, 0, sizeof *p);
+    if (s->n_nodes < 1 || s->n_outputs != d->n_outputs || d->n_inputs > s->n_inputs) return 0;
+    for (int k = 0; k < s->n_outputs; k++) {
+        if (RG_IS_INPUT(s->out[k])) return 0;
+        int j = RG_NODE_INDEX(s->out[k]);
+        if (p->is_out[j]) return 0;
+        p->is_out[j] = 1;
+    }
+    int a = RG_NODE_INDEX(s->out[0]);
+    p->step[p->n_steps++] = (eg_step){EG_STEP_ANCHOR, a, -1, -1};
+    nd_bound[a] = 1;
+    bind_inputs(s, a, in_bound);
+    while (p->n_steps < s->n_nodes) {
+        eg_step st = next_step(s, in_bound, nd_bound);
+        p->step[p->n_steps++] = st;
+        nd_bound[st.node] = 1;
+        bind_inputs(s, st.node, in_bound);
+    }
+    for (int j = 0; j < d->n_nodes; j++)
+        for (int k = 0; k < ops_table[d->node[j].op].arity; k++)
+            if (RG_IS_INPUT(d->node[j].in[k]) && !in_bound[d->node[j].in[k]]) return 0;
+    for (int k = 0; k < d->n_outputs; k++)
+        if (RG_IS_INPUT(d->out[k]) && !in_bound[d->out[k]]) return 0;
+    return sizes_bound(s, in_bound) && sizes_bound(d, in_bound);
+}
+
+/* Fill op_start/by_op: rules grouped by anchor op, in ruleset order. */
+static eg_status index_rules(eg_ruleset *rs) {
+    rs->by_op = malloc(sizeof *rs->by_op * (rs->n ? rs->n : 1));
+    if (!rs->by_op) return EG_ENOMEM;
+    uint32_t count[OP_COUNT] = {0};
+    for (size_t i = 0; i < rs->n; i++)
+        count[rs->rule[i].src.node[rs->plan[i].step[0].node].op]++;
+    rs->op_start[0] = 0;
+    for (int op = 0; op < OP_COUNT; op++) rs->op_start[op + 1] = rs->op_start[op] + count[op];
+    uint32_t fill[OP_COUNT];
+    memcpy(fill, rs->op_start, sizeof fill);
+    for (size_t i = 0; i < rs->n; i++)
+        rs->by_op[fill[rs->rule[i].src.node[rs->plan[i].step[0].node].op]++] = (uint32_t)i;
+    return EG_OK;
+}
+
+eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen) {
+    uint8_t ours[16];
+    *out = NULL;
+    ops_digest(ours);
+    if (f->kind != RDB_RULES)
+        return rs_fail(EG_EFORMAT, err, errlen, "a %s file, not rules", rdb_kind_name(f->kind));
+    if (memcmp(ours, f->digest, 16) != 0) {
+        char hex[33];
+        for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", f->digest[i]);
+        return rs_fail(EG_EUNSUPPORTED, err, errlen, "made from other opspecs (digest %s)", hex);
+    }
+    eg_ruleset *rs = calloc(1, sizeof *rs);
+    if (!rs) return EG_ENOMEM;
+    size_t cap = f->n_rules ? f->n_rules : 1;
+    rs->rule = malloc(sizeof *rs->rule * cap);
+    rs->plan = malloc(sizeof *rs->plan * cap);
+    eg_status rc = rs->rule && rs->plan ? EG_OK : EG_ENOMEM;
+    for (size_t i = 0; rc == EG_OK && i < f->n_rules; i++) {
+        const rdb_rule *r = &f->rules[i];
+        if (r->prover.status == RDB_PROVED && rg_validate(&r->src, NULL, 0) == RG_OK &&
+            rg_validate(&r->dst, NULL, 0) == RG_OK && make_plan(r, &rs->plan[rs->n]))
+            rs->rule[rs->n++] = *r;
+        else
+            rs->n_skipped++;
+    }
+    if (rc == EG_OK) rc = index_rules(rs);
+    if (rc != EG_OK) {
+        eg_ruleset_free(rs);
+        return rs_fail(rc, err, errlen, "%s", "out of memory");
+    }
+    *out = rs;
+    return EG_OK;
+}
+
+/* The ruledb reader's status as an engine status. */
+static eg_status from_rdb_status(rdb_status s) {
+    switch (s) {
+    case RDB_OK: return EG_OK;
+    case RDB_EIO: return EG_EIO;
+    case RDB_ETRUNC: case RDB_ECORRUPT: case RDB_EVERSION: case RDB_EINVAL: return EG_EFORMAT;
+    case RDB_EDIGEST: return EG_EUNSUPPORTED;
+    case RDB_ENOMEM: return EG_ENOMEM;
+    }
+    return EG_EFORMAT;
+}
+
+eg_status eg_ruleset_load(const char *path, eg_ruleset **out, char *err, size_t errlen) {
+    rdb_file *f = NULL;
+    char rerr[RDB_ERRLEN] = "";
+    *out = NULL;
+    rdb_status rs = rdb_read(path, &f, rerr, sizeof rerr);
+    if (rs != RDB_OK) {
+        const char *what = strstr(rerr, "made from other opspecs");
+        if (err && errlen) {
+            if (rs == RDB_EDIGEST && what) snprintf(err, errlen, "%s: %s", path, what);
+            else snprintf(err, errlen, "%s", rerr);
+        }
+        return from_rdb_status(rs);
+    }
+    char e2[EG_ERRLEN] = "";
+    eg_status rc = eg_ruleset_from_rdb(f, out, e2, sizeof e2);
+    if (rc != EG_OK && err && errlen) snprintf(err, errlen, "%s: %s", path, e2);
+    rdb_free(f);
+    return rc;
+}
+
+size_t eg_ruleset_count(const eg_ruleset *rs) {
+    return rs->n;
+}
+
+const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i) {
+    return i < rs->n ? &rs->rule[i] : NULL;
+}
+
+size_t eg_ruleset_skipped(const eg_ruleset *rs) {
+    return rs->n_skipped;
+}
+
+void eg_ruleset_free(eg_ruleset *rs) {
+    if (!rs) return;
+    free(rs->rule);
+    free(rs->plan);
+    free(rs->by_op);
+    free(rs);
+}

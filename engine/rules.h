@@ -1,0 +1,123 @@
+/* rules.h - rule sets, matching and application (prefix eg_): the engine's
+ * use of a proved ruledb.
+ *
+ * Overview. eg_ruleset_load reads a "rules" ruledb (ruledb.h) and keeps the
+ * rules whose prover status is RDB_PROVED and that can be matched (every
+ * output of src is a node, every input dst or a symbolic size needs is read
+ * by src: egg's "no unbound variable"), indexed by the operator of src's
+ * first output node. Each rule gets a matching plan: start at an output
+ * node, walk to producers of bound nodes' inputs, and find the remaining
+ * nodes (another output of a 2-output rule) among the consumers of tensors
+ * already bound, so nothing scans all pairs of nodes.
+ *
+ * A match binds each src node to a distinct EG_KIND_OPS graph node with
+ * the same operator and parameters (a symbolic split size must equal the
+ * input dimension it names) and each rule input to one tensor, the same
+ * everywhere it appears (two rule inputs may bind the same tensor). It is
+ * valid when dst shape-infers on the bound input shapes with output k of
+ * the shape of src output k, and no internal src node's output (one that is
+ * not a rule output) is read outside the match or is a graph output.
+ * Opaque and model nodes never match, so they block rewrites through them.
+ * A 2-output rule whose outputs can swap roles on the same nodes is
+ * reported once per set of nodes.
+ *
+ * eg_apply rewrites a clone of the graph (eg_graph_clone: payloads are
+ * borrowed, so free the result before the graph it came from): dst nodes
+ * are added with fresh tensor names, readers of src output k read dst
+ * output k instead, a graph output keeps its name (the old tensor is
+ * renamed; an Identity node is added when dst output k is a rule input),
+ * src nodes nothing reads any more are removed, and the result is
+ * toposorted and shape-inferred.
+ *
+ * Worked example: apply the first match of any rule to a loaded graph g.
+ *
+ *     static int take_first(const eg_match *m, void *arg) {
+ *         *(eg_match *)arg = *m;
+ *         return 1;                                    // stop
+ *     }
+ *     ...
+ *     eg_ruleset *rs = NULL;
+ *     char err[EG_ERRLEN];
+ *     if (eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err) != EG_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 2;
+ *     }
+ *     eg_match m = {.n_nodes = 0};
+ *     eg_match_all(rs, g, take_first, &m);             // g sorted, shapes known
+ *     eg_graph *h = NULL;
+ *     if (m.n_nodes > 0 && eg_apply(rs, g, &m, &h, err, sizeof err) == EG_OK) {
+ *         printf("%d nodes\n", h->n_nodes);       // ... cost h, keep it ...
+ *         eg_free(h);                                  // before eg_free(g)
+ *     }
+ *     eg_ruleset_free(rs);
+ */
+#ifndef EG_RULES_H
+#define EG_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "ruledb.h"
+
+typedef struct eg_ruleset eg_ruleset;
+
+/* Load a rules ruledb. Only rules with prover status RDB_PROVED (and that
+ * can be matched, see the header comment) are used.
+ * @return EG_OK and *out (free with eg_ruleset_free); a wrong digest ->
+ *         EG_EUNSUPPORTED "PATH: made from other opspecs (digest ...)";
+ *         unreadable -> EG_EIO, corrupt or a candidates file -> EG_EFORMAT,
+ *         with the ruledb reader's message; EG_ENOMEM. *out NULL on error. */
+eg_status eg_ruleset_load(const char *path, eg_ruleset **out, char *err, size_t errlen);
+
+/* The same from a file in memory (rules are copied; f may be freed after).
+ * @return EG_OK; EG_EUNSUPPORTED when f's digest is not this build's;
+ *         EG_EFORMAT for a candidates file; EG_ENOMEM. */
+eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen);
+
+/* Number of rules kept. */
+size_t eg_ruleset_count(const eg_ruleset *rs);
+
+/* Rule i (< eg_ruleset_count), valid until eg_ruleset_free. */
+const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i);
+
+/* Rules of the source file left out (not proved, or not matchable). */
+size_t eg_ruleset_skipped(const eg_ruleset *rs);
+
+void eg_ruleset_free(eg_ruleset *rs);
+
+typedef struct {
+    uint32_t rule;               /* index in the ruleset */
+    int n_nodes;                 /* = src.n_nodes */
+    int node[RG_MAX_NODES];      /* graph node id matched by src node j */
+    int input[RG_MAX_INPUTS];    /* graph tensor id bound to rule input i */
+} eg_match;
+
+/* Called for each match; m is valid during the call only. @return nonzero
+ * to stop. */
+typedef int (*eg_match_fn)(const eg_match *m, void *arg);
+
+/* Every valid match of every rule in g, in a deterministic order (graph
+ * nodes in order as the first output's node, rules in ruleset order, then
+ * candidates in graph order).
+ * @pre g indexed (eg_index) and topologically sorted, shapes inferred.
+ * @return EG_OK (also when fn stopped early) or EG_ENOMEM. */
+eg_status eg_match_all(const eg_ruleset *rs, const eg_graph *g, eg_match_fn fn, void *arg);
+
+/* Check that m is a valid match of its rule in g (as eg_match_all would
+ * report it, apart from the 2-output de-duplication).
+ * @return EG_OK; EG_EGRAPH (message in err) when it does not fit g;
+ *         EG_ESHAPE when dst's shapes do not fit; EG_ENOMEM. */
+eg_status eg_match_check(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, char *err,
+                         size_t errlen);
+
+/* A new graph (a clone of g) with the match rewritten (see the header
+ * comment). @pre as eg_match_all; m valid for g (it is checked again).
+ * @return EG_OK and *out (free before g); EG_EGRAPH when the rewrite would
+ *         create a cycle or m does not fit g, EG_ESHAPE when dst's shapes
+ *         do not fit: the caller skips that match; EG_ENOMEM. *out is NULL
+ *         on error. */
+eg_status eg_apply(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, eg_graph **out,
+                   char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,37 @@
+/* rules_int.h - private to rules.c, match.c and apply.c: the ruleset's
+ * layout and each rule's matching plan. Not part of the public API. */
+#ifndef EG_RULES_INT_H
+#define EG_RULES_INT_H
+
+#include "rules.h"
+
+/* How a plan step finds the graph node for src node `node`. ORDER STEP */
+typedef enum {
+    EG_STEP_ANCHOR,   /* the node eg_match_all starts from */
+    EG_STEP_PRODUCER, /* producer of input `pos` of bound src node `from` */
+    EG_STEP_CONSUMER, /* a reader (at input `pos`) of bound ref `from` */
+    EG_STEP_SCAN      /* any graph node with its operator (disconnected src) */
+} eg_step_kind;
+
+typedef struct {
+    eg_step_kind kind;
+    int node; /* src node bound by this step */
+    int from; /* PRODUCER: src node; CONSUMER: an rg_ref */
+    int pos;  /* input position */
+} eg_step;
+
+typedef struct {
+    int n_steps;              /* = src.n_nodes */
+    eg_step step[RG_MAX_NODES];
+    unsigned char is_out[RG_MAX_NODES]; /* src node j is a rule output */
+} eg_plan;
+
+struct eg_ruleset {
+    rdb_rule *rule;
+    eg_plan *plan;
+    size_t n, n_skipped;
+    uint32_t op_start[OP_COUNT + 1]; /* rules by anchor op: by_op[op_start[op]..] */
+    uint32_t *by_op;
+};
+
+#endif

@@ -1,0 +1,644 @@
+/* test_engine_rules.c - cmocka tests of rule sets, matching and rewriting
+ * (rules.h) and of graph clone and structural hash (graph.h). Graphs are
+ * written in a small text form (see build()), rules as "src => dst" in the
+ * ruledb s-expression syntax. Tables: M.. match counts, A.. applying the
+ * first match (status, operators left, output shapes), plus clone, hash,
+ * load errors and a timing run of the shipped ruledb. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "rules.h"
+
+/* ================= helpers ================= */
+
+/* Add tensor `name` if missing; return its id. */
+static int tensor_id(eg_graph *g, const char *name) {
+    int id = eg_find_tensor(g, name);
+    if (id >= 0) return id;
+    assert_int_equal(eg_add_tensor(g, name, &id), EG_OK);
+    return id;
+}
+
+/* Build a graph from statements separated by ';':
+ *   in NAME D0 D1 ..      a float graph input of that shape
+ *   init NAME D0 ..       an initializer with (zeroed) float data
+ *   out NAME              a graph output
+ *   NAME = OP P.. X..     an opspecs node: n_params ints then its inputs
+ *   NAME = @TYPE X..      an opaque node with a malloc'd proto; its
+ *                         output has the shape of its last input
+ * then index, toposort and infer shapes. */
+static eg_graph *build(const char *text) {
+    eg_graph *g = eg_graph_new();
+    assert_non_null(g);
+    char *buf = strdup(text), *save = NULL;
+    for (char *st = strtok_r(buf, ";", &save); st; st = strtok_r(NULL, ";", &save)) {
+        char *w[16], *s2 = NULL;
+        int n = 0;
+        for (char *t = strtok_r(st, " ", &s2); t && n < 16; t = strtok_r(NULL, " ", &s2)) w[n++] = t;
+        if (n == 0) continue;
+        if (strcmp(w[0], "in") == 0 || strcmp(w[0], "init") == 0) {
+            int t = tensor_id(g, w[1]);
+            eg_tensor *tt = &g->tensor[t];
+            tt->dtype = EG_DT_FLOAT;
+            tt->shape.rank = n - 2;
+            for (int i = 2; i < n; i++) tt->shape.dim[i - 2] = atoi(w[i]);
+            if (w[0][1] == 'n' && w[0][2] == 0) {
+                tt->flags |= EG_TF_INPUT;
+                g->input = realloc(g->input, sizeof(int) * (size_t)(g->n_inputs + 1));
+                g->input[g->n_inputs++] = t;
+            } else {
+                tt->flags |= EG_TF_INIT;
+                tt->data = calloc((size_t)eg_shape_numel(&tt->shape) + 1, sizeof(float));
+            }
+        } else if (strcmp(w[0], "out") == 0) {
+            int t = tensor_id(g, w[1]);
+            g->tensor[t].flags |= EG_TF_OUTPUT;
+            g->output = realloc(g->output, sizeof(int) * (size_t)(g->n_outputs + 1));
+            g->output[g->n_outputs++] = t;
+        } else if (w[2][0] == '@') {
+            int id;
+            assert_int_equal(eg_add_node(g, EG_KIND_OPAQUE, w[0], n - 3, 0, 1, &id), EG_OK);
+            eg_node *nd = &g->node[id];
+            nd->op_type = strdup(w[2] + 1);
+            nd->domain = strdup("");
+            nd->proto = malloc(8);
+            nd->proto_len = 8;
+            for (int k = 3; k < n; k++) g->node[id].in[k - 3] = tensor_id(g, w[k]);
+            int o = tensor_id(g, w[0]);
+            g->node[id].out[0] = o;
+            g->tensor[o].dtype = EG_DT_FLOAT;
+            g->tensor[o].shape = g->tensor[g->node[id].in[n - 4]].shape;
+        } else {
+            ops_op op = ops_by_name(w[2]);
+            assert_int_not_equal(op, OP_COUNT);
+            int np = ops_table[op].n_params, ar = ops_table[op].arity, id;
+            assert_int_equal(n, 3 + np + ar);
+            assert_int_equal(eg_add_node(g, EG_KIND_OPS, w[0], ar, 0, 1, &id), EG_OK);
+            g->node[id].op = op;
+            for (int k = 0; k < np; k++) g->node[id].param[k] = atoi(w[3 + k]);
+            for (int k = 0; k < ar; k++) g->node[id].in[k] = tensor_id(g, w[3 + np + k]);
+            int o = tensor_id(g, w[0]);
+            g->node[id].out[0] = o;
+        }
+    }
+    free(buf);
+    char err[EG_ERRLEN] = "";
+    eg_status rc = eg_index(g, err, sizeof err);
+    if (rc == EG_OK) rc = eg_toposort(g, err, sizeof err);
+    if (rc == EG_OK) rc = eg_infer_all(g, err, sizeof err);
+    if (rc != EG_OK) print_error("build: %s\n", err);
+    assert_int_equal(rc, EG_OK);
+    return g;
+}
+
+/* A ruleset from "src => dst" lines separated by '|' (all proved). */
+static eg_ruleset *rules(const char *text) {
+    rdb_file *f = rdb_new(RDB_RULES);
+    assert_non_null(f);
+    char *buf = strdup(text), *save = NULL, err[RDB_ERRLEN];
+    rdb_prover pv = {"test", "0", 0, RDB_PROVED};
+    for (char *line = strtok_r(buf, "|", &save); line; line = strtok_r(NULL, "|", &save)) {
+        char *arrow = strstr(line, "=>");
+        assert_non_null(arrow);
+        *arrow = 0;
+        rg_graph src, dst;
+        if (rg_parse(line, &src, err, sizeof err) != RG_OK ||
+            rg_parse(arrow + 2, &dst, err, sizeof err) != RG_OK)
+            fail_msg("rule '%s': %s", line, err);
+        dst.n_inputs = src.n_inputs > dst.n_inputs ? src.n_inputs : dst.n_inputs;
+        assert_int_equal(rdb_add_rule(f, &src, &dst, &pv), RDB_OK);
+    }
+    free(buf);
+    eg_ruleset *rs = NULL;
+    assert_int_equal(eg_ruleset_from_rdb(f, &rs, err, sizeof err), EG_OK);
+    rdb_free(f);
+    return rs;
+}
+
+typedef struct {
+    eg_match m[64];
+    int n;
+} match_list;
+
+static int collect(const eg_match *m, void *arg) {
+    match_list *l = arg;
+    if (l->n < 64) l->m[l->n] = *m;
+    l->n++;
+    return 0;
+}
+
+/* "matmul:1 concat:1" for the node operators of g, in op order. */
+static void op_summary(const eg_graph *g, char *buf, size_t len) {
+    int count[OP_COUNT] = {0}, other = 0;
+    size_t n = 0;
+    buf[0] = 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (g->node[j].kind == EG_KIND_OPS) count[g->node[j].op]++;
+        else other++;
+    }
+    for (int op = 0; op < OP_COUNT; op++)
+        if (count[op])
+            n += (size_t)snprintf(buf + n, len - n, "%s%s:%d", n ? " " : "", ops_table[op].name,
+                                  count[op]);
+    if (other) snprintf(buf + n, len - n, "%sother:%d", n ? " " : "", other);
+}
+
+/* "y=[4,2] z=[3]" for the graph outputs. */
+static void out_summary(const eg_graph *g, char *buf, size_t len) {
+    size_t n = 0;
+    char s[160];
+    buf[0] = 0;
+    for (int k = 0; k < g->n_outputs; k++) {
+        const eg_tensor *t = &g->tensor[g->output[k]];
+        n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", k ? " " : "", t->name,
+                              eg_shape_str(&t->shape, NULL, s, sizeof s));
+    }
+}
+
+/* ================= M: match counts ================= */
+
+#define R_ASSOC "(matmul x0 (matmul x1 x2)) => (matmul (matmul x0 x1) x2)"
+#define R_MERGE                                                                    \
+    "(matmul x0 x1), (matmul x0 x2) => (split0 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))), " \
+    "(split1 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2)))"
+#define R_RELUCAT "(relu (concat 0 x0 x1)) => (concat 0 (relu x0) (relu x1))"
+#define R_SPLIT "(split0 1 (dim 1 x0) (concat 1 x0 x1)) => x0"
+#define R_TT "(transpose (transpose x0)) => x0"
+
+#define G_ASSOC "in a 4 8; in b 8 16; in c 16 2; t = matmul b c; y = matmul a t; out y"
+#define G_MERGE "in a 4 8; in b 8 3; in c 8 5; y1 = matmul a b; y2 = matmul a c; out y1; out y2"
+
+typedef struct {
+    const char *id, *rules, *graph;
+    int n_matches;
+} match_case;
+
+static const match_case match_cases[] = {
+    {"M1 assoc matches", R_ASSOC, G_ASSOC, 1},
+    {"M2 assoc twice in a chain", R_ASSOC,
+     "in a 4 4; in b 4 4; in c 4 4; in d 4 4; t = matmul c d; u = matmul b t; y = matmul a u; out y",
+     2},
+    {"M3 merge once", R_MERGE, G_MERGE, 1},
+    {"M4 merge needs a shared x0", R_MERGE,
+     "in a 4 8; in e 4 8; in b 8 3; in c 8 5; y1 = matmul a b; y2 = matmul e c; out y1; out y2", 0},
+    {"M5 param equal", R_RELUCAT, "in a 2 3; in b 4 3; c = concat 0 a b; y = relu c; out y", 1},
+    {"M6 param mismatch", R_RELUCAT, "in a 2 3; in b 2 3; c = concat 1 a b; y = relu c; out y", 0},
+    {"M7 internal output read elsewhere", R_ASSOC,
+     "in a 4 8; in b 8 16; in c 16 2; t = matmul b c; y = matmul a t; z = relu t; out y; out z", 0},
+    {"M8 internal output is a graph output", R_ASSOC,
+     "in a 4 8; in b 8 16; in c 16 2; t = matmul b c; y = matmul a t; out y; out t", 0},
+    {"M9 symbolic size equal", R_SPLIT,
+     "in a 4 3; in b 4 5; c = concat 1 a b; y = split0 1 3 c; out y", 1},
+    {"M10 symbolic size mismatch", R_SPLIT,
+     "in a 4 3; in b 4 5; c = concat 1 a b; y = split0 1 2 c; out y", 0},
+    {"M11 opaque reader blocks", R_ASSOC,
+     "in a 4 8; in b 8 16; in c 16 2; t = matmul b c; y = matmul a t; z = @Foo t; out y; out z", 0},
+    {"M12 opaque producer never matches", R_ASSOC,
+     "in a 4 8; in b 8 16; in c 16 2; t = @MatMul c b; y = matmul a t; out y", 0},
+    {"M13 same tensor for two inputs", R_ASSOC,
+     "in a 4 4; t = matmul a a; y = matmul a t; out y", 1},
+    {"M14 repeated input must agree", "(ewadd x0 x0) => (ewmul x0 x0)",
+     "in a 2 2; in b 2 2; y = ewadd a b; z = ewadd a a; out y; out z", 1},
+    {"M15 dst shape must fit", "(ewadd x0 x1) => (matmul x0 x1)",
+     "in a 2 3; in b 2 3; y = ewadd a b; out y", 0},
+    {"M16 a rule input neither side reads", "(ewadd x1 x2) => (ewadd x2 x1)",
+     "in a 2 3; in b 2 3; y = ewadd a b; out y", 1},
+    {"M17 2-output rule, outputs of other ops", "(matmul x0 x1), (relu x0) => (matmul x0 x1), (relu x0)",
+     "in a 3 3; in b 3 3; r = relu a; y = matmul a b; out y; out r", 1},
+    {"M18 a constant's reference binds", "(matmul x0 (imm x0)) => x0",
+     "in a 3 4; i = imm a; y = matmul a i; out y", 1},
+    {"M19 a constant's reference must agree", "(matmul x0 (imm x0)) => x0",
+     "in a 3 4; in b 3 4; i = imm b; y = matmul a i; out y", 0},
+};
+#define N_MATCH_CASES (sizeof match_cases / sizeof match_cases[0])
+
+static void test_match(void **state) {
+    const match_case *mc = *state;
+    eg_ruleset *rs = rules(mc->rules);
+    eg_graph *g = build(mc->graph);
+    match_list l = {.n = 0};
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    assert_int_equal(l.n, mc->n_matches);
+    char err[EG_ERRLEN];
+    for (int i = 0; i < l.n && i < 64; i++) {
+        if (eg_match_check(rs, g, &l.m[i], err, sizeof err) != EG_OK) fail_msg("check: %s", err);
+    }
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* ================= A: applying the first match ================= */
+
+typedef struct {
+    const char *id, *rules, *graph;
+    eg_status status;
+    const char *ops, *outs; /* after the rewrite */
+} apply_case;
+
+static const apply_case apply_cases[] = {
+    {"A1 assoc", R_ASSOC, G_ASSOC, EG_OK, "matmul:2", "y=[4,2]"},
+    {"A2 merge", R_MERGE, G_MERGE, EG_OK, "matmul:1 concat:1 split0:1 split1:1",
+     "y1=[4,3] y2=[4,5]"},
+    {"A3 merge would make a cycle", R_MERGE,
+     "in a 4 4; in b 4 4; y1 = matmul a b; r = relu y1; y2 = matmul a r; out y2; out y1", EG_EGRAPH,
+     "", ""},
+    {"A4 dst output is an input: identity keeps the name", R_TT,
+     "in a 3 4; t = transpose a; y = transpose t; out y", EG_OK, "other:1", "y=[3,4]"},
+    {"A5 split of concat, inner reader kept", R_SPLIT,
+     "in a 4 3; in b 4 5; c = concat 1 a b; y = split0 1 3 c; z = relu y; out z", EG_OK, "relu:1",
+     "z=[4,3]"},
+    {"A6 relu over concat", R_RELUCAT, "in a 2 3; in b 4 3; c = concat 0 a b; y = relu c; out y",
+     EG_OK, "relu:2 concat:1", "y=[6,3]"},
+    {"A7 unread rule input", "(ewadd x1 x2) => (ewadd x2 x1)",
+     "in a 2 3; in b 2 3; y = ewadd a b; out y", EG_OK, "ewadd:1", "y=[2,3]"},
+    {"A8 identity matrix", "(matmul x0 (imm x0)) => x0",
+     "in a 3 4; i = imm a; y = matmul a i; z = relu y; out z", EG_OK, "relu:1", "z=[3,4]"},
+};
+#define N_APPLY_CASES (sizeof apply_cases / sizeof apply_cases[0])
+
+static void test_apply(void **state) {
+    const apply_case *ac = *state;
+    eg_ruleset *rs = rules(ac->rules);
+    eg_graph *g = build(ac->graph), *h = NULL;
+    match_list l = {.n = 0};
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    assert_true(l.n >= 1);
+    char err[EG_ERRLEN] = "", buf[256];
+    eg_status rc = eg_apply(rs, g, &l.m[0], &h, err, sizeof err);
+    if (rc != ac->status) fail_msg("status %s (%s), want %s", eg_status_name(rc), err,
+                                   eg_status_name(ac->status));
+    if (rc == EG_OK) {
+        op_summary(h, buf, sizeof buf);
+        assert_string_equal(buf, ac->ops);
+        out_summary(h, buf, sizeof buf);
+        assert_string_equal(buf, ac->outs);
+        assert_int_equal(eg_index(h, err, sizeof err), EG_OK);
+        assert_true(eg_graph_hash(h) != eg_graph_hash(g));
+        eg_free(h);
+    } else {
+        assert_null(h);
+        assert_true(err[0] != 0);
+    }
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* ================= clone, hash ================= */
+
+/* A clone borrows payloads (data, opaque protos, shells) and owns names;
+ * rewriting a clone and freeing clones before the source is clean under
+ * ASan. */
+static void test_clone(void **state) {
+    (void)state;
+    eg_graph *g = build("in a 4 8; init w 8 16; in c 16 2; t = matmul w c; y = matmul a t; "
+                        "z = @Foo y; out z");
+    g->model_shell = malloc(16);
+    g->model_shell_len = 16;
+    g->graph_shell = malloc(4);
+    g->graph_shell_len = 4;
+    eg_graph *c = eg_graph_clone(g);
+    assert_non_null(c);
+    int w = eg_find_tensor(g, "w");
+    assert_int_equal(eg_find_tensor(c, "w"), w);
+    assert_ptr_equal(c->tensor[w].data, g->tensor[w].data);
+    assert_true(c->tensor[w].flags & EG_TF_BORROWED);
+    assert_ptr_not_equal(c->tensor[w].name, g->tensor[w].name);
+    assert_ptr_equal(c->model_shell, g->model_shell);
+    int opq = -1;
+    for (int j = 0; j < c->n_nodes; j++)
+        if (c->node[j].kind == EG_KIND_OPAQUE) opq = j;
+    assert_true(opq >= 0);
+    assert_ptr_equal(c->node[opq].proto, g->node[opq].proto);
+    assert_int_equal(eg_graph_hash(c), eg_graph_hash(g));
+    /* a clone of a clone, and a rewrite of the clone */
+    eg_graph *cc = eg_graph_clone(c), *h = NULL;
+    assert_non_null(cc);
+    eg_ruleset *rs = rules(R_ASSOC);
+    match_list l = {.n = 0};
+    assert_int_equal(eg_match_all(rs, c, collect, &l), EG_OK);
+    assert_int_equal(l.n, 1);
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_apply(rs, c, &l.m[0], &h, err, sizeof err), EG_OK);
+    assert_ptr_equal(h->tensor[w].data, g->tensor[w].data);
+    assert_int_equal(eg_find_tensor(h, "z"), eg_find_tensor(g, "z"));
+    eg_free(h);
+    eg_free(cc);
+    eg_free(c);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* Same structure, other node order and internal names: equal hashes;
+ * another parameter or a rewrite: different. */
+static void test_hash(void **state) {
+    (void)state;
+    eg_graph *g1 = build("in a 4 4; in b 4 4; p = relu a; q = transpose b; y = matmul p q; out y");
+    eg_graph *g2 = build("in a 4 4; in b 4 4; qq = transpose b; pp = relu a; y = matmul pp qq; out y");
+    eg_graph *g3 = build("in a 4 4; in b 4 4; p = relu a; q = transpose b; y = matmul q p; out y");
+    eg_graph *g4 = build("in a 4 4; in b 4 4; p = relu a; q = transpose b; y = matmul p q; out q");
+    assert_string_not_equal(g1->node[0].name, g2->node[0].name);
+    assert_true(eg_graph_hash(g1) == eg_graph_hash(g2));
+    assert_true(eg_graph_hash(g1) != eg_graph_hash(g3));
+    assert_true(eg_graph_hash(g1) != eg_graph_hash(g4));
+    eg_graph *c1 = build("in a 2 3; in b 2 3; c = concat 0 a b; y = relu c; out y");
+    eg_graph *c2 = build("in a 2 3; in b 2 3; c = concat 1 a b; y = relu c; out y");
+    assert_true(eg_graph_hash(c1) != eg_graph_hash(c2));
+    eg_free(g1), eg_free(g2), eg_free(g3), eg_free(g4), eg_free(c1), eg_free(c2);
+}
+
+/* Applying assoc both ways gives back a graph that hashes like the
+ * original (internal names differ). */
+static void test_hash_roundtrip(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules(R_ASSOC "|(matmul (matmul x0 x1) x2) => (matmul x0 (matmul x1 x2))");
+    eg_graph *g = build(G_ASSOC), *h = NULL, *k = NULL;
+    char err[EG_ERRLEN];
+    match_list l = {.n = 0};
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(eg_apply(rs, g, &l.m[0], &h, err, sizeof err), EG_OK);
+    l.n = 0;
+    assert_int_equal(eg_match_all(rs, h, collect, &l), EG_OK);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.m[0].rule, 1);
+    assert_int_equal(eg_apply(rs, h, &l.m[0], &k, err, sizeof err), EG_OK);
+    assert_true(eg_graph_hash(h) != eg_graph_hash(g));
+    assert_true(eg_graph_hash(k) == eg_graph_hash(g));
+    eg_free(k), eg_free(h), eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* ================= loading ================= */
+
+static void test_load_errors(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN] = "", path[64];
+    assert_int_equal(eg_ruleset_load("no/such.tasodb", &rs, err, sizeof err), EG_EIO);
+    assert_null(rs);
+    assert_non_null(strstr(err, "no/such.tasodb"));
+    /* a file made from other opspecs */
+    rdb_file *f = rdb_new(RDB_RULES);
+    rg_graph src, dst;
+    assert_int_equal(rg_parse("(relu (relu x0))", &src, err, sizeof err), RG_OK);
+    assert_int_equal(rg_parse("(relu x0)", &dst, err, sizeof err), RG_OK);
+    rdb_prover pv = {"t", "0", 0, RDB_PROVED}, bad = {"t", "0", 0, RDB_UNKNOWN};
+    assert_int_equal(rdb_add_rule(f, &src, &dst, &pv), RDB_OK);
+    assert_int_equal(rdb_add_rule(f, &dst, &src, &bad), RDB_OK);
+    assert_int_equal(eg_ruleset_from_rdb(f, &rs, err, sizeof err), EG_OK);
+    assert_int_equal(eg_ruleset_count(rs), 1);
+    assert_int_equal(eg_ruleset_skipped(rs), 1);
+    assert_int_equal(eg_ruleset_rule(rs, 0)->id, 0);
+    eg_ruleset_free(rs);
+    f->digest[3] ^= 1;
+    assert_int_equal(eg_ruleset_from_rdb(f, &rs, err, sizeof err), EG_EUNSUPPORTED);
+    assert_non_null(strstr(err, "made from other opspecs (digest"));
+    snprintf(path, sizeof path, "/tmp/test_engine_rules.%d.tasodb", (int)getpid());
+    assert_int_equal(rdb_write(path, f, err, sizeof err), RDB_OK);
+    assert_int_equal(eg_ruleset_load(path, &rs, err, sizeof err), EG_EUNSUPPORTED);
+    assert_null(rs);
+    assert_true(strncmp(err, path, strlen(path)) == 0);
+    assert_non_null(strstr(err, ": made from other opspecs (digest"));
+    /* truncated */
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(ftruncate(fileno(fp), 20), 0);
+    fclose(fp);
+    assert_int_equal(eg_ruleset_load(path, &rs, err, sizeof err), EG_EFORMAT);
+    unlink(path);
+    rdb_free(f);
+}
+
+/* ================= the shipped ruledb ================= */
+
+typedef struct {
+    const eg_ruleset *rs;
+    const eg_graph *g;
+    int n, ok, skipped;
+} apply_all;
+
+/* Apply every match: each one succeeds with the same output shapes or is
+ * a cycle/shape refusal. */
+static int apply_each(const eg_match *m, void *arg) {
+    apply_all *a = arg;
+    eg_graph *h = NULL;
+    char err[EG_ERRLEN], s1[160], s2[160];
+    a->n++;
+    eg_status rc = eg_apply(a->rs, a->g, m, &h, err, sizeof err);
+    if (rc == EG_OK) {
+        a->ok++;
+        assert_int_equal(h->n_outputs, a->g->n_outputs);
+        for (int k = 0; k < h->n_outputs; k++) {
+            const eg_tensor *x = &a->g->tensor[a->g->output[k]], *y = &h->tensor[h->output[k]];
+            assert_string_equal(x->name, y->name);
+            assert_string_equal(eg_shape_str(&x->shape, NULL, s1, sizeof s1),
+                                eg_shape_str(&y->shape, NULL, s2, sizeof s2));
+        }
+        eg_free(h);
+    } else {
+        if (rc != EG_EGRAPH) fail_msg("rule %u: %s: %s", m->rule, eg_status_name(rc), err);
+        a->skipped++;
+    }
+    return a->n >= 3000;
+}
+
+/* A graph of 10 * blocks + 3 nodes: matmul/ewadd/relu/transpose/concat/
+ * split blocks in a chain, and two convs. */
+static eg_graph *big_graph(int blocks) {
+    char *text = malloc(1 << 18);
+    size_t n = 0;
+    n += (size_t)snprintf(text + n, 1 << 18, "in x 8 8; in w 8 8; in v 8 8; in im 1 8 6 6; init k 8 8 3 3");
+    const char *prev = "x";
+    char name[32], pbuf[32];
+    for (int i = 0; i < blocks; i++) {
+        n += (size_t)snprintf(text + n, (1 << 18) - n,
+                              "; m%1$d = matmul %2$s w; n%1$d = matmul %2$s v; s%1$d = ewadd m%1$d n%1$d; "
+                              "r%1$d = relu s%1$d; t%1$d = transpose r%1$d; u%1$d = transpose t%1$d; "
+                              "c%1$d = concat 1 u%1$d m%1$d; a%1$d = split0 1 8 c%1$d; "
+                              "b%1$d = split1 1 8 c%1$d; e%1$d = ewmul a%1$d b%1$d",
+                              i, prev);
+        snprintf(name, sizeof name, "e%d", i);
+        snprintf(pbuf, sizeof pbuf, "%s", name);
+        prev = pbuf;
+    }
+    n += (size_t)snprintf(text + n, (1 << 18) - n,
+                          "; q = conv2d 1 0 0 1 im k; q2 = relu q; q3 = conv2d 1 0 1 1 q2 k; "
+                          "out %s; out q3", prev);
+    eg_graph *g = build(text);
+    free(text);
+    return g;
+}
+
+static void test_shipped(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN];
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    eg_status rc = eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err);
+    if (rc != EG_OK) fail_msg("%s", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    eg_graph *g = big_graph(100);
+    assert_true(g->n_nodes >= 1000);
+    match_list l1000 = {.n = 0};
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(eg_match_all(rs, g, collect, &l1000), EG_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    double ms1000 = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6;
+    print_message("# %d nodes: %d matches in %.2f ms\n", g->n_nodes, l1000.n, ms1000);
+    eg_free(g);
+    g = big_graph(20);
+    assert_true(g->n_nodes >= 200);
+    match_list l = {.n = 0};
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    double ms = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6;
+    print_message("# %zu rules (%zu skipped), %d nodes: %d matches in %.2f ms\n",
+                  eg_ruleset_count(rs), eg_ruleset_skipped(rs), g->n_nodes, l.n, ms);
+    assert_true(l.n > 0);
+    apply_all a = {rs, g, 0, 0, 0};
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(eg_match_all(rs, g, apply_each, &a), EG_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    ms = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6;
+    print_message("# applied %d matches: %d ok, %d refused, %.2f ms\n", a.n, a.ok, a.skipped, ms);
+    assert_true(a.ok > 0);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* ================= corpus models ================= */
+
+typedef struct {
+    const eg_ruleset *rs;
+    const eg_graph *g;
+    int n, saved;
+} export_all;
+
+/* Apply each match and export the result: a clone with borrowed shells
+ * and payloads writes a model that imports again with the same outputs. */
+static int export_each(const eg_match *m, void *arg) {
+    export_all *a = arg;
+    eg_graph *h = NULL, *back = NULL;
+    char err[EG_ERRLEN];
+    if (++a->n > 200) return 1;
+    if (eg_apply(a->rs, a->g, m, &h, err, sizeof err) != EG_OK) return 0;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    eg_status rc = eg_save_mem(h, &buf, &len, err, sizeof err);
+    if (rc != EG_OK) fail_msg("rule %u: save: %s", m->rule, err);
+    rc = eg_load_mem(buf, len, "rewritten", NULL, &back, err, sizeof err);
+    if (rc != EG_OK) fail_msg("rule %u: reload: %s", m->rule, err);
+    assert_int_equal(back->n_outputs, a->g->n_outputs);
+    for (int k = 0; k < back->n_outputs; k++)
+        assert_string_equal(back->tensor[back->output[k]].name,
+                            a->g->tensor[a->g->output[k]].name);
+    a->saved++;
+    eg_free(back);
+    free(buf);
+    eg_free(h);
+    return 0;
+}
+
+static void test_corpus(void **state) {
+    (void)state;
+    static const char *const models[] = {"attention.onnx", "conv_bn_relu.onnx", "convs.onnx",
+                                         "inception.onnx", "mixed.onnx", "opaque.onnx"};
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN], path[128];
+    assert_int_equal(eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err), EG_OK);
+    int total = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        eg_graph *g = NULL;
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", models[i]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        export_all a = {rs, g, 0, 0};
+        assert_int_equal(eg_match_all(rs, g, export_each, &a), EG_OK);
+        print_message("# %s: %d nodes, %d matches tried, %d exported\n", models[i], g->n_nodes,
+                      a.n, a.saved);
+        total += a.saved;
+        eg_free(g);
+    }
+    assert_true(total > 0);
+    eg_ruleset_free(rs);
+}
+
+/* A match altered after the fact is refused by eg_match_check/eg_apply. */
+static void test_bad_match(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules(R_ASSOC);
+    eg_graph *g = build(G_ASSOC), *h = NULL;
+    match_list l = {.n = 0};
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    assert_int_equal(l.n, 1);
+    eg_match m = l.m[0];
+    m.input[0] = m.input[1];
+    assert_int_equal(eg_apply(rs, g, &m, &h, err, sizeof err), EG_EGRAPH);
+    assert_null(h);
+    m = l.m[0];
+    m.rule = 7;
+    assert_int_equal(eg_match_check(rs, g, &m, err, sizeof err), EG_EGRAPH);
+    m = l.m[0];
+    m.node[0] = m.node[1];
+    assert_int_equal(eg_match_check(rs, g, &m, err, sizeof err), EG_EGRAPH);
+    m.node[0] = 1000;
+    assert_int_equal(eg_match_check(rs, g, &m, err, sizeof err), EG_EGRAPH);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* Stopping early: a nonzero return ends the walk after one match. */
+static int stop_first(const eg_match *m, void *arg) {
+    (void)m;
+    ++*(int *)arg;
+    return 1;
+}
+
+static void test_stop(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules(R_ASSOC);
+    eg_graph *g = build("in a 4 4; in b 4 4; in c 4 4; in d 4 4; t = matmul c d; u = matmul b t; "
+                        "y = matmul a u; out y");
+    int n = 0;
+    assert_int_equal(eg_match_all(rs, g, stop_first, &n), EG_OK);
+    assert_int_equal(n, 1);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
+/* ================= main ================= */
+
+#define ADD_TABLE(tests, n, table, count, fn)                                   \
+    for (size_t i_ = 0; i_ < (count); i_++)                                     \
+        tests[n++] = (struct CMUnitTest){table[i_].id, fn, NULL, NULL, (void *)&table[i_]}
+
+int main(void) {
+    struct CMUnitTest tests[64];
+    size_t n = 0;
+    ADD_TABLE(tests, n, match_cases, N_MATCH_CASES, test_match);
+    ADD_TABLE(tests, n, apply_cases, N_APPLY_CASES, test_apply);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_clone);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_load_errors);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shipped);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
+    return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
+}
