@@ -27,7 +27,10 @@
  *             5); the median. oneDNN (OpenMP) and OpenBLAS are held to
  *             ONE thread, so the figures are stable on a shared machine
  *             and comparable with onnxruntime runs at one intra-op thread
- *             (the baseline bench uses). Kernels over EG_COST_MAX_MEASURE
+ *             (the baseline bench uses); every kernel then runs on the
+ *             calling thread and is timed with its CPU-time clock
+ *             (CLOCK_THREAD_CPUTIME_ID), which leaves out the time other
+ *             processes take on a loaded machine. Kernels over EG_COST_MAX_MEASURE
  *             bytes, or that oneDNN refuses, fall back to the analytic
  *             figure.
  *   cuda      the same measured on a CUDA device (cuDNN convolution, cuBLAS
