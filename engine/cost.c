@@ -122,7 +122,8 @@ static int build_key(eg_cost *c, const eg_graph *g, const eg_node *n) {
     switch (n->kind) {
     case EG_KIND_OPS:
         key_i64(c, n->op);
-        for (int i = 0; i < ops_table[n->op].n_params; i++) key_i64(c, n->param[i]);
+        for (int i = 0; i < OPS_MAX_PARAMS && (unsigned)n->op < OP_COUNT; i++)
+            key_i64(c, i < ops_table[n->op].n_params ? n->param[i] : 0);
         break;
     case EG_KIND_MODEL:
         key_i64(c, n->mop);
@@ -393,8 +394,12 @@ static int kern_of(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     memset(k, 0, sizeof *k);
     if (!count_io(g, n, k)) return 0;
     switch (n->kind) {
-    case EG_KIND_OPS: return n->n_in >= ops_table[n->op].arity && kern_ops(g, n, k);
-    case EG_KIND_MODEL: return n->n_in >= 1 && kern_model(g, n, k);
+    case EG_KIND_OPS:
+        return (unsigned)n->op < OP_COUNT && n->n_in >= ops_table[n->op].arity &&
+               kern_ops(g, n, k);
+    case EG_KIND_MODEL:
+        return (unsigned)n->mop < EG_MOP_COUNT && n->n_in >= 1 &&
+               n->n_in >= eg_mop_table[n->mop].min_in && kern_model(g, n, k);
     case EG_KIND_OPAQUE:
     case EG_KIND_COUNT: return 0;
     }

@@ -236,9 +236,13 @@ static int run_gemm(void *ctx) {
     return 0;
 }
 
+/* Copy the input (repeated when the output is larger) into the output. */
 static int run_copy(void *ctx) {
     struct loop_run *r = ctx;
-    for (int64_t i = 0; i < r->ny; i++) r->y[i] = r->a[i % r->na];
+    for (int64_t off = 0; off < r->ny; off += r->na) {
+        int64_t n = r->ny - off < r->na ? r->ny - off : r->na;
+        memcpy(r->y + off, r->a, (size_t)n * sizeof *r->y);
+    }
     return 0;
 }
 
@@ -257,9 +261,19 @@ static int run_ewise(void *ctx) {
     float *y = r->y, *a = r->a, *b = r->b;
     int64_t n = r->ny, na = r->na, nb = r->nb, in = k->inner < 1 ? 1 : k->inner;
     switch (k->ew) {
-    case EG_EW_ADD: for (int64_t i = 0; i < n; i++) y[i] = a[i % na] + b[i % nb]; break;
-    case EG_EW_MUL: for (int64_t i = 0; i < n; i++) y[i] = a[i % na] * b[i % nb]; break;
-    case EG_EW_SCALE: for (int64_t i = 0; i < n; i++) y[i] = a[i % na] * b[0]; break;
+    case EG_EW_ADD:
+        if (na == n && nb == n)
+            for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = a[i % na] + b[i % nb];
+        break;
+    case EG_EW_MUL:
+        if (na == n && nb == n)
+            for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = a[i % na] * b[i % nb];
+        break;
+    case EG_EW_SCALE: for (int64_t i = 0; i < n && na == n; i++) y[i] = a[i] * b[0]; break;
     case EG_EW_RELU: for (int64_t i = 0; i < n; i++) y[i] = a[i] > 0 ? a[i] : 0; break;
     case EG_EW_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = 1 / (1 + expf(-a[i])); break;
     case EG_EW_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanhf(a[i]); break;
