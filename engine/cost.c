@@ -30,6 +30,7 @@ struct eg_cost {
     int32_t *slot;       /* open addressing: index into ent, -1 empty */
     size_t n_slot;       /* a power of two, >= 2 x n_ent */
     uint64_t hits, misses;
+    uint64_t fallbacks;  /* kernels the backend could not run */
     uint8_t *kbuf;       /* key scratch */
     size_t klen, kcap;
     int kfail;           /* the key overflowed or allocation failed */
@@ -319,6 +320,7 @@ static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
 static int kern_gemm(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     int ta = (n->attr.flags & EG_AF_TRANS_A) != 0;
     k->cls = EG_KC_GEMM, k->batch = 1;
+    k->ta = ta, k->tb = (n->attr.flags & EG_AF_TRANS_B) != 0;
     k->m = dim(g, n->in[0], ta), k->k = dim(g, n->in[0], !ta);
     k->nn = dim(g, n->out[0], 1);
     k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
@@ -341,7 +343,8 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
         return 1;
     case EG_MOP_MAXPOOL:
     case EG_MOP_AVGPOOL:
-        k->cls = EG_KC_POOL, k->avg = n->mop == EG_MOP_AVGPOOL;
+        k->cls = EG_KC_POOL;
+        if (n->mop == EG_MOP_AVGPOOL) k->avg = (a->flags & EG_AF_COUNT_PAD) ? 1 : 2;
         k->kh = a->kernel[0], k->kw = a->kernel[1], k->sh = a->stride[0], k->sw = a->stride[1];
         k->pt = a->pad[0], k->pl = a->pad[1];
         if (!spatial(g, x, y, k)) return 0;
@@ -408,21 +411,31 @@ static int kern_of(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
 
 /* ================= costs ================= */
 
-static double roofline(double flops, double bytes) {
-    double t1 = flops / EG_COST_PEAK_FLOPS, t2 = bytes / EG_COST_BANDWIDTH;
+/* A roofline target: launch and view overheads (us), flops and bytes per us. */
+typedef struct {
+    double launch, view, peak, bandwidth;
+} target;
+
+static const target gpu_like = {EG_COST_LAUNCH_US, EG_COST_VIEW_US, EG_COST_PEAK_FLOPS,
+                                EG_COST_BANDWIDTH};
+static const target cpu_like = {EG_COST_CPU_LAUNCH_US, EG_COST_CPU_LAUNCH_US,
+                                EG_COST_CPU_PEAK_FLOPS, EG_COST_CPU_BANDWIDTH};
+
+static double roofline(const target *t, double flops, double bytes) {
+    double t1 = flops / t->peak, t2 = bytes / t->bandwidth;
     return t1 > t2 ? t1 : t2;
 }
 
-static double analytic(const eg_cost_kern *k) {
+static double analytic(const target *t, const eg_cost_kern *k) {
     switch (k->cls) {
     case EG_KC_FREE: return 0;
-    case EG_KC_VIEW: return EG_COST_VIEW_US + roofline(0, k->bytes);
+    case EG_KC_VIEW: return t->view + roofline(t, 0, k->bytes);
     case EG_KC_MOVE:
-    case EG_KC_TRANS: return EG_COST_LAUNCH_US + roofline(0, k->bytes);
+    case EG_KC_TRANS: return t->launch + roofline(t, 0, k->bytes);
     case EG_KC_CONV:
     case EG_KC_GEMM:
     case EG_KC_POOL:
-    case EG_KC_EWISE: return EG_COST_LAUNCH_US + roofline(k->flops, k->bytes);
+    case EG_KC_EWISE: return t->launch + roofline(t, k->flops, k->bytes);
     case EG_KC_COUNT: break;
     }
     return EG_COST_UNKNOWN_US;
@@ -455,7 +468,9 @@ static double compute(eg_cost *c, const eg_graph *g, const eg_node *n) {
         break;
     case EG_COST_KIND_COUNT: break;
     }
-    return t >= 0 && isfinite(t) ? t : analytic(&k);
+    if (t >= 0 && isfinite(t)) return t;
+    if (c->kind != EG_COST_ANALYTIC && k.cls != EG_KC_FREE) c->fallbacks++;
+    return analytic(c->kind == EG_COST_CPU ? &cpu_like : &gpu_like, &k);
 }
 
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node) {
@@ -494,6 +509,8 @@ void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses) {
 }
 
 size_t eg_cost_size(const eg_cost *c) { return c->n_ent; }
+
+uint64_t eg_cost_fallbacks(const eg_cost *c) { return c->fallbacks; }
 
 /* ================= cache file ================= */
 
@@ -558,7 +575,7 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
         line[n - 1] = '\0';
         if (ln == 1) {
             if (strncmp(line, MAGIC " ", sizeof MAGIC) != 0) why = "not a cost cache (expected '" MAGIC " BACKEND MACHINE')";
-            else if (strcmp(line, head) != 0) why = "made by another backend or machine; expected the header";
+            else if (strcmp(line, head) != 0) why = "made by another backend or machine";
             if (why) break;
             continue;
         }
@@ -578,10 +595,12 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
     }
     if (why) {
         rc = EG_EFORMAT;
-        if (strncmp(why, "made by", 7) == 0)
-            snprintf(err, errlen, "%s:%ld: %s '%s'", c->path, ln, why, head);
-        else
-            snprintf(err, errlen, "%s:%ld: %s", c->path, ln, why);
+        snprintf(err, errlen, "%s:%ld: %s", c->path, ln, why);
+        if (ln == 1 && strncmp(line, MAGIC " ", sizeof MAGIC) == 0) {
+            size_t used = strlen(err);
+            snprintf(err + used, errlen > used ? errlen - used : 0,
+                     " (this model expects '%s'; measured times do not transfer)", head);
+        }
     }
 cleanup:
     free(line);

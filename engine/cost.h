@@ -30,12 +30,14 @@
  *             (the baseline bench uses); every kernel then runs on the
  *             calling thread and is timed with its CPU-time clock
  *             (CLOCK_THREAD_CPUTIME_ID), which leaves out the time other
- *             processes take on a loaded machine. Kernels over EG_COST_MAX_MEASURE
- *             bytes, or that oneDNN refuses, fall back to the analytic
+ *             processes take on a loaded machine. A kernel over
+ *             EG_COST_MAX_MEASURE bytes, or one oneDNN refuses, gets the
+ *             roofline of a CPU-like target instead (EG_COST_CPU_*).
+ *   cuda      the same measured on a CUDA device (cuDNN convolution with
+ *             the algorithm cuDNN ranks first, cuBLAS sgemm, a copy kernel
+ *             for the rest; cudaEvent timing, median of 15). Needs a device
+ *             at eg_cost_new time; a kernel it cannot run gets the analytic
  *             figure.
- *   cuda      the same measured on a CUDA device (cuDNN convolution, cuBLAS
- *             sgemm, a copy kernel for the rest; cudaEvent timing). Needs a
- *             device at eg_cost_new time.
  *
  * Opaque nodes cost EG_COST_LAUNCH_US + output bytes / EG_COST_BANDWIDTH
  * on every backend (they never change during a search); a node whose
@@ -87,6 +89,10 @@
 #define EG_COST_PEAK_FLOPS 10e6    /* flops per us: 10 TFLOP/s */
 #define EG_COST_BANDWIDTH 500e3    /* bytes per us: 500 GB/s */
 #define EG_COST_UNKNOWN_US 100.0   /* a node with an unknown shape */
+/* CPU-like roofline for kernels the cpu backend cannot measure. */
+#define EG_COST_CPU_LAUNCH_US 1.0
+#define EG_COST_CPU_PEAK_FLOPS 50e3  /* flops per us: 50 GFLOP/s, one core */
+#define EG_COST_CPU_BANDWIDTH 10e3   /* bytes per us: 10 GB/s */
 #define EG_COST_MAX_KEY 8192       /* canonical key bytes (longer: not cached) */
 #define EG_COST_MAX_MEASURE ((double)(512u << 20)) /* bytes a measurement may allocate */
 
@@ -131,7 +137,12 @@ void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses);
 /* Number of memoised entries (loaded or computed). */
 size_t eg_cost_size(const eg_cost *c);
 
-/* Free the model (the cache is not saved). NULL is allowed. */
+/* Kernels a measuring backend could not run (too big, refused by oneDNN
+ * or cuDNN) and costed with a roofline instead; 0 for analytic. */
+uint64_t eg_cost_fallbacks(const eg_cost *c);
+
+/* Free the model (the cache is not saved). NULL is allowed. A model is
+ * for one thread at a time (the memo table is not locked). */
 void eg_cost_free(eg_cost *c);
 
 #endif

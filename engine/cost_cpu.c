@@ -205,8 +205,9 @@ static double time_pool(eg_cost_cpu *c, const eg_cost_kern *k) {
     if (dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_nchw) ||
         dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_nchw) ||
         dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference,
-                                          k->avg ? dnnl_pooling_avg_include_padding
-                                                 : dnnl_pooling_max,
+                                          k->avg == 1   ? dnnl_pooling_avg_include_padding
+                                          : k->avg == 2 ? dnnl_pooling_avg_exclude_padding
+                                                        : dnnl_pooling_max,
                                           &src, &dst, st, ker, dil, pl, pr) ||
         dnnl_primitive_desc_create(&pd, &pdsc, NULL, c->eng, NULL))
         return -1;
@@ -229,10 +230,12 @@ struct loop_run {
 static int run_gemm(void *ctx) {
     struct loop_run *r = ctx;
     const eg_cost_kern *k = r->k;
+    int lda = (int)(k->ta ? k->m : k->k), ldb = (int)(k->tb ? k->k : k->nn);
     for (int64_t i = 0; i < k->batch; i++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)k->m, (int)k->nn, (int)k->k,
-                    1.0f, r->a + i * k->m * k->k, (int)k->k, r->b + i * k->k * k->nn, (int)k->nn,
-                    0.0f, r->y + i * k->m * k->nn, (int)k->nn);
+        cblas_sgemm(CblasRowMajor, k->ta ? CblasTrans : CblasNoTrans,
+                    k->tb ? CblasTrans : CblasNoTrans, (int)k->m, (int)k->nn, (int)k->k, 1.0f,
+                    r->a + i * k->m * k->k, lda, r->b + i * k->k * k->nn, ldb, 0.0f,
+                    r->y + i * k->m * k->nn, (int)k->nn);
     return 0;
 }
 

@@ -45,10 +45,13 @@ typedef struct {
     /* conv and pool: input [n,c,h,w], output [n,o,oh,ow] (pool: o == c),
      * kernel kh x kw, strides, pads top/left/bottom/right, groups. */
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr, group;
-    int avg;              /* pool: average (padding counted) instead of max */
+    int avg;              /* pool: 0 max, 1 average counting the padding,
+                             2 average over in-bounds cells only */
     int bias;             /* conv: a bias is added */
-    /* gemm: batch x [m,k] x [k,n]; trans: batch x [m,nn] */
+    /* gemm: batch x [m,k] x [k,n] (ta/tb: A stored [k,m], B stored [n,k]);
+     * trans: batch x [m,nn] */
     int64_t batch, m, nn, k;
+    int ta, tb;
     int64_t out_elems;    /* output elements */
     int64_t in_elems;     /* elements read (all inputs) */
     int64_t inner;        /* softmax row / gap block length */

@@ -138,6 +138,11 @@ static const ops_case ops_cases[] = {
     {"A15 iconv", OP_ICONV, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
     {"A16 poolk", OP_POOLK, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
     {"A17 ones", OP_ONES, {0}, 2, 0, S(4, 4), S(0)},
+    {"A18 conv2d 1x3 s2 SAME relu groups 2", OP_CONV2D, {2, OPS_PAD_SAME, OPS_ACT_RELU, 2}, 4,
+     4, S(1, 4, 9, 9), S(4, 2, 1, 3)},
+    {"A19 avgpool 3x3 s2 SAME (uneven pads)", OP_AVGPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_SAME}, 4,
+     0, S(1, 2, 8, 8), S(0)},
+    {"A20 matmul [1,1]x[1,1]", OP_MATMUL, {0}, 2, 2, S(1, 1), S(1, 1)},
 };
 #define N_OPS_CASES (sizeof ops_cases / sizeof ops_cases[0])
 
@@ -165,6 +170,7 @@ static void check_node(eg_cost_kind kind, eg_graph *g, int is_const) {
     assert_int_equal(hits, 0);
     assert_int_equal(misses, 1);
     assert_true(eg_cost_node(c1, g, 0) == t1);
+    assert_int_equal(eg_cost_fallbacks(c1), 0); /* measured, not estimated */
     eg_cost_stats(c1, &hits, &misses);
     assert_int_equal(hits, 1);
     assert_int_equal(misses, 1);
@@ -190,8 +196,8 @@ static void test_ops_complete(void **state) {
     int seen[OP_COUNT] = {0};
     for (size_t i = 0; i < N_OPS_CASES; i++) seen[ops_cases[i].op]++;
     for (int op = 0; op < OP_COUNT; op++) {
-        if (seen[op] != 1) print_error("operator %s in %d rows\n", ops_table[op].name, seen[op]);
-        assert_int_equal(seen[op], 1);
+        if (!seen[op]) print_error("operator %s has no row\n", ops_table[op].name);
+        assert_true(seen[op] >= 1);
     }
 }
 
@@ -243,6 +249,16 @@ static const mop_case mop_cases[] = {
      {S(1, 4, 8, 8), S(4), S(4), S(4), S(4), S(1, 4, 8, 8)}},
     {"M20 Softmax axis -1", EG_MOP_SOFTMAX, {.axis = -1}, 1, 1, {2, 2}, {S(4, 6), S(4, 6)}},
     {"M21 Identity", EG_MOP_IDENTITY, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
+    {"M22 AveragePool excluding pads", EG_MOP_AVGPOOL,
+     {.kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1, 1, 1}}, 1, 1, {4, 4},
+     {S(1, 4, 8, 8), S(1, 4, 8, 8)}},
+    {"M23 MaxPool ceil mode", EG_MOP_MAXPOOL, {.kernel = {2, 2}, .stride = {2, 2}}, 1, 1, {4, 4},
+     {S(1, 2, 7, 7), S(1, 2, 4, 4)}},
+    {"M24 Gemm transB", EG_MOP_GEMM, {.alpha = 1, .flags = EG_AF_TRANS_B}, 2, 1, {2, 2, 2},
+     {S(8, 16), S(4, 16), S(8, 4)}},
+    {"M25 Conv depthwise asymmetric pads", EG_MOP_CONV,
+     {.stride = {1, 1}, .pad = {0, 1, 2, 1}, .group = 4}, 2, 1, {4, 4, 4},
+     {S(1, 4, 8, 8), S(4, 1, 3, 3), S(1, 4, 8, 8)}},
 };
 #define N_MOP_CASES (sizeof mop_cases / sizeof mop_cases[0])
 
