@@ -585,6 +585,43 @@ static void test_cache_truncations(void **state) {
     remove(cut);
 }
 
+/* Byte flips over a valid file (each position of the first records, a few
+ * values each): the load succeeds or is EG_EFORMAT, and a success never
+ * holds more entries than the file has lines. */
+static void test_cache_flips(void **state) {
+    (void)state;
+    char path[128], bad[128], err[EG_ERRLEN];
+    static const char vals[] = {'\0', '\n', ' ', '0', 'f', 'g', '-', 'e', '.', '\xff'};
+    size_t len;
+    tmp_path(path, sizeof path, "flipsrc");
+    tmp_path(bad, sizeof bad, "flip");
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, path);
+    for (size_t i = 0; i < 2; i++) {
+        eg_graph *g = ops_graph(&ops_cases[i]);
+        eg_cost_node(c, g, 0);
+        eg_free(g);
+    }
+    assert_int_equal(eg_cost_save(c, err, sizeof err), EG_OK);
+    eg_cost_free(c);
+    char *full = read_file(path, &len);
+    for (size_t k = 0; k < len; k += 3)
+        for (size_t v = 0; v < sizeof vals; v++) {
+            char keep = full[k];
+            eg_cost *d = NULL;
+            if (vals[v] == keep) continue;
+            full[k] = vals[v];
+            write_file(bad, full, len);
+            eg_status rc = eg_cost_new(EG_COST_ANALYTIC, bad, &d, err, sizeof err);
+            assert_true(rc == EG_OK || rc == EG_EFORMAT);
+            if (rc == EG_OK) assert_true(eg_cost_size(d) <= 3);
+            eg_cost_free(d);
+            full[k] = keep;
+        }
+    free(full);
+    remove(path);
+    remove(bad);
+}
+
 /* ================= kinds ================= */
 
 static void test_cuda_without_gpu(void **state) {
@@ -628,6 +665,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_nopath);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_cache_bytes);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_truncations);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_flips);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cuda_without_gpu);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kind_names);
     return _cmocka_run_group_tests("engine_cost", tests, n, NULL, NULL);
