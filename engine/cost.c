@@ -237,10 +237,11 @@ static int spatial(const eg_graph *g, int x, int y, eg_cost_kern *k) {
     k->n = xs->dim[0], k->c = xs->dim[1], k->h = xs->dim[2], k->w = xs->dim[3];
     k->o = ys->dim[1], k->oh = ys->dim[2], k->ow = ys->dim[3];
     k->sh = max1(k->sh), k->sw = max1(k->sw), k->kh = max1(k->kh), k->kw = max1(k->kw);
-    k->pb = (k->oh - 1) * k->sh + k->kh - k->h - k->pt;
-    k->pr = (k->ow - 1) * k->sw + k->kw - k->w - k->pl;
-    if (k->pb < 0) k->pb = 0;
-    if (k->pr < 0) k->pr = 0;
+    /* in double: a hand-built graph may hold any dims */
+    double pb = (double)(k->oh - 1) * (double)k->sh + (double)(k->kh - k->h - k->pt);
+    double pr = (double)(k->ow - 1) * (double)k->sw + (double)(k->kw - k->w - k->pl);
+    k->pb = pb < 0 ? 0 : pb > INT32_MAX ? INT32_MAX : (int64_t)pb;
+    k->pr = pr < 0 ? 0 : pr > INT32_MAX ? INT32_MAX : (int64_t)pr;
     return 1;
 }
 

@@ -149,6 +149,12 @@ static double time_pd(eg_cost_cpu *c, dnnl_primitive_desc_t pd, const int *arg,
     struct dnnl_run r = {.stream = c->stream, .nargs = nargs};
     float *buf[4] = {0};
     double us = -1;
+    double total = 0;
+    for (int i = 0; i < nargs; i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, what[i], idx[i]);
+        total += md ? (double)dnnl_memory_desc_get_size(md) : 0;
+    }
+    if (total > EG_COST_MAX_MEASURE) return -1; /* blocked layouts pad channels */
     if (dnnl_primitive_create(&r.prim, pd) != dnnl_success) return -1;
     for (int i = 0; i < nargs; i++) {
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, what[i], idx[i]);
@@ -311,6 +317,7 @@ static double time_loop(eg_cost_cpu *c, const eg_cost_kern *k, run_fn run, int64
                         int64_t nb, int64_t ny) {
     struct loop_run r = {k, NULL, NULL, NULL, na < 1 ? 1 : na, nb < 1 ? 1 : nb, ny};
     double us = -1;
+    if ((double)(r.na + r.nb + ny) * sizeof(float) > EG_COST_MAX_MEASURE) return -1;
     r.a = rand_floats(c, r.na), r.b = rand_floats(c, r.nb), r.y = rand_floats(c, ny);
     if (r.a && r.b && r.y) us = median_time(run, &r);
     free(r.a), free(r.b), free(r.y);
