@@ -1,0 +1,702 @@
+/* cost.c - the cost model (cost.h): canonical memo keys and their hash
+ * table, the reduction of a node to a kernel descriptor with its flops and
+ * bytes (one switch per operator enum, no default), the analytic roofline,
+ * dispatch to the measuring backends, and the cache file. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "cost.h"
+#include "cost_impl.h"
+
+struct entry {
+    uint64_t hash;
+    uint8_t *key;
+    size_t len;
+    double us;
+};
+
+struct eg_cost {
+    eg_cost_kind kind;
+    char *path;
+    char machine[128];
+    struct entry *ent;   /* insertion order (the order eg_cost_save writes) */
+    size_t n_ent, cap_ent;
+    int32_t *slot;       /* open addressing: index into ent, -1 empty */
+    size_t n_slot;       /* a power of two, >= 2 x n_ent */
+    uint64_t hits, misses;
+    uint64_t fallbacks;  /* kernels the backend could not run */
+    uint8_t *kbuf;       /* key scratch */
+    size_t klen, kcap;
+    int kfail;           /* the key overflowed or allocation failed */
+    eg_cost_cpu *cpu;
+    eg_cost_cuda *cuda;
+};
+
+static const char *const kind_names[EG_COST_KIND_COUNT] = { /* ORDER COSTKIND */
+    [EG_COST_ANALYTIC] = "analytic",
+    [EG_COST_CPU] = "cpu",
+    [EG_COST_CUDA] = "cuda",
+};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == EG_COST_KIND_COUNT, "kind_names");
+
+const char *eg_cost_kind_name(eg_cost_kind k) {
+    return (unsigned)k < EG_COST_KIND_COUNT ? kind_names[k] : "?";
+}
+
+int eg_cost_kind_parse(const char *name) {
+    for (int k = 0; k < EG_COST_KIND_COUNT && name; k++)
+        if (strcmp(name, kind_names[k]) == 0) return k;
+    return -1;
+}
+
+/* ================= canonical keys ================= */
+
+static void key_bytes(eg_cost *c, const void *p, size_t n) {
+    if (c->kfail) return;
+    if (c->klen + n > EG_COST_MAX_KEY) {
+        c->kfail = 1;
+        return;
+    }
+    if (c->klen + n > c->kcap) {
+        size_t cap = c->kcap ? c->kcap * 2 : 256;
+        while (cap < c->klen + n) cap *= 2;
+        uint8_t *b = realloc(c->kbuf, cap);
+        if (!b) {
+            c->kfail = 1;
+            return;
+        }
+        c->kbuf = b, c->kcap = cap;
+    }
+    memcpy(c->kbuf + c->klen, p, n);
+    c->klen += n;
+}
+
+/* Append v as 8 little-endian bytes. */
+static void key_i64(eg_cost *c, int64_t v) {
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)v >> (8 * i));
+    key_bytes(c, b, 8);
+}
+
+static void key_str(eg_cost *c, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    key_i64(c, (int64_t)n);
+    key_bytes(c, s, n);
+}
+
+/* A tensor slot: -1 for an omitted one, else dtype, rank, dims. */
+static void key_tensor(eg_cost *c, const eg_graph *g, int t) {
+    if (t < 0 || t >= g->n_tensors) {
+        key_i64(c, -1);
+        return;
+    }
+    const eg_tensor *x = &g->tensor[t];
+    key_i64(c, x->dtype);
+    key_i64(c, x->shape.rank);
+    for (int i = 0; i < x->shape.rank && i < EG_MAX_RANK; i++) key_i64(c, x->shape.dim[i]);
+}
+
+static void key_attrs(eg_cost *c, const eg_attrs *a) {
+    const int32_t *iv[] = {a->kernel, a->stride, a->pad};
+    const int nv[] = {2, 2, 4};
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < nv[j]; i++) key_i64(c, iv[j][i]);
+    key_i64(c, a->group);
+    key_i64(c, a->axis);
+    key_i64(c, a->flags);
+    int n = a->n_ints < 0 ? 0 : a->n_ints > EG_MAX_INTS ? EG_MAX_INTS : a->n_ints;
+    key_i64(c, n);
+    for (int i = 0; i < n; i++) key_i64(c, a->ints[i]);
+}
+
+/* Build the node's key into c->kbuf. @return 1, or 0 when it would not fit. */
+static int build_key(eg_cost *c, const eg_graph *g, const eg_node *n) {
+    c->klen = 0, c->kfail = 0;
+    key_i64(c, 1); /* key layout version */
+    key_i64(c, n->kind);
+    switch (n->kind) {
+    case EG_KIND_OPS:
+        key_i64(c, n->op);
+        for (int i = 0; i < OPS_MAX_PARAMS && (unsigned)n->op < OP_COUNT; i++)
+            key_i64(c, i < ops_table[n->op].n_params ? n->param[i] : 0);
+        break;
+    case EG_KIND_MODEL:
+        key_i64(c, n->mop);
+        key_attrs(c, &n->attr);
+        break;
+    case EG_KIND_OPAQUE: /* its cost depends on the outputs only */
+        key_str(c, n->domain);
+        key_str(c, n->op_type);
+        break;
+    case EG_KIND_COUNT:
+        break;
+    }
+    if (n->kind != EG_KIND_OPAQUE) {
+        key_i64(c, n->n_in);
+        for (int k = 0; k < n->n_in; k++) key_tensor(c, g, n->in[k]);
+    }
+    key_i64(c, n->n_out);
+    for (int k = 0; k < n->n_out; k++) key_tensor(c, g, n->out[k]);
+    return !c->kfail;
+}
+
+/* ================= the table ================= */
+
+static long find(const eg_cost *c, uint64_t h, const uint8_t *key, size_t len) {
+    if (!c->n_slot) return -1;
+    for (size_t i = h & (c->n_slot - 1);; i = (i + 1) & (c->n_slot - 1)) {
+        int32_t e = c->slot[i];
+        if (e < 0) return -1;
+        const struct entry *x = &c->ent[e];
+        if (x->hash == h && x->len == len && memcmp(x->key, key, len) == 0) return e;
+    }
+}
+
+static void place(eg_cost *c, size_t e) {
+    for (size_t i = c->ent[e].hash & (c->n_slot - 1);; i = (i + 1) & (c->n_slot - 1))
+        if (c->slot[i] < 0) {
+            c->slot[i] = (int32_t)e;
+            return;
+        }
+}
+
+/* Store key -> us (a copy of key). @return EG_OK, EG_ENOMEM, EG_ELIMIT. */
+static eg_status insert(eg_cost *c, uint64_t h, const uint8_t *key, size_t len, double us) {
+    if (c->n_ent >= INT32_MAX / 4) return EG_ELIMIT;
+    if (c->n_ent == c->cap_ent) {
+        size_t cap = c->cap_ent ? c->cap_ent * 2 : 64;
+        struct entry *e = realloc(c->ent, cap * sizeof *e);
+        if (!e) return EG_ENOMEM;
+        c->ent = e, c->cap_ent = cap;
+    }
+    if (2 * (c->n_ent + 1) > c->n_slot) {
+        size_t ns = c->n_slot ? c->n_slot * 2 : 128;
+        int32_t *s = malloc(ns * sizeof *s);
+        if (!s) return EG_ENOMEM;
+        free(c->slot);
+        c->slot = s, c->n_slot = ns;
+        memset(s, 0xff, ns * sizeof *s);
+        for (size_t e = 0; e < c->n_ent; e++) place(c, e);
+    }
+    uint8_t *k = malloc(len ? len : 1);
+    if (!k) return EG_ENOMEM;
+    memcpy(k, key, len);
+    c->ent[c->n_ent] = (struct entry){h, k, len, us};
+    place(c, c->n_ent++);
+    return EG_OK;
+}
+
+/* ================= node -> kernel ================= */
+
+static const eg_shape *shape_of(const eg_graph *g, int t) {
+    return t >= 0 && t < g->n_tensors ? &g->tensor[t].shape : NULL;
+}
+
+static int64_t dim(const eg_graph *g, int t, int i) {
+    const eg_shape *s = shape_of(g, t);
+    return s && i < s->rank ? s->dim[i] : -1;
+}
+
+static double tensor_bytes(const eg_graph *g, int t, int64_t *elems) {
+    int64_t n = eg_shape_numel(&g->tensor[t].shape);
+    size_t sz = eg_dtype_size(g->tensor[t].dtype);
+    *elems = n;
+    return (double)n * (double)(sz ? sz : 4);
+}
+
+/* Bytes and element counts of every input and output.
+ * @return 1, or 0 when a shape is unknown. */
+static int count_io(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    double bytes = 0;
+    int64_t e, in = 0, out = 0;
+    for (int j = 0; j < n->n_in + n->n_out; j++) {
+        int t = j < n->n_in ? n->in[j] : n->out[j - n->n_in];
+        if (t < 0 || t >= g->n_tensors) continue;
+        bytes += tensor_bytes(g, t, &e);
+        if (e < 0) return 0;
+        if (j < n->n_in) in += e;
+        else out += e;
+    }
+    k->bytes = bytes, k->in_elems = in, k->out_elems = out;
+    return n->n_out > 0 && n->out[0] >= 0;
+}
+
+static int64_t max1(int64_t v) { return v < 1 ? 1 : v; }
+
+/* Spatial geometry of a conv or pool from x [n,c,h,w] and y [n,o,oh,ow];
+ * the far pads are what makes the output size come out. @return 1 or 0 */
+static int spatial(const eg_graph *g, int x, int y, eg_cost_kern *k) {
+    const eg_shape *xs = shape_of(g, x), *ys = shape_of(g, y);
+    if (!xs || !ys || xs->rank != 4 || ys->rank != 4) return 0;
+    k->n = xs->dim[0], k->c = xs->dim[1], k->h = xs->dim[2], k->w = xs->dim[3];
+    k->o = ys->dim[1], k->oh = ys->dim[2], k->ow = ys->dim[3];
+    k->sh = max1(k->sh), k->sw = max1(k->sw), k->kh = max1(k->kh), k->kw = max1(k->kw);
+    /* in double: a hand-built graph may hold any dims */
+    double pb = (double)(k->oh - 1) * (double)k->sh + (double)(k->kh - k->h - k->pt);
+    double pr = (double)(k->ow - 1) * (double)k->sw + (double)(k->kw - k->w - k->pl);
+    k->pb = pb < 0 ? 0 : pb > INT32_MAX ? INT32_MAX : (int64_t)pb;
+    k->pr = pr < 0 ? 0 : pr > INT32_MAX ? INT32_MAX : (int64_t)pr;
+    return 1;
+}
+
+static void conv_flops(eg_cost_kern *k) {
+    k->cls = EG_KC_CONV;
+    k->group = max1(k->group);
+    k->flops = 2.0 * (double)k->n * (double)k->o * (double)k->oh * (double)k->ow *
+               (double)(k->c / k->group) * (double)k->kh * (double)k->kw;
+    if (k->bias) k->flops += (double)k->out_elems;
+}
+
+static void ewise(eg_cost_kern *k, eg_cost_ew ew, double per_elem) {
+    k->cls = EG_KC_EWISE, k->ew = ew;
+    k->flops = per_elem * (double)k->out_elems;
+}
+
+/* opspecs operators. @return 1, or 0 for shapes the formulas cannot use. */
+static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    const int32_t *p = n->param;
+    int x = n->in[0], y = n->out[0];
+    switch (n->op) {
+    case OP_MATMUL:
+        k->cls = EG_KC_GEMM, k->batch = 1;
+        k->m = dim(g, x, 0), k->k = dim(g, x, 1), k->nn = dim(g, n->in[1], 1);
+        k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
+        return 1;
+    case OP_CONV2D:
+        k->sh = k->sw = p[0], k->group = p[3];
+        k->kh = dim(g, n->in[1], 2), k->kw = dim(g, n->in[1], 3);
+        k->pt = p[1] == OPS_PAD_SAME ? (k->kh - 1) / 2 : 0;
+        k->pl = p[1] == OPS_PAD_SAME ? (k->kw - 1) / 2 : 0;
+        if (!spatial(g, x, y, k)) return 0;
+        conv_flops(k); /* a fused RELU (p[2]) is free */
+        return 1;
+    case OP_EWADD: ewise(k, EG_EW_ADD, 1); return 1;
+    case OP_EWMUL: ewise(k, EG_EW_MUL, 1); return 1;
+    case OP_SMUL: ewise(k, EG_EW_SCALE, 1); return 1;
+    case OP_RELU: ewise(k, EG_EW_RELU, 1); return 1;
+    case OP_AVGPOOL:
+    case OP_MAXPOOL:
+        k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;
+        k->kh = OPS_KERNEL_H(p[0]), k->kw = OPS_KERNEL_W(p[0]), k->sh = k->sw = p[1];
+        k->pt = p[2] == OPS_PAD_SAME ? (k->kh - 1) / 2 : 0;
+        k->pl = p[2] == OPS_PAD_SAME ? (k->kw - 1) / 2 : 0;
+        if (!spatial(g, x, y, k)) return 0;
+        k->flops = (double)k->out_elems * (double)(k->kh * k->kw);
+        return 1;
+    case OP_CONCAT:
+    case OP_ENLARGE: k->cls = EG_KC_MOVE; return 1;
+    case OP_SPLIT0:
+    case OP_SPLIT1: k->cls = EG_KC_VIEW; return 1;
+    case OP_TRANSPOSE:
+        k->cls = EG_KC_TRANS, k->batch = 1, k->m = dim(g, x, 0), k->nn = dim(g, x, 1);
+        return 1;
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK:
+    case OP_ONES: k->cls = EG_KC_FREE; return 1;
+    case OP_COUNT: return 0;
+    }
+    return 0;
+}
+
+/* numpy-style MatMul: batch x [m,k] x [k,n] from the input ranks. */
+static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    const eg_shape *a = shape_of(g, n->in[0]), *b = shape_of(g, n->in[1]);
+    if (!a || !b || a->rank < 1 || b->rank < 1) return 0;
+    k->cls = EG_KC_GEMM;
+    k->k = a->dim[a->rank - 1];
+    k->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
+    k->nn = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
+    k->batch = k->out_elems / max1(k->m * k->nn);
+    k->flops = 2.0 * (double)k->batch * (double)k->m * (double)k->nn * (double)k->k;
+    return 1;
+}
+
+static int kern_gemm(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    int ta = (n->attr.flags & EG_AF_TRANS_A) != 0;
+    k->cls = EG_KC_GEMM, k->batch = 1;
+    k->ta = ta, k->tb = (n->attr.flags & EG_AF_TRANS_B) != 0;
+    k->m = dim(g, n->in[0], ta), k->k = dim(g, n->in[0], !ta);
+    k->nn = dim(g, n->out[0], 1);
+    k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
+    if (n->n_in > 2 && n->in[2] >= 0) k->flops += 2.0 * (double)k->out_elems;
+    return k->m > 0 && k->k > 0 && k->nn > 0;
+}
+
+static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    const eg_attrs *a = &n->attr;
+    int x = n->in[0], y = n->out[0];
+    int64_t d1 = dim(g, x, 1);
+    switch (n->mop) {
+    case EG_MOP_CONV:
+        k->kh = dim(g, n->in[1], 2), k->kw = dim(g, n->in[1], 3);
+        k->sh = a->stride[0], k->sw = a->stride[1], k->group = a->group;
+        k->pt = a->pad[0], k->pl = a->pad[1];
+        k->bias = n->n_in > 2 && n->in[2] >= 0;
+        if (!spatial(g, x, y, k)) return 0;
+        conv_flops(k);
+        return 1;
+    case EG_MOP_MAXPOOL:
+    case EG_MOP_AVGPOOL:
+        k->cls = EG_KC_POOL;
+        if (n->mop == EG_MOP_AVGPOOL) k->avg = (a->flags & EG_AF_COUNT_PAD) ? 1 : 2;
+        k->kh = a->kernel[0], k->kw = a->kernel[1], k->sh = a->stride[0], k->sw = a->stride[1];
+        k->pt = a->pad[0], k->pl = a->pad[1];
+        if (!spatial(g, x, y, k)) return 0;
+        k->flops = (double)k->out_elems * (double)(k->kh * k->kw);
+        return 1;
+    case EG_MOP_GLOBALAVGPOOL:
+        ewise(k, EG_EW_GAP, 0);
+        k->inner = k->in_elems / max1(dim(g, x, 0) * d1);
+        k->flops = (double)k->in_elems;
+        return 1;
+    case EG_MOP_GEMM: return kern_gemm(g, n, k);
+    case EG_MOP_MATMUL: return kern_matmul(g, n, k);
+    case EG_MOP_ADD: ewise(k, EG_EW_ADD, 1); return 1;
+    case EG_MOP_MUL: ewise(k, EG_EW_MUL, 1); return 1;
+    case EG_MOP_RELU: ewise(k, EG_EW_RELU, 1); return 1;
+    case EG_MOP_SIGMOID: ewise(k, EG_EW_SIGMOID, 4); return 1;
+    case EG_MOP_TANH: ewise(k, EG_EW_TANH, 4); return 1;
+    case EG_MOP_CONCAT:
+    case EG_MOP_SPLIT:
+    case EG_MOP_RESHAPE:
+    case EG_MOP_FLATTEN:
+    case EG_MOP_IDENTITY: k->cls = EG_KC_MOVE; return 1;
+    case EG_MOP_TRANSPOSE: {
+        const eg_shape *s = shape_of(g, x);
+        if (!s || s->rank < 1) return 0;
+        k->cls = EG_KC_TRANS, k->batch = 1, k->nn = s->dim[s->rank - 1];
+        k->m = k->out_elems / max1(k->nn);
+        return 1;
+    }
+    case EG_MOP_BATCHNORM:
+        ewise(k, EG_EW_BNORM, 2);
+        k->c = max1(d1), k->inner = k->out_elems / max1(dim(g, x, 0) * k->c);
+        return 1;
+    case EG_MOP_SOFTMAX: {
+        const eg_shape *s = shape_of(g, x);
+        if (!s || s->rank < 1) return 0;
+        int ax = a->axis < 0 ? a->axis + s->rank : a->axis;
+        if (ax < 0 || ax >= s->rank) return 0;
+        ewise(k, EG_EW_SOFTMAX, 5);
+        k->inner = s->dim[ax];
+        return 1;
+    }
+    case EG_MOP_COUNT: return 0;
+    }
+    return 0;
+}
+
+/* Reduce node to a kernel. @return 1, or 0 when its shapes are unknown. */
+static int kern_of(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    memset(k, 0, sizeof *k);
+    if (!count_io(g, n, k)) return 0;
+    switch (n->kind) {
+    case EG_KIND_OPS:
+        return (unsigned)n->op < OP_COUNT && n->n_in >= ops_table[n->op].arity &&
+               kern_ops(g, n, k);
+    case EG_KIND_MODEL:
+        return (unsigned)n->mop < EG_MOP_COUNT && n->n_in >= 1 &&
+               n->n_in >= eg_mop_table[n->mop].min_in && kern_model(g, n, k);
+    case EG_KIND_OPAQUE:
+    case EG_KIND_COUNT: return 0;
+    }
+    return 0;
+}
+
+/* ================= costs ================= */
+
+/* A roofline target: launch and view overheads (us), flops and bytes per us. */
+typedef struct {
+    double launch, view, peak, bandwidth;
+} target;
+
+static const target gpu_like = {EG_COST_LAUNCH_US, EG_COST_VIEW_US, EG_COST_PEAK_FLOPS,
+                                EG_COST_BANDWIDTH};
+static const target cpu_like = {EG_COST_CPU_LAUNCH_US, EG_COST_CPU_LAUNCH_US,
+                                EG_COST_CPU_PEAK_FLOPS, EG_COST_CPU_BANDWIDTH};
+
+static double roofline(const target *t, double flops, double bytes) {
+    double t1 = flops / t->peak, t2 = bytes / t->bandwidth;
+    return t1 > t2 ? t1 : t2;
+}
+
+static double analytic(const target *t, const eg_cost_kern *k) {
+    switch (k->cls) {
+    case EG_KC_FREE: return 0;
+    case EG_KC_VIEW: return t->view + roofline(t, 0, k->bytes);
+    case EG_KC_MOVE:
+    case EG_KC_TRANS: return t->launch + roofline(t, 0, k->bytes);
+    case EG_KC_CONV:
+    case EG_KC_GEMM:
+    case EG_KC_POOL:
+    case EG_KC_EWISE: return t->launch + roofline(t, k->flops, k->bytes);
+    case EG_KC_COUNT: break;
+    }
+    return EG_COST_UNKNOWN_US;
+}
+
+static double opaque_cost(const eg_graph *g, const eg_node *n) {
+    double bytes = 0;
+    int64_t e;
+    for (int j = 0; j < n->n_out; j++) {
+        if (n->out[j] < 0 || n->out[j] >= g->n_tensors) continue;
+        bytes += tensor_bytes(g, n->out[j], &e);
+        if (e < 0) return EG_COST_UNKNOWN_US;
+    }
+    return EG_COST_LAUNCH_US + bytes / EG_COST_BANDWIDTH;
+}
+
+static double compute(eg_cost *c, const eg_graph *g, const eg_node *n) {
+    eg_cost_kern k;
+    if (n->kind == EG_KIND_OPAQUE) return opaque_cost(g, n);
+    if (!kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
+    double t = -1;
+    int measurable = k.cls != EG_KC_FREE && k.bytes <= EG_COST_MAX_MEASURE;
+    switch (c->kind) {
+    case EG_COST_ANALYTIC: break;
+    case EG_COST_CPU:
+        if (measurable) t = eg_cost_cpu_time(c->cpu, &k);
+        break;
+    case EG_COST_CUDA:
+        if (measurable) t = eg_cost_cuda_time(c->cuda, &k);
+        break;
+    case EG_COST_KIND_COUNT: break;
+    }
+    if (t >= 0 && isfinite(t)) return t;
+    if (c->kind != EG_COST_ANALYTIC && k.cls != EG_KC_FREE) c->fallbacks++;
+    return analytic(c->kind == EG_COST_CPU ? &cpu_like : &gpu_like, &k);
+}
+
+double eg_cost_node(eg_cost *c, const eg_graph *g, int node) {
+    const eg_node *n = &g->node[node];
+    if (!build_key(c, g, n)) {
+        c->misses++;
+        return compute(c, g, n);
+    }
+    uint64_t h = XXH3_64bits(c->kbuf, c->klen);
+    long e = find(c, h, c->kbuf, c->klen);
+    if (e >= 0) {
+        c->hits++;
+        return c->ent[e].us;
+    }
+    c->misses++;
+    double us = compute(c, g, n);
+    /* compute does not touch the key buffer; a failed insert only loses
+     * the memo. */
+    (void)insert(c, h, c->kbuf, c->klen, us);
+    return us;
+}
+
+double eg_cost_graph(eg_cost *c, const eg_graph *g) {
+    unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
+    double sum = 0;
+    if (wo) eg_mark_weight_only(g, wo);
+    for (int j = 0; j < g->n_nodes; j++)
+        if (!wo || !wo[j]) sum += eg_cost_node(c, g, j);
+    free(wo);
+    return sum;
+}
+
+void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses) {
+    if (hits) *hits = c->hits;
+    if (misses) *misses = c->misses;
+}
+
+size_t eg_cost_size(const eg_cost *c) { return c->n_ent; }
+
+uint64_t eg_cost_fallbacks(const eg_cost *c) { return c->fallbacks; }
+
+/* ================= cache file ================= */
+
+#define MAGIC "eg-cost-cache 1"
+#define LINE_MAX_LEN (2 * EG_COST_MAX_KEY + 64)
+
+static int hexval(int ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return -1;
+}
+
+/* Parse "HEXKEY US" (no newline) into key and *us.
+ * @return NULL, or what is wrong with the line. */
+static const char *parse_record(const char *s, uint8_t *key, size_t *len, double *us) {
+    const char *sp = strchr(s, ' ');
+    if (!sp) return "expected 'HEXKEY MICROSECONDS'";
+    size_t nh = (size_t)(sp - s);
+    if (nh == 0 || nh % 2 || nh / 2 > EG_COST_MAX_KEY) return "bad key length";
+    for (size_t i = 0; i < nh; i += 2) {
+        int hi = hexval((unsigned char)s[i]), lo = hexval((unsigned char)s[i + 1]);
+        if (hi < 0 || lo < 0) return "key is not lowercase hex";
+        key[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    *len = nh / 2;
+    const char *num = sp + 1;
+    char *end;
+    errno = 0;
+    if (*num == '\0' || *num == ' ' || *num == '\t') return "missing time";
+    *us = strtod(num, &end);
+    if (errno || *end != '\0' || !isfinite(*us) || *us < 0) return "bad time";
+    return NULL;
+}
+
+static eg_status load(eg_cost *c, char *err, size_t errlen) {
+    FILE *f = fopen(c->path, "r");
+    if (!f) {
+        if (errno == ENOENT) return EG_OK;
+        snprintf(err, errlen, "%s: cannot read: %s", c->path, strerror(errno));
+        return EG_EIO;
+    }
+    eg_status rc = EG_OK;
+    char *line = malloc(LINE_MAX_LEN + 2), head[sizeof MAGIC + 160];
+    uint8_t *key = malloc(EG_COST_MAX_KEY);
+    const char *why = NULL;
+    long ln = 0;
+    snprintf(head, sizeof head, "%s %s %s", MAGIC, kind_names[c->kind], c->machine);
+    if (!line || !key) {
+        rc = EG_ENOMEM;
+        snprintf(err, errlen, "%s: out of memory", c->path);
+        goto cleanup;
+    }
+    while (fgets(line, LINE_MAX_LEN + 2, f)) {
+        size_t n = strlen(line);
+        double us = 0;
+        size_t klen = 0;
+        ln++;
+        if (n == 0 || line[n - 1] != '\n') {
+            why = n > LINE_MAX_LEN ? "line too long" : "truncated line (no newline, or a NUL byte)";
+            break;
+        }
+        line[n - 1] = '\0';
+        if (ln == 1) {
+            if (strncmp(line, MAGIC " ", sizeof MAGIC) != 0) why = "not a cost cache (expected '" MAGIC " BACKEND MACHINE')";
+            else if (strcmp(line, head) != 0) why = "made by another backend or machine";
+            if (why) break;
+            continue;
+        }
+        if ((why = parse_record(line, key, &klen, &us))) break;
+        uint64_t h = XXH3_64bits(key, klen);
+        if (find(c, h, key, klen) >= 0) continue; /* a duplicate: the first wins */
+        if ((rc = insert(c, h, key, klen, us)) != EG_OK) {
+            snprintf(err, errlen, "%s:%ld: %s", c->path, ln, eg_status_name(rc));
+            goto cleanup;
+        }
+    }
+    if (!why && ferror(f)) {
+        rc = EG_EIO;
+        snprintf(err, errlen, "%s: read error", c->path);
+    } else if (!why && ln == 0) {
+        why = "empty file (no header line)";
+    }
+    if (why) {
+        rc = EG_EFORMAT;
+        snprintf(err, errlen, "%s:%ld: %s", c->path, ln, why);
+        if (ln == 1 && strncmp(line, MAGIC " ", sizeof MAGIC) == 0) {
+            size_t used = strlen(err);
+            snprintf(err + used, errlen > used ? errlen - used : 0,
+                     " (this model expects '%s'; measured times do not transfer)", head);
+        }
+    }
+cleanup:
+    free(line);
+    free(key);
+    fclose(f);
+    return rc;
+}
+
+eg_status eg_cost_save(eg_cost *c, char *err, size_t errlen) {
+    if (!c->path) return EG_OK;
+    size_t plen = strlen(c->path) + 32;
+    char *tmp = malloc(plen);
+    if (!tmp) {
+        snprintf(err, errlen, "%s: out of memory", c->path);
+        return EG_ENOMEM;
+    }
+    snprintf(tmp, plen, "%s.tmp.%ld", c->path, (long)getpid());
+    eg_status rc = EG_OK;
+    FILE *f = fopen(tmp, "w");
+    int bad = !f;
+    if (f) {
+        bad |= fprintf(f, "%s %s %s\n", MAGIC, kind_names[c->kind], c->machine) < 0;
+        for (size_t e = 0; e < c->n_ent && !bad; e++) {
+            const struct entry *x = &c->ent[e];
+            for (size_t i = 0; i < x->len; i++) bad |= fprintf(f, "%02x", x->key[i]) < 0;
+            bad |= fprintf(f, " %.17g\n", x->us) < 0;
+        }
+        bad |= fclose(f) != 0;
+    }
+    if (bad || rename(tmp, c->path) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", c->path, strerror(errno));
+        if (f) remove(tmp);
+        rc = EG_EIO;
+    }
+    free(tmp);
+    return rc;
+}
+
+/* ================= life cycle ================= */
+
+/* Keep the machine id on one line without leading/trailing blanks. */
+static void clean_machine(char *m) {
+    for (char *p = m; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+    size_t n = strlen(m);
+    while (n && m[n - 1] == ' ') m[--n] = '\0';
+    if (!n) snprintf(m, 8, "unknown");
+}
+
+eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, char *err,
+                      size_t errlen) {
+    eg_status rc = EG_OK;
+    eg_cost *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c || (cache_path && !(c->path = strdup(cache_path)))) {
+        rc = EG_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+    c->kind = kind;
+    switch (kind) {
+    case EG_COST_ANALYTIC: snprintf(c->machine, sizeof c->machine, "any"); break;
+    case EG_COST_CPU:
+        eg_cost_cpu_machine(c->machine, sizeof c->machine);
+        if (eg_cost_cpu_new(&c->cpu, err, errlen) != 0) rc = EG_EUNSUPPORTED;
+        break;
+    case EG_COST_CUDA:
+        if (eg_cost_cuda_new(&c->cuda, c->machine, sizeof c->machine, err, errlen) != 0)
+            rc = EG_EUNSUPPORTED;
+        break;
+    case EG_COST_KIND_COUNT:
+        snprintf(err, errlen, "unknown cost backend %d", (int)kind);
+        rc = EG_EUNSUPPORTED;
+        break;
+    }
+    if (rc != EG_OK) goto cleanup;
+    clean_machine(c->machine);
+    if (c->path) rc = load(c, err, errlen);
+cleanup:
+    if (rc != EG_OK) {
+        eg_cost_free(c);
+        return rc;
+    }
+    *out = c;
+    return EG_OK;
+}
+
+void eg_cost_free(eg_cost *c) {
+    if (!c) return;
+    for (size_t e = 0; e < c->n_ent; e++) free(c->ent[e].key);
+    free(c->ent);
+    free(c->slot);
+    free(c->kbuf);
+    free(c->path);
+    if (c->cpu) eg_cost_cpu_free(c->cpu);
+    if (c->cuda) eg_cost_cuda_free(c->cuda);
+    free(c);
+}

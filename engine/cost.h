@@ -1,0 +1,148 @@
+/* cost.h - the engine's cost model (prefix eg_cost): the time a graph
+ * takes, as the sum of its nodes' times, memoised per distinct operator
+ * instance and optionally kept in a cache file between runs.
+ *
+ * Overview. A node's cost is looked up by a canonical key: node kind,
+ * operator (opspecs op, model op, or opaque op_type and domain), the
+ * parameters / attributes, every input's dtype and shape, every output's
+ * dtype and shape, each field written as a little-endian int64 (no struct
+ * bytes, so no padding). Keys live in an open-addressing table hashed with
+ * XXH3-64; a hit returns the stored microseconds. Three backends:
+ *
+ *   analytic  deterministic (tests and reproducible searches), a roofline
+ *             of a GPU-like target:
+ *                 us = EG_COST_LAUNCH_US + max(flops / EG_COST_PEAK_FLOPS,
+ *                                              bytes / EG_COST_BANDWIDTH)
+ *             with bytes = all inputs read + the output written. So merging
+ *             parallel kernels into one pays off (one launch). Memory ops
+ *             (concat, split, transpose, reshape, flatten, identity,
+ *             enlarge) have flops 0; split0/split1 are views in a fused
+ *             runtime and pay EG_COST_VIEW_US instead of the launch; a
+ *             conv2d with a fused RELU costs the same as without; the
+ *             constants imm/iconv/poolk/ones cost 0.
+ *   cpu       measured once per key on this CPU with random float inputs:
+ *             conv and pools through oneDNN (C API), MatMul/Gemm through
+ *             OpenBLAS cblas_sgemm, the rest with plain C loops; two
+ *             warm-up runs, then repeats until 20 ms or 25 runs (at least
+ *             5); the median. oneDNN (OpenMP) and OpenBLAS are held to
+ *             ONE thread, so the figures are stable on a shared machine
+ *             and comparable with onnxruntime runs at one intra-op thread
+ *             (the baseline bench uses); every kernel then runs on the
+ *             calling thread and is timed with its CPU-time clock
+ *             (CLOCK_THREAD_CPUTIME_ID), which leaves out the time other
+ *             processes take on a loaded machine. A kernel over
+ *             EG_COST_MAX_MEASURE bytes, or one oneDNN refuses, gets the
+ *             roofline of a CPU-like target instead (EG_COST_CPU_*).
+ *   cuda      the same measured on a CUDA device (cuDNN convolution with
+ *             the algorithm cuDNN ranks first, cuBLAS sgemm, a copy kernel
+ *             for the rest; cudaEvent timing, median of 15). Needs a device
+ *             at eg_cost_new time; a kernel it cannot run gets the analytic
+ *             figure.
+ *
+ * Opaque nodes cost EG_COST_LAUNCH_US + output bytes / EG_COST_BANDWIDTH
+ * on every backend (they never change during a search); a node whose
+ * shapes are not all known costs EG_COST_UNKNOWN_US. eg_cost_graph skips
+ * weight-only nodes (eg_mark_weight_only): they become initializers.
+ *
+ * Cache file (text, one record per line, '\n' ends every line):
+ *
+ *     eg-cost-cache 1 BACKEND MACHINE
+ *     HEXKEY MICROSECONDS
+ *     ...
+ *
+ * line 1: the magic word, format version 1, the backend name
+ * (eg_cost_kind_name) and the machine id (analytic: "any"; cpu: the CPU
+ * model name from /proc/cpuinfo; cuda: the device name), one space each,
+ * the machine id running to the end of the line. Then per key: the
+ * canonical key in lowercase hex (an even number of digits, at most
+ * 2 x EG_COST_MAX_KEY), one space, the time in microseconds as written by
+ * "%.17g" (finite, >= 0). A file of another backend or machine is refused
+ * (EG_EFORMAT): measured times do not transfer. A missing file is an
+ * empty cache; eg_cost_save creates it.
+ *
+ * Worked example: compare a graph before and after a rewrite on this CPU,
+ * reusing measurements across runs.
+ *
+ *     eg_cost *c;
+ *     char err[EG_ERRLEN];
+ *     if (eg_cost_new(EG_COST_CPU, "costs.txt", &c, err, sizeof err) != EG_OK) {
+ *         fprintf(stderr, "%s\n", err);  // "costs.txt:3: bad time '-1'"
+ *         return 2;
+ *     }
+ *     double before = eg_cost_graph(c, g);    // measures each new kernel once
+ *     double after = eg_cost_graph(c, g2);    // shared kernels are hits
+ *     printf("%.1f us -> %.1f us\n", before, after);
+ *     if (eg_cost_save(c, err, sizeof err) != EG_OK) fprintf(stderr, "%s\n", err);
+ *     eg_cost_free(c);
+ */
+#ifndef EG_COST_H
+#define EG_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+/* Analytic target (a GPU-like device), microseconds. */
+#define EG_COST_LAUNCH_US 10.0     /* per kernel launch */
+#define EG_COST_VIEW_US 1.0        /* split0/split1: a view */
+#define EG_COST_PEAK_FLOPS 10e6    /* flops per us: 10 TFLOP/s */
+#define EG_COST_BANDWIDTH 500e3    /* bytes per us: 500 GB/s */
+#define EG_COST_UNKNOWN_US 100.0   /* a node with an unknown shape */
+/* CPU-like roofline for kernels the cpu backend cannot measure. */
+#define EG_COST_CPU_LAUNCH_US 1.0
+#define EG_COST_CPU_PEAK_FLOPS 50e3  /* flops per us: 50 GFLOP/s, one core */
+#define EG_COST_CPU_BANDWIDTH 10e3   /* bytes per us: 10 GB/s */
+#define EG_COST_MAX_KEY 8192       /* canonical key bytes (longer: not cached) */
+#define EG_COST_MAX_MEASURE ((double)(512u << 20)) /* bytes a measurement may allocate */
+
+typedef enum { EG_COST_ANALYTIC, EG_COST_CPU, EG_COST_CUDA, EG_COST_KIND_COUNT } eg_cost_kind; /* ORDER COSTKIND */
+
+/* @return "analytic", "cpu", "cuda", or "?" out of range. */
+const char *eg_cost_kind_name(eg_cost_kind k);
+
+/* @return the kind named (as eg_cost_kind_name writes it), or -1. */
+int eg_cost_kind_parse(const char *name);
+
+typedef struct eg_cost eg_cost;
+
+/* Make a cost model of that kind; cache_path may be NULL (no file). An
+ * existing cache file is loaded now (see the header comment).
+ * @return EG_OK with *out set (free with eg_cost_free); otherwise *out is
+ *         NULL and err says why: EG_EUNSUPPORTED for cuda without a usable
+ *         GPU ("no CUDA device: use --cost analytic or cpu"), EG_EFORMAT
+ *         for a cache that does not parse or belongs to another backend or
+ *         machine ("FILE:LINE: ..."), EG_EIO, EG_ENOMEM. */
+eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, char *err,
+                      size_t errlen);
+
+/* The time of node `node` of g in microseconds (>= 0, finite), memoised.
+ * @pre 0 <= node < g->n_nodes; its tensor ids are valid. */
+double eg_cost_node(eg_cost *c, const eg_graph *g, int node);
+
+/* Sum of eg_cost_node over the nodes that are not weight-only
+ * (eg_mark_weight_only), which cost 0: they are folded to initializers.
+ * @pre as eg_mark_weight_only (topological order, producers indexed). */
+double eg_cost_graph(eg_cost *c, const eg_graph *g);
+
+/* Write every memoised cost to the cache path, through "PATH.tmp.PID" and
+ * rename. No-op (EG_OK) when the model has no path.
+ * @return EG_OK, or EG_EIO with the path in err. */
+eg_status eg_cost_save(eg_cost *c, char *err, size_t errlen);
+
+/* Lookups answered from the table (hits) and costs computed (misses),
+ * since eg_cost_new. Either pointer may be NULL. */
+void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses);
+
+/* Number of memoised entries (loaded or computed). */
+size_t eg_cost_size(const eg_cost *c);
+
+/* Kernels a measuring backend could not run (too big, refused by oneDNN
+ * or cuDNN) and costed with a roofline instead; 0 for analytic. */
+uint64_t eg_cost_fallbacks(const eg_cost *c);
+
+/* Free the model (the cache is not saved). NULL is allowed. A model is
+ * for one thread at a time (the memo table is not locked). */
+void eg_cost_free(eg_cost *c);
+
+#endif

@@ -1,0 +1,94 @@
+/* cost_impl.h - internal to the cost model (cost.c, cost_cpu.c,
+ * cost_cuda.cu / cost_nocuda.c): the kernel descriptor a node is reduced
+ * to, and the measuring backends' entry points. Plain C, no graph.h, so
+ * the CUDA translation unit can include it. Not installed. */
+#ifndef EG_COST_IMPL_H
+#define EG_COST_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What kind of kernel a node runs. ORDER KCLASS */
+typedef enum {
+    EG_KC_FREE,  /* a constant (imm, iconv, poolk, ones): cost 0 */
+    EG_KC_CONV,  /* 2-D convolution, NCHW x OIHW, groups */
+    EG_KC_GEMM,  /* batch x ([m,k] x [k,n]) */
+    EG_KC_POOL,  /* 2-D max / average pooling */
+    EG_KC_EWISE, /* element-wise arithmetic (see eg_cost_ew) */
+    EG_KC_MOVE,  /* a copy of bytes (concat, reshape, identity, enlarge...) */
+    EG_KC_TRANS, /* batch x [m,n] -> [n,m] with strided reads */
+    EG_KC_VIEW,  /* split0/split1: a view in a fused runtime */
+    EG_KC_COUNT
+} eg_cost_kclass;
+
+/* Element-wise flavours (EG_KC_EWISE). ORDER EW */
+typedef enum {
+    EG_EW_ADD,     /* out = a + b */
+    EG_EW_MUL,     /* out = a * b */
+    EG_EW_SCALE,   /* out = a * s (scalar) */
+    EG_EW_RELU,
+    EG_EW_SIGMOID,
+    EG_EW_TANH,
+    EG_EW_BNORM,   /* out = a * scale[c] + shift[c] */
+    EG_EW_SOFTMAX, /* rows of length `inner` */
+    EG_EW_GAP,     /* global average pool: mean of each `inner` block */
+    EG_EW_COUNT
+} eg_cost_ew;
+
+typedef struct {
+    eg_cost_kclass cls;
+    eg_cost_ew ew;        /* EG_KC_EWISE */
+    /* conv and pool: input [n,c,h,w], output [n,o,oh,ow] (pool: o == c),
+     * kernel kh x kw, strides, pads top/left/bottom/right, groups. */
+    int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr, group;
+    int avg;              /* pool: 0 max, 1 average counting the padding,
+                             2 average over in-bounds cells only */
+    int bias;             /* conv: a bias is added */
+    /* gemm: batch x [m,k] x [k,n] (ta/tb: A stored [k,m], B stored [n,k]);
+     * trans: batch x [m,nn] */
+    int64_t batch, m, nn, k;
+    int ta, tb;
+    int64_t out_elems;    /* output elements */
+    int64_t in_elems;     /* elements read (all inputs) */
+    int64_t inner;        /* softmax row / gap block length */
+    double flops;         /* arithmetic operations */
+    double bytes;         /* bytes read + written */
+} eg_cost_kern;
+
+/* ---- CPU backend (cost_cpu.c) ---- */
+
+typedef struct eg_cost_cpu eg_cost_cpu;
+
+/* Set up oneDNN (engine, stream) and OpenBLAS, one thread each.
+ * @return 0, or -1 with a message in err. */
+int eg_cost_cpu_new(eg_cost_cpu **out, char *err, size_t errlen);
+/* Run the kernel on random inputs: warm-up, then the median of repeats.
+ * @return microseconds, or -1 when it cannot be run here (allocation,
+ *         a shape oneDNN refuses): the caller falls back to analytic. */
+double eg_cost_cpu_time(eg_cost_cpu *c, const eg_cost_kern *k);
+void eg_cost_cpu_free(eg_cost_cpu *c);
+/* The CPU model from /proc/cpuinfo ("unknown-cpu" when absent), spaces
+ * kept. @return buf */
+const char *eg_cost_cpu_machine(char *buf, size_t len);
+
+/* ---- CUDA backend (cost_cuda.cu, or cost_nocuda.c) ---- */
+
+typedef struct eg_cost_cuda eg_cost_cuda;
+
+/* @return 0 with *out set and the device name in machine; -1 with a
+ *         message in err when CUDA is not built in or no device exists. */
+int eg_cost_cuda_new(eg_cost_cuda **out, char *machine, size_t mlen, char *err,
+                     size_t errlen);
+/* @return microseconds on the device, or -1 (fall back to analytic). */
+double eg_cost_cuda_time(eg_cost_cuda *c, const eg_cost_kern *k);
+void eg_cost_cuda_free(eg_cost_cuda *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,672 @@
+/* test_engine_cost.c - cmocka tests of the engine's cost model (cost.h):
+ * the analytic backend is deterministic and positive for every opspecs
+ * operator (table A..) and every model operator (table M..), memoises,
+ * skips weight-only nodes, and rates three parallel MatMuls above one
+ * merged MatMul plus splits; the cpu backend measures positive times that
+ * grow with the work; the cache file round-trips without re-measuring and
+ * every corrupted or truncated file (table C..) is EG_EFORMAT, not a
+ * crash; cuda without a GPU is EG_EUNSUPPORTED. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cost.h"
+
+/* ================= helpers ================= */
+
+/* Add a float tensor of that shape (rank -1: unknown) and flags. */
+static int tensor(eg_graph *g, const char *name, int rank, const int64_t *dims, unsigned flags) {
+    int id;
+    assert_int_equal(eg_add_tensor(g, name, &id), EG_OK);
+    eg_tensor *t = &g->tensor[id];
+    t->dtype = EG_DT_FLOAT;
+    t->flags = flags;
+    t->shape.rank = rank;
+    for (int i = 0; i < rank; i++) t->shape.dim[i] = dims[i];
+    if (flags & EG_TF_INPUT) {
+        g->input = realloc(g->input, (size_t)(g->n_inputs + 1) * sizeof *g->input);
+        assert_non_null(g->input);
+        g->input[g->n_inputs++] = id;
+    }
+    return id;
+}
+
+/* Append an opspecs node reading a, b (b -1 for unary) into a new tensor
+ * whose shape ops_infer_shape gives. @return the node id */
+static int ops_node(eg_graph *g, ops_op op, const int32_t *param, int a, int b, const char *out) {
+    int ar = ops_table[op].arity, id, y;
+    ten_shape in[OPS_MAX_ARITY], os;
+    char err[OPS_ERRLEN];
+    assert_int_equal(eg_add_node(g, EG_KIND_OPS, out, ar, 0, 1, &id), EG_OK);
+    eg_node *n = &g->node[id];
+    n->op = op;
+    memcpy(n->param, param, sizeof n->param);
+    n->in[0] = a;
+    if (ar > 1) n->in[1] = b;
+    for (int k = 0; k < ar; k++) assert_true(eg_to_ten_shape(&g->tensor[n->in[k]].shape, &in[k]));
+    ops_status st = ops_infer_shape(op, param, in, &os, err);
+    if (st != OPS_OK) print_error("%s\n", err);
+    assert_int_equal(st, OPS_OK);
+    y = tensor(g, out, 0, NULL, 0);
+    eg_from_ten_shape(&os, &g->tensor[y].shape);
+    g->node[id].out[0] = y;
+    return id;
+}
+
+static void index_ok(eg_graph *g) {
+    char err[EG_ERRLEN];
+    eg_status rc = eg_index(g, err, sizeof err);
+    if (rc != EG_OK) print_error("%s\n", err);
+    assert_int_equal(rc, EG_OK);
+}
+
+static eg_cost *cost_new(eg_cost_kind kind, const char *path) {
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN] = "";
+    eg_status rc = eg_cost_new(kind, path, &c, err, sizeof err);
+    if (rc != EG_OK) print_error("%s\n", err);
+    assert_int_equal(rc, EG_OK);
+    return c;
+}
+
+static void tmp_path(char *buf, size_t len, const char *tag) {
+    snprintf(buf, len, "/tmp/test_engine_cost.%ld.%s", (long)getpid(), tag);
+}
+
+static void write_file(const char *path, const char *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* ================= A: every opspecs operator ================= */
+
+#define S(...) {__VA_ARGS__}
+typedef struct {
+    const char *id;
+    ops_op op;
+    int32_t param[OPS_MAX_PARAMS];
+    int ra, rb;            /* input ranks (rb 0 with arity 2: a scalar) */
+    int64_t a[4], b[4];
+} ops_case;
+
+static const ops_case ops_cases[] = {
+    {"A01 matmul [8,16]x[16,4]", OP_MATMUL, {0}, 2, 2, S(8, 16), S(16, 4)},
+    {"A02 conv2d 3x3 SAME", OP_CONV2D, {1, OPS_PAD_SAME, OPS_ACT_NONE, 1}, 4, 4, S(1, 4, 8, 8),
+     S(8, 4, 3, 3)},
+    {"A03 ewadd", OP_EWADD, {0}, 2, 2, S(4, 4), S(4, 4)},
+    {"A04 ewmul", OP_EWMUL, {0}, 2, 2, S(4, 4), S(4, 4)},
+    {"A05 smul", OP_SMUL, {0}, 2, 0, S(4, 4), S(0)},
+    {"A06 relu", OP_RELU, {0}, 2, 0, S(4, 4), S(0)},
+    {"A07 avgpool 3x3", OP_AVGPOOL, {OPS_KERNEL(3, 3), 1, OPS_PAD_SAME}, 4, 0, S(1, 2, 8, 8),
+     S(0)},
+    {"A08 maxpool 3x3 s2 VALID", OP_MAXPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_VALID}, 4, 0,
+     S(1, 2, 9, 9), S(0)},
+    {"A09 concat axis 1", OP_CONCAT, {1}, 2, 2, S(4, 4), S(4, 2)},
+    {"A10 split0", OP_SPLIT0, {1, 2}, 2, 0, S(4, 6), S(0)},
+    {"A11 split1", OP_SPLIT1, {1, 2}, 2, 0, S(4, 6), S(0)},
+    {"A12 transpose", OP_TRANSPOSE, {0}, 2, 0, S(4, 6), S(0)},
+    {"A13 enlarge 1x1 -> 3x3", OP_ENLARGE, {OPS_KERNEL(3, 3)}, 4, 0, S(4, 4, 1, 1), S(0)},
+    {"A14 imm", OP_IMM, {0}, 2, 0, S(4, 4), S(0)},
+    {"A15 iconv", OP_ICONV, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
+    {"A16 poolk", OP_POOLK, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
+    {"A17 ones", OP_ONES, {0}, 2, 0, S(4, 4), S(0)},
+    {"A18 conv2d 1x3 s2 SAME relu groups 2", OP_CONV2D, {2, OPS_PAD_SAME, OPS_ACT_RELU, 2}, 4,
+     4, S(1, 4, 9, 9), S(4, 2, 1, 3)},
+    {"A19 avgpool 3x3 s2 SAME (uneven pads)", OP_AVGPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_SAME}, 4,
+     0, S(1, 2, 8, 8), S(0)},
+    {"A20 matmul [1,1]x[1,1]", OP_MATMUL, {0}, 2, 2, S(1, 1), S(1, 1)},
+};
+#define N_OPS_CASES (sizeof ops_cases / sizeof ops_cases[0])
+
+/* A one-node graph for the case; inputs are graph inputs (not weights). */
+static eg_graph *ops_graph(const ops_case *t) {
+    eg_graph *g = eg_graph_new();
+    assert_non_null(g);
+    int a = tensor(g, "a", t->ra, t->a, EG_TF_INPUT), b = -1;
+    if (ops_table[t->op].arity > 1) b = tensor(g, "b", t->rb, t->b, EG_TF_INPUT);
+    ops_node(g, t->op, t->param, a, b, "y");
+    index_ok(g);
+    return g;
+}
+
+/* Check one node's cost on a backend: finite, positive (0 for the
+ * constants), the same from a fresh model, a hit the second time. */
+static void check_node(eg_cost_kind kind, eg_graph *g, int is_const) {
+    eg_cost *c1 = cost_new(kind, NULL);
+    uint64_t hits, misses;
+    double t1 = eg_cost_node(c1, g, 0);
+    assert_true(isfinite(t1));
+    if (is_const) assert_true(t1 == 0);
+    else assert_true(t1 > 0);
+    eg_cost_stats(c1, &hits, &misses);
+    assert_int_equal(hits, 0);
+    assert_int_equal(misses, 1);
+    assert_true(eg_cost_node(c1, g, 0) == t1);
+    assert_int_equal(eg_cost_fallbacks(c1), 0); /* measured, not estimated */
+    eg_cost_stats(c1, &hits, &misses);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 1);
+    if (kind == EG_COST_ANALYTIC) {
+        eg_cost *c2 = cost_new(kind, NULL);
+        assert_true(eg_cost_node(c2, g, 0) == t1);
+        eg_cost_free(c2);
+    }
+    eg_cost_free(c1);
+}
+
+static void test_ops(void **state) {
+    const ops_case *t = *state;
+    eg_graph *g = ops_graph(t);
+    int is_const = (ops_table[t->op].flags & OPF_CONST) != 0;
+    check_node(EG_COST_ANALYTIC, g, is_const);
+    check_node(EG_COST_CPU, g, is_const);
+    eg_free(g);
+}
+
+static void test_ops_complete(void **state) {
+    (void)state;
+    int seen[OP_COUNT] = {0};
+    for (size_t i = 0; i < N_OPS_CASES; i++) seen[ops_cases[i].op]++;
+    for (int op = 0; op < OP_COUNT; op++) {
+        if (!seen[op]) print_error("operator %s has no row\n", ops_table[op].name);
+        assert_true(seen[op] >= 1);
+    }
+}
+
+/* ================= M: every model operator ================= */
+
+#define MAX_T 5
+typedef struct {
+    const char *id;
+    eg_mop mop;
+    eg_attrs attr;
+    int n_in, n_out;
+    int rank[MAX_T + 2];     /* inputs, then outputs */
+    int64_t dim[MAX_T + 2][4];
+} mop_case;
+
+static const mop_case mop_cases[] = {
+    {"M01 Conv 3x3 pads 1 + bias", EG_MOP_CONV,
+     {.stride = {1, 1}, .pad = {1, 1, 1, 1}, .group = 1}, 3, 1, {4, 4, 1, 4},
+     {S(1, 4, 8, 8), S(8, 4, 3, 3), S(8), S(1, 8, 8, 8)}},
+    {"M02 Conv grouped stride 2", EG_MOP_CONV,
+     {.stride = {2, 2}, .pad = {0, 0, 0, 0}, .group = 2}, 2, 1, {4, 4, 4},
+     {S(1, 4, 8, 8), S(8, 2, 2, 2), S(1, 8, 4, 4)}},
+    {"M03 MaxPool 2x2 s2", EG_MOP_MAXPOOL, {.kernel = {2, 2}, .stride = {2, 2}}, 1, 1, {4, 4},
+     {S(1, 4, 8, 8), S(1, 4, 4, 4)}},
+    {"M04 AveragePool 3x3 pads 1", EG_MOP_AVGPOOL,
+     {.kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1, 1, 1}, .flags = EG_AF_COUNT_PAD}, 1, 1,
+     {4, 4}, {S(1, 4, 8, 8), S(1, 4, 8, 8)}},
+    {"M05 GlobalAveragePool", EG_MOP_GLOBALAVGPOOL, {.group = 0}, 1, 1, {4, 4},
+     {S(1, 4, 8, 8), S(1, 4, 1, 1)}},
+    {"M06 Gemm + C", EG_MOP_GEMM, {.alpha = 1, .beta = 1}, 3, 1, {2, 2, 1, 2},
+     {S(8, 16), S(16, 4), S(4), S(8, 4)}},
+    {"M07 Gemm transA", EG_MOP_GEMM, {.alpha = 1, .flags = EG_AF_TRANS_A}, 2, 1, {2, 2, 2},
+     {S(16, 8), S(16, 4), S(8, 4)}},
+    {"M08 MatMul batched", EG_MOP_MATMUL, {.group = 0}, 2, 1, {3, 2, 3},
+     {S(2, 8, 16), S(16, 4), S(2, 8, 4)}},
+    {"M09 Add broadcast", EG_MOP_ADD, {.group = 0}, 2, 1, {2, 1, 2}, {S(4, 4), S(4), S(4, 4)}},
+    {"M10 Mul", EG_MOP_MUL, {.group = 0}, 2, 1, {2, 2, 2}, {S(4, 4), S(4, 4), S(4, 4)}},
+    {"M11 Relu", EG_MOP_RELU, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
+    {"M12 Sigmoid", EG_MOP_SIGMOID, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
+    {"M13 Tanh", EG_MOP_TANH, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
+    {"M14 Concat 3 inputs", EG_MOP_CONCAT, {.axis = 1}, 3, 1, {2, 2, 2, 2},
+     {S(4, 2), S(4, 2), S(4, 2), S(4, 6)}},
+    {"M15 Split 2 ways", EG_MOP_SPLIT, {.axis = 1}, 1, 2, {2, 2, 2},
+     {S(4, 6), S(4, 3), S(4, 3)}},
+    {"M16 Transpose rank 3", EG_MOP_TRANSPOSE, {.group = 0}, 1, 1, {3, 3}, {S(2, 3, 4), S(4, 3, 2)}},
+    {"M17 Reshape", EG_MOP_RESHAPE, {.group = 0}, 2, 1, {2, 1, 1}, {S(4, 6), S(1), S(24)}},
+    {"M18 Flatten", EG_MOP_FLATTEN, {.axis = 1}, 1, 1, {3, 2}, {S(2, 3, 4), S(2, 12)}},
+    {"M19 BatchNormalization", EG_MOP_BATCHNORM, {.epsilon = 1e-5f}, 5, 1, {4, 1, 1, 1, 1, 4},
+     {S(1, 4, 8, 8), S(4), S(4), S(4), S(4), S(1, 4, 8, 8)}},
+    {"M20 Softmax axis -1", EG_MOP_SOFTMAX, {.axis = -1}, 1, 1, {2, 2}, {S(4, 6), S(4, 6)}},
+    {"M21 Identity", EG_MOP_IDENTITY, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
+    {"M22 AveragePool excluding pads", EG_MOP_AVGPOOL,
+     {.kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1, 1, 1}}, 1, 1, {4, 4},
+     {S(1, 4, 8, 8), S(1, 4, 8, 8)}},
+    {"M23 MaxPool ceil mode", EG_MOP_MAXPOOL, {.kernel = {2, 2}, .stride = {2, 2}}, 1, 1, {4, 4},
+     {S(1, 2, 7, 7), S(1, 2, 4, 4)}},
+    {"M24 Gemm transB", EG_MOP_GEMM, {.alpha = 1, .flags = EG_AF_TRANS_B}, 2, 1, {2, 2, 2},
+     {S(8, 16), S(4, 16), S(8, 4)}},
+    {"M25 Conv depthwise asymmetric pads", EG_MOP_CONV,
+     {.stride = {1, 1}, .pad = {0, 1, 2, 1}, .group = 4}, 2, 1, {4, 4, 4},
+     {S(1, 4, 8, 8), S(4, 1, 3, 3), S(1, 4, 8, 8)}},
+};
+#define N_MOP_CASES (sizeof mop_cases / sizeof mop_cases[0])
+
+static eg_graph *mop_graph(const mop_case *t) {
+    eg_graph *g = eg_graph_new();
+    int id, ids[MAX_T + 2];
+    char name[16];
+    assert_non_null(g);
+    for (int k = 0; k < t->n_in + t->n_out; k++) {
+        snprintf(name, sizeof name, "t%d", k);
+        ids[k] = tensor(g, name, t->rank[k], t->dim[k], k < t->n_in ? EG_TF_INPUT : 0);
+    }
+    assert_int_equal(eg_add_node(g, EG_KIND_MODEL, "n", t->n_in, 0, t->n_out, &id), EG_OK);
+    eg_node *n = &g->node[id];
+    n->mop = t->mop;
+    n->attr = t->attr;
+    for (int k = 0; k < t->n_in; k++) n->in[k] = ids[k];
+    for (int k = 0; k < t->n_out; k++) n->out[k] = ids[t->n_in + k];
+    index_ok(g);
+    return g;
+}
+
+static void test_mop(void **state) {
+    eg_graph *g = mop_graph(*state);
+    check_node(EG_COST_ANALYTIC, g, 0);
+    check_node(EG_COST_CPU, g, 0);
+    eg_free(g);
+}
+
+static void test_mop_complete(void **state) {
+    (void)state;
+    int seen[EG_MOP_COUNT] = {0};
+    for (size_t i = 0; i < N_MOP_CASES; i++) seen[mop_cases[i].mop]++;
+    for (int m = 0; m < EG_MOP_COUNT; m++) {
+        if (!seen[m]) print_error("model op %s has no row\n", eg_mop_table[m].onnx);
+        assert_true(seen[m] >= 1);
+    }
+}
+
+/* ================= memo, weight-only, unknown and opaque ================= */
+
+/* Two nodes with the same operator and shapes share one entry; a fused
+ * RELU costs what the plain conv costs. */
+static void test_memo(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+    int x = tensor(g, "x", 4, (int64_t[]){1, 8, 16, 16}, EG_TF_INPUT);
+    int w = tensor(g, "w", 4, (int64_t[]){8, 8, 3, 3}, EG_TF_INPUT);
+    ops_node(g, OP_CONV2D, p, x, w, "y1");
+    ops_node(g, OP_CONV2D, p, x, w, "y2");
+    p[2] = OPS_ACT_RELU;
+    ops_node(g, OP_CONV2D, p, x, w, "y3");
+    index_ok(g);
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+    uint64_t hits, misses;
+    double a = eg_cost_node(c, g, 0), b = eg_cost_node(c, g, 1), r = eg_cost_node(c, g, 2);
+    eg_cost_stats(c, &hits, &misses);
+    assert_true(a == b && a == r);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 2);
+    assert_int_equal(eg_cost_size(c), 2);
+    assert_true(eg_cost_graph(c, g) == 3 * a);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
+/* w2 = w + w on an initializer is weight-only: the graph costs the matmul. */
+static void test_weight_only(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int32_t p[OPS_MAX_PARAMS] = {0};
+    int x = tensor(g, "x", 2, (int64_t[]){8, 16}, EG_TF_INPUT);
+    int w = tensor(g, "w", 2, (int64_t[]){16, 4}, EG_TF_INIT);
+    int add = ops_node(g, OP_EWADD, p, w, w, "w2");
+    int mm = ops_node(g, OP_MATMUL, p, x, g->node[add].out[0], "y");
+    index_ok(g);
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+    double t_add = eg_cost_node(c, g, add), t_mm = eg_cost_node(c, g, mm);
+    assert_true(t_add > 0);
+    assert_true(eg_cost_graph(c, g) == t_mm);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
+static void test_unknown_and_opaque(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int id;
+    int x = tensor(g, "x", -1, NULL, EG_TF_INPUT);
+    int y = tensor(g, "y", -1, NULL, 0);
+    int z = tensor(g, "z", 2, (int64_t[]){1000, 250}, 0);
+    assert_int_equal(eg_add_node(g, EG_KIND_MODEL, "relu", 1, 0, 1, &id), EG_OK);
+    g->node[id].mop = EG_MOP_RELU, g->node[id].in[0] = x, g->node[id].out[0] = y;
+    assert_int_equal(eg_add_node(g, EG_KIND_OPAQUE, "op", 1, 0, 1, &id), EG_OK);
+    g->node[id].op_type = strdup("Custom"), g->node[id].domain = strdup("x.y");
+    g->node[id].in[0] = y, g->node[id].out[0] = z;
+    index_ok(g);
+    eg_cost *c = cost_new(EG_COST_CPU, NULL);
+    assert_true(eg_cost_node(c, g, 0) == EG_COST_UNKNOWN_US);
+    assert_true(eg_cost_node(c, g, 1) == EG_COST_LAUNCH_US + 1e6 / EG_COST_BANDWIDTH);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
+/* ================= merging three MatMuls ================= */
+
+/* x [64,256] times three [256,256] weights, either as three matmuls or as
+ * one [256,768] matmul (its weight concatenated: weight-only) plus
+ * split0/split1 pairs. The analytic (GPU-like) model prefers the merge. */
+static void test_merge_matmuls(void **state) {
+    (void)state;
+    int32_t p0[OPS_MAX_PARAMS] = {0}, s256[OPS_MAX_PARAMS] = {1, 256};
+    eg_graph *three = eg_graph_new(), *one = eg_graph_new();
+    int64_t xd[] = {64, 256}, wd[] = {256, 256};
+    int w[3], x = tensor(three, "x", 2, xd, EG_TF_INPUT);
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", i);
+        w[i] = tensor(three, name, 2, wd, EG_TF_INIT);
+        snprintf(name, sizeof name, "y%d", i);
+        ops_node(three, OP_MATMUL, p0, x, w[i], name);
+    }
+    index_ok(three);
+
+    int x1 = tensor(one, "x", 2, xd, EG_TF_INPUT), v[3];
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", i);
+        v[i] = tensor(one, name, 2, wd, EG_TF_INIT);
+    }
+    int32_t axis1[OPS_MAX_PARAMS] = {1};
+    int c01 = ops_node(one, OP_CONCAT, axis1, v[0], v[1], "w01");
+    int cat = ops_node(one, OP_CONCAT, axis1, one->node[c01].out[0], v[2], "w012");
+    int mm = ops_node(one, OP_MATMUL, p0, x1, one->node[cat].out[0], "y");
+    int yall = one->node[mm].out[0];
+    ops_node(one, OP_SPLIT0, s256, yall, -1, "y0");
+    int rest = ops_node(one, OP_SPLIT1, s256, yall, -1, "y12");
+    ops_node(one, OP_SPLIT0, s256, one->node[rest].out[0], -1, "y1");
+    ops_node(one, OP_SPLIT1, s256, one->node[rest].out[0], -1, "y2");
+    index_ok(one);
+
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+    double t3 = eg_cost_graph(c, three), t1 = eg_cost_graph(c, one);
+    print_message("# analytic: 3 matmuls %.2f us, merged + 4 splits %.2f us\n", t3, t1);
+    assert_true(t1 < t3);
+    assert_true(eg_cost_node(c, one, c01) > 0); /* not free, but weight-only */
+    eg_cost_free(c);
+    c = cost_new(EG_COST_CPU, NULL);
+    print_message("# cpu: 3 matmuls %.2f us, merged + 4 splits %.2f us\n", eg_cost_graph(c, three),
+                  eg_cost_graph(c, one));
+    eg_cost_free(c);
+    eg_free(three);
+    eg_free(one);
+}
+
+/* ================= cpu backend ================= */
+
+static void test_cpu_conv_scales(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+    int xs = tensor(g, "xs", 4, (int64_t[]){1, 4, 8, 8}, EG_TF_INPUT);
+    int ws = tensor(g, "ws", 4, (int64_t[]){4, 4, 1, 1}, EG_TF_INPUT);
+    int xb = tensor(g, "xb", 4, (int64_t[]){1, 32, 32, 32}, EG_TF_INPUT);
+    int wb = tensor(g, "wb", 4, (int64_t[]){64, 32, 3, 3}, EG_TF_INPUT);
+    ops_node(g, OP_CONV2D, p, xs, ws, "ys");
+    ops_node(g, OP_CONV2D, p, xb, wb, "yb");
+    index_ok(g);
+    eg_cost *c = cost_new(EG_COST_CPU, NULL);
+    double small = eg_cost_node(c, g, 0), big = eg_cost_node(c, g, 1);
+    print_message("# cpu conv2d: [1,4,8,8]x[4,4,1,1] %.2f us, [1,32,32,32]x[64,32,3,3] %.2f us\n",
+                  small, big);
+    assert_true(isfinite(small) && small > 0);
+    assert_true(isfinite(big) && big > small);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
+/* ================= cache file ================= */
+
+/* Cost every table row on the cpu backend, save, reload: the same costs
+ * and no measurement (misses == 0). */
+static void test_cache_roundtrip(void **state) {
+    (void)state;
+    char path[128];
+    eg_graph *g[N_OPS_CASES];
+    double t[N_OPS_CASES];
+    char err[EG_ERRLEN];
+    uint64_t hits, misses;
+    tmp_path(path, sizeof path, "cache");
+    remove(path);
+    eg_cost *c = cost_new(EG_COST_CPU, path);
+    for (size_t i = 0; i < N_OPS_CASES; i++) {
+        g[i] = ops_graph(&ops_cases[i]);
+        t[i] = eg_cost_node(c, g[i], 0);
+    }
+    assert_int_equal(eg_cost_save(c, err, sizeof err), EG_OK);
+    size_t n = eg_cost_size(c);
+    eg_cost_free(c);
+    c = cost_new(EG_COST_CPU, path);
+    assert_int_equal(eg_cost_size(c), n);
+    for (size_t i = 0; i < N_OPS_CASES; i++) assert_true(eg_cost_node(c, g[i], 0) == t[i]);
+    eg_cost_stats(c, &hits, &misses);
+    assert_int_equal(misses, 0);
+    assert_int_equal(hits, N_OPS_CASES);
+    /* the analytic backend refuses the cpu file */
+    eg_cost *a = NULL;
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC, path, &a, err, sizeof err), EG_EFORMAT);
+    assert_null(a);
+    assert_non_null(strstr(err, path));
+    eg_cost_free(c);
+    for (size_t i = 0; i < N_OPS_CASES; i++) eg_free(g[i]);
+    remove(path);
+}
+
+static void test_cache_nopath(void **state) {
+    (void)state;
+    char err[EG_ERRLEN];
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+    assert_int_equal(eg_cost_save(c, err, sizeof err), EG_OK);
+    eg_cost_free(c);
+}
+
+typedef struct {
+    const char *id;
+    const char *text;    /* after the header when header is 1 */
+    int header;          /* prepend the valid analytic header */
+    int line;            /* the line the message names */
+} bad_case;
+
+#define HEAD "eg-cost-cache 1 analytic any\n"
+static const bad_case bad_cases[] = {
+    {"C01 empty file", "", 0, 0},
+    {"C02 not a cache", "hello\n", 0, 1},
+    {"C03 other backend", "eg-cost-cache 1 cpu any\n", 0, 1},
+    {"C04 other machine", "eg-cost-cache 1 analytic some-gpu\n", 0, 1},
+    {"C05 version 2", "eg-cost-cache 2 analytic any\n", 0, 1},
+    {"C06 odd hex digits", "abc 1.5\n", 1, 2},
+    {"C07 upper-case hex", "AB 1.5\n", 1, 2},
+    {"C08 no time", "abcd\n", 1, 2},
+    {"C09 empty time", "abcd \n", 1, 2},
+    {"C10 negative time", "abcd -1\n", 1, 2},
+    {"C11 nan", "abcd nan\n", 1, 2},
+    {"C12 inf", "abcd inf\n", 1, 2},
+    {"C13 trailing junk", "abcd 1.5x\n", 1, 2},
+    {"C14 no newline at the end", "abcd 1.5\nabcd 2", 1, 3},
+    {"C15 empty key", " 1.5\n", 1, 2},
+    {"C16 blank line", "abcd 1\n\n", 1, 3},
+    {"C17 header without newline", "eg-cost-cache 1 analytic any", 0, 1},
+    {"C18 overflowing time", "abcd 1e999\n", 1, 2},
+};
+#define N_BAD_CASES (sizeof bad_cases / sizeof bad_cases[0])
+
+static void expect_format(const char *path, const char *data, size_t len, int line) {
+    char err[EG_ERRLEN] = "", want[160];
+    eg_cost *c = NULL;
+    write_file(path, data, len);
+    eg_status rc = eg_cost_new(EG_COST_ANALYTIC, path, &c, err, sizeof err);
+    if (rc != EG_EFORMAT) print_error("status %s: %s\n", eg_status_name(rc), err);
+    assert_int_equal(rc, EG_EFORMAT);
+    assert_null(c);
+    snprintf(want, sizeof want, "%s:%d: ", path, line);
+    if (line >= 0 && strncmp(err, want, strlen(want)) != 0)
+        fail_msg("message '%s' does not start with '%s'", err, want);
+}
+
+static void test_bad_cache(void **state) {
+    const bad_case *t = *state;
+    char path[128], buf[512];
+    tmp_path(path, sizeof path, "bad");
+    snprintf(buf, sizeof buf, "%s%s", t->header ? HEAD : "", t->text);
+    expect_format(path, buf, strlen(buf), t->line);
+    remove(path);
+}
+
+/* A line longer than any key, and a NUL byte inside a record. */
+static void test_bad_cache_bytes(void **state) {
+    (void)state;
+    char path[128];
+    size_t n = 2 * EG_COST_MAX_KEY + 200, h = strlen(HEAD);
+    char *buf = malloc(h + n + 8);
+    assert_non_null(buf);
+    tmp_path(path, sizeof path, "bytes");
+    memcpy(buf, HEAD, h);
+    memset(buf + h, 'a', n);
+    memcpy(buf + h + n, " 1\n", 3);
+    expect_format(path, buf, h + n + 3, 2);
+    memcpy(buf + h, "ab\0d 1\n", 7);
+    expect_format(path, buf, h + 7, 2);
+    free(buf);
+    remove(path);
+}
+
+/* Truncations of a valid file (every cut in the header and the first
+ * record, then around each line end and every 7th byte: file writes are
+ * slow here) load or are EG_EFORMAT; the ones cut at a line end load. */
+static void test_cache_truncations(void **state) {
+    (void)state;
+    char path[128], cut[128], err[EG_ERRLEN];
+    size_t len;
+    tmp_path(path, sizeof path, "full");
+    tmp_path(cut, sizeof cut, "cut");
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, path);
+    for (size_t i = 0; i < 4; i++) {
+        eg_graph *g = ops_graph(&ops_cases[i]);
+        eg_cost_node(c, g, 0);
+        eg_free(g);
+    }
+    assert_int_equal(eg_cost_save(c, err, sizeof err), EG_OK);
+    eg_cost_free(c);
+    char *full = read_file(path, &len);
+    for (size_t k = 0; k < len; k++) {
+        eg_cost *d = NULL;
+        if (k > 120 && full[k - 1] != '\n' && full[k] != '\n' && k % 7) continue;
+        write_file(cut, full, k);
+        eg_status rc = eg_cost_new(EG_COST_ANALYTIC, cut, &d, err, sizeof err);
+        int at_line_end = k > 0 && full[k - 1] == '\n';
+        assert_int_equal(rc, at_line_end ? EG_OK : EG_EFORMAT);
+        eg_cost_free(d);
+    }
+    free(full);
+    remove(path);
+    remove(cut);
+}
+
+/* Byte flips over a valid file (each position of the first records, a few
+ * values each): the load succeeds or is EG_EFORMAT, and a success never
+ * holds more entries than the file has lines. */
+static void test_cache_flips(void **state) {
+    (void)state;
+    char path[128], bad[128], err[EG_ERRLEN];
+    static const char vals[] = {'\0', '\n', ' ', '0', 'f', 'g', '-', 'e', '.', '\xff'};
+    size_t len;
+    tmp_path(path, sizeof path, "flipsrc");
+    tmp_path(bad, sizeof bad, "flip");
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, path);
+    for (size_t i = 0; i < 2; i++) {
+        eg_graph *g = ops_graph(&ops_cases[i]);
+        eg_cost_node(c, g, 0);
+        eg_free(g);
+    }
+    assert_int_equal(eg_cost_save(c, err, sizeof err), EG_OK);
+    eg_cost_free(c);
+    char *full = read_file(path, &len);
+    for (size_t k = 0; k < len; k += 3)
+        for (size_t v = 0; v < sizeof vals; v++) {
+            char keep = full[k];
+            eg_cost *d = NULL;
+            if (vals[v] == keep) continue;
+            full[k] = vals[v];
+            write_file(bad, full, len);
+            eg_status rc = eg_cost_new(EG_COST_ANALYTIC, bad, &d, err, sizeof err);
+            assert_true(rc == EG_OK || rc == EG_EFORMAT);
+            if (rc == EG_OK) assert_true(eg_cost_size(d) <= 3);
+            eg_cost_free(d);
+            full[k] = keep;
+        }
+    free(full);
+    remove(path);
+    remove(bad);
+}
+
+/* ================= kinds ================= */
+
+static void test_cuda_without_gpu(void **state) {
+    (void)state;
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN] = "";
+    assert_int_equal(eg_cost_new(EG_COST_CUDA, NULL, &c, err, sizeof err), EG_EUNSUPPORTED);
+    assert_null(c);
+    assert_non_null(strstr(err, "no CUDA device: use --cost analytic or cpu"));
+}
+
+static void test_kind_names(void **state) {
+    (void)state;
+    for (int k = 0; k < EG_COST_KIND_COUNT; k++)
+        assert_int_equal(eg_cost_kind_parse(eg_cost_kind_name((eg_cost_kind)k)), k);
+    assert_string_equal(eg_cost_kind_name(EG_COST_CPU), "cpu");
+    assert_int_equal(eg_cost_kind_parse("gpu"), -1);
+    assert_int_equal(eg_cost_kind_parse(NULL), -1);
+}
+
+/* ================= main ================= */
+
+#define ADD_TABLE(tests, n, table, count, fn)                                   \
+    for (size_t i_ = 0; i_ < (count); i_++)                                     \
+        tests[n++] = (struct CMUnitTest){table[i_].id, fn, NULL, NULL, (void *)&table[i_]}
+
+int main(void) {
+    struct CMUnitTest tests[96];
+    size_t n = 0;
+    ADD_TABLE(tests, n, ops_cases, N_OPS_CASES, test_ops);
+    ADD_TABLE(tests, n, mop_cases, N_MOP_CASES, test_mop);
+    ADD_TABLE(tests, n, bad_cases, N_BAD_CASES, test_bad_cache);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_ops_complete);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_mop_complete);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_memo);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_weight_only);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_unknown_and_opaque);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_merge_matmuls);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cpu_conv_scales);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_roundtrip);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_nopath);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_cache_bytes);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_truncations);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_flips);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cuda_without_gpu);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kind_names);
+    return _cmocka_run_group_tests("engine_cost", tests, n, NULL, NULL);
+}
