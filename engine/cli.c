@@ -1,11 +1,12 @@
 /* cli.c - the engine command line: info (what the importer understood),
- * roundtrip (import + export, to check the importer on a model), and the
- * place of optimize. Exit status: 0 ok, 2 bad input or usage. */
+ * roundtrip (import + export, to check the importer on a model), and
+ * optimize (built-ins, rule search, export). Exit status: 0 ok, 2 bad input or usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "search.h"
 
 enum { EXIT_OK = 0, EXIT_BAD = 2 };
 
@@ -14,7 +15,17 @@ static const char usage_text[] =
     "                                           outputs, parameter count\n"
     "       engine roundtrip IN.onnx -o OUT.onnx  import and export again (checks the\n"
     "                                           importer; OUT must pass onnx.checker)\n"
-    "       engine optimize IN.onnx -o OUT.onnx   rewrite with the ruledb (not yet)\n"
+    "       engine optimize IN.onnx -o OUT.onnx [options]\n"
+    "                                           rewrite with the rules, cost-based search\n"
+    "  optimize options:\n"
+    "    --ruledb FILE       rules to use (default: the shipped ruledb, built in)\n"
+    "    --cost KIND         analytic (default: flops and bytes, deterministic),\n"
+    "                        cpu (measured here), cuda (measured, needs a GPU)\n"
+    "    --cost-cache FILE   reuse and save measured costs\n"
+    "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
+    "    --budget N          at most N graph expansions (default 200)\n"
+    "    --time-limit S      at most S seconds of search (default 10)\n"
+    "    -q                  no progress on stderr\n"
     "       engine --help | --version\n"
     "Exit status: 0 ok, 2 bad input or usage.\n";
 
@@ -153,13 +164,120 @@ static int cmd_roundtrip(int argc, char **argv) {
     return rc;
 }
 
-/* The search and the cost model are not in this layer yet; say so rather
- * than copy the model and pretend. */
+/* ---- optimize ---- */
+
+typedef struct {
+    const char *in, *out, *ruledb, *cost_cache;
+    eg_cost_kind cost;
+    eg_search_opts search;
+    int quiet;
+} opt_args;
+
+/* A number option's value. @return 0, or -1 after a usage message. */
+static int number_arg(const char *opt, const char *s, double lo, double hi, double *v) {
+    char *end;
+    *v = strtod(s, &end);
+    if (end == s || *end || !(*v >= lo && *v <= hi)) {
+        fprintf(stderr, "engine: %s wants a number in [%g, %g], not '%s'\n", opt, lo, hi, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int optimize_args(int argc, char **argv, opt_args *a) {
+    memset(a, 0, sizeof *a);
+    eg_search_opts_init(&a->search);
+    a->cost = EG_COST_ANALYTIC;
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        int takes = 1;
+        if (!strcmp(o, "-q")) a->quiet = 1, takes = 0;
+        else if (o[0] != '-' || !o[1]) {
+            if (a->in) return usage_error("more than one input model"), -1;
+            a->in = o, takes = 0;
+        } else if (!v) {
+            fprintf(stderr, "engine: %s needs a value\n", o);
+            return -1;
+        } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) a->out = v;
+        else if (!strcmp(o, "--ruledb")) a->ruledb = v;
+        else if (!strcmp(o, "--cost-cache")) a->cost_cache = v;
+        else if (!strcmp(o, "--cost")) {
+            int k = eg_cost_kind_parse(v);
+            if (k < 0) return usage_error("--cost is analytic, cpu or cuda"), -1;
+            a->cost = (eg_cost_kind)k;
+        } else if (!strcmp(o, "--alpha")) {
+            if (number_arg(o, v, 1.0, 10.0, &a->search.alpha)) return -1;
+        } else if (!strcmp(o, "--budget")) {
+            if (number_arg(o, v, 0, 1e9, &x)) return -1;
+            a->search.budget = (uint64_t)x;
+        } else if (!strcmp(o, "--time-limit")) {
+            if (number_arg(o, v, 0, 1e6, &a->search.time_limit)) return -1;
+        } else {
+            fprintf(stderr, "engine: unknown option '%s'\n%s", o, usage_text);
+            return -1;
+        }
+        i += takes;
+    }
+    if (!a->in || !a->out) return usage_error("need IN.onnx and -o OUT.onnx"), -1;
+    a->search.progress = !a->quiet;
+    return 0;
+}
+
+static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
+    printf("cost before: %.1f us\n", r->cost_before);
+    printf("cost after: %.1f us\n", r->cost_after);
+    printf("search time: %.2f s (stopped: %s; expanded %llu, generated %llu, duplicates %llu, "
+           "over alpha %llu, refused %llu)\n",
+           r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded,
+           (unsigned long long)r->generated, (unsigned long long)r->duplicates,
+           (unsigned long long)r->pruned, (unsigned long long)r->rejected);
+    printf("built-ins: %d batchnorm folded, %d biases split, %d biases fused, %d identities removed, "
+           "%d common subexpressions, %d matmuls squeezed, %d weights folded\n",
+           r->pre.bn_folded, r->pre.bias_split, r->post.bias_fused,
+           r->pre.identity_removed + r->post.identity_removed, r->pre.cse_merged + r->post.cse_merged,
+           r->pre.matmul_squeezed, r->post.weights_folded);
+    uint64_t total = 0;
+    for (size_t i = 0; i < r->n_rules; i++) total += r->applied[i];
+    printf("rules applied: %llu%s\n", (unsigned long long)total,
+           r->kept_input ? " (result not cheaper: the input is kept)" : "");
+    for (size_t i = 0; i < r->n_rules && !r->kept_input; i++) {
+        if (!r->applied[i]) continue;
+        const rdb_rule *rule = eg_ruleset_rule(rs, i);
+        char src[512], dst[512];
+        rg_format(&rule->src, src, sizeof src);
+        rg_format(&rule->dst, dst, sizeof dst);
+        printf("  %ux rule %llu: %s => %s\n", r->applied[i], (unsigned long long)rule->id, src, dst);
+    }
+}
+
 static int cmd_optimize(int argc, char **argv) {
-    (void)argc, (void)argv;
-    fprintf(stderr, "engine: optimize is not implemented yet; `engine roundtrip IN -o OUT` "
-                    "checks import and export\n");
-    return EXIT_BAD;
+    opt_args a;
+    char err[EG_ERRLEN];
+    eg_graph *g = NULL, *best = NULL;
+    eg_ruleset *rs = NULL;
+    eg_cost *cost = NULL;
+    eg_search_result r = {0};
+    eg_status rc = EG_OK;
+    if (optimize_args(argc, argv, &a)) return EXIT_BAD;
+    if (!(g = load(a.in))) return EXIT_BAD;
+    rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
+    if (rc == EG_OK) rc = eg_cost_new(a.cost, a.cost_cache, &cost, err, sizeof err);
+    if (rc == EG_OK && !a.quiet)
+        fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,
+                eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));
+    if (rc == EG_OK) rc = eg_optimize(g, rs, cost, &a.search, &best, &r, err, sizeof err);
+    if (rc == EG_OK) print_report(&r, rs);
+    if (rc == EG_OK) rc = eg_save(a.out, best, err, sizeof err);
+    if (rc == EG_OK && a.cost_cache) rc = eg_cost_save(cost, err, sizeof err);
+    if (rc == EG_OK && !a.quiet) fprintf(stderr, "engine: wrote %s\n", a.out);
+    if (rc != EG_OK) fprintf(stderr, "engine: %s\n", err);
+    eg_search_result_free(&r);
+    eg_free(best); /* before g: it borrows g's data */
+    eg_free(g);
+    eg_cost_free(cost);
+    eg_ruleset_free(rs);
+    return rc == EG_OK ? EXIT_OK : EXIT_BAD;
 }
 
 int eg_cli_main(int argc, char **argv) {

@@ -166,8 +166,15 @@ static void make_init(fctx *c, int t) {
     eg_node *p = &c->g->node[x->producer];
     for (int k = 0; k < p->n_out; k++)
         if (p->out[k] == t) p->out[k] = -1;
+    if (x->flags & EG_TF_BORROWED) { /* a clone's: forget the source's parts, own the new data */
+        x->raw = NULL, x->raw_len = 0, x->proto = NULL, x->proto_len = 0;
+        x->vinfo = NULL, x->vinfo_len = 0;
+    } else {
+        free(x->data), free(x->raw), free(x->proto);
+        x->raw = NULL, x->raw_len = 0, x->proto = NULL, x->proto_len = 0;
+    }
     x->flags |= EG_TF_INIT;
-    x->flags &= ~(unsigned)(EG_TF_CONST | EG_TF_ABSORBED);
+    x->flags &= ~(unsigned)(EG_TF_CONST | EG_TF_ABSORBED | EG_TF_BORROWED);
     x->data = c->val[t];
     x->producer = -1;
     c->val[t] = NULL;

@@ -199,8 +199,12 @@ void eg_free(eg_graph *g) {
         free(g->graph_shell);
     }
     eg_names_free(g->names);
+    eg_graph *base = g->base;
     free(g);
+    eg_free(base);
 }
+
+void eg_graph_set_base(eg_graph *g, eg_graph *base) { g->base = base; }
 
 /* malloc'd copy of n ints (at least one slot), or NULL. */
 static int *dup_ints(const int *a, int n) {
@@ -250,6 +254,7 @@ eg_graph *eg_graph_clone(const eg_graph *g) {
     c->tensor = NULL, c->node = NULL, c->input = c->output = NULL;
     c->n_tensors = c->n_nodes = c->cap_tensors = c->cap_nodes = 0;
     c->shells_borrowed = 1;
+    c->base = NULL; /* the clone borrows from g; it does not own g */
     c->producer = dup_str(g->producer, &ok);
     c->graph_name = dup_str(g->graph_name, &ok);
     c->names = eg_names_clone(g->names);

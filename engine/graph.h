@@ -219,6 +219,8 @@ typedef struct eg_graph {
     eg_names *names;         /* tensor name -> id */
     int shells_borrowed;     /* model_shell, graph_shell belong to the graph
                                 this one was cloned from */
+    struct eg_graph *base;   /* freed with this graph, after it: the graph
+                                whose data it borrows (eg_graph_set_base) */
 } eg_graph;
 
 /* ---- names: a string -> int map (open addressing, XXH3) ---- */
@@ -243,7 +245,12 @@ eg_names *eg_names_clone(const eg_names *m);
 /* @return an empty graph, or NULL when out of memory. */
 eg_graph *eg_graph_new(void);
 
-/* Free a graph and everything it owns. NULL is allowed. */
+/* Make g own base, the graph it borrows data from: eg_free(g) then frees
+ * base after g. Lets a result outlive the intermediate graph it was cloned
+ * from. @pre g has no base yet. */
+void eg_graph_set_base(eg_graph *g, eg_graph *base);
+
+/* Free a graph and everything it owns (and its base). NULL is allowed. */
 void eg_free(eg_graph *g);
 
 /* A copy of g for rewriting, cheap enough to make thousands of times: the

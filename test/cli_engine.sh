@@ -38,7 +38,6 @@ check "... and the output loads again" status_is 0 "$BIN/engine" info "$tmp/rt.o
 check "roundtrip without -o: exit 2" status_is 2 "$BIN/engine" roundtrip "$corpus/convs.onnx"
 check "roundtrip of a bad model: exit 2, no output" \
     eval "status_is 2 '$BIN/engine' roundtrip '$corpus/bad_shape.onnx' -o '$tmp/bad.onnx' && [ ! -e '$tmp/bad.onnx' ]"
-check "optimize: not implemented yet, exit 2" status_is 2 "$BIN/engine" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx"
 
 # The onnx/onnxruntime checks, numbered on from here.
 if python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
