@@ -194,17 +194,30 @@ static eg_status insert(eg_cost *c, uint64_t h, const uint8_t *key, size_t len, 
 
 /* ================= node -> kernel ================= */
 
-static const eg_shape *shape_of(const eg_graph *g, int t) {
-    return t >= 0 && t < g->n_tensors ? &g->tensor[t].shape : NULL;
+/* Tensor t's shape with every unknown dim taken as 1 (a symbolic batch
+ * "N" is costed at batch 1) into buf.
+ * @return buf, or NULL when t is -1 or its rank is unknown. */
+static const eg_shape *shape_of(const eg_graph *g, int t, eg_shape *buf) {
+    if (t < 0 || t >= g->n_tensors || g->tensor[t].shape.rank < 0) return NULL;
+    *buf = g->tensor[t].shape;
+    if (buf->rank > EG_MAX_RANK) return NULL;
+    for (int i = 0; i < buf->rank; i++)
+        if (buf->dim[i] < 0) buf->dim[i] = 1;
+    return buf;
 }
 
 static int64_t dim(const eg_graph *g, int t, int i) {
-    const eg_shape *s = shape_of(g, t);
+    eg_shape buf;
+    const eg_shape *s = shape_of(g, t, &buf);
     return s && i < s->rank ? s->dim[i] : -1;
 }
 
+/* @return the bytes of tensor t, with *elems its elements (-1: the rank
+ *         is unknown, -2: too many). */
 static double tensor_bytes(const eg_graph *g, int t, int64_t *elems) {
-    int64_t n = eg_shape_numel(&g->tensor[t].shape);
+    eg_shape buf;
+    const eg_shape *s = shape_of(g, t, &buf);
+    int64_t n = s ? eg_shape_numel(s) : -1;
     size_t sz = eg_dtype_size(g->tensor[t].dtype);
     *elems = n;
     return (double)n * (double)(sz ? sz : 4);
@@ -232,7 +245,8 @@ static int64_t max1(int64_t v) { return v < 1 ? 1 : v; }
 /* Spatial geometry of a conv or pool from x [n,c,h,w] and y [n,o,oh,ow];
  * the far pads are what makes the output size come out. @return 1 or 0 */
 static int spatial(const eg_graph *g, int x, int y, eg_cost_kern *k) {
-    const eg_shape *xs = shape_of(g, x), *ys = shape_of(g, y);
+    eg_shape xb, yb;
+    const eg_shape *xs = shape_of(g, x, &xb), *ys = shape_of(g, y, &yb);
     if (!xs || !ys || xs->rank != 4 || ys->rank != 4) return 0;
     k->n = xs->dim[0], k->c = xs->dim[1], k->h = xs->dim[2], k->w = xs->dim[3];
     k->o = ys->dim[1], k->oh = ys->dim[2], k->ow = ys->dim[3];
@@ -307,7 +321,8 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
 
 /* numpy-style MatMul: batch x [m,k] x [k,n] from the input ranks. */
 static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
-    const eg_shape *a = shape_of(g, n->in[0]), *b = shape_of(g, n->in[1]);
+    eg_shape ab, bb;
+    const eg_shape *a = shape_of(g, n->in[0], &ab), *b = shape_of(g, n->in[1], &bb);
     if (!a || !b || a->rank < 1 || b->rank < 1) return 0;
     k->cls = EG_KC_GEMM;
     k->k = a->dim[a->rank - 1];
@@ -369,7 +384,8 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case EG_MOP_FLATTEN:
     case EG_MOP_IDENTITY: k->cls = EG_KC_MOVE; return 1;
     case EG_MOP_TRANSPOSE: {
-        const eg_shape *s = shape_of(g, x);
+        eg_shape sb;
+        const eg_shape *s = shape_of(g, x, &sb);
         if (!s || s->rank < 1) return 0;
         k->cls = EG_KC_TRANS, k->batch = 1, k->nn = s->dim[s->rank - 1];
         k->m = k->out_elems / max1(k->nn);
@@ -380,7 +396,8 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
         k->c = max1(d1), k->inner = k->out_elems / max1(dim(g, x, 0) * k->c);
         return 1;
     case EG_MOP_SOFTMAX: {
-        const eg_shape *s = shape_of(g, x);
+        eg_shape sb;
+        const eg_shape *s = shape_of(g, x, &sb);
         if (!s || s->rank < 1) return 0;
         int ax = a->axis < 0 ? a->axis + s->rank : a->axis;
         if (ax < 0 || ax >= s->rank) return 0;
