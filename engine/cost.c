@@ -592,8 +592,10 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
         }
         line[n - 1] = '\0';
         if (ln == 1) {
-            if (strncmp(line, MAGIC " ", sizeof MAGIC) != 0) why = "not a cost cache (expected '" MAGIC " BACKEND MACHINE')";
-            else if (strcmp(line, head) != 0) why = "made by another backend or machine";
+            if (strncmp(line, MAGIC " ", sizeof MAGIC) != 0)
+                why = "not a cost cache (expected '" MAGIC " BACKEND MACHINE')";
+            else if (strcmp(line, head) != 0)
+                why = "made by another backend or machine";
             if (why) break;
             continue;
         }
