@@ -563,13 +563,7 @@ static const char *parse_record(const char *s, uint8_t *key, size_t *len, double
     return NULL;
 }
 
-static eg_status load(eg_cost *c, char *err, size_t errlen) {
-    FILE *f = fopen(c->path, "r");
-    if (!f) {
-        if (errno == ENOENT) return EG_OK;
-        snprintf(err, errlen, "%s: cannot read: %s", c->path, strerror(errno));
-        return EG_EIO;
-    }
+int eg_cost_load_stream(eg_cost *c, FILE *f, const char *name, char *err, size_t errlen) {
     eg_status rc = EG_OK;
     char *line = malloc(LINE_MAX_LEN + 2), head[sizeof MAGIC + 160];
     uint8_t *key = malloc(EG_COST_MAX_KEY);
@@ -578,7 +572,7 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
     snprintf(head, sizeof head, "%s %s %s", MAGIC, kind_names[c->kind], c->machine);
     if (!line || !key) {
         rc = EG_ENOMEM;
-        snprintf(err, errlen, "%s: out of memory", c->path);
+        snprintf(err, errlen, "%s: out of memory", name);
         goto cleanup;
     }
     while (fgets(line, LINE_MAX_LEN + 2, f)) {
@@ -603,19 +597,19 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
         uint64_t h = XXH3_64bits(key, klen);
         if (find(c, h, key, klen) >= 0) continue; /* a duplicate: the first wins */
         if ((rc = insert(c, h, key, klen, us)) != EG_OK) {
-            snprintf(err, errlen, "%s:%ld: %s", c->path, ln, eg_status_name(rc));
+            snprintf(err, errlen, "%s:%ld: %s", name, ln, eg_status_name(rc));
             goto cleanup;
         }
     }
     if (!why && ferror(f)) {
         rc = EG_EIO;
-        snprintf(err, errlen, "%s: read error", c->path);
+        snprintf(err, errlen, "%s: read error", name);
     } else if (!why && ln == 0) {
         why = "empty file (no header line)";
     }
     if (why) {
         rc = EG_EFORMAT;
-        snprintf(err, errlen, "%s:%ld: %s", c->path, ln, why);
+        snprintf(err, errlen, "%s:%ld: %s", name, ln, why);
         if (ln == 1 && strncmp(line, MAGIC " ", sizeof MAGIC) == 0) {
             size_t used = strlen(err);
             snprintf(err + used, errlen > used ? errlen - used : 0,
@@ -625,6 +619,17 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
 cleanup:
     free(line);
     free(key);
+    return (int)rc;
+}
+
+static eg_status load(eg_cost *c, char *err, size_t errlen) {
+    FILE *f = fopen(c->path, "r");
+    if (!f) {
+        if (errno == ENOENT) return EG_OK;
+        snprintf(err, errlen, "%s: cannot read: %s", c->path, strerror(errno));
+        return EG_EIO;
+    }
+    eg_status rc = (eg_status)eg_cost_load_stream(c, f, c->path, err, errlen);
     fclose(f);
     return rc;
 }
