@@ -194,17 +194,30 @@ static eg_status insert(eg_cost *c, uint64_t h, const uint8_t *key, size_t len, 
 
 /* ================= node -> kernel ================= */
 
-static const eg_shape *shape_of(const eg_graph *g, int t) {
-    return t >= 0 && t < g->n_tensors ? &g->tensor[t].shape : NULL;
+/* Tensor t's shape with every unknown dim taken as 1 (a symbolic batch
+ * "N" is costed at batch 1) into buf.
+ * @return buf, or NULL when t is -1 or its rank is unknown. */
+static const eg_shape *shape_of(const eg_graph *g, int t, eg_shape *buf) {
+    if (t < 0 || t >= g->n_tensors || g->tensor[t].shape.rank < 0) return NULL;
+    *buf = g->tensor[t].shape;
+    if (buf->rank > EG_MAX_RANK) return NULL;
+    for (int i = 0; i < buf->rank; i++)
+        if (buf->dim[i] < 0) buf->dim[i] = 1;
+    return buf;
 }
 
 static int64_t dim(const eg_graph *g, int t, int i) {
-    const eg_shape *s = shape_of(g, t);
+    eg_shape buf;
+    const eg_shape *s = shape_of(g, t, &buf);
     return s && i < s->rank ? s->dim[i] : -1;
 }
 
+/* @return the bytes of tensor t, with *elems its elements (-1: the rank
+ *         is unknown, -2: too many). */
 static double tensor_bytes(const eg_graph *g, int t, int64_t *elems) {
-    int64_t n = eg_shape_numel(&g->tensor[t].shape);
+    eg_shape buf;
+    const eg_shape *s = shape_of(g, t, &buf);
+    int64_t n = s ? eg_shape_numel(s) : -1;
     size_t sz = eg_dtype_size(g->tensor[t].dtype);
     *elems = n;
     return (double)n * (double)(sz ? sz : 4);
@@ -232,7 +245,8 @@ static int64_t max1(int64_t v) { return v < 1 ? 1 : v; }
 /* Spatial geometry of a conv or pool from x [n,c,h,w] and y [n,o,oh,ow];
  * the far pads are what makes the output size come out. @return 1 or 0 */
 static int spatial(const eg_graph *g, int x, int y, eg_cost_kern *k) {
-    const eg_shape *xs = shape_of(g, x), *ys = shape_of(g, y);
+    eg_shape xb, yb;
+    const eg_shape *xs = shape_of(g, x, &xb), *ys = shape_of(g, y, &yb);
     if (!xs || !ys || xs->rank != 4 || ys->rank != 4) return 0;
     k->n = xs->dim[0], k->c = xs->dim[1], k->h = xs->dim[2], k->w = xs->dim[3];
     k->o = ys->dim[1], k->oh = ys->dim[2], k->ow = ys->dim[3];
@@ -307,7 +321,8 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
 
 /* numpy-style MatMul: batch x [m,k] x [k,n] from the input ranks. */
 static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
-    const eg_shape *a = shape_of(g, n->in[0]), *b = shape_of(g, n->in[1]);
+    eg_shape ab, bb;
+    const eg_shape *a = shape_of(g, n->in[0], &ab), *b = shape_of(g, n->in[1], &bb);
     if (!a || !b || a->rank < 1 || b->rank < 1) return 0;
     k->cls = EG_KC_GEMM;
     k->k = a->dim[a->rank - 1];
@@ -369,7 +384,8 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case EG_MOP_FLATTEN:
     case EG_MOP_IDENTITY: k->cls = EG_KC_MOVE; return 1;
     case EG_MOP_TRANSPOSE: {
-        const eg_shape *s = shape_of(g, x);
+        eg_shape sb;
+        const eg_shape *s = shape_of(g, x, &sb);
         if (!s || s->rank < 1) return 0;
         k->cls = EG_KC_TRANS, k->batch = 1, k->nn = s->dim[s->rank - 1];
         k->m = k->out_elems / max1(k->nn);
@@ -380,7 +396,8 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
         k->c = max1(d1), k->inner = k->out_elems / max1(dim(g, x, 0) * k->c);
         return 1;
     case EG_MOP_SOFTMAX: {
-        const eg_shape *s = shape_of(g, x);
+        eg_shape sb;
+        const eg_shape *s = shape_of(g, x, &sb);
         if (!s || s->rank < 1) return 0;
         int ax = a->axis < 0 ? a->axis + s->rank : a->axis;
         if (ax < 0 || ax >= s->rank) return 0;
@@ -546,13 +563,7 @@ static const char *parse_record(const char *s, uint8_t *key, size_t *len, double
     return NULL;
 }
 
-static eg_status load(eg_cost *c, char *err, size_t errlen) {
-    FILE *f = fopen(c->path, "r");
-    if (!f) {
-        if (errno == ENOENT) return EG_OK;
-        snprintf(err, errlen, "%s: cannot read: %s", c->path, strerror(errno));
-        return EG_EIO;
-    }
+int eg_cost_load_stream(eg_cost *c, FILE *f, const char *name, char *err, size_t errlen) {
     eg_status rc = EG_OK;
     char *line = malloc(LINE_MAX_LEN + 2), head[sizeof MAGIC + 160];
     uint8_t *key = malloc(EG_COST_MAX_KEY);
@@ -561,7 +572,7 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
     snprintf(head, sizeof head, "%s %s %s", MAGIC, kind_names[c->kind], c->machine);
     if (!line || !key) {
         rc = EG_ENOMEM;
-        snprintf(err, errlen, "%s: out of memory", c->path);
+        snprintf(err, errlen, "%s: out of memory", name);
         goto cleanup;
     }
     while (fgets(line, LINE_MAX_LEN + 2, f)) {
@@ -575,8 +586,10 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
         }
         line[n - 1] = '\0';
         if (ln == 1) {
-            if (strncmp(line, MAGIC " ", sizeof MAGIC) != 0) why = "not a cost cache (expected '" MAGIC " BACKEND MACHINE')";
-            else if (strcmp(line, head) != 0) why = "made by another backend or machine";
+            if (strncmp(line, MAGIC " ", sizeof MAGIC) != 0)
+                why = "not a cost cache (expected '" MAGIC " BACKEND MACHINE')";
+            else if (strcmp(line, head) != 0)
+                why = "made by another backend or machine";
             if (why) break;
             continue;
         }
@@ -584,19 +597,19 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
         uint64_t h = XXH3_64bits(key, klen);
         if (find(c, h, key, klen) >= 0) continue; /* a duplicate: the first wins */
         if ((rc = insert(c, h, key, klen, us)) != EG_OK) {
-            snprintf(err, errlen, "%s:%ld: %s", c->path, ln, eg_status_name(rc));
+            snprintf(err, errlen, "%s:%ld: %s", name, ln, eg_status_name(rc));
             goto cleanup;
         }
     }
     if (!why && ferror(f)) {
         rc = EG_EIO;
-        snprintf(err, errlen, "%s: read error", c->path);
+        snprintf(err, errlen, "%s: read error", name);
     } else if (!why && ln == 0) {
         why = "empty file (no header line)";
     }
     if (why) {
         rc = EG_EFORMAT;
-        snprintf(err, errlen, "%s:%ld: %s", c->path, ln, why);
+        snprintf(err, errlen, "%s:%ld: %s", name, ln, why);
         if (ln == 1 && strncmp(line, MAGIC " ", sizeof MAGIC) == 0) {
             size_t used = strlen(err);
             snprintf(err + used, errlen > used ? errlen - used : 0,
@@ -606,6 +619,17 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
 cleanup:
     free(line);
     free(key);
+    return (int)rc;
+}
+
+static eg_status load(eg_cost *c, char *err, size_t errlen) {
+    FILE *f = fopen(c->path, "r");
+    if (!f) {
+        if (errno == ENOENT) return EG_OK;
+        snprintf(err, errlen, "%s: cannot read: %s", c->path, strerror(errno));
+        return EG_EIO;
+    }
+    eg_status rc = (eg_status)eg_cost_load_stream(c, f, c->path, err, errlen);
     fclose(f);
     return rc;
 }

@@ -40,8 +40,10 @@
  *             figure.
  *
  * Opaque nodes cost EG_COST_LAUNCH_US + output bytes / EG_COST_BANDWIDTH
- * on every backend (they never change during a search); a node whose
- * shapes are not all known costs EG_COST_UNKNOWN_US. eg_cost_graph skips
+ * on every backend (they never change during a search). An unknown dim of
+ * a known rank (a symbolic batch "N") is costed as 1, so models exported
+ * with a dynamic batch still get batch-1 costs that rank rewrites; a node
+ * with a tensor of unknown rank costs EG_COST_UNKNOWN_US. eg_cost_graph skips
  * weight-only nodes (eg_mark_weight_only): they become initializers.
  *
  * Cache file (text, one record per line, '\n' ends every line):

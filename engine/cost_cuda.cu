@@ -48,7 +48,8 @@ extern "C" int eg_cost_cuda_new(eg_cost_cuda **out, char *machine, size_t mlen, 
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(machine, mlen, "%s", prop.name);
     eg_cost_cuda *c = (eg_cost_cuda *)calloc(1, sizeof *c);
-    int bad = !c || cudaEventCreate(&c->t0) != cudaSuccess || cudaEventCreate(&c->t1) != cudaSuccess;
+    int bad = !c || cudaEventCreate(&c->t0) != cudaSuccess ||
+              cudaEventCreate(&c->t1) != cudaSuccess;
 #ifdef EG_COST_CUBLAS
     bad = bad || cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS;
 #endif
@@ -57,7 +58,7 @@ extern "C" int eg_cost_cuda_new(eg_cost_cuda **out, char *machine, size_t mlen, 
 #endif
     if (bad) {
         snprintf(err, errlen, "no CUDA device: use --cost analytic or cpu (set-up failed)");
-        free(c);
+        eg_cost_cuda_free(c); /* calloc'd: what was not created is NULL */
         return -1;
     }
     *out = c;
@@ -174,7 +175,8 @@ extern "C" double eg_cost_cuda_time(eg_cost_cuda *c, const eg_cost_kern *k) {
     l.c = c, l.k = k;
     int64_t na = k->in_elems, nb = k->in_elems, ny = k->out_elems;
     if (k->cls == EG_KC_GEMM) na = k->batch * k->m * k->k, nb = k->batch * k->k * k->nn;
-    if (k->cls == EG_KC_CONV) na = k->n * k->c * k->h * k->w, nb = k->o * (k->c / k->group) * k->kh * k->kw;
+    if (k->cls == EG_KC_CONV)
+        na = k->n * k->c * k->h * k->w, nb = k->o * (k->c / k->group) * k->kh * k->kw;
     int bad = cudaMalloc(&l.a, (size_t)std::max<int64_t>(na, 1) * 4) != cudaSuccess ||
               cudaMalloc(&l.b, (size_t)std::max<int64_t>(nb, 1) * 4) != cudaSuccess ||
               cudaMalloc(&l.y, (size_t)std::max<int64_t>(ny, 1) * 4) != cudaSuccess;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,17 @@ typedef struct {
     double flops;         /* arithmetic operations */
     double bytes;         /* bytes read + written */
 } eg_cost_kern;
+
+/* ---- the cache reader (cost.c), for eg_cost_new and the fuzz target ---- */
+
+struct eg_cost;
+
+/* Add the records of a cache file read from f (see cost.h) to c; name is
+ * used in messages ("NAME:LINE: ..."). On an error the records before the
+ * bad line may have been added.
+ * @return an eg_status: EG_OK, EG_EFORMAT, EG_EIO, EG_ENOMEM, EG_ELIMIT. */
+int eg_cost_load_stream(struct eg_cost *c, FILE *f, const char *name, char *err,
+                        size_t errlen);
 
 /* ---- CPU backend (cost_cpu.c) ---- */
 

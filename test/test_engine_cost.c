@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cost.h"
+#include "engine.h"
 
 /* ================= helpers ================= */
 
@@ -242,7 +243,8 @@ static const mop_case mop_cases[] = {
      {S(4, 2), S(4, 2), S(4, 2), S(4, 6)}},
     {"M15 Split 2 ways", EG_MOP_SPLIT, {.axis = 1}, 1, 2, {2, 2, 2},
      {S(4, 6), S(4, 3), S(4, 3)}},
-    {"M16 Transpose rank 3", EG_MOP_TRANSPOSE, {.group = 0}, 1, 1, {3, 3}, {S(2, 3, 4), S(4, 3, 2)}},
+    {"M16 Transpose rank 3", EG_MOP_TRANSPOSE, {.group = 0}, 1, 1, {3, 3},
+     {S(2, 3, 4), S(4, 3, 2)}},
     {"M17 Reshape", EG_MOP_RESHAPE, {.group = 0}, 2, 1, {2, 1, 1}, {S(4, 6), S(1), S(24)}},
     {"M18 Flatten", EG_MOP_FLATTEN, {.axis = 1}, 1, 1, {3, 2}, {S(2, 3, 4), S(2, 12)}},
     {"M19 BatchNormalization", EG_MOP_BATCHNORM, {.epsilon = 1e-5f}, 5, 1, {4, 1, 1, 1, 1, 4},
@@ -364,6 +366,32 @@ static void test_unknown_and_opaque(void **state) {
     eg_free(g);
 }
 
+/* A symbolic batch dim costs as batch 1. */
+static void test_dynamic_batch(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int id;
+    int xd = tensor(g, "xd", 2, (int64_t[]){-1, 16}, EG_TF_INPUT);
+    int x1 = tensor(g, "x1", 2, (int64_t[]){1, 16}, EG_TF_INPUT);
+    int w = tensor(g, "w", 2, (int64_t[]){16, 4}, EG_TF_INPUT);
+    int yd = tensor(g, "yd", 2, (int64_t[]){-1, 4}, 0);
+    int y1 = tensor(g, "y1", 2, (int64_t[]){1, 4}, 0);
+    const int io[2][2] = {{xd, yd}, {x1, y1}};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(eg_add_node(g, EG_KIND_MODEL, "mm", 2, 0, 1, &id), EG_OK);
+        g->node[id].mop = EG_MOP_MATMUL;
+        g->node[id].in[0] = io[i][0], g->node[id].in[1] = w, g->node[id].out[0] = io[i][1];
+    }
+    index_ok(g);
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+    double td = eg_cost_node(c, g, 0);
+    assert_true(td == eg_cost_node(c, g, 1));
+    assert_true(td < EG_COST_UNKNOWN_US);
+    assert_int_equal(eg_cost_size(c), 2); /* distinct keys all the same */
+    eg_cost_free(c);
+    eg_free(g);
+}
+
 /* ================= merging three MatMuls ================= */
 
 /* x [64,256] times three [256,256] weights, either as three matmuls or as
@@ -413,6 +441,41 @@ static void test_merge_matmuls(void **state) {
     eg_cost_free(c);
     eg_free(three);
     eg_free(one);
+}
+
+/* ================= real models ================= */
+
+/* Every well-formed corpus model costs a finite, positive amount on both
+ * backends, the cpu one without a fallback; costing twice is all hits. */
+static void test_corpus(void **state) {
+    (void)state;
+    static const char *const files[] = {"attention.onnx", "conv_bn_relu.onnx", "convs.onnx",
+                                        "inception.onnx", "mixed.onnx", "opaque.onnx",
+                                        "old_opset.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256], err[EG_ERRLEN];
+        eg_graph *g = NULL;
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", files[i]);
+        eg_status rc = eg_load(path, NULL, &g, err, sizeof err);
+        if (rc != EG_OK) print_error("%s\n", err);
+        assert_int_equal(rc, EG_OK);
+        for (int kind = EG_COST_ANALYTIC; kind <= EG_COST_CPU; kind++) {
+            eg_cost *c = cost_new((eg_cost_kind)kind, NULL);
+            uint64_t hits, misses;
+            double t = eg_cost_graph(c, g);
+            eg_cost_stats(c, NULL, &misses);
+            assert_true(eg_cost_graph(c, g) == t);
+            eg_cost_stats(c, &hits, NULL);
+            print_message("# %s %s: %d nodes, %.1f us, %llu distinct\n", files[i],
+                          eg_cost_kind_name((eg_cost_kind)kind), g->n_nodes, t,
+                          (unsigned long long)eg_cost_size(c));
+            assert_true(isfinite(t) && t > 0);
+            assert_true(hits >= misses);
+            assert_int_equal(eg_cost_fallbacks(c), 0);
+            eg_cost_free(c);
+        }
+        eg_free(g);
+    }
 }
 
 /* ================= cpu backend ================= */
@@ -659,8 +722,10 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_memo);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_weight_only);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_unknown_and_opaque);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_dynamic_batch);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_merge_matmuls);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cpu_conv_scales);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_roundtrip);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_nopath);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_cache_bytes);
