@@ -511,13 +511,61 @@ double eg_cost_node(eg_cost *c, const eg_graph *g, int node) {
     return us;
 }
 
+/* 1 when node j is a convolution (conv2d without a fused activation, or a
+ * model Conv) whose output t has no reader but the one asking. */
+static int conv_alone(const eg_graph *g, const int *uses, int t) {
+    int p = t >= 0 ? g->tensor[t].producer : -1;
+    if (p < 0 || uses[t] != 1 || (g->tensor[t].flags & EG_TF_OUTPUT)) return 0;
+    const eg_node *n = &g->node[p];
+    return (n->kind == EG_KIND_OPS && n->op == OP_CONV2D && n->param[2] == OPS_ACT_NONE) ||
+           (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_CONV);
+}
+
+/* 1 when node j runs inside the convolution before it at run time, so it
+ * costs nothing: an Add of a per-channel constant bias to a conv's only
+ * output (eg_builtin_post folds it into the Conv's bias), and a Relu of
+ * such a conv or conv + bias (runtimes fuse conv, bias and activation:
+ * onnxruntime's FusedConv on CPU, cuDNN's conv-bias-activation on GPU).
+ * Without this, moving a relu off a conv (relu over a concat of convs)
+ * would look cheaper while it runs slower. */
+static int fused_into_conv(const eg_graph *g, const int *uses, const unsigned char *wo, int j) {
+    const eg_node *n = &g->node[j];
+    int is_add = n->kind == EG_KIND_MODEL && n->mop == EG_MOP_ADD && n->n_in == 2;
+    int is_relu = (n->kind == EG_KIND_OPS && n->op == OP_RELU) ||
+                  (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_RELU);
+    if (is_add) {
+        for (int k = 0; k < 2; k++) {
+            int t = n->in[k], b = n->in[1 - k];
+            if (t < 0 || b < 0 || !conv_alone(g, uses, t)) continue;
+            int bp = g->tensor[b].producer;
+            int64_t numel = eg_shape_numel(&g->tensor[b].shape);
+            const eg_shape *ts = &g->tensor[t].shape;
+            int constant = (g->tensor[b].flags & EG_TF_INIT) || (bp >= 0 && wo && wo[bp]);
+            if (constant && ts->rank == 4 && numel > 0 && numel == ts->dim[1]) return 1;
+        }
+        return 0;
+    }
+    if (!is_relu || n->in[0] < 0) return 0;
+    int t = n->in[0], p = g->tensor[t].producer;
+    if (conv_alone(g, uses, t)) return 1;
+    return p >= 0 && uses[t] == 1 && !(g->tensor[t].flags & EG_TF_OUTPUT) &&
+           fused_into_conv(g, uses, wo, p) && g->node[p].kind == EG_KIND_MODEL &&
+           g->node[p].mop == EG_MOP_ADD;
+}
+
 double eg_cost_graph(eg_cost *c, const eg_graph *g) {
     unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
     double sum = 0;
     if (wo) eg_mark_weight_only(g, wo);
-    for (int j = 0; j < g->n_nodes; j++)
-        if (!wo || !wo[j]) sum += eg_cost_node(c, g, j);
+    if (uses) eg_count_uses(g, uses);
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (wo && wo[j]) continue;
+        if (uses && fused_into_conv(g, uses, wo, j)) continue;
+        sum += eg_cost_node(c, g, j);
+    }
     free(wo);
+    free(uses);
     return sum;
 }
 
