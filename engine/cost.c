@@ -379,10 +379,10 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case EG_MOP_SIGMOID: ewise(k, EG_EW_SIGMOID, 4); return 1;
     case EG_MOP_TANH: ewise(k, EG_EW_TANH, 4); return 1;
     case EG_MOP_CONCAT:
-    case EG_MOP_SPLIT:
-    case EG_MOP_RESHAPE:
+    case EG_MOP_SPLIT: k->cls = EG_KC_MOVE; return 1;
+    case EG_MOP_RESHAPE: /* a new shape on the same buffer: runtimes alias it */
     case EG_MOP_FLATTEN:
-    case EG_MOP_IDENTITY: k->cls = EG_KC_MOVE; return 1;
+    case EG_MOP_IDENTITY: k->cls = EG_KC_FREE; return 1;
     case EG_MOP_TRANSPOSE: {
         eg_shape sb;
         const eg_shape *s = shape_of(g, x, &sb);

@@ -285,8 +285,11 @@ static eg_graph *mop_graph(const mop_case *t) {
 
 static void test_mop(void **state) {
     eg_graph *g = mop_graph(*state);
-    check_node(EG_COST_ANALYTIC, g, 0);
-    check_node(EG_COST_CPU, g, 0);
+    const mop_case *t = *state;
+    /* a new shape on the same buffer costs nothing: runtimes alias it */
+    int is_free = t->mop == EG_MOP_RESHAPE || t->mop == EG_MOP_FLATTEN || t->mop == EG_MOP_IDENTITY;
+    check_node(EG_COST_ANALYTIC, g, is_free);
+    check_node(EG_COST_CPU, g, is_free);
     eg_free(g);
 }
 
