@@ -4,13 +4,7 @@
 set -u
 : "${BIN:?BIN must name the binary directory}"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-n=0
-check() { # check DESC COMMAND... : ok when the command succeeds
-    local desc=$1; shift
-    n=$((n + 1))
-    if "$@"; then echo "ok $n - $desc"; else echo "not ok $n - $desc"; fi
-}
-status_is() { local want=$1; shift; "$@" >"$tmp/out" 2>"$tmp/err"; [ $? -eq "$want" ]; }
+. "$(dirname "$0")/tap.inc"
 
 check "shipped axioms hold, wrong ones refuted" \
     status_is 0 "$BIN/axcheck" -q opspecs/axioms.ax --wrong opspecs/wrong.ax
