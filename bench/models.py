@@ -92,8 +92,12 @@ class Builder:
 
     # CNN pieces --------------------------------------------------------
 
-    def conv(self, x, cout, k, s=1, p=None, groups=1, bn=None, relu=True, eps=1e-5):
-        """Conv (+ BatchNormalization) (+ Relu). k, s, p: int or (h, w)."""
+    def conv(self, x, cout, k, s=1, p=None, groups=1, bn=None, relu=True, eps=1e-5,
+             gain=2.0, bn_scale=(0.5, 1.5)):
+        """Conv (+ BatchNormalization) (+ Relu). k, s, p: int or (h, w).
+        Weights: normal with std sqrt(gain / fan_in) (He for gain 2); BN
+        scale uniform in bn_scale (small on residual branches so that the
+        random network's activations stay of order 1)."""
         kh, kw = (k, k) if isinstance(k, int) else k
         sh, sw = (s, s) if isinstance(s, int) else s
         if p is None:
@@ -101,21 +105,21 @@ class Builder:
         ph, pw = (p, p) if isinstance(p, int) else p
         use_bn = self.bn if bn is None else (bn and self.bn)
         fan_in = (x.c // groups) * kh * kw
-        w = self.weight("w", (cout, x.c // groups, kh, kw), math.sqrt(2.0 / fan_in))
+        w = self.weight("w", (cout, x.c // groups, kh, kw), math.sqrt(gain / fan_in))
         ins = [x.name, w]
         if not use_bn:
             ins.append(self.weight("b", (cout,), 0.01))
         y = self.op("Conv", ins, kernel_shape=[kh, kw], strides=[sh, sw],
                     pads=[ph, pw, ph, pw], dilations=[1, 1], group=groups)
         if use_bn:
-            y = self.batchnorm(y, cout, eps)
+            y = self.batchnorm(y, cout, eps, bn_scale)
         if relu:
             y = self.op("Relu", [y])
         return T(y, cout, out_size(x.h, kh, sh, ph, ph), out_size(x.w, kw, sw, pw, pw))
 
-    def batchnorm(self, y, c, eps=1e-5):
+    def batchnorm(self, y, c, eps=1e-5, scale_range=(0.5, 1.5)):
         r = self.rng
-        scale = self.init("bn_scale", r.uniform(0.5, 1.5, c).astype(np.float32))
+        scale = self.init("bn_scale", r.uniform(*scale_range, c).astype(np.float32))
         bias = self.init("bn_bias", r.normal(0, 0.1, c).astype(np.float32))
         mean = self.init("bn_mean", r.normal(0, 0.1, c).astype(np.float32))
         var = self.init("bn_var", r.uniform(0.5, 1.5, c).astype(np.float32))
@@ -189,7 +193,8 @@ def resnet(name, seed, bn, groups, width_per_group):
             stride = 2 if (i == 0 and stage > 0) else 1
             y = b.conv(x, width, 1)
             y = b.conv(y, width, 3, stride, 1, groups=groups)
-            y = b.conv(y, planes * 4, 1, relu=False)
+            y = b.conv(y, planes * 4, 1, relu=False, bn_scale=(0.1, 0.3),
+                       gain=2.0 if bn else 0.05)
             short = x
             if i == 0:
                 short = b.conv(x, planes * 4, 1, stride, 0, relu=False)
@@ -315,7 +320,7 @@ def nasnet_a(seed, bn=True, **_):
         """ReLU, depthwise kxk (stride s) + pointwise 1x1, BN."""
         x = b.relu(x)
         x = b.conv(x, x.c, k, s, k // 2, groups=x.c, bn=False, relu=False)
-        return b.conv(x, cout, 1, relu=False)
+        return b.conv(x, cout, 1, relu=False, gain=0.5, bn_scale=(0.3, 0.6))
 
     def branch(x, cout, k, s=1):
         """The NASNet separable branch: two separable convs."""
