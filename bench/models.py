@@ -3,6 +3,7 @@
 
     python3 bench/models.py --list
     python3 bench/models.py MODEL -o FILE [--seed N] [--no-bn]
+                            [--basic-layernorm] [--bert-2d]
     python3 bench/models.py --all [--dir bench/cache]
 
 Models: resnet50, resnext50, inception_v3, squeezenet, nasnet_a, bert_base.
@@ -34,7 +35,9 @@ Simplifications (documented, deliberate):
   + Add with the weights as initializers, scores divided by sqrt(64),
   Softmax, Gelu via Erf (x * 0.5 * (1 + erf(x / sqrt 2))), LayerNorm as
   opset-17 LayerNormalization (--basic-layernorm: ReduceMean, Sub, Mul,
-  ReduceMean, Add, Sqrt, Div, Mul, Add instead).
+  ReduceMean, Add, Sqrt, Div, Mul, Add instead). --bert-2d drops the batch
+  axis: activations [128, 768] as in TASO's BERT, so that the projection
+  MatMuls are plain 2-D products (the engine's opspecs matmul).
 """
 import argparse
 import math
@@ -374,11 +377,13 @@ def nasnet_a(seed, bn=True, **_):
 
 # BERT-base encoder -------------------------------------------------------
 
-def bert_base(seed, basic_layernorm=False, **_):
+def bert_base(seed, basic_layernorm=False, two_d=False, **_):
     b = Builder("bert_base", seed)
     seq, hid, heads, ffn, layers = 128, 768, 12, 3072, 12
     dh = hid // heads
-    vi = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, seq, hid])
+    # two_d: activations [seq, hidden] (as TASO's BERT) instead of [1, seq, hidden]
+    lead = [] if two_d else [1]
+    vi = helper.make_tensor_value_info("input", TensorProto.FLOAT, lead + [seq, hid])
     x = "input"
 
     def linear(x, n_in, n_out):
@@ -399,7 +404,9 @@ def bert_base(seed, basic_layernorm=False, **_):
         return b.op("Add", [b.op("Mul", [b.op("Div", [d, std]), gamma]), beta])
 
     def heads_of(x, perm):
-        r = b.op("Reshape", [x, b.const("shape", [1, seq, heads, dh])])
+        r = b.op("Reshape", [x, b.const("shape", lead + [seq, heads, dh])])
+        if two_d:
+            perm = [p - 1 for p in perm[1:]]
         return b.op("Transpose", [r], perm=perm)
 
     scale = b.const("sqrt_dh", math.sqrt(dh), np.float32)
@@ -412,14 +419,15 @@ def bert_base(seed, basic_layernorm=False, **_):
         v = heads_of(linear(x, hid, hid), [0, 2, 1, 3])
         scores = b.op("Div", [b.op("MatMul", [q, k]), scale])
         probs = b.op("Softmax", [scores], axis=-1)
-        ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-        ctx = b.op("Reshape", [ctx, b.const("shape", [1, seq, hid])])
+        perm = [1, 0, 2] if two_d else [0, 2, 1, 3]
+        ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=perm)
+        ctx = b.op("Reshape", [ctx, b.const("shape", lead + [seq, hid])])
         x = layernorm(b.op("Add", [linear(ctx, hid, hid), x]))
         h = linear(x, hid, ffn)
         erf = b.op("Erf", [b.op("Div", [h, sqrt2])])
         h = b.op("Mul", [b.op("Mul", [h, b.op("Add", [erf, one])]), half])
         x = layernorm(b.op("Add", [linear(h, ffn, hid), x]))
-    out = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, hid])
+    out = helper.make_tensor_value_info(x, TensorProto.FLOAT, lead + [seq, hid])
     return b.finish([vi], [out])
 
 
@@ -433,9 +441,9 @@ MODELS = {
 }
 
 
-def build(name, seed=1, bn=True, basic_layernorm=False):
+def build(name, seed=1, bn=True, basic_layernorm=False, two_d=False):
     fn = MODELS[name][0]
-    return fn(seed, bn=bn, basic_layernorm=basic_layernorm)
+    return fn(seed, bn=bn, basic_layernorm=basic_layernorm, two_d=two_d)
 
 
 def main():
@@ -449,6 +457,8 @@ def main():
     ap.add_argument("--no-bn", action="store_true", help="Conv with bias instead of Conv+BN")
     ap.add_argument("--basic-layernorm", action="store_true",
                     help="bert_base: LayerNorm from basic ops")
+    ap.add_argument("--bert-2d", action="store_true",
+                    help="bert_base: activations [128, 768], no batch axis")
     a = ap.parse_args()
     if a.list:
         for name, (_, desc) in MODELS.items():
@@ -462,7 +472,7 @@ def main():
     for name in names:
         path = a.output or os.path.join(a.dir, name + ".onnx")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        model = build(name, a.seed, not a.no_bn, a.basic_layernorm)
+        model = build(name, a.seed, not a.no_bn, a.basic_layernorm, a.bert_2d)
         tmp = path + ".tmp"
         onnx.save(model, tmp)
         os.replace(tmp, path)
