@@ -16,7 +16,8 @@ How it measures:
   cores are.
 - Inputs: random normal (float) / random small integers, fixed --seed,
   shapes from the original model (symbolic dimensions set to 1); the
-  same arrays feed both models. Outputs are matched by position.
+  same arrays feed both models. Outputs are matched by name when both
+  models have the same output names, else by position.
 - max_rel_err = max over outputs of  max|a - b| / max(max|a|, 1e-30)
   with a from the original model: the largest absolute difference
   relative to the largest magnitude of the original output (a norm-wise
@@ -107,7 +108,11 @@ def main():
     if sorted(opt_names) != sorted(feeds):
         raise SystemExit(f"ort_compare: inputs differ: {sorted(feeds)} vs {sorted(opt_names)}")
 
-    err = max_rel_err(s_orig.run(None, feeds), s_opt.run(None, feeds))
+    # Outputs by name when both models name them alike, else by position.
+    names_orig = [o.name for o in s_orig.get_outputs()]
+    names_opt = [o.name for o in s_opt.get_outputs()]
+    order = names_orig if sorted(names_orig) == sorted(names_opt) else None
+    err = max_rel_err(s_orig.run(order, feeds), s_opt.run(order, feeds))
     for _ in range(a.warmup):
         s_orig.run(None, feeds)
         s_opt.run(None, feeds)
