@@ -96,11 +96,12 @@ class Builder:
     # CNN pieces --------------------------------------------------------
 
     def conv(self, x, cout, k, s=1, p=None, groups=1, bn=None, relu=True, eps=1e-5,
-             gain=2.0, bn_scale=(0.5, 1.5)):
+             gain=2.0, bn_scale=(0.5, 1.5), bias=None):
         """Conv (+ BatchNormalization) (+ Relu). k, s, p: int or (h, w).
         Weights: normal with std sqrt(gain / fan_in) (He for gain 2); BN
         scale uniform in bn_scale (small on residual branches so that the
-        random network's activations stay of order 1)."""
+        random network's activations stay of order 1). A bias only without
+        BN unless bias says otherwise."""
         kh, kw = (k, k) if isinstance(k, int) else k
         sh, sw = (s, s) if isinstance(s, int) else s
         if p is None:
@@ -110,7 +111,7 @@ class Builder:
         fan_in = (x.c // groups) * kh * kw
         w = self.weight("w", (cout, x.c // groups, kh, kw), math.sqrt(gain / fan_in))
         ins = [x.name, w]
-        if not use_bn:
+        if (not use_bn) if bias is None else bias:
             ins.append(self.weight("b", (cout,), 0.01))
         y = self.op("Conv", ins, kernel_shape=[kh, kw], strides=[sh, sw],
                     pads=[ph, pw, ph, pw], dilations=[1, 1], group=groups)
@@ -322,7 +323,7 @@ def nasnet_a(seed, bn=True, **_):
     def sep(x, cout, k, s):
         """ReLU, depthwise kxk (stride s) + pointwise 1x1, BN."""
         x = b.relu(x)
-        x = b.conv(x, x.c, k, s, k // 2, groups=x.c, bn=False, relu=False)
+        x = b.conv(x, x.c, k, s, k // 2, groups=x.c, bn=False, relu=False, bias=False)
         return b.conv(x, cout, 1, relu=False, gain=0.5, bn_scale=(0.3, 0.6))
 
     def branch(x, cout, k, s=1):
