@@ -88,7 +88,7 @@ const char *eg_cost_cpu_machine(char *buf, size_t len) {
  * out; stalls on memory still count. */
 static double now_us(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
@@ -263,27 +263,56 @@ static int run_trans(void *ctx) {
     return 0;
 }
 
-/* Element-wise loops; inputs are read with wrap-around (broadcasting). */
+/* y = a + b or a * b over n cells, b read with wrap-around (broadcasting
+ * a smaller operand) without a division per cell, as a runtime's
+ * broadcasting kernels do: a division per cell would make an Add of a
+ * scalar look ten times dearer than it is and steer the search. */
+static void ewise_binary(float *y, const float *a, int64_t na, const float *b, int64_t nb,
+                         int64_t n, int mul) {
+    if (na != n) { /* the bigger operand first */
+        const float *t = a;
+        a = b, b = t, nb = na;
+    }
+    if (nb == n) {
+        if (mul) for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+        else for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+    } else if (nb == 1) {
+        float s = b[0];
+        if (mul) for (int64_t i = 0; i < n; i++) y[i] = a[i] * s;
+        else for (int64_t i = 0; i < n; i++) y[i] = a[i] + s;
+    } else {
+        for (int64_t i0 = 0; i0 < n; i0 += nb) {
+            int64_t m = n - i0 < nb ? n - i0 : nb;
+            if (mul) for (int64_t i = 0; i < m; i++) y[i0 + i] = a[i0 + i] * b[i];
+            else for (int64_t i = 0; i < m; i++) y[i0 + i] = a[i0 + i] + b[i];
+        }
+    }
+}
+
+/* relu without a branch: on random signs a compare-and-jump (what gcc
+ * makes of v > 0 ? v : 0, and fmaxf is a libm call) mispredicts half the
+ * time and costs ten times a runtime's vector loop. Clearing the bits of
+ * negative numbers with their own sign mask is exact (-0 becomes +0). */
+static void relu_loop(float *y, const float *a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &a[i], sizeof u);
+        u &= ~(uint32_t)((int32_t)u >> 31);
+        memcpy(&y[i], &u, sizeof u);
+    }
+}
+
+/* Element-wise loops; a smaller operand is read with wrap-around. */
 static int run_ewise(void *ctx) {
     struct loop_run *r = ctx;
     const eg_cost_kern *k = r->k;
     float *y = r->y, *a = r->a, *b = r->b;
     int64_t n = r->ny, na = r->na, nb = r->nb, in = k->inner < 1 ? 1 : k->inner;
     switch (k->ew) {
-    case EG_EW_ADD:
-        if (na == n && nb == n)
-            for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
-        else
-            for (int64_t i = 0; i < n; i++) y[i] = a[i % na] + b[i % nb];
-        break;
-    case EG_EW_MUL:
-        if (na == n && nb == n)
-            for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
-        else
-            for (int64_t i = 0; i < n; i++) y[i] = a[i % na] * b[i % nb];
-        break;
+    case EG_EW_ADD: ewise_binary(y, a, na, b, nb, n, 0); break;
+    case EG_EW_MUL: ewise_binary(y, a, na, b, nb, n, 1); break;
     case EG_EW_SCALE: for (int64_t i = 0; i < n && na == n; i++) y[i] = a[i] * b[0]; break;
-    case EG_EW_RELU: for (int64_t i = 0; i < n; i++) y[i] = a[i] > 0 ? a[i] : 0; break;
+    case EG_EW_RELU: relu_loop(y, a, n); break;
     case EG_EW_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = 1 / (1 + expf(-a[i])); break;
     case EG_EW_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanhf(a[i]); break;
     case EG_EW_BNORM:
@@ -338,6 +367,7 @@ double eg_cost_cpu_time(eg_cost_cpu *c, const eg_cost_kern *k) {
                          k->batch * k->m * k->nn);
     case EG_KC_EWISE: {
         int64_t nb = k->ew == EG_EW_BNORM ? k->c + 1 : in - out > 0 ? in - out : 1;
+        if ((k->ew == EG_EW_ADD || k->ew == EG_EW_MUL) && in == out) nb = out; /* op(x, x) */
         int64_t na = k->ew == EG_EW_GAP || k->ew == EG_EW_SOFTMAX ? in : out;
         if (k->ew == EG_EW_ADD || k->ew == EG_EW_MUL) na = out;
         return time_loop(c, k, run_ewise, na, nb, out);
