@@ -315,10 +315,11 @@ static int run_ewise(void *ctx) {
     case EG_EW_RELU: relu_loop(y, a, n); break;
     case EG_EW_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = 1 / (1 + expf(-a[i])); break;
     case EG_EW_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanhf(a[i]); break;
-    case EG_EW_BNORM:
-        for (int64_t i = 0; i < n; i++) {
-            int64_t ch = (i / in) % nb;
-            y[i] = a[i] * b[ch] + b[(ch + 1) % nb];
+    case EG_EW_BNORM: /* per channel plane: scale and shift, no division per cell */
+        for (int64_t i0 = 0, ch = 0; i0 < n && nb >= 2; i0 += in, ch = ch + 1 < nb - 1 ? ch + 1 : 0) {
+            float sc = b[ch], sh = b[ch + 1];
+            int64_t m = n - i0 < in ? n - i0 : in;
+            for (int64_t i = 0; i < m; i++) y[i0 + i] = a[i0 + i] * sc + sh;
         }
         break;
     case EG_EW_SOFTMAX:
