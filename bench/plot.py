@@ -42,7 +42,7 @@ def fmt(v, spec="{:.2f}"):
     return "-" if v is None else spec.format(v)
 
 
-def table(rows, runs):
+def table(rows, runs, cost="cpu"):
     import onnxruntime
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -55,9 +55,9 @@ def table(rows, runs):
         "(other work on the machine slows every figure).",
         "",
         "Models: bench/models.py (random weights, batch 1, fp32, opset 17). "
-        "Engine: `engine optimize MODEL -o OPT --cost cpu`, or `engine roundtrip` "
-        "where the mode says \"roundtrip only\" (optimize not available yet: the "
-        "\"after\" columns then measure the importer/exporter, not rewrites). "
+        f"Engine: `engine optimize MODEL -o OPT --cost {cost}` (shipped ruledb, "
+        "default --alpha 1.05, --budget 200, --time-limit 10; costs in the engine's "
+        f"{cost} model, microseconds). "
         "Latency: bench/ort_compare.py, CPU execution provider, "
         "graph_optimization_level ORT_ENABLE_ALL for both models, "
         f"intra_op_num_threads 1, 3 warm-up runs each, then {runs} alternating runs "
@@ -87,7 +87,7 @@ def table(rows, runs):
     return "\n".join(out)
 
 
-def plot(rows, path):
+def plot(rows, path, cost="cpu"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -105,7 +105,7 @@ def plot(rows, path):
     top = max(speed + [1.0])
     ax.set_ylim(0, top * 1.15)
     modes = sorted({r.get("mode") for r in rows})
-    ax.set_title("engine output vs original, onnxruntime CPU, 1 thread"
+    ax.set_title(f"engine (--cost {cost}) output vs original, onnxruntime CPU, 1 thread"
                  + (" (gray: roundtrip only)" if "roundtrip only" in modes else ""),
                  fontsize=9)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
@@ -119,17 +119,18 @@ def main():
     ap.add_argument("--md")
     ap.add_argument("--png")
     ap.add_argument("--runs", type=int, default=30, help="runs per model, for the text")
+    ap.add_argument("--cost", default="cpu", help="the engine's cost model, for the text")
     a = ap.parse_args()
     with open(a.jsonl) as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    text = table(rows, a.runs)
+    text = table(rows, a.runs, a.cost)
     if a.md:
         with open(a.md, "w") as f:
             f.write(text)
     else:
         print(text)
     if a.png:
-        plot(rows, a.png)
+        plot(rows, a.png, a.cost)
     return 0
 
 

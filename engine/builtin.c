@@ -512,6 +512,41 @@ static int is_reshape(const eg_graph *g, int j) {
     return j >= 0 && g->node[j].kind == EG_KIND_MODEL && g->node[j].mop == EG_MOP_RESHAPE;
 }
 
+/* Reshape(A [1,s,k] -> [s,k]) -> matmul(., B) -> Reshape([1,s,n]) that
+ * no rule changed: the 3-D MatMul again, as the model had it. Runtimes
+ * fuse a MatMul with the bias Add after it; the reshapes in between would
+ * stop that and cost more than the squeeze ever bought. */
+static eg_status unsqueeze_matmuls(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int *uses = calloc((size_t)g->n_tensors + 1, sizeof *uses);
+    if (!uses) return EG_ENOMEM;
+    eg_count_uses(g, uses);
+    eg_status rc = EG_OK;
+    for (int j = 0; j < g->n_nodes && rc == EG_OK; j++) {
+        if (dropped(d, j) || !is_reshape(g, j)) continue;
+        int m2 = g->node[j].in[0], y = g->node[j].out[0];
+        int mj = m2 >= 0 ? g->tensor[m2].producer : -1;
+        if (mj < 0 || dropped(d, mj) || uses[m2] != 1 || y < 0) continue;
+        eg_node *mm = &g->node[mj];
+        if (mm->kind != EG_KIND_OPS || mm->op != OP_MATMUL) continue;
+        int a2 = mm->in[0], b = mm->in[1], rj = g->tensor[a2].producer;
+        if (rj < 0 || dropped(d, rj) || !is_reshape(g, rj) || g->node[rj].in[0] < 0) continue;
+        int a = g->node[rj].in[0];
+        const eg_shape *as = &g->tensor[a].shape, *ys = &g->tensor[y].shape;
+        if (as->rank != 3 || as->dim[0] != 1 || ys->rank != 3 || ys->dim[0] != 1 ||
+            ys->dim[1] != as->dim[1])
+            continue;
+        /* the matmul becomes the model MatMul(A, B) writing y */
+        mm->kind = EG_KIND_MODEL, mm->mop = EG_MOP_MATMUL;
+        memset(&mm->attr, 0, sizeof mm->attr);
+        mm->in[0] = a, mm->in[1] = b, mm->out[0] = y;
+        g->node[j].out[0] = -1;
+        rc = drop_node(d, j);
+        st->matmul_unsqueezed++;
+    }
+    free(uses);
+    return rc;
+}
+
 /* Reshape(x) of x's shape, or Reshape(Reshape(x)) back to x's shape:
  * readers of the result read x. */
 static eg_status cancel_reshapes(eg_graph *g, dropset *d, eg_builtin_stats *st) {
@@ -604,6 +639,8 @@ eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t e
     eg_status rc = uses0 ? eg_fold_weights(g, &folded, err, errlen) : EG_ENOMEM;
     st->weights_folded += folded;
     if (rc == EG_OK) rc = fuse_biases(g, &d, st);
+    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
+    if (rc == EG_OK) rc = unsqueeze_matmuls(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = cancel_reshapes(g, &d, st);
     if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);

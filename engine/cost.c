@@ -569,6 +569,18 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g) {
     return sum;
 }
 
+eg_cost_kind eg_cost_kind_of(const eg_cost *c) { return c->kind; }
+
+double eg_cost_noise(const eg_cost *c) {
+    switch (c->kind) {
+    case EG_COST_ANALYTIC: return 0;
+    case EG_COST_CPU: /* medians of the same kernel move by a few percent run to run */
+    case EG_COST_CUDA: return 0.02;
+    case EG_COST_KIND_COUNT: break;
+    }
+    return 0;
+}
+
 void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses) {
     if (hits) *hits = c->hits;
     if (misses) *misses = c->misses;

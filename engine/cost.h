@@ -145,6 +145,14 @@ uint64_t eg_cost_fallbacks(const eg_cost *c);
 
 /* Free the model (the cache is not saved). NULL is allowed. A model is
  * for one thread at a time (the memo table is not locked). */
+/* The kind c was made with. */
+eg_cost_kind eg_cost_kind_of(const eg_cost *c);
+
+/* The smallest relative gain the backend can tell from noise: 0 for the
+ * deterministic analytic model; for measured ones, the spread of repeated
+ * medians (a rewrite that gains less is not worth trusting). */
+double eg_cost_noise(const eg_cost *c);
+
 void eg_cost_free(eg_cost *c);
 
 #endif

@@ -87,7 +87,7 @@ eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen);
 
 typedef struct {
     int bn_folded, bias_split, bias_fused, identity_removed, cse_merged, matmul_squeezed,
-        reshapes_cancelled, dead_removed, weights_folded, relu_fused;
+        reshapes_cancelled, dead_removed, weights_folded, relu_fused, matmul_unsqueezed;
 } eg_builtin_stats;
 
 /* The built-in rewrites before the search (see the overview):
@@ -114,8 +114,9 @@ eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t er
 
 /* The built-in rewrites after the search: eg_fold_weights; conv2d (no act)
  * whose only reader is an Add of a [1,C,1,1] or [C,1,1] float initializer
- * -> a Conv with bias; Reshape(Reshape(x)) back to x's shape, and a Reshape
- * to its input's own shape, removed; dead nodes dropped.
+ * -> a Conv with bias; a squeezed MatMul no rule changed (Reshape, matmul,
+ * Reshape) -> the 3-D MatMul again; Reshape(Reshape(x)) back to x's shape,
+ * and a Reshape to its input's own shape, removed; dead nodes dropped.
  * @return as eg_builtin_pre. */
 eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen);
 

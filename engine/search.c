@@ -317,7 +317,8 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         r->pre = pre_st, r->post = post_st;
         r->cost_before = cost_in;
         r->cost_after = eg_cost_graph(c, out);
-        if (!(r->cost_after < cost_in)) {
+        /* a measured gain within the backend's noise is no gain */
+        if (!(r->cost_after < cost_in * (1 - eg_cost_noise(c)))) {
             eg_free(out);
             out = eg_graph_clone(g);
             r->kept_input = 1, r->cost_after = cost_in;

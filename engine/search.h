@@ -20,7 +20,9 @@
  * eg_optimize runs the phases a user wants: built-in rewrites before the
  * search (eg_builtin_pre), the search, built-ins after it (weight folding,
  * bias fusion: eg_builtin_post); it never returns a graph its cost model
- * rates above the input's cost (it then keeps the input).
+ * rates above the input's cost (it then keeps the input), nor, with a
+ * measured cost, one whose gain is within the measurements' noise
+ * (eg_cost_noise).
  *
  * Worked example:
  *
