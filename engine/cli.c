@@ -239,7 +239,7 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
            r->pre.cse_merged + r->post.cse_merged,
            r->pre.matmul_squeezed, r->post.weights_folded);
     uint64_t total = 0;
-    for (size_t i = 0; i < r->n_rules; i++) total += r->applied[i];
+    for (size_t i = 0; i < r->n_rules && !r->kept_input; i++) total += r->applied[i];
     printf("rules applied: %llu%s\n", (unsigned long long)total,
            r->kept_input ? " (result not cheaper: the input is kept)" : "");
     for (size_t i = 0; i < r->n_rules && !r->kept_input; i++) {
