@@ -88,7 +88,7 @@ const char *eg_cost_cpu_machine(char *buf, size_t len) {
  * out; stalls on memory still count. */
 static double now_us(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
