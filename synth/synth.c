@@ -548,6 +548,17 @@ static void finish_stats(run *r) {
     }
 }
 
+/* Drop the combos the test hook rejects (the shape memo is keyed by
+ * params, not by combo index, so renumbering is safe). */
+static void keep_combos(dom *d, int (*keep)(int op, const int32_t *p)) {
+    for (int op = 0; op < OP_COUNT; op++) {
+        int k = 0;
+        for (int i = 0; i < d->n_combo[op]; i++)
+            if (keep(op, d->combo[op][i])) memmove(d->combo[op][k++], d->combo[op][i], sizeof d->combo[op][i]);
+        d->n_combo[op] = k;
+    }
+}
+
 static syn_status setup(run *r) {
     syn_status rc = check_options(r);
     if (rc) return rc;
@@ -555,6 +566,7 @@ static syn_status setup(run *r) {
     for (int t = 0; t < r->pool.n_types; t++) /* a type left out: no variable of it */
         if (!(r->o->types >> t & 1)) r->pool.count_of[t] = 0;
     dom_init(&r->dom, r->o->ops, r->o->groups2);
+    if (r->o->test_combo) keep_combos(&r->dom, r->o->test_combo);
     r->table = fpt_new(STRIPE_BITS, r->o->hash);
     r->kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
     r->cache = fpt_cache_new();

@@ -116,6 +116,11 @@ typedef struct {
     uint64_t (*hash)(const void *, size_t); /* test hook: the table's hash */
     uint64_t test_table_budget; /* test hook: table bytes the last level may
                                    reach (0: from memory_limit) */
+    /* test hook: only the combos (resolved params p of operator op) for
+     * which it returns 1 are enumerated (NULL: all), so a test can reach
+     * depth 4 over conv2d fast. A split or concat combo is its axis: keep
+     * all of theirs. */
+    int (*test_combo)(int op, const int32_t *p);
 } syn_options;
 
 typedef struct {
