@@ -104,6 +104,17 @@ def inception():
                   weight("w3", 16, 32, 5, 5), weight("w4", 16, 32, 1, 1)])
 
 
+def twin_convs():
+    """Two 3x3 convs (with relu) reading the same input, added: TASO's
+    merge of convolutions sharing an input applies."""
+    c = 32
+    n = [conv("ca", "x", "wa", "a", 3), helper.make_node("Relu", ["a"], ["ra"], name="relu_a"),
+         conv("cb", "x", "wb", "b", 3), helper.make_node("Relu", ["b"], ["rb"], name="relu_b"),
+         helper.make_node("Add", ["ra", "rb"], ["y"], name="add")]
+    return model(n, "twin_convs", [vi("x", [1, c, 14, 14])], [vi("y", [1, c, 14, 14])],
+                 [weight("wa", c, c, 3, 3), weight("wb", c, c, 3, 3)])
+
+
 def conv_bn():
     """conv (no bias) + batchnorm + relu, twice: the batchnorms fold."""
     c = 16
@@ -195,7 +206,8 @@ def main():
         # five operators on one side, beyond the shipped depth; relus after
         # convs are free already (fused at run time), so those stay level.
         cases = [("taso_block", taso_block(), "level"), ("attention", attention(), "down"),
-                 ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down")]
+                 ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down"),
+                 ("twin_convs", twin_convs(), "down")]
         for name, m, want in cases:
             src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".opt.onnx")
             onnx.save(m, src)
@@ -223,6 +235,9 @@ def main():
                 mm0, mm1 = op_count(m, "MatMul"), op_count(onnx.load(dst), "MatMul")
                 t.check(mm1 == mm0 - 2, f"attention: the three projections merge ({mm0} -> {mm1} MatMuls)",
                         p.stdout)
+            if name == "twin_convs":
+                cv0, cv1 = op_count(m, "Conv"), op_count(onnx.load(dst), "Conv")
+                t.check(cv1 == cv0 - 1, f"twin_convs: the two convs merge ({cv0} -> {cv1} Convs)", p.stdout)
             if name == "conv_bn":
                 t.check(op_count(onnx.load(dst), "BatchNormalization") == 0, "conv_bn: batchnorms folded")
         # determinism: the analytic cost gives the same model twice
