@@ -239,10 +239,13 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
            r->pre.cse_merged + r->post.cse_merged,
            r->pre.matmul_squeezed, r->post.weights_folded);
     uint64_t total = 0;
-    for (size_t i = 0; i < r->n_rules && !r->kept_input; i++) total += r->applied[i];
+    int none = r->kept_input || r->rules_dropped;
+    for (size_t i = 0; i < r->n_rules && !none; i++) total += r->applied[i];
     printf("rules applied: %llu%s\n", (unsigned long long)total,
-           r->kept_input ? " (result not cheaper: the input is kept)" : "");
-    for (size_t i = 0; i < r->n_rules && !r->kept_input; i++) {
+           r->kept_input      ? " (result not cheaper: the input is kept)"
+           : r->rules_dropped ? " (their gain is within the cost model's noise: built-ins only)"
+                              : "");
+    for (size_t i = 0; i < r->n_rules && !none; i++) {
         if (!r->applied[i]) continue;
         const rdb_rule *rule = eg_ruleset_rule(rs, i);
         char src[512], dst[512];

@@ -299,25 +299,42 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     return rc;
 }
 
+/* The cheaper of the search's result (out) and the built-ins alone
+ * (plain), both cloned from pre; the other is freed. A measured gain within
+ * the backend's noise is no gain: the rules then go. */
+static eg_graph *pick(eg_cost *c, eg_graph *out, eg_graph *plain, eg_search_result *r) {
+    double cost_out = eg_cost_graph(c, out), cost_plain = eg_cost_graph(c, plain);
+    if (cost_out < cost_plain * (1 - eg_cost_noise(c))) {
+        eg_free(plain);
+        r->cost_after = cost_out;
+        return out;
+    }
+    eg_free(out);
+    r->rules_dropped = 1, r->cost_after = cost_plain;
+    return plain;
+}
+
 eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                       eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
-    eg_builtin_stats pre_st = {0}, post_st = {0};
-    eg_graph *pre = eg_graph_clone(g), *out = NULL;
+    eg_builtin_stats pre_st = {0}, post_st = {0}, plain_st = {0};
+    eg_graph *pre = eg_graph_clone(g), *out = NULL, *plain = NULL;
     double cost_in = eg_cost_graph(c, g);
     eg_status rc = pre ? EG_OK : fail(err, errlen, EG_ENOMEM, "optimize: out of memory");
     *best = NULL;
     memset(r, 0, sizeof *r);
     if (rc == EG_OK) rc = eg_builtin_pre(pre, &pre_st, err, errlen);
+    if (rc == EG_OK && !(plain = eg_graph_clone(pre))) rc = fail(err, errlen, EG_ENOMEM, "optimize: out of memory");
+    if (rc == EG_OK) rc = eg_builtin_post(plain, &plain_st, err, errlen);
     if (rc == EG_OK) rc = eg_search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = eg_builtin_post(out, &post_st, err, errlen);
     if (rc == EG_OK) {
+        r->pre = pre_st, r->cost_before = cost_in;
+        out = pick(c, out, plain, r);
+        plain = NULL;
+        r->post = r->rules_dropped ? plain_st : post_st;
         /* out borrows from pre: pre now lives as long as out does */
         eg_graph_set_base(out, pre);
         pre = NULL;
-        r->pre = pre_st, r->post = post_st;
-        r->cost_before = cost_in;
-        r->cost_after = eg_cost_graph(c, out);
-        /* a measured gain within the backend's noise is no gain */
         if (!(r->cost_after < cost_in * (1 - eg_cost_noise(c)))) {
             eg_free(out);
             out = eg_graph_clone(g);
@@ -330,6 +347,7 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         eg_search_result_free(r);
         out = NULL;
     }
+    eg_free(plain); /* clones of pre: before it */
     eg_free(pre);
     *best = out;
     return rc;

@@ -22,7 +22,8 @@
  * bias fusion: eg_builtin_post); it never returns a graph its cost model
  * rates above the input's cost (it then keeps the input), nor, with a
  * measured cost, one whose gain is within the measurements' noise
- * (eg_cost_noise).
+ * (eg_cost_noise): the rules' rewrites must beat the built-ins alone by
+ * more than that, and the result the input.
  *
  * Worked example:
  *
@@ -80,6 +81,8 @@ typedef struct {
     uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
     eg_builtin_stats pre, post; /* eg_optimize only */
     int kept_input;       /* eg_optimize: the result was not cheaper */
+    int rules_dropped;    /* eg_optimize: the rules gained nothing beyond the
+                             built-ins (within the cost model's noise) */
 } eg_search_result;
 
 void eg_search_opts_init(eg_search_opts *o);
