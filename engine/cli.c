@@ -243,7 +243,7 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     for (size_t i = 0; i < r->n_rules && !none; i++) total += r->applied[i];
     printf("rules applied: %llu%s\n", (unsigned long long)total,
            r->kept_input      ? " (result not cheaper: the input is kept)"
-           : r->rules_dropped ? " (their gain is within the cost model's noise: built-ins only)"
+           : r->rules_dropped ? " (no gain over the built-ins alone beyond the cost model's noise)"
                               : "");
     for (size_t i = 0; i < r->n_rules && !none; i++) {
         if (!r->applied[i]) continue;
