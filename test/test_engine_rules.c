@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cm_table.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,9 +625,6 @@ static void test_stop(void **state) {
 
 /* ================= main ================= */
 
-#define ADD_TABLE(tests, n, table, count, fn)                                   \
-    for (size_t i_ = 0; i_ < (count); i_++)                                     \
-        tests[n++] = (struct CMUnitTest){table[i_].id, fn, NULL, NULL, (void *)&table[i_]}
 
 int main(void) {
     struct CMUnitTest tests[64];
