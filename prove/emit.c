@@ -9,20 +9,9 @@
 
 /* ---- inputs ---- */
 
-static uint32_t node_inputs(const rg_node *n) {
-    const ops_info *o = &ops_table[n->op];
-    uint32_t m = 0;
-    for (int k = 0; k < o->n_params; k++)
-        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
-            m |= 1u << RG_SYM_INPUT(n->param[k]);
-    for (int k = 0; k < o->arity; k++)
-        if (RG_IS_INPUT(n->in[k])) m |= 1u << n->in[k];
-    return m;
-}
-
 uint32_t em_used_inputs(const rg_graph *g) {
     uint32_t m = 0;
-    for (int j = 0; j < g->n_nodes; j++) m |= node_inputs(&g->node[j]);
+    for (int j = 0; j < g->n_nodes; j++) m |= rg_node_inputs(&g->node[j]);
     for (int k = 0; k < g->n_outputs; k++)
         if (RG_IS_INPUT(g->out[k])) m |= 1u << g->out[k];
     return m;

@@ -56,17 +56,6 @@ static int known(const keyset *s, const rg_graph *a, const rg_graph *b) {
 
 /* ---- step 3: a common node at the inputs ---- */
 
-static uint32_t node_reads(const rg_node *n) {
-    const ops_info *o = &ops_table[n->op];
-    uint32_t m = 0;
-    for (int k = 0; k < o->n_params; k++)
-        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
-            m |= 1u << RG_SYM_INPUT(n->param[k]);
-    for (int k = 0; k < o->arity; k++)
-        if (RG_IS_INPUT(n->in[k])) m |= 1u << n->in[k];
-    return m;
-}
-
 static int node_equal(const rg_node *a, const rg_node *b) {
     const ops_info *o = &ops_table[a->op];
     return a->op == b->op &&
@@ -83,7 +72,7 @@ static int reads_only_inputs(const rg_node *n) {
 /* 1 when something of g other than node j reads an input of mask. */
 static int others_read(const rg_graph *g, int j, uint32_t mask) {
     for (int i = 0; i < g->n_nodes; i++)
-        if (i != j && (node_reads(&g->node[i]) & mask)) return 1;
+        if (i != j && (rg_node_inputs(&g->node[i]) & mask)) return 1;
     for (int k = 0; k < g->n_outputs; k++)
         if (RG_IS_INPUT(g->out[k]) && (mask >> g->out[k] & 1)) return 1;
     return 0;
@@ -119,7 +108,7 @@ static int input_witness(const em_rule *r, const keyset *s) {
     const rg_graph *src = &r->src, *dst = &r->dst;
     for (int j = 0; j < src->n_nodes; j++) {
         const rg_node *n = &src->node[j];
-        uint32_t reads = node_reads(n);
+        uint32_t reads = rg_node_inputs(n);
         if (!reads_only_inputs(n) || !reads || others_read(src, j, reads)) continue;
         for (int m = 0; m < dst->n_nodes; m++) {
             if (!node_equal(n, &dst->node[m]) || others_read(dst, m, reads)) continue;

@@ -99,6 +99,17 @@ rg_status rg_validate(const rg_graph *g, char *err, size_t errlen) {
 
 /* ---- shapes and evaluation ---- */
 
+uint32_t rg_node_inputs(const rg_node *n) {
+    const ops_info *o = &ops_table[n->op];
+    uint32_t m = 0;
+    for (int k = 0; k < o->n_params; k++)
+        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
+            m |= 1u << RG_SYM_INPUT(n->param[k]);
+    for (int k = 0; k < o->arity; k++)
+        if (RG_IS_INPUT(n->in[k])) m |= 1u << n->in[k];
+    return m;
+}
+
 rg_status rg_param_value(const rg_graph *g, int j, int k, const ten_shape *in,
                          int32_t *value) {
     int32_t v = g->node[j].param[k];

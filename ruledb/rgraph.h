@@ -98,6 +98,11 @@ typedef enum {
  *         err (may be NULL). */
 rg_status rg_validate(const rg_graph *g, char *err, size_t errlen);
 
+/* The graph inputs node n reads, as a bit mask (bit i: input i): its input
+ * references and the inputs its symbolic sizes name (a split point "dim a
+ * of xi" reads xi's shape). @pre n is a node of a valid graph. */
+uint32_t rg_node_inputs(const rg_node *n);
+
 /* The concrete value of parameter k of node j given the input shapes:
  * itself, or the input dimension a symbolic size names.
  * @pre g is valid. @return RG_OK, or RG_ESHAPE when the named axis is not
