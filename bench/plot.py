@@ -106,7 +106,7 @@ def plot(rows, path, cost="cpu"):
     ax.set_ylim(0, top * 1.15)
     modes = sorted({r.get("mode") for r in rows})
     ax.set_title(f"engine (--cost {cost}) output vs original, onnxruntime CPU, 1 thread"
-                 + (" (gray: roundtrip only)" if "roundtrip only" in modes else ""),
+                 + (" (gray: optimize failed, roundtrip)" if any(m != "optimize" for m in modes) else ""),
                  fontsize=9)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
     fig.tight_layout()
