@@ -14,6 +14,7 @@
 #define HYGIENE_INSTANCES 30       /* concrete instances per axiom */
 #define HYGIENE_WRONG_INSTANCES 400 /* to find a counterexample */
 #define HYGIENE_SEED 0x5eed0000u
+#define CHECK_EVAL_INSTANCES 20     /* concrete instances per rule Z3 did not prove */
 
 static uint64_t mono_ms(void) {
     struct timespec t;
@@ -34,6 +35,7 @@ static int collect(const rdb_file *rules, const dc_result *r, pv_check_result *r
         p->cls = i;
         p->member = (size_t)rules->rules[i].id;
         p->status = r[i].status;
+        p->reason = r[i].cls;
         p->stage = r[i].stage;
         p->millis = r[i].millis;
         snprintf(p->why, sizeof p->why, "%s", r[i].why);
@@ -52,6 +54,18 @@ static bt_pair *rule_pairs(const rdb_file *rules, uint64_t seed) {
     return p;
 }
 
+/* Steps 2 and 3 of prove.h for a rule its lane did not prove: evaluation,
+ * then Z3 alone in a fresh context. @return 0, or -1 out of memory. */
+static int decide_alone(const dc_config *cfg, const bt_pair *p, dc_result *r) {
+    dc_worker w = {cfg, NULL, 0};
+    uint64_t millis = r->millis;
+    if (dc_rule_eval(p->a, p->b, CHECK_EVAL_INSTANCES, p->seed, r) != 0) return -1;
+    if (r->status != RDB_REFUTED) dc_decide(&w, p->a, p->b, NULL, 0, p->seed, r);
+    dc_worker_close(&w);
+    r->millis += millis;
+    return 0;
+}
+
 int pv_check(const rdb_file *rules, const ax_set *axioms, const pv_options *o,
              pv_check_result *res, char *err, size_t errlen) {
     tg_plan plan;
@@ -67,10 +81,13 @@ int pv_check(const rdb_file *rules, const ax_set *axioms, const pv_options *o,
     dc_result *r = calloc(rules->n_rules + 1, sizeof *r);
     bt_pair *pairs = rule_pairs(rules, o->seed);
     if (!r || !pairs || tg_plan_axioms(axioms, &plan) != 0) goto cleanup;
-    dc_config cfg = {axioms, &plan, {o->timeout_ms, o->max_instances}, 0};
-    if (bt_decide(&cfg, pairs, rules->n_rules, o->jobs, NULL, NULL, 1000, r, &bst) != 0 ||
-        collect(rules, r, res) != 0)
+    dc_config cfg = {axioms, &plan, {o->timeout_ms, o->max_instances, o->rlimit}, 0};
+    if (bt_decide(&cfg, pairs, rules->n_rules, o->jobs, NULL, NULL, 1000, r, &bst) != 0)
         goto cleanup;
+    for (size_t i = 0; i < rules->n_rules; i++)
+        if (r[i].status != RDB_PROVED && decide_alone(&cfg, &pairs[i], &r[i]) != 0)
+            goto cleanup;
+    if (collect(rules, r, res) != 0) goto cleanup;
     res->wall_ms = mono_ms() - t0;
     rc = PV_OK;
 cleanup:
@@ -196,7 +213,7 @@ int pv_axioms_check(const char *axiom_path, const char *wrong_path, const pv_opt
     if (rc == PV_OK && wrong_path) rc = pv_load_axioms(wrong_path, &w, err, errlen);
     if (rc == PV_OK && tg_plan_axioms(&ax, &plan) != 0) rc = PV_ENOMEM;
     if (rc == PV_OK) {
-        hygiene h = {&ax, &plan, {o->timeout_ms, o->max_instances}, out, 0, 0};
+        hygiene h = {&ax, &plan, {o->timeout_ms, o->max_instances, o->rlimit}, out, 0, 0};
         fprintf(out, "# %s: %d axioms\n", axiom_path, ax.n_axioms);
         plan_summary(&h);
         for (int i = 0; i < ax.n_axioms; i++) check_axiom(&h, i);

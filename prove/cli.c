@@ -20,15 +20,26 @@ static const char usage_text[] =
     "       prove --help | --version\n"
     "options:\n"
     "  --axioms FILE  the axioms (default " PV_DEFAULT_AXIOMS ")\n"
-    "  --timeout MS   wall-clock limit per Z3 check (default 2000; 0 none)\n"
     "  --max-instances N  quantifier instances per Z3 check, a deterministic\n"
     "                 budget (default 20000; 0 none)\n"
+    "  --rlimit N     Z3 resource units per check, a deterministic budget\n"
+    "                 (default 50000000; 0 none)\n"
+    "  --timeout MS   wall-clock limit per Z3 check, an opt-in backstop (default\n"
+    "                 0: none); a check it stops is reported as \"clock\", and\n"
+    "                 may be decided on a faster or idler machine\n"
     "  --jobs N       worker threads, one Z3 context each (default: all cores)\n"
     "  --seed S       seed of the concrete evaluations\n"
     "  --no-general   skip the evaluation at shapes other than the class's\n"
     "  --no-timings   write 0 for every time, so reruns are byte-identical\n"
     "  -q             no progress or summary\n"
-    "Exit status: 0 ok, 1 a check failed, 2 bad input or usage.\n";
+    "Verdicts depend only on the input, the axioms and these options (not on\n"
+    "--jobs or the machine's load) unless --timeout is given.\n"
+    "--check prints each rule not re-proved with its reason: refuted by\n"
+    "evaluation, unknown (no proof found), budget (a budget above ran out),\n"
+    "clock (--timeout) or error.\n"
+    "Exit status: 0 ok; 1 a check failed (for --check: a rule refuted, unknown\n"
+    "or out of budget); 2 bad input or usage, or --check could not judge a\n"
+    "rule (clock or error).\n";
 
 typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS } mode;
 
@@ -61,6 +72,9 @@ static int numeric_option(args *a, const char *opt, const char *val) {
     } else if (!strcmp(opt, "--max-instances")) {
         if (number(val, 0, 4000000000u, &v)) return -1;
         a->o.max_instances = (unsigned)v;
+    } else if (!strcmp(opt, "--rlimit")) {
+        if (number(val, 0, 4000000000u, &v)) return -1;
+        a->o.rlimit = (unsigned)v;
     } else if (!strcmp(opt, "--jobs")) {
         if (number(val, 1, 256, &v)) return -1;
         a->o.jobs = (int)v;
@@ -109,6 +123,48 @@ static int run_prove(const args *a) {
     return EXIT_BAD;
 }
 
+/* Exit 1 only for a real failure to re-prove (refuted, unknown, budget:
+ * verdicts any machine reproduces); a rule the clock or an error left
+ * undecided was not judged: exit 2. */
+static int check_status(const pv_check_result *res) {
+    int status = EXIT_OK;
+    for (size_t i = 0; i < res->n_rules; i++) {
+        switch (res->pair[i].reason) {
+        case DC_PROVED: break;
+        case DC_REFUTED:
+        case DC_UNKNOWN:
+        case DC_BUDGET:
+            if (status == EXIT_OK) status = EXIT_FAILED;
+            break;
+        case DC_CLOCK:
+        case DC_ERROR:
+        case DC_CLASS_COUNT: status = EXIT_BAD; break;
+        }
+    }
+    return status;
+}
+
+static void report_failures(const char *path, const pv_check_result *res) {
+    size_t by[DC_CLASS_COUNT] = {0};
+    for (size_t i = 0; i < res->n_rules; i++) {
+        const pv_pair *p = &res->pair[i];
+        by[p->reason]++;
+        if (p->status != RDB_PROVED)
+            fprintf(stderr, "prove: %s: rule %zu not proved: %s: %s\n", path, p->member,
+                    dc_class_name(p->reason), p->why);
+    }
+    fprintf(stderr, "prove: %s: %zu of %zu rules not proved (", path, res->n_failed, res->n_rules);
+    const char *sep = "";
+    for (int c = DC_REFUTED; c < DC_CLASS_COUNT; c++) {
+        if (!by[c]) continue;
+        fprintf(stderr, "%s%zu %s", sep, by[c], dc_class_name((dc_class)c));
+        sep = ", ";
+    }
+    fprintf(stderr, "); ids:");
+    for (size_t i = 0; i < res->n_failed; i++) fprintf(stderr, " %zu", res->failed[i]);
+    fputc('\n', stderr);
+}
+
 static int run_check(const args *a) {
     pv_check_result res;
     char err[PV_ERRLEN];
@@ -117,20 +173,11 @@ static int run_check(const args *a) {
         fprintf(stderr, "prove: %s\n", err);
         return EXIT_BAD;
     }
-    for (size_t i = 0; i < res.n_rules; i++)
-        if (res.pair[i].status != RDB_PROVED)
-            fprintf(stderr, "prove: %s: rule %zu not proved: %s (%s)\n", a->input,
-                    res.pair[i].member, rdb_proof_name(res.pair[i].status), res.pair[i].why);
-    if (res.n_failed) {
-        fprintf(stderr, "prove: %s: %zu of %zu rules not proved; ids:", a->input, res.n_failed,
-                res.n_rules);
-        for (size_t i = 0; i < res.n_failed; i++) fprintf(stderr, " %zu", res.failed[i]);
-        fputc('\n', stderr);
-    } else if (!a->o.quiet) {
+    if (res.n_failed) report_failures(a->input, &res);
+    else if (!a->o.quiet)
         fprintf(stderr, "prove: %s: all %zu rules re-proved in %.1f s\n", a->input, res.n_rules,
                 (double)res.wall_ms / 1000.0);
-    }
-    int status = res.n_failed ? EXIT_FAILED : EXIT_OK;
+    int status = check_status(&res);
     pv_check_free(&res);
     return status;
 }

@@ -7,17 +7,52 @@
 #include <string.h>
 #include <time.h>
 
+#include "axcheck.h"
+
 static uint64_t now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
+const char *dc_class_name(dc_class c) {
+    switch (c) {
+    case DC_PROVED: return "proved";
+    case DC_REFUTED: return "refuted by evaluation";
+    case DC_UNKNOWN: return "unknown";
+    case DC_BUDGET: return "budget";
+    case DC_CLOCK: return "clock";
+    case DC_ERROR: return "error";
+    case DC_CLASS_COUNT: break;
+    }
+    return "?";
+}
+
+/* The class a status has unless the caller knows better (stage_z3). */
+static dc_class class_of(rdb_proof s) {
+    switch (s) {
+    case RDB_PROVED: return DC_PROVED;
+    case RDB_REFUTED: return DC_REFUTED;
+    case RDB_TIMEOUT: return DC_BUDGET;
+    case RDB_UNKNOWN:
+    case RDB_UNCHECKED:
+    case RDB_PROOF_COUNT: break;
+    }
+    return DC_UNKNOWN;
+}
+
 static int set(dc_result *r, rdb_proof status, int stage, const char *why) {
     r->status = status;
+    r->cls = class_of(status);
     r->stage = stage;
     snprintf(r->why, sizeof r->why, "%s", why);
     return 0;
+}
+
+static int out_of_memory(dc_result *r, int stage) {
+    set(r, RDB_UNKNOWN, stage, "out of memory evaluating");
+    r->cls = DC_ERROR;
+    return -1;
 }
 
 /* ---- evaluation ---- */
@@ -63,7 +98,7 @@ int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int
     int rc = eval_pair(a, b, shapes, n, seed, &equal);
     if (rc == 1) rc = set(r, RDB_REFUTED, 1, "ill-shaped at the class shapes");
     else if (rc == 0 && !equal) set(r, RDB_REFUTED, 1, "sides differ at the class shapes");
-    else if (rc < 0) set(r, RDB_UNKNOWN, 1, "out of memory evaluating");
+    else if (rc < 0) out_of_memory(r, 1);
     r->millis = now_ms() - t0;
     return rc;
 }
@@ -142,16 +177,63 @@ static int stage_variants(const rg_graph *a, const rg_graph *b, const ten_shape 
         if (!variant(a, b, shapes, n, &seed, v)) continue;
         evals++;
         int rc = eval_pair(a, b, v, n, ten_rand_next(&seed), &equal);
-        if (rc < 0) {
-            set(r, RDB_UNKNOWN, 2, "out of memory evaluating");
-            return -1;
-        }
+        if (rc < 0) return out_of_memory(r, 2);
         if (rc == 0 && !equal) {
             char d[DC_WHYLEN - 40];
             describe(v, n, d, sizeof d);
             snprintf(r->why, sizeof r->why, "sides differ at other shapes: %s", d);
             r->status = RDB_REFUTED;
+            r->cls = DC_REFUTED;
             r->stage = 2;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- a rule without shapes: axcheck's search ---- */
+
+/* Output k of a and b as an identity in the axiom syntax, over the inputs
+ * either side reads. @return the length, or 0 when it does not fit. */
+static size_t identity_text(const rg_graph *a, const rg_graph *b, int k, char *buf, size_t len) {
+    uint32_t used = 0;
+    const rg_graph *g[2] = {a, b};
+    for (int s = 0; s < 2; s++) {
+        for (int j = 0; j < g[s]->n_nodes; j++) used |= rg_node_inputs(&g[s]->node[j]);
+        for (int o = 0; o < g[s]->n_outputs; o++)
+            if (RG_IS_INPUT(g[s]->out[o])) used |= 1u << g[s]->out[o];
+    }
+    size_t n = (size_t)snprintf(buf, len, "(axiom rule \"\" (");
+    for (int i = 0; i < RG_MAX_INPUTS && n < len; i++)
+        if (used >> i & 1) n += (size_t)snprintf(buf + n, len - n, "(x%d tensor)", i);
+    if (n < len) n += (size_t)snprintf(buf + n, len - n, ") ");
+    if (n < len) n += rg_format_output(a, k, buf + n, len - n);
+    if (n < len) n += (size_t)snprintf(buf + n, len - n, " ");
+    if (n < len) n += rg_format_output(b, k, buf + n, len - n);
+    if (n < len) n += (size_t)snprintf(buf + n, len - n, ")");
+    return n + 1 < len ? n : 0;
+}
+
+int dc_rule_eval(const rg_graph *a, const rg_graph *b, int n_instances, uint64_t seed,
+                 dc_result *r) {
+    char text[4096], err[AX_ERRLEN];
+    memset(r, 0, sizeof *r);
+    set(r, RDB_UNCHECKED, 2, "");
+    if (a->n_outputs != b->n_outputs) return set(r, RDB_REFUTED, 1, "different numbers of outputs");
+    for (int k = 0; k < a->n_outputs; k++) {
+        ax_set s;
+        axc_result ar;
+        size_t n = identity_text(a, b, k, text, sizeof text);
+        int prc = n ? ax_parse_string(text, n, "rule", &s, err) : AX_ELIMIT;
+        if (prc == AX_ENOMEM) return out_of_memory(r, 2);
+        if (prc != AX_OK) continue; /* not an identity axcheck can read: Z3 alone */
+        int crc = axc_check(&s, 0, n_instances, seed + (uint64_t)k, &ar);
+        ax_free(&s);
+        if (crc == AXC_EEVAL) return out_of_memory(r, 2);
+        if (crc == AXC_EMISMATCH) {
+            snprintf(r->why, sizeof r->why, "output %d differs at %.200s", k, ar.instance);
+            r->status = RDB_REFUTED;
+            r->cls = DC_REFUTED;
             return 0;
         }
     }
@@ -174,11 +256,16 @@ static int stage_z3(dc_worker *w, const rg_graph *a, const rg_graph *b, dc_resul
     switch (v) {
     case ZE_PROVED: return set(r, RDB_PROVED, 3, "");
     case ZE_UNKNOWN: return set(r, RDB_UNKNOWN, 3, why);
-    case ZE_TIMEOUT: return set(r, RDB_TIMEOUT, 3, why);
+    case ZE_BUDGET: return set(r, RDB_TIMEOUT, 3, why);
+    case ZE_TIMEOUT:
+        set(r, RDB_TIMEOUT, 3, why);
+        r->cls = DC_CLOCK;
+        return 0;
     case ZE_ILLSHAPED: return set(r, RDB_UNKNOWN, 3, why);
     case ZE_ERROR: break;
     }
     set(r, RDB_UNKNOWN, 3, why);
+    r->cls = DC_ERROR;
     dc_worker_close(w); /* a context after an error is not trusted again */
     return -1;
 }

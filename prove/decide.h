@@ -45,9 +45,23 @@ typedef struct {
     int general; /* run stage 2 (when shapes are given) */
 } dc_config;
 
+/* What a verdict means for a user, finer than rdb_proof (which the file
+ * format fixes): the action differs by class. */
+typedef enum {
+    DC_PROVED,  /* not a failure */
+    DC_REFUTED, /* refuted by evaluation: the sides differ on concrete tensors */
+    DC_UNKNOWN, /* Z3 found no proof (E-matching saturated), or no shapes fit */
+    DC_BUDGET,  /* a deterministic budget ran out (--max-instances, --rlimit) */
+    DC_CLOCK,   /* the opt-in wall-clock limit ran out: machine-dependent */
+    DC_ERROR,   /* out of memory or a Z3 error: no verdict */
+    DC_CLASS_COUNT
+} dc_class;
+
 typedef struct {
     rdb_proof status;     /* PROVED, REFUTED, UNKNOWN or TIMEOUT; UNCHECKED
                              after dc_shapes when stage 1 passed */
+    dc_class cls;         /* the finer reason (DC_BUDGET and DC_CLOCK are
+                             both RDB_TIMEOUT; DC_ERROR is RDB_UNKNOWN) */
     int stage;            /* 1..3: the stage that decided */
     uint64_t millis;      /* wall time of the decision */
     char why[DC_WHYLEN];  /* unless PROVED: what said so */
@@ -76,6 +90,19 @@ int dc_shapes(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int
  *         out->why says which. */
 int dc_decide(dc_worker *w, const rg_graph *a, const rg_graph *b, const ten_shape *shapes,
               int n_shapes, uint64_t seed, dc_result *out);
+
+/* Evaluate a rule, which has no shapes: each output pair as an identity,
+ * at up to n_instances well-shaped instances that axcheck's randomised
+ * search finds (axcheck.h; ~100x stage 2's cost, so callers keep it for
+ * rules Z3 did not prove).
+ * @return 0 with out->status REFUTED (out->why names the instance) or
+ *         UNCHECKED (every instance agreed, or none was found); -1 when out
+ *         of memory (status UNKNOWN, class DC_ERROR). */
+int dc_rule_eval(const rg_graph *a, const rg_graph *b, int n_instances, uint64_t seed,
+                 dc_result *out);
+
+/* "proved", "refuted by evaluation", "unknown", "budget", "clock", "error". */
+const char *dc_class_name(dc_class c);
 
 /* Release the worker's context (it may be used again afterwards). */
 void dc_worker_close(dc_worker *w);

@@ -27,9 +27,25 @@
  * slot, and Z3 checks run on fixed lanes (batch.h). With --no-timings and
  * a clock limit that never binds, reruns give the same bytes.
  *
- * pv_check re-proves every rule of a ruledb with Z3 (a rule has no shapes
- * to evaluate at) and lists those not proved; `prove --check` exits 1 on
- * any, so a CI pipeline can refuse a ruledb it cannot re-prove.
+ * pv_check re-proves every rule of a ruledb and lists those not proved;
+ * `prove --check` exits 1 on any, so a CI pipeline can refuse a ruledb it
+ * cannot re-prove. The verdict on a rule depends only on the rule, the
+ * axioms and the options, never on --jobs, the machine's load or the
+ * other rules of the file:
+ *   1. every rule is tried with Z3 on the fixed lanes of batch.h (shared
+ *      contexts, for speed: internalising the axioms costs ~6 proofs). A
+ *      proof found there is a proof (UNSAT of the axioms and the negated
+ *      rule), whatever the lane's history; a lane's history only decides
+ *      how fast Z3 gets there;
+ *   2. a rule step 1 did not prove is evaluated on concrete tensors at the
+ *      well-shaped instances axcheck's search finds (dc_rule_eval): a
+ *      difference is "refuted by evaluation";
+ *   3. otherwise it is decided again alone, in a fresh Z3 context, and
+ *      that verdict is final (unknown, budget, clock or error).
+ * So a failure --check reports is reproduced by checking that rule alone.
+ * (When proving candidates, pv_prove keeps only step 1's lanes: the
+ * verdicts are the same for any --jobs and load, and may depend on the
+ * groups decided before in the same lane, which are fixed by the input.)
  *
  * pv_axioms_check is axiom hygiene: every axiom holds on concrete tensors
  * (axcheck.h) and is provable from the encoded axioms (so its triggers
@@ -64,17 +80,24 @@
 #include <stdio.h>
 
 #include "axparse.h"
+#include "decide.h"
 #include "ruledb.h"
 
 #define PV_VERSION "0.1.0"
 #define PV_ERRLEN 512
 #define PV_WHYLEN 256
 #define PV_DEFAULT_AXIOMS "opspecs/axioms.ax"
-#define PV_DEFAULT_TIMEOUT_MS 2000
-/* Quantifier instances per Z3 check: the deterministic budget (z3enc.h).
- * Proofs of depth-3 candidates take tens; spending 20000 takes about a
- * second, so the clock only stops checks on a loaded machine. */
+/* Limits per Z3 check. Only the deterministic budgets are on by default,
+ * so a verdict is the same on a slow, loaded machine as on a fast one; the
+ * wall clock is an opt-in backstop (--timeout) and says so when it fires.
+ * Quantifier instances: proofs of depth-3 candidates take tens, the
+ * shipped rules at most a few thousand; spending 20000 takes about a
+ * second. Resource units (Z3's rlimit): the shipped rules' proofs take at
+ * most 2.6 million (median 5000); the limit sits 20x above, a bound on
+ * ground reasoning that the instance budget does not count. */
+#define PV_DEFAULT_TIMEOUT_MS 0u
 #define PV_DEFAULT_MAX_INSTANCES 20000u
+#define PV_DEFAULT_RLIMIT 50000000u
 #define PV_DEFAULT_SEED 0x70726f7665ull /* "prove": unlike synth's seeds */
 
 /* Status codes; PV_OK is 0. */
@@ -88,8 +111,9 @@ typedef enum {
 
 typedef struct {
     const char *axioms_path; /* PV_DEFAULT_AXIOMS */
-    unsigned timeout_ms;     /* per Z3 check; 0 none */
+    unsigned timeout_ms;     /* wall clock per Z3 check; 0 none (default) */
     unsigned max_instances;  /* quantifier instances per Z3 check; 0 none */
+    unsigned rlimit;         /* Z3 resource units per Z3 check; 0 none */
     int jobs;                /* worker threads; < 1: one per core */
     uint64_t seed;           /* for the concrete evaluations */
     int general;             /* evaluate at other shapes too (decide.h stage 2) */
@@ -104,6 +128,8 @@ typedef struct {
 typedef struct {
     size_t cls, member;   /* member 0 of class cls vs member */
     rdb_proof status;     /* PROVED, REFUTED, UNKNOWN or TIMEOUT */
+    dc_class reason;      /* the reason class (decide.h): refuted by
+                             evaluation, unknown, budget, clock, error */
     int stage;            /* 1 class shapes, 2 other shapes, 3 Z3 */
     uint64_t millis;
     char why[PV_WHYLEN];
@@ -160,7 +186,7 @@ int pv_prove_file(const char *cands_path, const char *out_path, const pv_options
 
 void pv_stats_free(pv_stats *st);
 
-/* Re-prove every rule of a rules file.
+/* Re-prove every rule of a rules file (the steps above).
  * @return PV_OK with *res filled (pv_check_free), or PV_EINPUT (not a
  *         rules file) / PV_ENOMEM. A rule not proved is a result, not an
  *         error: see res->n_failed. */

@@ -26,6 +26,7 @@ void pv_defaults(pv_options *o) {
     o->axioms_path = PV_DEFAULT_AXIOMS;
     o->timeout_ms = PV_DEFAULT_TIMEOUT_MS;
     o->max_instances = PV_DEFAULT_MAX_INSTANCES;
+    o->rlimit = PV_DEFAULT_RLIMIT;
     o->seed = PV_DEFAULT_SEED;
     o->general = 1;
 }
@@ -154,6 +155,7 @@ static int keep_pairs(const run_ctx *r, size_t n, pv_stats *st) {
         p->cls = r->items[i].cls;
         p->member = r->items[i].member;
         p->status = r->res[i].status;
+        p->reason = r->res[i].cls;
         p->stage = r->res[i].stage;
         p->millis = r->res[i].millis;
         snprintf(p->why, sizeof p->why, "%s", r->res[i].why);
@@ -219,8 +221,8 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
         g->timings.wall_ms = st->wall_ms;
         g->timings.cpu_ms = st->cpu_ms;
     }
-    note(g, "z3=%s timeout_ms=%u max_instances=%u general=%d", ze_version(), o->timeout_ms,
-         o->max_instances, o->general);
+    note(g, "z3=%s timeout_ms=%u max_instances=%u rlimit=%u general=%d", ze_version(),
+         o->timeout_ms, o->max_instances, o->rlimit, o->general);
     note(g, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
          st->candidates, st->distinct, st->proved, st->refuted, st->unknown, st->timeout);
     note(g, "rules emitted=%zu after_dup=%zu after_rename=%zu after_input=%zu after_output=%zu",
@@ -286,7 +288,8 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
     r.o = o;
     r.t0 = mono_ms();
     if (tg_plan_axioms(axioms, &r.plan) != 0 || make_pairs(&r, &n) != 0) goto cleanup;
-    r.cfg = (dc_config){axioms, &r.plan, {o->timeout_ms, o->max_instances}, o->general};
+    r.cfg = (dc_config){axioms, &r.plan, {o->timeout_ms, o->max_instances, o->rlimit},
+                        o->general};
     if (decide_all(&r, n) != 0) goto cleanup;
     tally(&r, n, st);
     if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;

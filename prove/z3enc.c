@@ -519,6 +519,7 @@ const char *ze_verdict_name(ze_verdict v) {
     switch (v) {
     case ZE_PROVED: return "proved";
     case ZE_UNKNOWN: return "unknown";
+    case ZE_BUDGET: return "budget";
     case ZE_TIMEOUT: return "timeout";
     case ZE_ILLSHAPED: return "ill-shaped";
     case ZE_ERROR: return "error";
@@ -534,6 +535,7 @@ static void set_limits(ze_ctx *z, Z3_solver s, const ze_limits *lim) {
                        lim->timeout_ms ? lim->timeout_ms : UINT32_MAX);
     Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "qi.max_instances"),
                        lim->max_instances ? lim->max_instances : UINT32_MAX);
+    Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "rlimit"), lim->rlimit);
     Z3_params_set_bool(c, p, Z3_mk_string_symbol(c, "mbqi"), 0);
     Z3_solver_set_params(c, s, p);
     Z3_params_dec_ref(c, p);
@@ -546,35 +548,40 @@ static Z3_solver new_solver(ze_ctx *z, const ze_limits *lim) {
     return s;
 }
 
-/* Quantifier instances the solver has made so far (its statistics add up
- * over checks; callers take differences). */
-static unsigned instances(ze_ctx *z, Z3_solver s) {
+/* A counter of the solver's statistics ("quant instantiations", "rlimit
+ * count"); they add up over checks, so callers take differences. */
+static unsigned counter(ze_ctx *z, Z3_solver s, const char *key) {
     Z3_stats st = Z3_solver_get_statistics(z->s.c, s);
     unsigned n = 0;
     Z3_stats_inc_ref(z->s.c, st);
     for (unsigned i = 0; i < Z3_stats_size(z->s.c, st); i++)
-        if (!strcmp(Z3_stats_get_key(z->s.c, st, i), "quant instantiations") &&
-            Z3_stats_is_uint(z->s.c, st, i))
+        if (!strcmp(Z3_stats_get_key(z->s.c, st, i), key) && Z3_stats_is_uint(z->s.c, st, i))
             n = Z3_stats_get_uint_value(z->s.c, st, i);
     Z3_stats_dec_ref(z->s.c, st);
     return n;
 }
 
-/* An undecided check: unknown when E-matching saturated, timeout when the
- * clock or the instance budget stopped it. Z3 reports a spent budget as
- * "incomplete quantifiers", like saturation, and its instance statistic
- * counts only the instances it kept (about 80% of those the budget counts),
- * so n, this check's count, of half the budget or more means "spent":
- * saturation happens after tens of instances, far below. */
-static ze_verdict undecided(ze_ctx *z, Z3_solver s, unsigned n, const ze_limits *lim,
-                            char *why) {
-    const char *r = Z3_solver_get_reason_unknown(z->s.c, s);
-    if (lim->max_instances && n >= lim->max_instances / 2) {
-        snprintf(why, ZE_WHYLEN, "instance budget spent (%u of %u kept)", n, lim->max_instances);
+ze_verdict ze_classify_undecided(const char *reason, unsigned n, unsigned units,
+                                 const ze_limits *lim, char why[ZE_WHYLEN]) {
+    const char *r = reason ? reason : "unknown";
+    if (lim->rlimit && units >= lim->rlimit) {
+        snprintf(why, ZE_WHYLEN, "resource limit of %u units spent (--rlimit)", lim->rlimit);
+        return ZE_BUDGET;
+    }
+    if (lim->timeout_ms && (strstr(r, "timeout") || strstr(r, "cancel"))) {
+        snprintf(why, ZE_WHYLEN,
+                 "wall-clock limit of %u ms reached (--timeout; a faster or idler machine "
+                 "may decide it)",
+                 lim->timeout_ms);
         return ZE_TIMEOUT;
     }
-    snprintf(why, ZE_WHYLEN, "%s after %u instances", r ? r : "unknown", n);
-    return r && strstr(r, "incomplete") ? ZE_UNKNOWN : ZE_TIMEOUT;
+    if (lim->max_instances && n >= lim->max_instances / 2) {
+        snprintf(why, ZE_WHYLEN, "instance budget spent (%u of %u kept; --max-instances)", n,
+                 lim->max_instances);
+        return ZE_BUDGET;
+    }
+    snprintf(why, ZE_WHYLEN, "%s after %u instances", r, n);
+    return ZE_UNKNOWN;
 }
 
 /* The shape facts alone, in a solver of their own (no quantifiers: fast).
@@ -611,14 +618,17 @@ static ze_verdict solve(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim,
     }
     Z3_solver s = main_solver(z, lim);
     set_limits(z, s, lim);
-    unsigned before = instances(z, s);
+    unsigned inst0 = counter(z, s, "quant instantiations"), units0 = counter(z, s, "rlimit count");
     Z3_solver_push(c, s);
     for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
     Z3_solver_assert(c, s, goal);
     Z3_lbool r = Z3_solver_check(c, s);
     if (r == Z3_L_FALSE) v = ZE_PROVED;
     else if (r == Z3_L_TRUE) v = ZE_UNKNOWN, snprintf(why, ZE_WHYLEN, "sat");
-    else v = undecided(z, s, instances(z, s) - before, lim, why);
+    else
+        v = ze_classify_undecided(Z3_solver_get_reason_unknown(c, s),
+                                  counter(z, s, "quant instantiations") - inst0,
+                                  counter(z, s, "rlimit count") - units0, lim, why);
     Z3_solver_pop(c, s, 1);
 done:
     if (Z3_get_error_code(c) != Z3_OK) {

@@ -67,15 +67,18 @@
  * Z3 runs without model-based quantifier instantiation (smt.mbqi=false):
  * only E-matching, so a run ends in unsat (proved), unknown ("incomplete
  * quantifiers": E-matching saturated without a contradiction) or a limit,
- * never in a model search that may not end. Two limits: the instance
- * budget (deterministic; a proof of a depth-3 candidate takes tens of
+ * never in a model search that may not end. Limits: two deterministic
+ * budgets, which decide verdicts, and an opt-in wall clock, a backstop
+ * only. The instance budget (a proof of a depth-3 candidate takes tens of
  * instances, while a product of sums over eight inputs, expanded by
- * distributivity and re-associated, runs to gigabytes within seconds and
- * does not even stop at Z3's clock), and the wall clock as a backstop.
- * Reaching either is ZE_TIMEOUT. Before the axioms, the shape facts alone
- * are checked: if they are contradictory (no shapes make both sides well
- * shaped) the pair is ZE_ILLSHAPED, never "proved" by a vacuous
- * contradiction.
+ * distributivity and re-associated, runs to gigabytes within seconds) and
+ * Z3's resource limit (rlimit: a count of solver steps, the same on any
+ * machine; it bounds the ground reasoning the instance budget does not)
+ * end a check as ZE_BUDGET. The clock ends it as ZE_TIMEOUT, and only the
+ * clock, so a verdict a slower machine could change is always named as
+ * such. Before the axioms, the shape facts alone are checked: if they are
+ * contradictory (no shapes make both sides well shaped) the pair is
+ * ZE_ILLSHAPED, never "proved" by a vacuous contradiction.
  *
  * Soundness: the axioms hold under the reference semantics on every
  * well-shaped instance (axcheck, `prove --axioms-check`), the guards keep
@@ -97,17 +100,20 @@
 typedef enum {
     ZE_PROVED,    /* axioms + (lhs != rhs) is UNSAT */
     ZE_UNKNOWN,   /* E-matching saturated, or Z3 answered sat */
-    ZE_TIMEOUT,   /* the time limit or the instance budget ran out */
+    ZE_BUDGET,    /* the instance budget or the resource limit ran out */
+    ZE_TIMEOUT,   /* the (opt-in) wall-clock limit ran out */
     ZE_ILLSHAPED, /* the shape facts alone are contradictory */
     ZE_ERROR      /* a Z3 error or out of memory; why says which */
 } ze_verdict;
 
 typedef struct {
-    unsigned timeout_ms;    /* wall-clock limit per check (Z3 "timeout"), 0 none */
+    unsigned timeout_ms;    /* wall-clock limit per check (Z3 "timeout"), 0
+                               none: an opt-in backstop, never the default */
     unsigned max_instances; /* quantifier instances per check
                                ("smt.qi.max_instances"), 0 none: the
-                               deterministic budget, unlike the clock, and a
-                               bound on memory */
+                               deterministic budget, and a bound on memory */
+    unsigned rlimit;        /* Z3 resource units per check ("rlimit"), 0
+                               none: deterministic too */
 } ze_limits;
 
 typedef struct ze_ctx ze_ctx;
@@ -137,6 +143,19 @@ ze_verdict ze_prove_graphs(ze_ctx *z, const rg_graph *a, const rg_graph *b,
  * domains. @return as ze_prove_graphs. */
 ze_verdict ze_prove_identity(ze_ctx *z, const ax_set *set, int axiom,
                              const ze_limits *lim, char why[ZE_WHYLEN]);
+
+/* The verdict on a check Z3 left undecided, from Z3's reason, the
+ * quantifier instances it kept and the resource units it used in this
+ * check, and the limits: ZE_BUDGET when a budget stopped it, ZE_TIMEOUT
+ * when the clock did, else ZE_UNKNOWN (E-matching saturated). Z3 4.8
+ * reports a spent rlimit as "canceled", like the clock, hence the units;
+ * it reports a spent instance budget as "incomplete quantifiers", like
+ * saturation, and counts only the instances it kept (about 80% of those
+ * the budget counts), so instances of half the budget or more mean
+ * "spent": saturation happens after tens. why says which limit, in words
+ * a user can act on. */
+ze_verdict ze_classify_undecided(const char *reason, unsigned instances, unsigned units,
+                                 const ze_limits *lim, char why[ZE_WHYLEN]);
 
 /* "proved", "unknown", ... */
 const char *ze_verdict_name(ze_verdict v);

@@ -7,8 +7,10 @@
  *
  * `test_prove --fixtures DIR` writes the files test/cli_prove.sh uses:
  * cands.tasodb (the T classes), unsound.tasodb (their rules plus one
- * planted false rule, whose id it prints) and other.tasodb (candidates
- * carrying another opspecs digest). OPSPECS_DIR overrides "opspecs". */
+ * planted false rule, whose id it prints), mixed.tasodb (unsound's rules
+ * plus the hard true one, out of budget under --max-instances 2000, and a
+ * false one) and other.tasodb (candidates carrying another opspecs
+ * digest). OPSPECS_DIR overrides "opspecs". */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -31,7 +33,9 @@ static ax_set axioms, wrong;
 static tg_plan plan;
 static char scratch[256];
 
-static const ze_limits test_limits = {5000, PV_DEFAULT_MAX_INSTANCES};
+/* The defaults: deterministic budgets only, no clock (a test never
+ * depends on how fast the machine is). */
+static const ze_limits test_limits = {0, PV_DEFAULT_MAX_INSTANCES, PV_DEFAULT_RLIMIT};
 
 /* ================= tables ================= */
 
@@ -426,16 +430,58 @@ static void test_timeout_continues(void **state) {
     assert_int_equal(st.pair[1].status, RDB_TIMEOUT);
     assert_int_equal(st.pair[2].status, RDB_PROVED);
     assert_int_equal(st.timeout, 1);
+    assert_int_equal(st.pair[1].reason, DC_BUDGET);
+    assert_non_null(strstr(st.pair[1].why, "instance budget spent"));
     pv_stats_free(&st);
     rdb_free(out);
-    /* the wall-clock limit alone ends it too */
+    /* the deterministic resource limit alone ends it too, and says so */
     o.max_instances = 0;
-    o.timeout_ms = 50;
+    o.rlimit = 1000000;
     run(f, &o, &out, &st);
+    assert_int_equal(st.pair[0].status, RDB_PROVED);
     assert_int_equal(st.pair[1].status, RDB_TIMEOUT);
+    assert_int_equal(st.pair[1].reason, DC_BUDGET);
+    assert_non_null(strstr(st.pair[1].why, "resource limit"));
     pv_stats_free(&st);
     rdb_free(out);
     rdb_free(f);
+}
+
+/* Z3's reasons for an undecided check, classified without running Z3 (a
+ * test of the clock that does not depend on the machine's speed). */
+typedef struct {
+    const char *id, *reason;
+    unsigned instances, units, timeout_ms, max_instances, rlimit;
+    ze_verdict want;
+    const char *why;
+} undecided_case;
+
+static const undecided_case undecided_cases[] = {
+    {"U01 clock", "timeout", 13084, 900, 2000, 20000, 5000, ZE_TIMEOUT,
+     "wall-clock limit of 2000 ms"},
+    {"U02 clock, canceled", "canceled", 5, 900, 2000, 20000, 5000, ZE_TIMEOUT, "wall-clock"},
+    {"U03 budget spent", "(incomplete quantifiers)", 13084, 900, 0, 20000, 5000, ZE_BUDGET,
+     "instance budget spent (13084 of 20000"},
+    {"U04 budget with a clock set", "(incomplete quantifiers)", 13084, 900, 2000, 20000, 5000,
+     ZE_BUDGET, "instance budget"},
+    {"U05 rlimit", "canceled", 10, 5003, 0, 20000, 5000, ZE_BUDGET, "resource limit of 5000"},
+    {"U06 rlimit with a clock set", "canceled", 10, 5003, 2000, 20000, 5000, ZE_BUDGET,
+     "resource limit"},
+    {"U07 saturated", "(incomplete quantifiers)", 40, 900, 0, 20000, 5000, ZE_UNKNOWN,
+     "incomplete quantifiers"},
+    {"U08 no budget", "(incomplete quantifiers)", 90000, 900, 0, 0, 0, ZE_UNKNOWN,
+     "after 90000"},
+};
+#define N_UNDECIDED_CASES (sizeof undecided_cases / sizeof undecided_cases[0])
+
+static void test_undecided(void **state) {
+    const undecided_case *c = &undecided_cases[(intptr_t)*state - 1];
+    ze_limits lim = {c->timeout_ms, c->max_instances, c->rlimit};
+    char why[ZE_WHYLEN];
+    ze_verdict v = ze_classify_undecided(c->reason, c->instances, c->units, &lim, why);
+    if (v != c->want || !strstr(why, c->why))
+        fail_msg("%s: %s \"%s\", want %s \"%s\"", c->id, ze_verdict_name(v), why,
+                 ze_verdict_name(c->want), c->why);
 }
 
 static uint8_t *encode(const rdb_file *f, size_t *len) {
@@ -551,15 +597,18 @@ static rdb_file *proved_rules(void) {
     return out;
 }
 
-/* Append the planted unsound rule relu(x0) -> x0; @return its id. */
-static uint64_t plant(rdb_file *f) {
+/* Append the rule lhs -> rhs, claimed proved; @return its id. */
+static uint64_t append_rule(rdb_file *f, const char *lhs, const char *rhs) {
     rg_graph a, b;
     rdb_prover pv = {"z3", "forged", 0, RDB_PROVED};
-    parse_graph("(relu x0)", &a);
-    parse_graph("x0", &b);
+    parse_graph(lhs, &a);
+    parse_graph(rhs, &b);
     assert_int_equal(rdb_add_rule(f, &a, &b, &pv), RDB_OK);
     return f->rules[f->n_rules - 1].id;
 }
+
+/* Append the planted unsound rule relu(x0) -> x0; @return its id. */
+static uint64_t plant(rdb_file *f) { return append_rule(f, "(relu x0)", "x0"); }
 
 static void test_check(void **state) {
     (void)state;
@@ -576,6 +625,8 @@ static void test_check(void **state) {
     assert_int_equal(pv_check(f, &axioms, &o, &cr, err, sizeof err), PV_OK);
     assert_int_equal(cr.n_failed, 1);
     assert_int_equal(cr.failed[0], id);
+    assert_int_equal(cr.pair[f->n_rules - 1].reason, DC_REFUTED);
+    assert_non_null(strstr(cr.pair[f->n_rules - 1].why, "differs at x0="));
     pv_check_free(&cr);
     rdb_free(f);
 }
@@ -668,6 +719,10 @@ static int write_fixtures(const char *dir) {
     uint64_t id = plant(r);
     snprintf(path, sizeof path, "%s/unsound.tasodb", dir);
     write_file(path, r);
+    append_rule(r, hard.members[0], hard.members[1]);
+    append_rule(r, "(matmul x0 x1)", "(matmul x1 x0)");
+    snprintf(path, sizeof path, "%s/mixed.tasodb", dir);
+    write_file(path, r);
     f->digest[15] ^= 0x80;
     snprintf(path, sizeof path, "%s/other.tasodb", dir);
     write_file(path, f);
@@ -731,11 +786,13 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < N_FALSE; i++)
         add(tests, &n, false_cases[i].c.id, test_false_class, (intptr_t)i + 1);
+    for (size_t i = 0; i < N_UNDECIDED_CASES; i++)
+        add(tests, &n, undecided_cases[i].id, test_undecided, (intptr_t)i + 1);
 #define ADD(id, f) add(tests, &n, id, f, 0)
     ADD("G01 trigger plan", test_trigger_plan);
     ADD("G02 true classes all proved", test_true_classes);
     ADD("G03 no general stage: Z3 alone", test_no_general_stage);
-    ADD("G04 a time-out ends one candidate, the run goes on", test_timeout_continues);
+    ADD("G04 a budget ends one candidate, the run goes on", test_timeout_continues);
     ADD("G05 same bytes with --jobs 1 and 2", test_jobs_deterministic);
     ADD("E01 canonical renaming", test_canon_renaming);
     ADD("E02 rule directions", test_emit_directions);
