@@ -31,6 +31,8 @@ static const char usage_text[] =
     "  --seed S       seed of the concrete evaluations\n"
     "  --no-general   skip the evaluation at shapes other than the class's\n"
     "  --no-timings   write 0 for every time, so reruns are byte-identical\n"
+    "  --verdicts     with --check: every rule's verdict on stdout, one line\n"
+    "                 each: ID CLASS[: WHY] (for comparing runs)\n"
     "  -q             no progress or summary\n"
     "Verdicts depend only on the input, the axioms and these options (not on\n"
     "--jobs or the machine's load) unless --timeout is given.\n"
@@ -46,6 +48,7 @@ typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS } mode;
 typedef struct {
     mode m;
     const char *input, *output, *wrong;
+    int verdicts;
     pv_options o;
 } args;
 
@@ -100,6 +103,7 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--no-general")) a->o.general = 0;
     else if (!strcmp(s, "--no-timings")) a->o.no_timings = 1;
     else if (!strcmp(s, "--check")) a->m = MODE_CHECK;
+    else if (!strcmp(s, "--verdicts")) a->verdicts = 1;
     else if (!strcmp(s, "--axioms-check")) a->m = MODE_AXIOMS;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong")) && !next)
         return usage_error("missing value for", s);
@@ -172,6 +176,11 @@ static int run_check(const args *a) {
     if (pv_check_file(a->input, &a->o, &res, err, sizeof err) != PV_OK) {
         fprintf(stderr, "prove: %s\n", err);
         return EXIT_BAD;
+    }
+    for (size_t i = 0; a->verdicts && i < res.n_rules; i++) {
+        const pv_pair *p = &res.pair[i];
+        printf("%zu %s%s%s\n", p->member, dc_class_name(p->reason), p->why[0] ? ": " : "",
+               p->why);
     }
     if (res.n_failed) report_failures(a->input, &res);
     else if (!a->o.quiet)

@@ -31,6 +31,36 @@ check "--no-timings reruns are byte-identical" sh -c "
     '$prove' -q --no-timings --jobs 2 '$tmp/cands.tasodb' -o '$tmp/b.tasodb' &&
     cmp -s '$tmp/a.tasodb' '$tmp/b.tasodb'"
 
+# verdicts depend on the rules, the axioms and the options only: the same
+# per-rule verdicts (and reasons) with 1 and 2 jobs, and beside two busy
+# processes. mixed.tasodb has a false rule, the planted one, and a true rule
+# that needs more than 2000 instances.
+verdicts() { status_is 1 "$prove" --check --verdicts --max-instances 2000 "$@" "$tmp/mixed.tasodb"; }
+check "mixed rules, --jobs 1: exit 1 (rules not re-proved)" verdicts --jobs 1
+cp "$tmp/out" "$tmp/v1"
+check "... every rule has a verdict line" test "$(wc -l <"$tmp/v1")" -eq 26
+check "... the planted rule: refuted by evaluation, with the instance" \
+    grep -q "^$planted refuted by evaluation: output 0 differs at x0=\[" "$tmp/v1"
+check "... the hard rule: budget, naming the instance budget" \
+    grep -q "^[0-9]* budget: instance budget spent (.* of 2000 kept" "$tmp/v1"
+check "... the others proved" test "$(grep -c '^[0-9]* proved$' "$tmp/v1")" -eq 23
+check "... stderr names each failing rule and its reason" \
+    grep -q "rule $planted not proved: refuted by evaluation" "$tmp/err"
+check "... and counts them by reason" grep -q "(2 refuted by evaluation, 1 budget); ids:" "$tmp/err"
+check "same verdicts with --jobs 2" sh -c "
+    '$prove' --check --verdicts --max-instances 2000 --jobs 2 '$tmp/mixed.tasodb' \
+        >'$tmp/v2' 2>/dev/null; cmp -s '$tmp/v1' '$tmp/v2'"
+hogs=""
+for _ in 1 2; do (while :; do :; done) & hogs="$hogs $!"; done
+check "same verdicts with --jobs 2 beside two busy processes" sh -c "
+    '$prove' --check --verdicts --max-instances 2000 --jobs 2 '$tmp/mixed.tasodb' \
+        >'$tmp/v3' 2>/dev/null; cmp -s '$tmp/v1' '$tmp/v3'"
+kill $hogs 2>/dev/null; wait $hogs 2>/dev/null
+check "the opt-in clock, when it fires, is named and exits 2" sh -c "
+    '$prove' --check --timeout 1 --max-instances 0 --rlimit 0 '$tmp/mixed.tasodb' \
+        >/dev/null 2>'$tmp/clk'; s=\$?; grep -q ' not proved: clock: wall-clock limit of 1 ms' '$tmp/clk' &&
+    test \$s -eq 2 || ! grep -q ' clock: ' '$tmp/clk'"
+
 # bad input: exit 2 with a message naming the file
 check "other opspecs digest: exit 2" \
     status_is 2 "$prove" "$tmp/other.tasodb" -o "$tmp/x.tasodb"
@@ -66,8 +96,8 @@ check "bad --timeout: exit 2" status_is 2 "$prove" --timeout x "$tmp/cands.tasod
 check "unknown option: exit 2" status_is 2 "$prove" --frobnicate
 
 # the shipped ruledb re-proves (what CI runs)
-if [ -f ruledb/default.tasodb ]; then
-    check "shipped ruledb/default.tasodb: --check exit 0" \
-        status_is 0 "$prove" -q --check ruledb/default.tasodb
-fi
+check "shipped ruledb/default.tasodb: --check exit 0, every rule proved" sh -c "
+    '$prove' --check --verdicts ruledb/default.tasodb >'$tmp/shipped' 2>'$tmp/shipped.err' &&
+    test \$(grep -c '^[0-9]* proved\$' '$tmp/shipped') -eq \$('$BIN/ruledb' info ruledb/default.tasodb |
+        sed -n 's/^rules: *\([0-9]*\).*/\1/p')"
 echo "1..$n"
