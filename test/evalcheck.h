@@ -25,6 +25,23 @@
 
 #define EC_TOL 1e-4
 
+/* The corpus models (test/corpus/onnx/) eg_eval_graph can run, as table
+ * rows with ids: the built-in and optimize tests run on each. Not here:
+ * opaque.onnx and old_opset.onnx (operators kept opaque), inception.onnx
+ * (a symbolic batch dim), reg_odd_values.onnx (non-float outputs). */
+typedef struct {
+    const char *id, *file;
+} ec_model;
+
+static const ec_model ec_models[] = {
+    {"E1 attention", "attention.onnx"},       {"E2 conv_bn_relu", "conv_bn_relu.onnx"},
+    {"E3 convs", "convs.onnx"},               {"E4 mixed", "mixed.onnx"},
+    {"E5 fold_conv_bn", "fold_conv_bn.onnx"}, {"E6 fold_conv_bias", "fold_conv_bias.onnx"},
+    {"E7 fold_matmul3", "fold_matmul3.onnx"}, {"E8 reg_ir3", "reg_ir3.onnx"},
+    {"E9 reg_unsorted", "reg_unsorted.onnx"},
+};
+#define EC_N_MODELS (sizeof ec_models / sizeof ec_models[0])
+
 /* A graph's outputs on the inputs of one seed, with the names and shapes
  * they had (a rewrite in place may change the graph afterwards). */
 typedef struct {

@@ -2,7 +2,7 @@
  * kernels against the exact opspecs semantics (table K.., small integer
  * inputs, so float results are exact), what the whole-graph evaluator
  * refuses, weight folding of a Concat of two initializers, and the
- * built-in rewrites: on every corpus model it can evaluate (table B..)
+ * built-in rewrites: on every corpus model it can evaluate (table E..)
  * each of eg_builtin_pre and eg_builtin_post leaves the outputs' values as
  * they were (evalcheck.h), and on the fold_* models they do what they are
  * for (BatchNormalization folded, bias split and fused back, rank-3
@@ -221,21 +221,9 @@ static void test_eval_refuses(void **state) {
 
 /* ================= folding and built-ins ================= */
 
-typedef struct {
-    const char *id, *file;
-} builtin_case;
-
-static const builtin_case builtin_cases[] = {
-    {"B1 fold_conv_bn", "fold_conv_bn.onnx"},     {"B2 fold_conv_bias", "fold_conv_bias.onnx"},
-    {"B3 fold_matmul3", "fold_matmul3.onnx"},     {"B4 conv_bn_relu", "conv_bn_relu.onnx"},
-    {"B5 convs", "convs.onnx"},                   {"B6 attention", "attention.onnx"},
-    {"B7 mixed", "mixed.onnx"},                   {"B8 reg_ir3", "reg_ir3.onnx"},
-    {"B9 reg_unsorted", "reg_unsorted.onnx"},
-};
-#define N_BUILTIN_CASES (sizeof builtin_cases / sizeof builtin_cases[0])
-
+/* Every model of evalcheck.h's list (E..). */
 static void test_builtin_values(void **state) {
-    const builtin_case *bc = *state;
+    const ec_model *bc = *state;
     char path[128];
     eg_builtin_stats st = {0};
     snprintf(path, sizeof path, CORPUS "%s", bc->file);
@@ -271,7 +259,7 @@ static void test_fold_concat(void **state) {
     eg_free(g);
 }
 
-/* Beyond keeping the values (B1), what the rewrites are for: no
+/* Beyond keeping the values (E5), what the rewrites are for: no
  * BatchNormalization left, biases split off for the search, then fused
  * back into Convs. */
 static void test_builtin_bn(void **state) {
@@ -296,7 +284,7 @@ static void test_builtin_bn(void **state) {
     eg_free(g);
 }
 
-/* Beyond keeping the values (B3): rank-3 MatMuls squeezed to rank-2
+/* Beyond keeping the values (E7): rank-3 MatMuls squeezed to rank-2
  * matmuls the rules can match, the common Reshape merged. */
 static void test_builtin_matmul(void **state) {
     (void)state;
@@ -340,7 +328,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_every_op_covered);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kernel_bad_shape);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_eval_refuses);
-    ADD_TABLE(tests, n, builtin_cases, N_BUILTIN_CASES, test_builtin_values);
+    ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_builtin_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_concat);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_bn);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_matmul);

@@ -6,7 +6,7 @@
  * computes what the graph before computed, on seeded random inputs
  * (evalcheck.h). Tables: M.. match counts, A.. applying the first match
  * (status, operators left, output shapes, same values), W.. wrong rules
- * the value check catches, O.. the whole optimize pipeline on corpus
+ * the value check catches, E.. the whole optimize pipeline on corpus
  * models; plus clone, hash, load errors, every match of the shipped ruledb
  * on a big graph and on the corpus models (applied, exported, reloaded). */
 #ifndef _POSIX_C_SOURCE
@@ -288,15 +288,25 @@ static const apply_case apply_cases[] = {
 };
 #define N_APPLY_CASES (sizeof apply_cases / sizeof apply_cases[0])
 
+/* A ruleset from rules_text and a graph from graph_text, and the first
+ * match applied. @return eg_apply's status, *h its result. */
+static eg_status apply_first(const char *rules_text, const char *graph_text, eg_ruleset **rs,
+                             eg_graph **g, eg_graph **h, char *err, size_t errlen) {
+    match_list l = {.n = 0};
+    *rs = rules(rules_text);
+    *g = build(graph_text);
+    *h = NULL;
+    assert_int_equal(eg_match_all(*rs, *g, collect, &l), EG_OK);
+    assert_true(l.n >= 1);
+    return eg_apply(*rs, *g, &l.m[0], h, err, errlen);
+}
+
 static void test_apply(void **state) {
     const apply_case *ac = *state;
-    eg_ruleset *rs = rules(ac->rules);
-    eg_graph *g = build(ac->graph), *h = NULL;
-    match_list l = {.n = 0};
-    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
-    assert_true(l.n >= 1);
+    eg_ruleset *rs;
+    eg_graph *g, *h;
     char err[EG_ERRLEN] = "", buf[256];
-    eg_status rc = eg_apply(rs, g, &l.m[0], &h, err, sizeof err);
+    eg_status rc = apply_first(ac->rules, ac->graph, &rs, &g, &h, err, sizeof err);
     if (rc != ac->status) fail_msg("status %s (%s), want %s", eg_status_name(rc), err,
                                    eg_status_name(ac->status));
     if (rc == EG_OK) {
@@ -338,14 +348,12 @@ static const wrong_case wrong_cases[] = {
 
 static void test_wrong(void **state) {
     const wrong_case *wc = *state;
-    eg_ruleset *rs = rules(wc->rules);
-    eg_graph *g = build(wc->graph), *h = NULL;
-    match_list l = {.n = 0};
+    eg_ruleset *rs;
+    eg_graph *g, *h;
     char err[EG_ERRLEN] = "", msg[EG_ERRLEN + 64] = "";
     ec_values v, w;
-    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
-    assert_int_equal(l.n, 1);
-    if (eg_apply(rs, g, &l.m[0], &h, err, sizeof err) != EG_OK) fail_msg("%s: %s", wc->id, err);
+    if (apply_first(wc->rules, wc->graph, &rs, &g, &h, err, sizeof err) != EG_OK)
+        fail_msg("%s: %s", wc->id, err);
     ec_eval_ok(g, 1, &v);
     ec_eval_ok(h, 1, &w);
     if (!ec_differ(&v, &w, msg, sizeof msg)) fail_msg("%s: the wrong rewrite went unnoticed", wc->id);
@@ -355,24 +363,13 @@ static void test_wrong(void **state) {
     eg_ruleset_free(rs);
 }
 
-/* ================= O: optimize (built-ins, search, built-ins) ================= */
+/* ================= E: optimize (built-ins, search, built-ins) ================= */
 
-typedef struct {
-    const char *id, *file;
-} opt_case;
-
-static const opt_case opt_cases[] = {
-    {"O1 attention", "attention.onnx"},       {"O2 conv_bn_relu", "conv_bn_relu.onnx"},
-    {"O3 convs", "convs.onnx"},               {"O4 mixed", "mixed.onnx"},
-    {"O5 fold_conv_bn", "fold_conv_bn.onnx"}, {"O6 fold_conv_bias", "fold_conv_bias.onnx"},
-    {"O7 fold_matmul3", "fold_matmul3.onnx"}, {"O8 reg_unsorted", "reg_unsorted.onnx"},
-};
-#define N_OPT_CASES (sizeof opt_cases / sizeof opt_cases[0])
-
-/* The shipped rules and the analytic cost (deterministic, budget-bound):
- * the result is no dearer and computes what the model computes. */
+/* On every model of evalcheck.h's list (E..), with the shipped rules and
+ * the analytic cost (deterministic, budget-bound): the result is no dearer
+ * and computes what the model computes. */
 static void test_optimize(void **state) {
-    const opt_case *oc = *state;
+    const ec_model *oc = *state;
     eg_ruleset *rs = NULL;
     eg_cost *c = NULL;
     eg_graph *g = NULL, *best = NULL;
@@ -781,7 +778,7 @@ int main(void) {
     ADD_TABLE(tests, n, match_cases, N_MATCH_CASES, test_match);
     ADD_TABLE(tests, n, apply_cases, N_APPLY_CASES, test_apply);
     ADD_TABLE(tests, n, wrong_cases, N_WRONG_CASES, test_wrong);
-    ADD_TABLE(tests, n, opt_cases, N_OPT_CASES, test_optimize);
+    ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_optimize);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_clone);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);
