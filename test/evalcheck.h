@@ -9,7 +9,7 @@
  *     ec_values v0;
  *     ec_eval_ok(g, 1, &v0);              // before: must evaluate
  *     ... rewrite g (in place or into h) ...
- *     ec_assert_same(&v0, g, "B1 batchnorm folded");
+ *     ec_assert_same(&v0, g, "E5 after eg_builtin_pre");
  *     ec_free(&v0);
  */
 #ifndef TEST_EVALCHECK_H
