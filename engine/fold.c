@@ -132,7 +132,6 @@ static void mark_needed(fctx *c) {
 static eg_status eval_node(fctx *c, int j) {
     const eg_node *n = &c->g->node[j];
     const float *in[EG_MAX_INTS] = {0};
-    ten_shape ts[OPS_MAX_ARITY];
     if (n->n_out != 1 || n->out[0] < 0 || n->n_in > EG_MAX_INTS) return EG_OK;
     const eg_tensor *o = &c->g->tensor[n->out[0]];
     int64_t numel = eg_shape_numel(&o->shape);
@@ -140,16 +139,9 @@ static eg_status eval_node(fctx *c, int j) {
     for (int k = 0; k < n->n_in; k++) in[k] = value_of(c, n->in[k]);
     float *out = malloc(sizeof *out * (size_t)(numel ? numel : 1));
     if (!out) return EG_ENOMEM;
-    int ok = 0;
-    if (n->kind == EG_KIND_OPS) {
-        int flag_const = (ops_table[n->op].flags & OPF_CONST) != 0;
-        ok = 1;
-        for (int k = 0; k < ops_table[n->op].arity; k++)
-            ok = ok && eg_to_ten_shape(&c->g->tensor[n->in[k]].shape, &ts[k]) && (in[k] || flag_const);
-        ok = ok && eg_fkern_eval(n->op, n->param, ts, in, out, NULL, 0) == EG_OK;
-    } else {
-        ok = eg_fkern_model(c->g, n, in, out);
-    }
+    float *const outs[1] = {out};
+    int ok = n->kind == EG_KIND_OPS ? eg_fkern_node(c->g, n, in, outs, NULL, 0) == EG_OK
+                                    : eg_fkern_model(c->g, n, in, out);
     if (!ok) {
         free(out);
         return EG_OK;

@@ -49,12 +49,26 @@
 eg_status eg_fkern_eval(ops_op op, const int32_t *param, const ten_shape *in_shape,
                         const float *const *in, float *out, char *err, size_t errlen);
 
-/* Float32 evaluation of the model operators weight folding handles:
+/* Float32 evaluation of node n of g, any kind but opaque: an opspecs
+ * operator through eg_fkern_eval, a model operator with ONNX's meaning
+ * (Conv with its pads, strides, group and bias; pools with
+ * count_include_pad; Gemm with alpha, beta, transposes and C broadcast;
+ * numpy MatMul; Softmax along its axis; inference BatchNormalization...).
+ * in[k] is the data of input k (NULL for an omitted input and for a
+ * non-float one such as Reshape's shape); out[k] has room for the numel of
+ * output k's shape. Shapes come from g.
+ * @pre shapes inferred. @return EG_OK; EG_EUNSUPPORTED (an opaque node, a
+ *      shape not known, a float input without data, an omitted output, a
+ *      conv or pool dim over the opspecs limits) or EG_ESHAPE, with
+ *      "node 'name' (Op): ..." in err (err may be NULL). */
+eg_status eg_fkern_node(const eg_graph *g, const eg_node *n, const float *const *in,
+                        float *const *out, char *err, size_t errlen);
+
+/* eg_fkern_node for the model operators weight folding evaluates:
  * Identity, Reshape, Flatten (copies), Transpose (any perm), Add and Mul
- * (numpy broadcasting). in[k] is the data of node n's input k (NULL for a
- * non-float input such as Reshape's shape); shapes come from g.
- * @pre shapes inferred and known. @return 1 when out (numel of the
- *      output) was written, 0 when the node is not one of these. */
+ * (numpy broadcasting); out is output 0.
+ * @return 1 when out was written, 0 when the node is not one of these or
+ *         eg_fkern_node refused it. */
 int eg_fkern_model(const eg_graph *g, const eg_node *n, const float *const *in, float *out);
 
 /* A new float32 initializer named "<base>_<tag>" (or with a number added

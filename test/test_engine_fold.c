@@ -1,8 +1,13 @@
-/* test_engine_fold.c - cmocka tests of fold.h: the float kernels against
- * the exact opspecs semantics (table K.., small integer inputs, so float
- * results are exact), weight folding of a Concat of two initializers, and
- * the built-in rewrites on the fold_* corpus models (BatchNormalization
- * folded, bias split and fused back, rank-3 MatMuls squeezed). */
+/* test_engine_fold.c - cmocka tests of fold.h and geval.h: the float
+ * kernels against the exact opspecs semantics (table K.., small integer
+ * inputs, so float results are exact), what the whole-graph evaluator
+ * refuses, weight folding of a Concat of two initializers, and the
+ * built-in rewrites: on every corpus model it can evaluate (table E..)
+ * each of eg_builtin_pre and eg_builtin_post leaves the outputs' values as
+ * they were (evalcheck.h), and on the fold_* models they do what they are
+ * for (BatchNormalization folded, bias split and fused back, rank-3
+ * MatMuls squeezed). The model operators' kernels are held to onnxruntime
+ * by test/engine_fold_test.py. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -17,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_table.h"
 #include "engine.h"
+#include "evalcheck.h"
 #include "fold.h"
 #include "modp.h"
 
@@ -170,11 +177,68 @@ static void assert_valid(eg_graph *g) {
     free(buf);
 }
 
+/* eg_builtin_pre, then eg_builtin_post, each checked to keep the values
+ * of the outputs; the graph still checks, sorts, infers and exports. */
+static void pre_post_checked(eg_graph *g, eg_builtin_stats *st, const char *id) {
+    char err[EG_ERRLEN] = "", what[96];
+    ec_values v;
+    ec_eval_ok(g, 1, &v);
+    if (eg_builtin_pre(g, st, err, sizeof err) != EG_OK) fail_msg("%s: pre: %s", id, err);
+    snprintf(what, sizeof what, "%s: after eg_builtin_pre", id);
+    ec_assert_same(&v, g, what);
+    assert_valid(g);
+    if (eg_builtin_post(g, st, err, sizeof err) != EG_OK) fail_msg("%s: post: %s", id, err);
+    snprintf(what, sizeof what, "%s: after eg_builtin_post", id);
+    ec_assert_same(&v, g, what);
+    assert_valid(g);
+    ec_free(&v);
+}
+
+/* ================= whole-graph evaluation ================= */
+
+/* What eg_eval_graph cannot run is refused with the culprit named; an
+ * opaque node no output depends on is not run at all. */
+static void test_eval_refuses(void **state) {
+    (void)state;
+    eg_graph *g = load_ok(CORPUS "opaque.onnx");
+    char err[EG_ERRLEN] = "";
+    ec_values v;
+    assert_int_equal(ec_eval(g, 1, &v, err, sizeof err), EG_EUNSUPPORTED);
+    assert_non_null(strstr(err, "an opaque operator has no kernel"));
+    eg_free(g);
+    g = load_ok(CORPUS "inception.onnx");
+    assert_int_equal(ec_eval(g, 1, &v, err, sizeof err), EG_EUNSUPPORTED);
+    assert_non_null(strstr(err, "input 'x'"));
+    eg_free(g);
+    g = load_ok(CORPUS "reg_unsorted.onnx");
+    int id;
+    assert_int_equal(eg_add_node(g, EG_KIND_OPAQUE, "unread", 1, 0, 0, &id), EG_OK);
+    g->node[id].in[0] = g->input[0];
+    ec_eval_ok(g, 1, &v);
+    ec_free(&v);
+    eg_free(g);
+}
+
+/* ================= folding and built-ins ================= */
+
+/* Every model of evalcheck.h's list (E..). */
+static void test_builtin_values(void **state) {
+    const ec_model *bc = *state;
+    char path[128];
+    eg_builtin_stats st = {0};
+    snprintf(path, sizeof path, CORPUS "%s", bc->file);
+    eg_graph *g = load_ok(path);
+    pre_post_checked(g, &st, bc->id);
+    eg_free(g);
+}
+
 static void test_fold_concat(void **state) {
     (void)state;
     eg_graph *g = load_ok(CORPUS "fold_conv_bias.onnx");
     char err[EG_ERRLEN] = "";
     int folded = -1;
+    ec_values v;
+    ec_eval_ok(g, 1, &v);
     assert_int_equal(count_nodes(g, EG_KIND_OPS, OP_CONCAT), 1);
     const eg_tensor *wa = &g->tensor[eg_find_tensor(g, "wa")], *wb = &g->tensor[eg_find_tensor(g, "wb")];
     float want[15];
@@ -190,9 +254,14 @@ static void test_fold_concat(void **state) {
     assert_int_equal(t->shape.dim[0], 5);
     assert_memory_equal(t->data, want, sizeof want);
     assert_valid(g);
+    ec_assert_same(&v, g, "weights folded");
+    ec_free(&v);
     eg_free(g);
 }
 
+/* Beyond keeping the values (E5), what the rewrites are for: no
+ * BatchNormalization left, biases split off for the search, then fused
+ * back into Convs. */
 static void test_builtin_bn(void **state) {
     (void)state;
     eg_graph *g = load_ok(CORPUS "fold_conv_bn.onnx");
@@ -215,6 +284,8 @@ static void test_builtin_bn(void **state) {
     eg_free(g);
 }
 
+/* Beyond keeping the values (E7): rank-3 MatMuls squeezed to rank-2
+ * matmuls the rules can match, the common Reshape merged. */
 static void test_builtin_matmul(void **state) {
     (void)state;
     eg_graph *g = load_ok(CORPUS "fold_matmul3.onnx");
@@ -232,28 +303,35 @@ static void test_builtin_matmul(void **state) {
     eg_free(g);
 }
 
+/* opaque.onnx has operators without a kernel, so its values cannot be
+ * compared; nothing applies to it, and the graph is the same computation
+ * (structural hash) afterwards. */
 static void test_builtin_noop(void **state) {
     (void)state;
     eg_graph *g = load_ok(CORPUS "opaque.onnx");
     eg_builtin_stats st = {0};
     char err[EG_ERRLEN] = "";
     int n = g->n_nodes;
+    uint64_t h = eg_graph_hash(g);
     assert_int_equal(eg_builtin_pre(g, &st, err, sizeof err), EG_OK);
     assert_int_equal(eg_builtin_post(g, NULL, err, sizeof err), EG_OK);
     assert_int_equal(g->n_nodes, n);
+    assert_true(eg_graph_hash(g) == h);
     assert_valid(g);
     eg_free(g);
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernels),
-        cmocka_unit_test(test_every_op_covered),
-        cmocka_unit_test(test_kernel_bad_shape),
-        cmocka_unit_test(test_fold_concat),
-        cmocka_unit_test(test_builtin_bn),
-        cmocka_unit_test(test_builtin_matmul),
-        cmocka_unit_test(test_builtin_noop),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct CMUnitTest tests[32];
+    size_t n = 0;
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kernels);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_every_op_covered);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kernel_bad_shape);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_eval_refuses);
+    ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_builtin_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_concat);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_bn);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_matmul);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_noop);
+    return _cmocka_run_group_tests("engine_fold", tests, n, NULL, NULL);
 }
