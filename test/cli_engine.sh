@@ -34,15 +34,5 @@ check "roundtrip of a bad model: exit 2, no output" \
     eval "status_is 2 '$BIN/engine' roundtrip '$corpus/bad_shape.onnx' -o '$tmp/bad.onnx' && [ ! -e '$tmp/bad.onnx' ]"
 
 # The onnx/onnxruntime checks, numbered on from here.
-if python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
-    python3 test/engine_io_test.py "$BIN/engine" --start $((n + 1)) >"$tmp/py" 2>"$tmp/pyerr"
-    rc=$?
-    cat "$tmp/py"
-    n=$((n + $(grep -cE '^(ok|not ok) ' "$tmp/py")))
-    if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$tmp/py"; then
-        n=$((n + 1)); echo "not ok $n - engine_io_test.py exited $rc"; sed 's/^/# /' "$tmp/pyerr"
-    fi
-else
-    n=$((n + 1)); echo "ok $n - # SKIP python3 with onnx, onnxruntime and numpy not found"
-fi
+run_py test/engine_io_test.py "$BIN/engine"
 echo "1..$n"

@@ -32,15 +32,5 @@ check "--cost-cache is written with --cost cpu" eval "status_is 0 '$E' optimize 
 check "... and reused" status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/c2.onnx" -q --cost cpu --cost-cache "$tmp/cache"
 check "a garbage cost cache: exit 2" eval "echo garbage >'$tmp/bad_cache'; status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/c3.onnx' -q --cost cpu --cost-cache '$tmp/bad_cache'"
 
-if python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
-    python3 test/engine_opt_test.py "$E" --start $((n + 1)) >"$tmp/py" 2>"$tmp/pyerr"
-    rc=$?
-    cat "$tmp/py"
-    n=$((n + $(grep -cE '^(not )?ok ' "$tmp/py")))
-    if [ $rc -ne 0 ] && ! grep -q '^not ok' "$tmp/py"; then
-        n=$((n + 1)); echo "not ok $n - engine_opt_test.py exited $rc"; sed 's/^/# /' "$tmp/pyerr"
-    fi
-else
-    n=$((n + 1)); echo "ok $n - # SKIP python3 with onnx, onnxruntime and numpy not found"
-fi
+run_py test/engine_opt_test.py "$E"
 echo "1..$n"
