@@ -142,6 +142,14 @@ def custom_domain():
     return m
 
 
+def input_default():
+    """IR 8: an initializer that is also a graph input gives it a default
+    (allowed from IR 4 on; the input stays an input)."""
+    n = [helper.make_node("Mul", ["x", "scale"], ["y"], name="mul")]
+    return model(n, "input_default", [vi("x", [2, 3]), vi("scale", [3])], [vi("y", [2, 3])],
+                 [weight("scale", 3)])
+
+
 def ir3():
     """IR version 3 and opset 8: initializers are graph inputs, so the values
     the writer adds (the Constant, the Split sizes) must be listed too."""
@@ -163,6 +171,7 @@ MODELS = [("conv+bn+relu block", conv_bn_relu, True),
           ("unknown op Hardmax", unknown_op, True),
           ("custom-domain op with attributes", custom_domain, False),
           ("IR 3, opset 8 model", ir3, True),
+          ("IR 8: an initializer is also a graph input (its default)", input_default, True),
           ("If and Loop reading outer tensors", mk.control_flow, True)]
 
 # One model per structural rule onnx.checker enforces on the top-level
@@ -175,6 +184,8 @@ STRUCTURE_CASES = [
      ["node 1 'second_writer' (Neg)", "output 'y' is already an output of node 0 'first_writer' (Relu)"]),
     ("an unnamed node writes a graph input", mk.bad_output_is_input,
      ["node 1 (Relu)", "output 'x' is already a graph input"]),
+    ("two initializers of one name", mk.bad_dup_initializer, ["initializer 'w' is defined twice"]),
+    ("a graph input listed twice", mk.bad_dup_input, ["graph input 'x' is listed twice"]),
     ("a node writes an initializer", mk.bad_output_is_init,
      ["node 0 'clobber' (Relu)", "output 'w' is already an initializer"]),
     ("a node reads an undefined tensor", mk.bad_undefined_input,

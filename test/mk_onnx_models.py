@@ -292,6 +292,18 @@ def bad_ir3_init():
     return m
 
 
+def bad_dup_initializer():
+    """Two initializers of one name."""
+    n = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    return model(n, "dup_initializer", [vi("x", [2])], [vi("y", [2])], [weight("w", 2), weight("w", 2)])
+
+
+def bad_dup_input():
+    """A graph input listed twice."""
+    n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(n, "dup_input", [vi("x", [2]), vi("x", [2])], [vi("y", [2])], [])
+
+
 def if_x(then_reads, out):
     """Nodes computing `out` = x + then_reads if sum(x) > zero else -x, the
     If's then-branch reading x and then_reads from the outer graph (the
@@ -421,6 +433,7 @@ MODELS = {
     "bad_undefined_input": bad_undefined_input,
     "bad_opaque_undefined_input": bad_opaque_undefined_input, "bad_ir3_init": bad_ir3_init,
     "bad_subgraph_undefined": bad_subgraph_undefined, "bad_subgraph_cycle": bad_subgraph_cycle,
+    "bad_dup_initializer": bad_dup_initializer, "bad_dup_input": bad_dup_input,
     "control_flow": control_flow,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
 }

@@ -313,6 +313,10 @@ static const err_case err_cases[] = {
      {0}, EG_EGRAPH, {"node 2 'if' (If)", "subgraph 'then' reads 'ghost'"}},
     {"E23 a cycle a subgraph closes", SRC_CORPUS, "bad_subgraph_cycle.onnx", {0}, EG_EGRAPH,
      {"node 3 'relu' (Relu): input 'branch'", "cycle"}},
+    {"E24 two initializers of one name", SRC_CORPUS, "bad_dup_initializer.onnx", {0}, EG_EGRAPH,
+     {"initializer 'w' is defined twice", NULL}},
+    {"E25 a graph input listed twice", SRC_CORPUS, "bad_dup_input.onnx", {0}, EG_EGRAPH,
+     {"graph input 'x' is listed twice", NULL}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 
