@@ -150,6 +150,17 @@ def input_default():
                  [weight("scale", 3)])
 
 
+def control_flow_reversed():
+    """mk.control_flow with its nodes in reverse order (onnxruntime sorts
+    them; onnx.checker would not): the import sorts them too, the If and
+    the Loop after the tensors their subgraphs read."""
+    m = mk.control_flow()
+    nodes = list(m.graph.node)[::-1]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
 def ir3():
     """IR version 3 and opset 8: initializers are graph inputs, so the values
     the writer adds (the Constant, the Split sizes) must be listed too."""
@@ -172,7 +183,8 @@ MODELS = [("conv+bn+relu block", conv_bn_relu, True),
           ("custom-domain op with attributes", custom_domain, False),
           ("IR 3, opset 8 model", ir3, True),
           ("IR 8: an initializer is also a graph input (its default)", input_default, True),
-          ("If and Loop reading outer tensors", mk.control_flow, True)]
+          ("If and Loop reading outer tensors", mk.control_flow, True),
+          ("If and Loop, nodes in reverse order", control_flow_reversed, True)]
 
 # One model per structural rule onnx.checker enforces on the top-level
 # graph (and one inside an If's subgraph), with what the engine's message
@@ -195,7 +207,7 @@ STRUCTURE_CASES = [
     ("a cycle", mk.bad_cycle,
      ["node 1 'second' (Relu)", "input 'a' depends on the node's own output"]),
     ("a cycle an If's subgraph closes", mk.bad_subgraph_cycle,
-     ["node 3 'relu' (Relu)", "input 'branch' depends on the node's own output"]),
+     ["node 3 'if' (If)", "'late', which its subgraph reads, depends on the node's own output"]),
     ("IR 3: an initializer that is no graph input", mk.bad_ir3_init,
      ["initializer 'w' is not a graph input"]),
     ("an If's subgraph reads a name no scope defines", mk.bad_subgraph_undefined,

@@ -329,9 +329,10 @@ def bad_subgraph_undefined():
 
 def bad_subgraph_cycle():
     """An If whose branch reads a tensor computed from the If's own output:
-    a cycle only the subgraph closes."""
-    n = if_x("late", "branch") + [helper.make_node("Relu", ["branch"], ["late"], name="relu"),
-                                  helper.make_node("Neg", ["late"], ["y"], name="neg")]
+    a cycle only the subgraph closes (the If is the node found on it)."""
+    n = if_x("late", "branch")
+    n = n[:2] + [helper.make_node("Relu", ["branch"], ["late"], name="relu")] + n[2:] + \
+        [helper.make_node("Neg", ["late"], ["y"], name="neg")]
     return model(n, "subgraph_cycle", [vi("x", [2])], [vi("y", [2])], [zero()])
 
 

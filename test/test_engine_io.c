@@ -312,7 +312,7 @@ static const err_case err_cases[] = {
     {"E22 a subgraph reads a name no scope defines", SRC_CORPUS, "bad_subgraph_undefined.onnx",
      {0}, EG_EGRAPH, {"node 2 'if' (If)", "subgraph 'then' reads 'ghost'"}},
     {"E23 a cycle a subgraph closes", SRC_CORPUS, "bad_subgraph_cycle.onnx", {0}, EG_EGRAPH,
-     {"node 3 'relu' (Relu): input 'branch'", "cycle"}},
+     {"node 3 'if' (If): 'late', which its subgraph reads", "cycle"}},
     {"E24 two initializers of one name", SRC_CORPUS, "bad_dup_initializer.onnx", {0}, EG_EGRAPH,
      {"initializer 'w' is defined twice", NULL}},
     {"E25 a graph input listed twice", SRC_CORPUS, "bad_dup_input.onnx", {0}, EG_EGRAPH,
