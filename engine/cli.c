@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "onnx_pb.h"
 #include "search.h"
 
 enum { EXIT_OK = 0, EXIT_BAD = 2 };
@@ -224,6 +225,18 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
     return 0;
 }
 
+/* Where the costs came from: kernels timed now, costs estimated (analytic,
+ * opaque nodes, kernels the backend could not run), lookups answered
+ * from the table, and what the cache file held. */
+static void print_costs(const eg_cost *c, const char *cache_path) {
+    uint64_t hits, misses, measured = eg_cost_measured(c);
+    eg_cost_stats(c, &hits, &misses);
+    printf("costs: %llu measured, %llu estimated, %llu reused", (unsigned long long)measured,
+           (unsigned long long)(misses - measured), (unsigned long long)hits);
+    if (cache_path) printf(" (%zu loaded from %s)", eg_cost_loaded(c), cache_path);
+    printf("\n");
+}
+
 static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     printf("cost before: %.1f us\n", r->cost_before);
     printf("cost after: %.1f us\n", r->cost_after);
@@ -242,7 +255,7 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     int none = r->kept_input || r->rules_dropped;
     for (size_t i = 0; i < r->n_rules && !none; i++) total += r->applied[i];
     printf("rules applied: %llu%s\n", (unsigned long long)total,
-           r->kept_input      ? " (result not cheaper: the input is kept)"
+           r->kept_input      ? " (result not cheaper: the input is written unchanged)"
            : r->rules_dropped ? " (no gain over the built-ins alone beyond the cost model's noise)"
                               : "");
     for (size_t i = 0; i < r->n_rules && !none; i++) {
@@ -255,30 +268,39 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     }
 }
 
+/* Optimize a.in into a.out. When the result is the input (not cheaper),
+ * the input's bytes are written unchanged, not an export of them. */
 static int cmd_optimize(int argc, char **argv) {
     opt_args a;
     char err[EG_ERRLEN];
+    uint8_t *bytes = NULL;
+    size_t len = 0;
     eg_graph *g = NULL, *best = NULL;
     eg_ruleset *rs = NULL;
     eg_cost *cost = NULL;
     eg_search_result r = {0};
-    eg_status rc = EG_OK;
     if (optimize_args(argc, argv, &a)) return EXIT_BAD;
-    if (!(g = load(a.in))) return EXIT_BAD;
-    rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
+    eg_status rc = egp_read_file(a.in, EG_MAX_FILE, &bytes, &len, err, sizeof err);
+    if (rc == EG_OK) rc = eg_load_mem(bytes, len, a.in, NULL, &g, err, sizeof err);
+    if (rc == EG_OK)
+        rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
     if (rc == EG_OK) rc = eg_cost_new(a.cost, a.cost_cache, &cost, err, sizeof err);
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,
                 eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));
     if (rc == EG_OK) rc = eg_optimize(g, rs, cost, &a.search, &best, &r, err, sizeof err);
-    if (rc == EG_OK) print_report(&r, rs);
-    if (rc == EG_OK) rc = eg_save(a.out, best, err, sizeof err);
+    if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
+    if (rc == EG_OK)
+        rc = r.kept_input ? egp_write_file(a.out, bytes, len, err, sizeof err)
+                          : eg_save(a.out, best, err, sizeof err);
     if (rc == EG_OK && a.cost_cache) rc = eg_cost_save(cost, err, sizeof err);
-    if (rc == EG_OK && !a.quiet) fprintf(stderr, "engine: wrote %s\n", a.out);
+    if (rc == EG_OK && !a.quiet)
+        fprintf(stderr, "engine: wrote %s%s\n", a.out, r.kept_input ? " (the input, unchanged)" : "");
     if (rc != EG_OK) fprintf(stderr, "engine: %s\n", err);
     eg_search_result_free(&r);
     eg_free(best); /* before g: it borrows g's data */
     eg_free(g);
+    free(bytes);
     eg_cost_free(cost);
     eg_ruleset_free(rs);
     return rc == EG_OK ? EXIT_OK : EXIT_BAD;

@@ -31,6 +31,8 @@ struct eg_cost {
     size_t n_slot;       /* a power of two, >= 2 x n_ent */
     uint64_t hits, misses;
     uint64_t fallbacks;  /* kernels the backend could not run */
+    uint64_t measured;   /* kernels the backend timed */
+    size_t loaded;       /* entries read from the cache file */
     uint8_t *kbuf;       /* key scratch */
     size_t klen, kcap;
     int kfail;           /* the key overflowed or allocation failed */
@@ -486,7 +488,10 @@ static double compute(eg_cost *c, const eg_graph *g, const eg_node *n) {
         break;
     case EG_COST_KIND_COUNT: break;
     }
-    if (t >= 0 && isfinite(t)) return t;
+    if (t >= 0 && isfinite(t)) {
+        c->measured++;
+        return t;
+    }
     if (c->kind != EG_COST_ANALYTIC && k.cls != EG_KC_FREE) c->fallbacks++;
     return analytic(c->kind == EG_COST_CPU ? &cpu_like : &gpu_like, &k);
 }
@@ -589,6 +594,10 @@ void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses) {
 size_t eg_cost_size(const eg_cost *c) { return c->n_ent; }
 
 uint64_t eg_cost_fallbacks(const eg_cost *c) { return c->fallbacks; }
+
+uint64_t eg_cost_measured(const eg_cost *c) { return c->measured; }
+
+size_t eg_cost_loaded(const eg_cost *c) { return c->loaded; }
 
 /* ================= cache file ================= */
 
@@ -764,6 +773,7 @@ eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, 
     if (rc != EG_OK) goto cleanup;
     clean_machine(c->machine);
     if (c->path) rc = load(c, err, errlen);
+    c->loaded = c->n_ent;
 cleanup:
     if (rc != EG_OK) {
         eg_cost_free(c);

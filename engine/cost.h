@@ -132,7 +132,8 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g);
  * @return EG_OK, or EG_EIO with the path in err. */
 eg_status eg_cost_save(eg_cost *c, char *err, size_t errlen);
 
-/* Lookups answered from the table (hits) and costs computed (misses),
+/* Lookups answered from the table (hits: loaded from the cache file or
+ * memoised earlier) and costs computed (misses: measured or estimated),
  * since eg_cost_new. Either pointer may be NULL. */
 void eg_cost_stats(const eg_cost *c, uint64_t *hits, uint64_t *misses);
 
@@ -143,8 +144,14 @@ size_t eg_cost_size(const eg_cost *c);
  * or cuDNN) and costed with a roofline instead; 0 for analytic. */
 uint64_t eg_cost_fallbacks(const eg_cost *c);
 
-/* Free the model (the cache is not saved). NULL is allowed. A model is
- * for one thread at a time (the memo table is not locked). */
+/* Kernels a measuring backend timed since eg_cost_new (the misses that
+ * were not estimated); 0 for analytic. A run whose every kernel is in the
+ * cache file measures nothing. */
+uint64_t eg_cost_measured(const eg_cost *c);
+
+/* Entries read from the cache file by eg_cost_new (0 without one). */
+size_t eg_cost_loaded(const eg_cost *c);
+
 /* The kind c was made with. */
 eg_cost_kind eg_cost_kind_of(const eg_cost *c);
 
@@ -153,6 +160,8 @@ eg_cost_kind eg_cost_kind_of(const eg_cost *c);
  * medians (a rewrite that gains less is not worth trusting). */
 double eg_cost_noise(const eg_cost *c);
 
+/* Free the model (the cache is not saved). NULL is allowed. A model is
+ * for one thread at a time (the memo table is not locked). */
 void eg_cost_free(eg_cost *c);
 
 #endif

@@ -13,6 +13,11 @@
  * for every tensor whose shape is known. The result passes
  * onnx.checker.check_model(full_check=True) and computes the same outputs.
  *
+ * A model that breaks ONNX's structural rules (a name defined twice, a
+ * node input or graph output nothing defines, a cycle, below IR 4 an
+ * initializer that is no graph input) is refused with EG_EGRAPH, as
+ * onnx.checker refuses it; nodes merely out of order are sorted.
+ *
  * A hostile file cannot crash the reader or exhaust memory: the file size,
  * the protobuf nesting depth and the decoder's memory are capped, every
  * length and index is checked, and errors come back as an eg_status with a
@@ -23,7 +28,7 @@
  *     eg_graph *g = NULL;
  *     char err[EG_ERRLEN];
  *     if (eg_load("model.onnx", NULL, &g, err, sizeof err) != EG_OK) {
- *         fprintf(stderr, "%s\n", err);   // "model.onnx: node 'c1' (Conv): ..."
+ *         fprintf(stderr, "%s\n", err);   // "model.onnx: node 3 'c1' (Conv): ..."
  *         return 2;
  *     }
  *     int opaque = 0;

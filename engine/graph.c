@@ -412,9 +412,10 @@ typedef struct {
 } topo_frame;
 
 /* Visit node `root` and everything it depends on, appending finished nodes
- * to order. @return EG_OK, or EG_EGRAPH naming a node on a cycle. */
+ * to order. @return EG_OK, or EG_EGRAPH with cyc[0] a node on a cycle and
+ * cyc[1] the index of its input that leads back to it. */
 static eg_status topo_visit(const eg_graph *g, int root, char *state, topo_frame *stack,
-                            int *order, int *n_order, char *err, size_t errlen) {
+                            int *order, int *n_order, int cyc[2]) {
     int sp = 0;
     stack[sp++] = (topo_frame){root, 0};
     state[root] = 1;
@@ -430,9 +431,10 @@ static eg_status topo_visit(const eg_graph *g, int root, char *state, topo_frame
         int t = n->in[f->next_input++];
         int p = t >= 0 ? g->tensor[t].producer : -1;
         if (p < 0 || state[p] == 2) continue;
-        if (state[p] == 1)
-            return graph_fail(err, errlen, "the graph has a cycle through node '%s' (input '%s')",
-                              n->name, g->tensor[t].name);
+        if (state[p] == 1) {
+            cyc[0] = f->node, cyc[1] = f->next_input - 1;
+            return EG_EGRAPH;
+        }
         state[p] = 1;
         stack[sp++] = (topo_frame){p, 0};
     }
@@ -441,8 +443,8 @@ static eg_status topo_visit(const eg_graph *g, int root, char *state, topo_frame
 
 /* Permute g->node by order and recompute producers. */
 static eg_status apply_order(eg_graph *g, const int *order) {
-    if (g->n_nodes == 0) return index_producers(g, NULL, 0);
-    eg_node *nn = malloc(sizeof *nn * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    if (g->n_nodes <= 0) return index_producers(g, NULL, 0);
+    eg_node *nn = malloc(sizeof *nn * (size_t)g->n_nodes);
     if (!nn) return EG_ENOMEM;
     for (int j = 0; j < g->n_nodes; j++) nn[j] = g->node[order[j]];
     memcpy(g->node, nn, sizeof *nn * (size_t)g->n_nodes);
@@ -451,15 +453,25 @@ static eg_status apply_order(eg_graph *g, const int *order) {
 }
 
 eg_status eg_toposort(eg_graph *g, char *err, size_t errlen) {
+    int node, in;
+    eg_status rc = eg_toposort_at(g, &node, &in);
+    if (rc != EG_EGRAPH) return rc;
+    const eg_node *n = &g->node[node];
+    return graph_fail(err, errlen, "the graph has a cycle through node '%s' (input '%s')", n->name,
+                      g->tensor[n->in[in]].name);
+}
+
+eg_status eg_toposort_at(eg_graph *g, int *cycle_node, int *cycle_in) {
     size_t n = (size_t)(g->n_nodes ? g->n_nodes : 1);
     char *state = calloc(n, 1);
     topo_frame *stack = malloc(sizeof *stack * n);
     int *order = malloc(sizeof *order * n);
-    int n_order = 0;
+    int n_order = 0, cyc[2] = {-1, -1};
     eg_status rc = state && stack && order ? EG_OK : EG_ENOMEM;
     for (int j = 0; rc == EG_OK && j < g->n_nodes; j++)
-        if (state[j] == 0) rc = topo_visit(g, j, state, stack, order, &n_order, err, errlen);
+        if (state[j] == 0) rc = topo_visit(g, j, state, stack, order, &n_order, cyc);
     if (rc == EG_OK) rc = apply_order(g, order);
+    *cycle_node = cyc[0], *cycle_in = cyc[1];
     free(state);
     free(stack);
     free(order);

@@ -317,6 +317,12 @@ eg_status eg_index(eg_graph *g, char *err, size_t errlen);
  * @return EG_OK; EG_EGRAPH with a node on the cycle named; EG_ENOMEM. */
 eg_status eg_toposort(eg_graph *g, char *err, size_t errlen);
 
+/* eg_toposort for a caller that names nodes its own way (the importer, by
+ * file position): on EG_EGRAPH, *cycle_node is a node on a cycle and
+ * *cycle_in the index in its in[] of the input that depends on the node's
+ * own output; no message. The order is unchanged then. */
+eg_status eg_toposort_at(eg_graph *g, int *cycle_node, int *cycle_in);
+
 /* Count the readers of every tensor (node inputs, implicit ones included,
  * and graph outputs) into uses[n_tensors]. */
 void eg_count_uses(const eg_graph *g, int *uses);

@@ -4,7 +4,17 @@
  * known ops model operators, the rest opaque), inputs resolved by name,
  * value_info, structure and topological order, shape inference (a model
  * node that turns out to be outside what its model op covers is kept
- * opaque), lowering to opspecs operators. */
+ * opaque), lowering to opspecs operators.
+ *
+ * The top-level graph must keep the structural rules onnx.checker checks
+ * (check_model, full_check=False), or the model is refused with EG_EGRAPH
+ * and a message naming the node (its index in graph.node, name and op)
+ * and the tensor: every name defined once (graph inputs, initializers,
+ * node outputs; an initializer may share a graph input's name, and below
+ * IR version 4 it must), every node input ("" is an omitted optional
+ * input) and graph output defined, no cycle. Nodes out of order are
+ * sorted, not refused. Inside an opaque node's subgraphs only a name
+ * defined in no scope at all is refused; the rest is passed through. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +62,18 @@ static eg_status fail(const ictx *c, eg_status rc, const char *fmt, ...) {
 static const char *str(const char *s) { return s ? s : ""; }
 
 static int default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
+
+#define NREF_LEN 160
+
+/* How messages name node i of the file: "node 3 'conv1' (Conv)", or
+ * "node 3 (com.example:Foo)" when it has no name; 3 is its index in
+ * graph.node. @return buf. */
+static const char *node_ref(const Onnx__NodeProto *np, size_t i, char *buf, size_t len) {
+    const char *name = np->name ? np->name : "", *dom = default_domain(np->domain) ? "" : np->domain;
+    snprintf(buf, len, "node %zu%s%.64s%s (%.40s%s%.40s)", i, name[0] ? " '" : "", name,
+             name[0] ? "'" : "", dom, dom[0] ? ":" : "", np->op_type ? np->op_type : "");
+    return buf;
+}
 
 /* ================= model header ================= */
 
@@ -309,6 +331,10 @@ static eg_status add_initializers(ictx *c) {
         eg_tensor *t = &c->g->tensor[id];
         int dtype = t->dtype; /* a graph input's declaration, or 0 */
         eg_shape decl = t->shape;
+        if (c->g->ir_version < 4 && !(t->flags & EG_TF_INPUT))
+            return fail(c, EG_EGRAPH, "initializer '%s' is not a graph input (IR version %lld "
+                        "requires every initializer to be listed as one)", t->name,
+                        (long long)c->g->ir_version);
         rc = load_value(c, tp, "initializer", t, 1);
         if (rc == EG_OK && (t->flags & EG_TF_INPUT)) rc = check_input_default(c, t, dtype, &decl);
         if (rc != EG_OK) return rc;
@@ -619,9 +645,38 @@ static const Onnx__TensorProto *const_value(const Onnx__NodeProto *np, Onnx__Ten
     return NULL;
 }
 
+/* What defined `name` before node i's output of that name (node i itself
+ * when it writes the name twice), for a message. @return a phrase. */
+static const char *first_definition(const ictx *c, const char *name, size_t i, char *buf, size_t len) {
+    int id = eg_find_tensor(c->g, name);
+    unsigned f = id >= 0 ? c->g->tensor[id].flags : 0;
+    if (f & EG_TF_INPUT) return "a graph input";
+    if (f & EG_TF_SPARSE) return "a sparse initializer";
+    if ((f & EG_TF_INIT) && !(f & EG_TF_CONST)) return "an initializer";
+    for (size_t k = 0; k <= i; k++) {
+        const Onnx__NodeProto *np = c->gp->node[k];
+        for (size_t q = 0; q < np->n_output; q++)
+            if (np->output[q] && strcmp(np->output[q], name) == 0) {
+                int w = snprintf(buf, len, "an output of ");
+                node_ref(np, k, buf + w, len - (size_t)w);
+                return buf;
+            }
+    }
+    return "defined";
+}
+
+/* Node i writes a name something defined already. */
+static eg_status defined_twice(const ictx *c, size_t i, const char *name) {
+    char at[NREF_LEN], first[NREF_LEN + 16];
+    return fail(c, EG_EGRAPH, "%s: output '%s' is already %s",
+                node_ref(c->gp->node[i], i, at, sizeof at), name,
+                first_definition(c, name, i, first, sizeof first));
+}
+
 /* A Constant node whose value we can hold becomes a value (exported as an
  * initializer). *taken = 0 when it must stay an (opaque) node. */
-static eg_status take_constant(ictx *c, const Onnx__NodeProto *np, int *taken) {
+static eg_status take_constant(ictx *c, size_t i, int *taken) {
+    const Onnx__NodeProto *np = c->gp->node[i];
     Onnx__TensorProto tmp;
     int64_t dim;
     int id;
@@ -633,9 +688,7 @@ static eg_status take_constant(ictx *c, const Onnx__NodeProto *np, int *taken) {
     const Onnx__TensorProto *tp = const_value(np, &tmp, &dim);
     if (!tp) return EG_OK;
     eg_status rc = eg_add_tensor(c->g, np->output[0], &id);
-    if (rc == EG_EGRAPH)
-        return fail(c, rc, "node '%s' (Constant): output '%s' is already defined", str(np->name),
-                    np->output[0]);
+    if (rc == EG_EGRAPH) return defined_twice(c, i, np->output[0]);
     if (rc != EG_OK) return fail(c, rc, "out of memory");
     c->g->tensor[id].flags |= EG_TF_CONST;
     *taken = 1;
@@ -651,14 +704,13 @@ static eg_status node_identity(ictx *c, const Onnx__NodeProto *np, eg_node *n) {
     return EG_OK;
 }
 
-static eg_status node_outputs(ictx *c, const Onnx__NodeProto *np, int id) {
+static eg_status node_outputs(ictx *c, size_t i, int id) {
+    const Onnx__NodeProto *np = c->gp->node[i];
     for (size_t k = 0; k < np->n_output; k++) {
         int t;
         if (!np->output[k] || !np->output[k][0]) continue;
         eg_status rc = eg_add_tensor(c->g, np->output[k], &t);
-        if (rc == EG_EGRAPH)
-            return fail(c, rc, "node '%s' (%s): output '%s' is already defined", str(np->name),
-                        str(np->op_type), np->output[k]);
+        if (rc == EG_EGRAPH) return defined_twice(c, i, np->output[k]);
         if (rc != EG_OK) return fail(c, rc, "out of memory");
         c->g->node[id].out[k] = t;
     }
@@ -668,12 +720,13 @@ static eg_status node_outputs(ictx *c, const Onnx__NodeProto *np, int id) {
 static eg_status add_node(ictx *c, size_t i) {
     const Onnx__NodeProto *np = c->gp->node[i];
     eg_attrs a;
+    char at[NREF_LEN];
     int id, taken;
-    eg_status rc = take_constant(c, np, &taken);
+    eg_status rc = take_constant(c, i, &taken);
     c->node_of[i] = -1;
     if (rc != EG_OK || taken) return rc;
     if (np->n_input > (1 << 20) || np->n_output > (1 << 20))
-        return fail(c, EG_ELIMIT, "node '%s' has too many inputs or outputs", str(np->name));
+        return fail(c, EG_ELIMIT, "%s has too many inputs or outputs", node_ref(np, i, at, sizeof at));
     eg_mop mop = classify(np, c->g->opset, &a);
     rc = eg_add_node(c->g, mop == EG_MOP_COUNT ? EG_KIND_OPAQUE : EG_KIND_MODEL, str(np->name),
                      (int)np->n_input, 0, (int)np->n_output, &id);
@@ -683,7 +736,7 @@ static eg_status add_node(ictx *c, size_t i) {
     n->mop = mop == EG_MOP_COUNT ? (eg_mop)0 : mop;
     n->attr = a;
     rc = node_identity(c, np, n);
-    return rc == EG_OK ? node_outputs(c, np, id) : rc;
+    return rc == EG_OK ? node_outputs(c, i, id) : rc;
 }
 
 /* ---- inputs, including names read inside subgraph attributes ---- */
@@ -693,6 +746,8 @@ typedef struct {
     int n, cap;
     int stamp; /* mark[t] == stamp: already listed */
     int *mark;
+    const char *undefined; /* EG_EGRAPH: a name no scope defines */
+    const char *graph;     /* the subgraph that reads it */
 } refs;
 
 static eg_status refs_add(refs *r, int t) {
@@ -734,6 +789,17 @@ static eg_status reserve_names(const ictx *c, const Onnx__GraphProto *sg) {
     return rc;
 }
 
+/* A name subgraph sg reads: an outer-scope tensor to list, a name some
+ * subgraph defines (reserved), or, found nowhere, an undefined name: every
+ * enclosing scope's names are known by now (the top level's all, and each
+ * subgraph's before its nodes are scanned). */
+static eg_status read_name(const ictx *c, const Onnx__GraphProto *sg, const char *name, refs *r) {
+    int t = eg_find_tensor(c->g, name);
+    if (t != -1) return refs_add(r, t);
+    r->undefined = name, r->graph = str(sg->name);
+    return EG_EGRAPH;
+}
+
 /* Outer-scope tensors a subgraph reads (nesting is bounded by the wire
  * check's depth limit). */
 static eg_status scan_graph(const ictx *c, const Onnx__GraphProto *sg, refs *r) {
@@ -741,18 +807,25 @@ static eg_status scan_graph(const ictx *c, const Onnx__GraphProto *sg, refs *r) 
     for (size_t j = 0; rc == EG_OK && j < sg->n_node; j++) {
         const Onnx__NodeProto *np = sg->node[j];
         for (size_t k = 0; rc == EG_OK && k < np->n_input; k++)
-            if (np->input[k] && np->input[k][0]) rc = refs_add(r, eg_find_tensor(c->g, np->input[k]));
+            if (np->input[k] && np->input[k][0]) rc = read_name(c, sg, np->input[k], r);
         if (rc == EG_OK) rc = scan_attrs(c, np, r);
     }
     for (size_t k = 0; rc == EG_OK && k < sg->n_output; k++)
-        if (sg->output[k]->name) rc = refs_add(r, eg_find_tensor(c->g, sg->output[k]->name));
+        if (sg->output[k]->name && sg->output[k]->name[0])
+            rc = read_name(c, sg, sg->output[k]->name, r);
     return rc;
 }
 
-static eg_status implicit_inputs(ictx *c, const Onnx__NodeProto *np, int id, refs *r) {
+static eg_status implicit_inputs(ictx *c, size_t i, int id, refs *r) {
+    const Onnx__NodeProto *np = c->gp->node[i];
+    char at[NREF_LEN];
     r->n = 0;
     r->stamp = id + 1;
-    if (scan_attrs(c, np, r) != EG_OK) return fail(c, EG_ENOMEM, "out of memory");
+    eg_status rc = scan_attrs(c, np, r);
+    if (rc == EG_EGRAPH)
+        return fail(c, rc, "%s: its subgraph '%.64s' reads '%s', which no enclosing graph defines",
+                    node_ref(np, i, at, sizeof at), r->graph, r->undefined);
+    if (rc != EG_OK) return fail(c, EG_ENOMEM, "out of memory");
     if (r->n == 0) return EG_OK;
     eg_node *n = &c->g->node[id];
     int *in = realloc(n->in, sizeof(int) * (size_t)(n->n_in + r->n + 1));
@@ -773,13 +846,13 @@ static eg_status resolve_inputs(ictx *c, size_t i, refs *r) {
     for (size_t k = 0; k < np->n_input; k++) {
         if (!np->input[k] || !np->input[k][0]) continue;
         int t = eg_find_tensor(c->g, np->input[k]);
+        char at[NREF_LEN];
         if (t < 0)
-            return fail(c, EG_EGRAPH, "node '%s' (%s): input '%s' is not defined (no "
-                        "initializer, graph input or node output)", str(np->name),
-                        str(np->op_type), np->input[k]);
+            return fail(c, EG_EGRAPH, "%s: input '%s' is not defined (no initializer, graph "
+                        "input or node output)", node_ref(np, i, at, sizeof at), np->input[k]);
         c->g->node[id].in[k] = t;
     }
-    return c->g->node[id].kind == EG_KIND_OPAQUE ? implicit_inputs(c, np, id, r) : EG_OK;
+    return c->g->node[id].kind == EG_KIND_OPAQUE ? implicit_inputs(c, i, id, r) : EG_OK;
 }
 
 static eg_status add_nodes(ictx *c) {
@@ -852,7 +925,8 @@ static eg_status add_outputs(ictx *c) {
         const Onnx__ValueInfoProto *vi = c->gp->output[i];
         int id = vi->name ? eg_find_tensor(g, vi->name) : -1;
         if (id < 0)
-            return fail(c, EG_EGRAPH, "graph output '%s' is not defined", str(vi->name));
+            return fail(c, EG_EGRAPH, "graph output '%s' is not defined (no node writes it, "
+                        "and it is no graph input or initializer)", str(vi->name));
         if (g->tensor[id].flags & EG_TF_OUTPUT)
             return fail(c, EG_EGRAPH, "graph output '%s' is listed twice", vi->name);
         g->tensor[id].flags |= EG_TF_OUTPUT;
@@ -886,10 +960,32 @@ static eg_status add_value_info(ictx *c) {
 
 /* ================= structure, shapes ================= */
 
+/* The file position of node id j (ids follow the file's order until the
+ * nodes are sorted; Constants taken as values have none). */
+static size_t file_index(const ictx *c, int j) {
+    size_t i = 0;
+    while (i + 1 < c->gp->n_node && c->node_of[i] != j) i++;
+    return i;
+}
+
+/* A node on a cycle: its input that depends on its own output. */
+static eg_status cycle(const ictx *c, int j, int k) {
+    char at[NREF_LEN];
+    const eg_node *n = &c->g->node[j];
+    size_t i = file_index(c, j);
+    node_ref(c->gp->node[i], i, at, sizeof at);
+    if (k < n->n_in)
+        return fail(c, EG_EGRAPH, "%s: input '%s' depends on the node's own output (the graph has "
+                    "a cycle)", at, c->g->tensor[n->in[k]].name);
+    return fail(c, EG_EGRAPH, "%s: '%s', which its subgraph reads, depends on the node's own "
+                "output (the graph has a cycle)", at, c->g->tensor[n->in[k]].name);
+}
+
 static eg_status structure(ictx *c) {
     char msg[EG_ERRLEN];
+    int j, k;
     eg_status rc = eg_index(c->g, msg, sizeof msg);
-    if (rc == EG_OK) rc = eg_toposort(c->g, msg, sizeof msg);
+    if (rc == EG_OK && (rc = eg_toposort_at(c->g, &j, &k)) == EG_EGRAPH) return cycle(c, j, k);
     if (rc == EG_ENOMEM) return fail(c, rc, "out of memory");
     return rc == EG_OK ? EG_OK : fail(c, rc, "%s", msg);
 }

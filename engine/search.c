@@ -339,6 +339,8 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
             eg_free(out);
             out = eg_graph_clone(g);
             r->kept_input = 1, r->cost_after = cost_in;
+            memset(&r->pre, 0, sizeof r->pre); /* none of them is in the result */
+            memset(&r->post, 0, sizeof r->post);
             if (!out) rc = fail(err, errlen, EG_ENOMEM, "optimize: out of memory");
         }
     }

@@ -79,8 +79,10 @@ typedef struct {
     eg_stop stop;
     size_t n_rules;
     uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
-    eg_builtin_stats pre, post; /* eg_optimize only */
-    int kept_input;       /* eg_optimize: the result was not cheaper */
+    eg_builtin_stats pre, post; /* eg_optimize only; zero when kept_input */
+    int kept_input;       /* eg_optimize: the result was not cheaper, so the
+                             result is the input (engine optimize then writes
+                             the input file's bytes unchanged) */
     int rules_dropped;    /* eg_optimize: the rules gained nothing beyond the
                              built-ins (within the cost model's noise) */
 } eg_search_result;

@@ -3,7 +3,12 @@
 onnx.helper: the output passes onnx.checker.check_model(full_check=True),
 onnxruntime gives the same outputs for the original and the round-tripped
 model (max relative error < 1e-5), unknown ops survive with their attributes,
-model-level fields survive, and `engine info` marks the opaque ops.
+model-level fields survive, and `engine info` marks the opaque ops. A model
+with control flow (If, Loop reading outer tensors) goes through roundtrip
+and optimize with its If and Loop nodes byte for byte. Models that break
+ONNX's structural rules (test/mk_onnx_models.py's builders: onnx.checker
+rejects each) are refused by info, roundtrip and optimize: exit 2, no
+output, a message naming the node and the tensor.
 
     python3 test/engine_io_test.py ENGINE_BINARY [--start N]
 
@@ -20,6 +25,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+import mk_onnx_models as mk
 
 IR, OPSET = 8, 17
 TOL = 1e-5
@@ -135,6 +142,25 @@ def custom_domain():
     return m
 
 
+def input_default():
+    """IR 8: an initializer that is also a graph input gives it a default
+    (allowed from IR 4 on; the input stays an input)."""
+    n = [helper.make_node("Mul", ["x", "scale"], ["y"], name="mul")]
+    return model(n, "input_default", [vi("x", [2, 3]), vi("scale", [3])], [vi("y", [2, 3])],
+                 [weight("scale", 3)])
+
+
+def control_flow_reversed():
+    """mk.control_flow with its nodes in reverse order (onnxruntime sorts
+    them; onnx.checker would not): the import sorts them too, the If and
+    the Loop after the tensors their subgraphs read."""
+    m = mk.control_flow()
+    nodes = list(m.graph.node)[::-1]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
 def ir3():
     """IR version 3 and opset 8: initializers are graph inputs, so the values
     the writer adds (the Constant, the Split sizes) must be listed too."""
@@ -155,7 +181,38 @@ MODELS = [("conv+bn+relu block", conv_bn_relu, True),
           ("attention block, 3 MatMuls sharing an input", attention, True),
           ("unknown op Hardmax", unknown_op, True),
           ("custom-domain op with attributes", custom_domain, False),
-          ("IR 3, opset 8 model", ir3, True)]
+          ("IR 3, opset 8 model", ir3, True),
+          ("IR 8: an initializer is also a graph input (its default)", input_default, True),
+          ("If and Loop reading outer tensors", mk.control_flow, True),
+          ("If and Loop, nodes in reverse order", control_flow_reversed, True)]
+
+# One model per structural rule onnx.checker enforces on the top-level
+# graph (and one inside an If's subgraph), with what the engine's message
+# must name: the node (index in graph.node, name, op) and the tensor.
+STRUCTURE_CASES = [
+    ("a graph output no node writes", mk.bad_output_undefined,
+     ["graph output 'ghost' is not defined"]),
+    ("two nodes write one tensor", mk.bad_dup_output,
+     ["node 1 'second_writer' (Neg)", "output 'y' is already an output of node 0 'first_writer' (Relu)"]),
+    ("an unnamed node writes a graph input", mk.bad_output_is_input,
+     ["node 1 (Relu)", "output 'x' is already a graph input"]),
+    ("two initializers of one name", mk.bad_dup_initializer, ["initializer 'w' is defined twice"]),
+    ("a graph input listed twice", mk.bad_dup_input, ["graph input 'x' is listed twice"]),
+    ("a node writes an initializer", mk.bad_output_is_init,
+     ["node 0 'clobber' (Relu)", "output 'w' is already an initializer"]),
+    ("a node reads an undefined tensor", mk.bad_undefined_input,
+     ["node 1 'add' (Add)", "input 'nowhere' is not defined"]),
+    ("an opaque node reads an undefined tensor", mk.bad_opaque_undefined_input,
+     ["node 0 'hm' (Hardmax)", "input 'nowhere' is not defined"]),
+    ("a cycle", mk.bad_cycle,
+     ["node 1 'second' (Relu)", "input 'a' depends on the node's own output"]),
+    ("a cycle an If's subgraph closes", mk.bad_subgraph_cycle,
+     ["node 3 'if' (If)", "'late', which its subgraph reads, depends on the node's own output"]),
+    ("IR 3: an initializer that is no graph input", mk.bad_ir3_init,
+     ["initializer 'w' is not a graph input"]),
+    ("an If's subgraph reads a name no scope defines", mk.bad_subgraph_undefined,
+     ["node 2 'if' (If)", "subgraph 'then' reads 'ghost'"]),
+]
 
 
 # ---- checks ----
@@ -196,12 +253,13 @@ def random_feeds(m):
     return feeds
 
 
-def check_model(tap, engine, tmp, title, make, runnable):
+def check_model(tap, engine, tmp, title, make, runnable, command=("roundtrip",)):
     m = make()
     src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
     onnx.save(m, src)
-    p = subprocess.run([engine, "roundtrip", src, "-o", dst], capture_output=True, text=True)
-    if not tap.check(p.returncode == 0, f"{title}: roundtrip exits 0", p.stderr):
+    p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True,
+                       text=True)
+    if not tap.check(p.returncode == 0, f"{title}: {command[0]} exits 0", p.stderr):
         return
     out = onnx.load(dst)
     try:
@@ -231,16 +289,23 @@ def find_node(m, name):
 
 
 def check_opaque(tap, engine, tmp):
-    """The unknown ops come back byte-identical, and info marks them."""
-    for make, node, op in ((unknown_op, "hardmax", "Hardmax"),
-                           (custom_domain, "fancy", "com.example.ops:FancyOp")):
+    """The unknown ops come back byte-identical (from roundtrip, and for the
+    control flow from optimize too), and info marks them."""
+    for make, node, op, commands in (
+            (unknown_op, "hardmax", "Hardmax", [("roundtrip",)]),
+            (custom_domain, "fancy", "com.example.ops:FancyOp", [("roundtrip",)]),
+            (mk.control_flow, "if", "If", [("roundtrip",), ("optimize", "-q")]),
+            (mk.control_flow, "loop", "Loop", [("roundtrip",), ("optimize", "-q")])):
         m = make()
         src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
         onnx.save(m, src)
-        subprocess.run([engine, "roundtrip", src, "-o", dst], check=True)
-        a, b = find_node(m, node), find_node(onnx.load(dst), node)
-        tap.check(a.SerializeToString() == b.SerializeToString(),
-                  f"{op} node survives byte for byte (attributes, name, domain)")
+        for command in commands:
+            subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], check=True,
+                           capture_output=True)
+            a, b = find_node(m, node), find_node(onnx.load(dst), node)
+            tap.check(a.SerializeToString() == b.SerializeToString(),
+                      f"{op} node survives {command[0]} byte for byte (attributes, subgraphs, "
+                      "name, domain)")
         p = subprocess.run([engine, "info", src], capture_output=True, text=True)
         line = next((l for l in p.stdout.splitlines() if l.strip().startswith(op + " ")), "")
         tap.check(p.returncode == 0 and "OPAQUE" in line, f"engine info marks {op} as opaque",
@@ -259,6 +324,35 @@ def check_info(tap, engine, tmp):
               "engine info: parameter count, input/output shapes, lowered ops", out + p.stderr)
 
 
+def check_refused(tap, engine, tmp, title, make, frags):
+    """A structurally broken model: onnx.checker rejects it (the case is a
+    real violation); info, roundtrip and optimize exit 2, write nothing and
+    name the file, node and tensor."""
+    m = make()
+    try:
+        onnx.checker.check_model(m, full_check=False)
+        why = "onnx.checker accepts it"
+    except onnx.checker.ValidationError as e:
+        why = None
+        tap.check(True, f"{title}: onnx.checker rejects it ({str(e).splitlines()[0][:60]})")
+    if why:
+        tap.check(False, f"{title}: onnx.checker rejects it", why)
+    src, dst = os.path.join(tmp, "bad.onnx"), os.path.join(tmp, "bad_out.onnx")
+    onnx.save(m, src)
+    runs = []
+    for cmd in (["info", src], ["roundtrip", src, "-o", dst], ["optimize", src, "-o", dst, "-q"]):
+        if os.path.exists(dst):
+            os.remove(dst)
+        p = subprocess.run([engine, *cmd], capture_output=True, text=True)
+        runs.append((cmd[0], p.returncode, os.path.exists(dst), p.stderr.strip()))
+    tap.check(all(rc == 2 and not wrote for _, rc, wrote, _ in runs),
+              f"{title}: info, roundtrip, optimize exit 2 and write nothing",
+              "\n".join(f"{c}: exit {rc}, output written: {w}" for c, rc, w, _ in runs))
+    tap.check(all(src + ": " in err and all(f in err for f in frags) for _, _, _, err in runs),
+              f"{title}: each message names " + ", ".join(frags),
+              "\n".join(f"{c}: {err}" for c, _, _, err in runs))
+
+
 def main():
     engine = sys.argv[1]
     start = int(sys.argv[sys.argv.index("--start") + 1]) if "--start" in sys.argv else 1
@@ -266,8 +360,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for title, make, runnable in MODELS:
             check_model(tap, engine, tmp, title, make, runnable)
+        check_model(tap, engine, tmp, "If and Loop reading outer tensors, optimized", mk.control_flow,
+                    True, ("optimize", "-q"))
+        ops = [n.op_type for n in onnx.load(os.path.join(tmp, "out.onnx")).graph.node]
+        tap.check(ops.count("Sigmoid") == 1 and "If" in ops and "Loop" in ops,
+                  "If and Loop reading outer tensors, optimized: rewritten around them "
+                  "(the twin Sigmoids merged), not the input copied", ops)
         check_opaque(tap, engine, tmp)
         check_info(tap, engine, tmp)
+        for title, make, frags in STRUCTURE_CASES:
+            check_refused(tap, engine, tmp, title, make, frags)
     return 1 if tap.failed else 0
 
 

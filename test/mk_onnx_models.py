@@ -7,9 +7,11 @@ seeds of the fuzz_onnx target and the inputs of test/test_engine_io.c.
 Deterministic (fixed seed, fixed IR version and opsets), every file under
 20 KB. Good models cover each operator the importer knows, in both the
 opspecs-lowered and the model-operator forms, plus opaque nodes (an unknown
-op, a custom-domain op, an If whose branches read outer tensors). The reg_*
-models reproduce inputs the fuzzer once broke the reader or writer with;
-the bad_* models are the error cases the C tests expect to be refused.
+op, a custom-domain op, an If whose branches read outer tensors, an If and a
+Loop that run in onnxruntime). The reg_* models reproduce inputs the fuzzer
+once broke the reader or writer with; the bad_* models are the error cases
+the C tests expect to be refused (test/engine_io_test.py imports the
+builders of the structural ones and control_flow).
 """
 import os
 import sys
@@ -236,6 +238,133 @@ def bad_external():
     return model(n, "external", [vi("x", [4])], [vi("y", [4])], [w])
 
 
+# ---- structural violations onnx.checker rejects (one each); the engine
+# must refuse them naming the node and the tensor (test/engine_io_test.py
+# holds the message fragments it expects). ----
+
+def bad_output_undefined():
+    """A graph output no node writes (nor an input or initializer)."""
+    n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(n, "output_undefined", [vi("x", [2])], [vi("y", [2]), vi("ghost", [2])], [])
+
+
+def bad_dup_output():
+    """Two nodes write the same tensor."""
+    n = [helper.make_node("Relu", ["x"], ["y"], name="first_writer"),
+         helper.make_node("Neg", ["x"], ["y"], name="second_writer")]
+    return model(n, "dup_output", [vi("x", [2])], [vi("y", [2])], [])
+
+
+def bad_output_is_input():
+    """A node (unnamed, so only its index names it) writes a graph input."""
+    n = [helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+         helper.make_node("Relu", ["s"], ["x"]),
+         helper.make_node("Neg", ["s"], ["y"], name="neg")]
+    return model(n, "output_is_input", [vi("x", [2])], [vi("y", [2])], [])
+
+
+def bad_output_is_init():
+    """A node writes an initializer's name."""
+    n = [helper.make_node("Relu", ["x"], ["w"], name="clobber"),
+         helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    return model(n, "output_is_init", [vi("x", [2])], [vi("y", [2])], [weight("w", 2)])
+
+
+def bad_undefined_input():
+    """A node reads a name nothing defines (an empty name would be fine: an
+    omitted optional input)."""
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Add", ["r", "nowhere"], ["y"], name="add")]
+    return model(n, "undefined_input", [vi("x", [2])], [vi("y", [2])], [])
+
+
+def bad_opaque_undefined_input():
+    """An opaque node (Hardmax) reads a name nothing defines."""
+    n = [helper.make_node("Hardmax", ["x", "nowhere"], ["y"], name="hm")]
+    return model(n, "opaque_undefined_input", [vi("x", [2, 3])], [vi("y", [2, 3])], [])
+
+
+def bad_ir3_init():
+    """IR version 3: an initializer that is not also a graph input."""
+    n = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    m = model(n, "ir3_init", [vi("x", [2])], [vi("y", [2])], [weight("w", 2)], opset=8)
+    m.ir_version = 3
+    return m
+
+
+def bad_dup_initializer():
+    """Two initializers of one name."""
+    n = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    return model(n, "dup_initializer", [vi("x", [2])], [vi("y", [2])], [weight("w", 2), weight("w", 2)])
+
+
+def bad_dup_input():
+    """A graph input listed twice."""
+    n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(n, "dup_input", [vi("x", [2]), vi("x", [2])], [vi("y", [2])], [])
+
+
+def if_x(then_reads, out):
+    """Nodes computing `out` = x + then_reads if sum(x) > zero else -x, the
+    If's then-branch reading x and then_reads from the outer graph (the
+    model needs the initializer zero())."""
+    then_g = helper.make_graph([helper.make_node("Add", ["x", then_reads], ["t_out"])], "then", [],
+                               [vi("t_out", [2])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e_out"])], "else", [],
+                               [vi("e_out", [2])])
+    return [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["cond"]),
+            helper.make_node("If", ["cond"], [out], name="if", then_branch=then_g,
+                             else_branch=else_g)]
+
+
+def zero():
+    return numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")
+
+
+def bad_subgraph_undefined():
+    """An If whose branch reads a name no enclosing graph defines."""
+    return model(if_x("ghost", "y"), "subgraph_undefined", [vi("x", [2])], [vi("y", [2])], [zero()])
+
+
+def bad_subgraph_cycle():
+    """An If whose branch reads a tensor computed from the If's own output:
+    a cycle only the subgraph closes (the If is the node found on it)."""
+    n = if_x("late", "branch")
+    n = n[:2] + [helper.make_node("Relu", ["branch"], ["late"], name="relu")] + n[2:] + \
+        [helper.make_node("Neg", ["late"], ["y"], name="neg")]
+    return model(n, "subgraph_cycle", [vi("x", [2])], [vi("y", [2])], [zero()])
+
+
+def control_flow():
+    """Valid control flow, kept opaque: an If whose branches read outer
+    tensors (a node output and an initializer) and a Loop (its optional
+    condition omitted: "") whose body reads an outer tensor; known ops
+    around them, and a Sigmoid computed twice that the built-in rewrites
+    merge."""
+    then_g = helper.make_graph([helper.make_node("Add", ["r", "w"], ["t_out"])], "then", [],
+                               [vi("t_out", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Mul", ["r", "w"], ["e_out"])], "else", [],
+                               [vi("e_out", [2, 3])])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "r"], ["v_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [vi("iter", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("v_in", [2, 3])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("v_out", [2, 3])])
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+         helper.make_node("Greater", ["s", "zero"], ["cond"], name="greater"),
+         helper.make_node("If", ["cond"], ["branch"], name="if", then_branch=then_g,
+                          else_branch=else_g),
+         helper.make_node("Loop", ["trips", "", "branch"], ["looped"], name="loop", body=body),
+         helper.make_node("Sigmoid", ["looped"], ["s1"], name="sigmoid1"),
+         helper.make_node("Sigmoid", ["looped"], ["s2"], name="sigmoid2"),
+         helper.make_node("Add", ["s1", "s2"], ["y"], name="add")]
+    return model(n, "control_flow", [vi("x", [2, 3])], [vi("y", [2, 3])],
+                 [weight("w", 2, 3), numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero"),
+                  ints("trips", 3)], value_info=[vi("branch", [2, 3]), vi("looped", [2, 3])])
+
+
 def bad_shape():
     n = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
     return model(n, "shape", [vi("x", [2, 3])], [vi("y", [2, 5])], [weight("w", 4, 5)])
@@ -300,6 +429,13 @@ MODELS = {
     "bad_input_default": bad_input_default,
     "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_opset3": bad_opset3,
     "bad_external": bad_external, "bad_shape": bad_shape,
+    "bad_output_undefined": bad_output_undefined, "bad_dup_output": bad_dup_output,
+    "bad_output_is_input": bad_output_is_input, "bad_output_is_init": bad_output_is_init,
+    "bad_undefined_input": bad_undefined_input,
+    "bad_opaque_undefined_input": bad_opaque_undefined_input, "bad_ir3_init": bad_ir3_init,
+    "bad_subgraph_undefined": bad_subgraph_undefined, "bad_subgraph_cycle": bad_subgraph_cycle,
+    "bad_dup_initializer": bad_dup_initializer, "bad_dup_input": bad_dup_input,
+    "control_flow": control_flow,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
 }
 

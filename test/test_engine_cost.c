@@ -175,6 +175,7 @@ static void check_node(eg_cost_kind kind, eg_graph *g, int is_const) {
     assert_int_equal(misses, 1);
     assert_true(eg_cost_node(c1, g, 0) == t1);
     assert_int_equal(eg_cost_fallbacks(c1), 0); /* measured, not estimated */
+    assert_int_equal(eg_cost_measured(c1), kind != EG_COST_ANALYTIC && !is_const);
     eg_cost_stats(c1, &hits, &misses);
     assert_int_equal(hits, 1);
     assert_int_equal(misses, 1);
@@ -521,7 +522,7 @@ static void test_cpu_conv_measures(void **state) {
 /* ================= cache file ================= */
 
 /* Cost every table row on the cpu backend, save, reload: the same costs
- * and no measurement (misses == 0). */
+ * and no measurement (misses == 0, eg_cost_measured 0, every entry loaded). */
 static void test_cache_roundtrip(void **state) {
     (void)state;
     char path[128];
@@ -538,12 +539,18 @@ static void test_cache_roundtrip(void **state) {
     }
     assert_int_equal(eg_cost_save(c, err, sizeof err), EG_OK);
     size_t n = eg_cost_size(c);
+    assert_int_equal(eg_cost_loaded(c), 0);
+    assert_true(eg_cost_measured(c) > 0);
+    eg_cost_stats(c, NULL, &misses);
+    assert_true(eg_cost_measured(c) <= misses);
     eg_cost_free(c);
     c = cost_new(EG_COST_CPU, path);
     assert_int_equal(eg_cost_size(c), n);
+    assert_int_equal(eg_cost_loaded(c), n);
     for (size_t i = 0; i < N_OPS_CASES; i++) assert_true(eg_cost_node(c, g[i], 0) == t[i]);
     eg_cost_stats(c, &hits, &misses);
     assert_int_equal(misses, 0);
+    assert_int_equal(eg_cost_measured(c), 0);
     assert_int_equal(hits, N_OPS_CASES);
     /* the analytic backend refuses the cpu file */
     eg_cost *a = NULL;

@@ -104,6 +104,7 @@ static const model_case model_cases[] = {
     {"M09 IR 3: initializers are inputs", "reg_ir3.onnx", 4, 3, 1, 0, "y", "[2,2]"},
     {"M10 odd dtype sizes, omitted required input", "reg_odd_values.onnx", 3, 0, 1, 2, "x", "[2,6]"},
     {"M11 no nodes", "reg_empty.onnx", 0, 0, 0, 0, "x", "[3]"},
+    {"M12 If and Loop reading outer tensors", "control_flow.onnx", 8, 2, 2, 4, "s1", "[2,3]"},
 };
 #define N_MODEL_CASES (sizeof model_cases / sizeof model_cases[0])
 
@@ -270,9 +271,10 @@ typedef struct {
 } err_case;
 
 static const err_case err_cases[] = {
-    {"E01 cycle", SRC_CORPUS, "bad_cycle.onnx", {0}, EG_EGRAPH, {"cycle", "node 'second'"}},
+    {"E01 cycle", SRC_CORPUS, "bad_cycle.onnx", {0}, EG_EGRAPH,
+     {"node 1 'second' (Relu): input 'a' depends on the node's own output", "cycle"}},
     {"E02 missing initializer", SRC_CORPUS, "bad_missing_init.onnx", {0}, EG_EGRAPH,
-     {"node 'conv0' (Conv)", "input 'w_missing' is not defined"}},
+     {"node 0 'conv0' (Conv)", "input 'w_missing' is not defined"}},
     {"E03 opset 3", SRC_CORPUS, "bad_opset3.onnx", {0}, EG_EOPSET, {"opset 3", "7..21"}},
     {"E04 external data", SRC_CORPUS, "bad_external.onnx", {0}, EG_EUNSUPPORTED,
      {"initializer 'w'", "external file (weights.bin)"}},
@@ -293,6 +295,28 @@ static const err_case err_cases[] = {
      {0}, EG_ESHAPE, {"graph output 'w' is declared [2,2]", "[6,6]"}},
     {"E14 a graph input's initializer of another type", SRC_CORPUS, "bad_input_default.onnx",
      {0}, EG_EFORMAT, {"graph input 'w' is declared float32", "initializer is int64"}},
+    {"E15 a graph output nothing writes", SRC_CORPUS, "bad_output_undefined.onnx", {0}, EG_EGRAPH,
+     {"graph output 'ghost' is not defined", NULL}},
+    {"E16 two nodes write one tensor", SRC_CORPUS, "bad_dup_output.onnx", {0}, EG_EGRAPH,
+     {"node 1 'second_writer' (Neg): output 'y'", "already an output of node 0 'first_writer'"}},
+    {"E17 an unnamed node writes a graph input", SRC_CORPUS, "bad_output_is_input.onnx", {0},
+     EG_EGRAPH, {"node 1 (Relu): output 'x'", "already a graph input"}},
+    {"E18 a node writes an initializer", SRC_CORPUS, "bad_output_is_init.onnx", {0}, EG_EGRAPH,
+     {"node 0 'clobber' (Relu): output 'w'", "already an initializer"}},
+    {"E19 a node reads an undefined name", SRC_CORPUS, "bad_undefined_input.onnx", {0}, EG_EGRAPH,
+     {"node 1 'add' (Add)", "input 'nowhere' is not defined"}},
+    {"E20 an opaque node reads an undefined name", SRC_CORPUS, "bad_opaque_undefined_input.onnx",
+     {0}, EG_EGRAPH, {"node 0 'hm' (Hardmax)", "input 'nowhere' is not defined"}},
+    {"E21 IR 3: an initializer that is no graph input", SRC_CORPUS, "bad_ir3_init.onnx", {0},
+     EG_EGRAPH, {"initializer 'w' is not a graph input", "IR version 3"}},
+    {"E22 a subgraph reads a name no scope defines", SRC_CORPUS, "bad_subgraph_undefined.onnx",
+     {0}, EG_EGRAPH, {"node 2 'if' (If)", "subgraph 'then' reads 'ghost'"}},
+    {"E23 a cycle a subgraph closes", SRC_CORPUS, "bad_subgraph_cycle.onnx", {0}, EG_EGRAPH,
+     {"node 3 'if' (If): 'late', which its subgraph reads", "cycle"}},
+    {"E24 two initializers of one name", SRC_CORPUS, "bad_dup_initializer.onnx", {0}, EG_EGRAPH,
+     {"initializer 'w' is defined twice", NULL}},
+    {"E25 a graph input listed twice", SRC_CORPUS, "bad_dup_input.onnx", {0}, EG_EGRAPH,
+     {"graph input 'x' is listed twice", NULL}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 
@@ -371,7 +395,8 @@ static void test_error(void **state) {
 
 static const char *const sweep_files[] = {"conv_bn_relu.onnx", "inception.onnx", "convs.onnx",
                                           "attention.onnx", "mixed.onnx", "old_opset.onnx",
-                                          "opaque.onnx", "reg_ir3.onnx", "reg_odd_values.onnx"};
+                                          "opaque.onnx", "reg_ir3.onnx", "reg_odd_values.onnx",
+                                          "control_flow.onnx"};
 #define N_SWEEP (sizeof sweep_files / sizeof sweep_files[0])
 
 /* Whatever the import says, it says it cleanly; a model it accepts exports
