@@ -255,7 +255,7 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     int none = r->kept_input || r->rules_dropped;
     for (size_t i = 0; i < r->n_rules && !none; i++) total += r->applied[i];
     printf("rules applied: %llu%s\n", (unsigned long long)total,
-           r->kept_input      ? " (result not cheaper: the input is written unchanged)"
+           r->kept_input      ? " (result not cheaper: the input is kept)"
            : r->rules_dropped ? " (no gain over the built-ins alone beyond the cost model's noise)"
                               : "");
     for (size_t i = 0; i < r->n_rules && !none; i++) {
@@ -269,7 +269,8 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
 }
 
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
- * the input's bytes are written unchanged, not an export of them. */
+ * the input's bytes are written unchanged, not an export of them, unless
+ * the import mended the file (g->repaired). */
 static int cmd_optimize(int argc, char **argv) {
     opt_args a;
     char err[EG_ERRLEN];
@@ -290,12 +291,13 @@ static int cmd_optimize(int argc, char **argv) {
                 eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));
     if (rc == EG_OK) rc = eg_optimize(g, rs, cost, &a.search, &best, &r, err, sizeof err);
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
+    int verbatim = rc == EG_OK && r.kept_input && !g->repaired;
     if (rc == EG_OK)
-        rc = r.kept_input ? egp_write_file(a.out, bytes, len, err, sizeof err)
-                          : eg_save(a.out, best, err, sizeof err);
+        rc = verbatim ? egp_write_file(a.out, bytes, len, err, sizeof err)
+                      : eg_save(a.out, best, err, sizeof err);
     if (rc == EG_OK && a.cost_cache) rc = eg_cost_save(cost, err, sizeof err);
     if (rc == EG_OK && !a.quiet)
-        fprintf(stderr, "engine: wrote %s%s\n", a.out, r.kept_input ? " (the input, unchanged)" : "");
+        fprintf(stderr, "engine: wrote %s%s\n", a.out, verbatim ? " (the input, unchanged)" : "");
     if (rc != EG_OK) fprintf(stderr, "engine: %s\n", err);
     eg_search_result_free(&r);
     eg_free(best); /* before g: it borrows g's data */

@@ -209,6 +209,9 @@ typedef struct eg_graph {
     int *input, *output;     /* tensor ids in file order */
     int64_t ir_version;
     int opset;               /* of the default domain */
+    int repaired;            /* the file broke a rule the export mends (an
+                                IR < 4 initializer not listed as a graph
+                                input), so its bytes are never the result */
     char *producer;          /* "name version", for display */
     char *graph_name;
     uint8_t *model_shell;    /* the ModelProto without its graph */

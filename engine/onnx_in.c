@@ -331,10 +331,10 @@ static eg_status add_initializers(ictx *c) {
         eg_tensor *t = &c->g->tensor[id];
         int dtype = t->dtype; /* a graph input's declaration, or 0 */
         eg_shape decl = t->shape;
-        if (c->g->ir_version < 4 && !(t->flags & EG_TF_INPUT))
-            return fail(c, EG_EGRAPH, "initializer '%s' is not a graph input (IR version %lld "
-                        "requires every initializer to be listed as one)", t->name,
-                        (long long)c->g->ir_version);
+        /* IR < 4 wants every initializer listed as a graph input too; a file
+         * that does not is still run by onnxruntime, so it is read, and the
+         * exporter lists the initializer (onnx_out.c, note_added). */
+        if (c->g->ir_version < 4 && !(t->flags & EG_TF_INPUT)) c->g->repaired = 1;
         rc = load_value(c, tp, "initializer", t, 1);
         if (rc == EG_OK && (t->flags & EG_TF_INPUT)) rc = check_input_default(c, t, dtype, &decl);
         if (rc != EG_OK) return rc;

@@ -182,6 +182,8 @@ MODELS = [("conv+bn+relu block", conv_bn_relu, True),
           ("unknown op Hardmax", unknown_op, True),
           ("custom-domain op with attributes", custom_domain, False),
           ("IR 3, opset 8 model", ir3, True),
+          ("IR 3: an initializer that is no graph input (the export lists it)",
+           mk.reg_ir3_init, True),
           ("IR 8: an initializer is also a graph input (its default)", input_default, True),
           ("If and Loop reading outer tensors", mk.control_flow, True),
           ("If and Loop, nodes in reverse order", control_flow_reversed, True)]
@@ -208,8 +210,6 @@ STRUCTURE_CASES = [
      ["node 1 'second' (Relu)", "input 'a' depends on the node's own output"]),
     ("a cycle an If's subgraph closes", mk.bad_subgraph_cycle,
      ["node 3 'if' (If)", "'late', which its subgraph reads, depends on the node's own output"]),
-    ("IR 3: an initializer that is no graph input", mk.bad_ir3_init,
-     ["initializer 'w' is not a graph input"]),
     ("an If's subgraph reads a name no scope defines", mk.bad_subgraph_undefined,
      ["node 2 'if' (If)", "subgraph 'then' reads 'ghost'"]),
 ]
@@ -366,6 +366,8 @@ def main():
         tap.check(ops.count("Sigmoid") == 1 and "If" in ops and "Loop" in ops,
                   "If and Loop reading outer tensors, optimized: rewritten around them "
                   "(the twin Sigmoids merged), not the input copied", ops)
+        check_model(tap, engine, tmp, "IR 3 initializer no graph input, optimized (the input "
+                    "kept, mended, not copied)", mk.reg_ir3_init, True, ("optimize", "-q"))
         check_opaque(tap, engine, tmp)
         check_info(tap, engine, tmp)
         for title, make, frags in STRUCTURE_CASES:

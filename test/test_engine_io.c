@@ -307,8 +307,6 @@ static const err_case err_cases[] = {
      {"node 1 'add' (Add)", "input 'nowhere' is not defined"}},
     {"E20 an opaque node reads an undefined name", SRC_CORPUS, "bad_opaque_undefined_input.onnx",
      {0}, EG_EGRAPH, {"node 0 'hm' (Hardmax)", "input 'nowhere' is not defined"}},
-    {"E21 IR 3: an initializer that is no graph input", SRC_CORPUS, "bad_ir3_init.onnx", {0},
-     EG_EGRAPH, {"initializer 'w' is not a graph input", "IR version 3"}},
     {"E22 a subgraph reads a name no scope defines", SRC_CORPUS, "bad_subgraph_undefined.onnx",
      {0}, EG_EGRAPH, {"node 2 'if' (If)", "subgraph 'then' reads 'ghost'"}},
     {"E23 a cycle a subgraph closes", SRC_CORPUS, "bad_subgraph_cycle.onnx", {0}, EG_EGRAPH,
