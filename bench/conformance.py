@@ -288,11 +288,9 @@ def md(text):
 
 
 def normalize(msg):
-    """A refusal message with paths and numbers taken out, for grouping."""
-    m = re.sub(r"/\S+", "FILE", msg)
-    m = re.sub(r"'[^']*'", "'…'", m)
-    m = re.sub(r"\b\d+\b", "N", m)
-    return m
+    """A refusal message without the engine's "engine: PATH: " prefix, for grouping."""
+    m = re.sub(r"^engine:\s*\S+\.onnx:\s*", "", msg)
+    return re.sub(r"/\S+", "FILE", m)
 
 
 def report(rows, data, engine, elapsed):
@@ -330,12 +328,15 @@ def report(rows, data, engine, elapsed):
     lines.append("")
     refused = [r for r in rows if r["outcome"].startswith("refused")]
     if refused:
-        msgs = collections.Counter(normalize(r["message"].replace(data.rstrip("/") + "/", ""))
-                                   for r in refused)
+        msgs = collections.Counter(normalize(r["message"]) for r in refused)
         lines += ["## Most common refusal messages", "", "| models | message |", "| ---: | --- |"]
         for m, n in msgs.most_common(25):
             lines.append(f"| {n} | {md(m)} |")
         lines.append("")
+        by_opset = collections.Counter(r.get("opset") for r in refused if r["outcome"] == "refused-ort-runs")
+        lines += ["Default-domain opset of the models refused while onnxruntime runs them: " +
+                  ", ".join(f"opset {o}: {n}" for o, n in sorted(by_opset.items(), key=lambda kv: str(kv[0]))),
+                  ""]
         ops = collections.Counter(op for r in refused if r["outcome"] == "refused-ort-runs"
                                   for op in r.get("op_types", []))
         lines += ["Op types in the models refused while onnxruntime runs them (a model counts "
@@ -368,7 +369,20 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--out", default="bench/results/conformance.md")
     ap.add_argument("--jsonl", default="bench/results/conformance.jsonl")
+    ap.add_argument("--from-jsonl", metavar="FILE",
+                    help="only rewrite the report from a previous run's JSON lines")
     args = ap.parse_args()
+    if args.from_jsonl:
+        with open(args.from_jsonl) as f:
+            rows = [json.loads(l) for l in f if l.strip()]
+        meta = rows.pop(0) if rows and "meta" in rows[0] else {"meta": {}}
+        m = meta["meta"]
+        text = report(rows, m.get("data", args.data or DEBIAN_DATA), m.get("engine", args.engine),
+                      m.get("elapsed", sum(r.get("seconds", 0) for r in rows)))
+        with open(args.out, "w") as f:
+            f.write(text)
+        print(text.split("\n## ")[0])
+        return
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     if not os.access(args.engine, os.X_OK):
         sys.exit(f"conformance: no {args.engine} (run ninja)")
@@ -394,6 +408,8 @@ def main():
     elapsed = time.perf_counter() - t0
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.jsonl, "w") as f:
+        f.write(json.dumps({"meta": {"data": data, "engine": args.engine,
+                                     "elapsed": round(elapsed, 1)}}) + "\n")
         for r in rows:
             f.write(json.dumps(r, default=str) + "\n")
     text = report(rows, data, args.engine, elapsed)
