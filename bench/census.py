@@ -127,6 +127,11 @@ def main():
                  source="bench/models.py" if name in HAND else
                  "torchvision" if name.startswith("tv_") else
                  "transformers" if name.startswith("hf_") else "?")
+        try:
+            import onnx
+            r["file_nodes"] = len(onnx.load(f, load_external_data=False).graph.node)
+        except Exception:  # noqa: BLE001
+            r["file_nodes"] = None
         if not args.no_onnx_shapes:
             r["onnx_shapes_pct"] = onnx_shapes(f)
         rows.append(r)
@@ -141,21 +146,21 @@ def main():
     lines = ["# Census: what the engine sees of the bench models", "",
              f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}, "
              f"from `{args.engine} info` (`python3 bench/census.py`).",
-             "rule-visible: opspecs nodes (what rule matching sees) / all nodes; model op: "
+             "file nodes: in the ONNX file; nodes: in the engine's graph after load; rule-visible: opspecs nodes (what rule matching sees) / all nodes; model op: "
              "understood by the engine (shape inference, export) but not rule-visible; "
              "opaque: kept as is, blocks rewrites. shapes known: the engine's own figure "
              "after load when `engine info` prints one (\"-\": it does not yet); onnx shapes: "
              "for reference, node outputs onnx.shape_inference makes fully static.", "",
-             "| model | source | nodes | rule-visible | model op | opaque | shapes known | "
+             "| model | source | file nodes | nodes | rule-visible | model op | opaque | shapes known | "
              "onnx shapes | opaque op types |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | | | | | | | | engine info failed: {r['error']} |")
+            lines.append(f"| {r['model']} | | | | | | | | | engine info failed: {r['error']} |")
             continue
         n = max(r["nodes"], 1)
         opq = ", ".join(f"{k} {v}" for k, v in sorted(r["opaque"].items(), key=lambda kv: -kv[1]))
-        lines.append(f"| {r['model']} | {r['source']} | {r['nodes']} | {pct(100 * r['opspecs'] / n)} | "
+        lines.append(f"| {r['model']} | {r['source']} | {r.get('file_nodes') or '-'} | {r['nodes']} | {pct(100 * r['opspecs'] / n)} | "
                      f"{pct(100 * r['model_ops'] / n)} | {pct(100 * r['opaque_nodes'] / n)} | "
                      f"{pct(r.get('shapes_known_pct'))} | {pct(r.get('onnx_shapes_pct'))} | {opq or '-'} |")
     lines += ["", "Model ops (understood, not rule-visible) per model:", ""]
