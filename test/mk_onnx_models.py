@@ -290,6 +290,14 @@ def opset28():
     return helper.make_model(g, producer_name="mk_onnx_models")
 
 
+def reg_opset30():
+    """An opset newer than the engine knows (valid for some future onnx):
+    read, every node opaque."""
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Add", ["r", "x"], ["y"], name="add")]
+    return model(n, "future", [vi("x", [2])], [vi("y", [2])], [], opset=30)
+
+
 def bad_ir_new():
     """An IR version newer than onnx 1.23's (14)."""
     n = [helper.make_node("Relu", ["x"], ["y"])]
@@ -508,6 +516,7 @@ MODELS = {
     "bad_subgraph_undefined": bad_subgraph_undefined, "bad_subgraph_cycle": bad_subgraph_cycle,
     "bad_dup_initializer": bad_dup_initializer, "bad_dup_input": bad_dup_input,
     "control_flow": control_flow, "opset6": opset6, "opset3": opset3, "opset28": opset28,
+    "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
 }
 
@@ -520,7 +529,7 @@ def main():
         # a seed per model, so adding a model leaves the other files as they are
         rng = np.random.default_rng(zlib.crc32(name.encode()))
         m = make()
-        if not name.startswith(("bad_", "reg_odd", "reg_unsorted", "reg_ir3_init")):  # invalid on purpose
+        if not name.startswith(("bad_", "reg_odd", "reg_unsorted", "reg_ir3_init", "reg_opset30")):  # invalid on purpose
             onnx.checker.check_model(m, full_check=True)
         data = m.SerializeToString()
         assert len(data) < 20000, (name, len(data))
