@@ -596,7 +596,7 @@ static void test_shapes(void **state) {
 
 
 int main(void) {
-    struct CMUnitTest tests[64];
+    struct CMUnitTest tests[N_MODEL_CASES + N_LOWER_CASES + N_ERR_CASES + 32];
     size_t n = 0;
     ADD_TABLE(tests, n, model_cases, N_MODEL_CASES, test_model);
     ADD_TABLE(tests, n, lower_cases, N_LOWER_CASES, test_lower);
