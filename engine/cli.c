@@ -84,6 +84,47 @@ static const char *kind_label(eg_kind k) {
     return "?";
 }
 
+/* Tensors the graph uses (a node reads or writes them, or a graph input or
+ * output), and how many of them have a fully known shape. @return 0, or -1
+ * when out of memory. */
+static int shape_census(const eg_graph *g, int *used, int *known) {
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (!uses) return -1;
+    eg_count_uses(g, uses);
+    *used = *known = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const eg_tensor *t = &g->tensor[i];
+        if (!uses[i] && t->producer < 0 && !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT))) continue;
+        (*used)++;
+        *known += eg_shape_known(&t->shape);
+    }
+    free(uses);
+    return 0;
+}
+
+/* One line: how much of the graph the rules see. "census: N nodes: R
+ * rule-visible, M model ops, O opaque; shapes known for K of T tensors
+ * (P%); model ops: Gemm 1, ...; opaque: Foo 2, ..." (a part with no ops
+ * is left out). ops[n] from count_ops. @return 0, or -1 out of memory. */
+static int print_census(FILE *f, const char *lead, const eg_graph *g, const op_count *ops, int n) {
+    int by_kind[EG_KIND_COUNT] = {0}, used, known;
+    if (shape_census(g, &used, &known)) return -1;
+    for (int j = 0; j < g->n_nodes; j++) by_kind[g->node[j].kind]++;
+    fprintf(f, "%s%d nodes: %d rule-visible, %d model ops, %d opaque; shapes known for %d of %d "
+            "tensors (%.0f%%)", lead, g->n_nodes, by_kind[EG_KIND_OPS], by_kind[EG_KIND_MODEL],
+            by_kind[EG_KIND_OPAQUE], known, used, used ? 100.0 * known / used : 100.0);
+    for (int kind = EG_KIND_MODEL; kind <= EG_KIND_OPAQUE; kind++) {
+        const char *sep = kind == EG_KIND_MODEL ? "; model ops: " : "; opaque: ";
+        for (int k = 0; k < n; k++)
+            if (ops[k].kind == (eg_kind)kind) {
+                fprintf(f, "%s%s %d", sep, ops[k].name, ops[k].count);
+                sep = ", ";
+            }
+    }
+    fprintf(f, "\n");
+    return 0;
+}
+
 static void print_tensors(const eg_graph *g, const char *title, const int *ids, int n) {
     printf("%s:\n", title);
     for (int k = 0; k < n; k++) {
@@ -119,6 +160,12 @@ static int cmd_info(const char *path) {
         return EXIT_BAD;
     }
     print_summary(g, path);
+    if (print_census(stdout, "census:      ", g, ops, n)) {
+        fprintf(stderr, "engine: %s: out of memory\n", path);
+        free(ops);
+        eg_free(g);
+        return EXIT_BAD;
+    }
     print_tensors(g, "inputs", g->input, g->n_inputs);
     print_tensors(g, "outputs", g->output, g->n_outputs);
     printf("ops:\n");
@@ -268,6 +315,14 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     }
 }
 
+/* The input's census on stderr, as info prints it. @return 0, or -1 out of memory. */
+static int census(const eg_graph *g) {
+    op_count *ops = NULL;
+    int n = count_ops(g, &ops), rc = n < 0 ? -1 : print_census(stderr, "engine: census: ", g, ops, n);
+    free(ops);
+    return rc;
+}
+
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
  * the input's bytes are written unchanged, not an export of them, unless
  * the import mended the file (g->repaired). */
@@ -289,6 +344,7 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,
                 eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));
+    if (rc == EG_OK && !a.quiet && census(g) != 0) rc = EG_ENOMEM, snprintf(err, sizeof err, "out of memory");
     if (rc == EG_OK) rc = eg_optimize(g, rs, cost, &a.search, &best, &r, err, sizeof err);
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
     int verbatim = rc == EG_OK && r.kept_input && !g->repaired;
@@ -316,7 +372,8 @@ int eg_cli_main(int argc, char **argv) {
         return EXIT_OK;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("engine %s (ONNX opsets %d..%d)\n", EG_VERSION, EG_OPSET_MIN, EG_OPSET_MAX);
+        printf("engine %s (ONNX opsets %d..%d, IR versions 1..%d)\n", EG_VERSION, EG_OPSET_MIN,
+               EG_OPSET_MAX, EG_IR_MAX);
         return EXIT_OK;
     }
     if (!strcmp(cmd, "info")) {

@@ -39,9 +39,15 @@
  *         fprintf(stderr, "%s\n", err);
  *     eg_free(g);
  *
- * Supported input: IR version 3 or later, default-domain opset 7..21
- * (other domains are fine; their nodes are opaque), initializers inline
- * (raw_data or typed fields; external data is refused with a message).
+ * Supported input: IR version 1..EG_IR_MAX (what onnx 1.23 writes; below IR
+ * 3 a model without a default-domain opset_import is opset 1, as
+ * onnx.checker reads it), any default-domain opset: operators of opsets
+ * EG_OPSET_MIN..EG_OPSET_MAX are understood version by version (an
+ * operator version whose meaning or form the engine does not handle stays
+ * opaque), a model of a newer opset, or with no default-domain opset, is
+ * read with all its nodes opaque. Other domains are fine; their nodes are
+ * opaque. Initializers inline (raw_data or typed fields; external data is
+ * refused with a message).
  */
 #ifndef EG_ENGINE_H
 #define EG_ENGINE_H
@@ -52,8 +58,9 @@
 #include "graph.h"
 
 #define EG_VERSION "0.1.0"
-#define EG_OPSET_MIN 7
-#define EG_OPSET_MAX 21
+#define EG_OPSET_MIN 1   /* default-domain opsets whose operators are understood */
+#define EG_OPSET_MAX 28  /* what onnx 1.23 writes by default */
+#define EG_IR_MAX 14     /* the IR version onnx 1.23 writes */
 #define EG_MAX_FILE ((size_t)2 << 30)   /* 2 GiB: protobuf's own limit */
 #define EG_MAX_DEPTH 64                 /* nested messages (subgraphs) */
 

@@ -105,7 +105,8 @@ typedef enum {
     EG_MOP_CONCAT,        /* (X...); axis */
     EG_MOP_SPLIT,         /* (X [, split]) -> n outputs; axis, sizes */
     EG_MOP_TRANSPOSE,     /* (X); perm in ints (n_ints 0: reverse) */
-    EG_MOP_RESHAPE,       /* (X, shape); shape must be a constant */
+    EG_MOP_RESHAPE,       /* (X, shape); shape must be a constant; before
+                             opset 5 (X) with the shape in ints (EG_AF_INTS) */
     EG_MOP_FLATTEN,       /* (X); axis */
     EG_MOP_BATCHNORM,     /* (X, scale, B, mean, var); inference mode */
     EG_MOP_SOFTMAX,       /* (X); axis, opset-13 meaning */
@@ -130,6 +131,9 @@ extern const eg_mop_info eg_mop_table[EG_MOP_COUNT];
 #define EG_AF_ALLOWZERO 32u   /* Reshape allowzero = 1 */
 #define EG_AF_INTS 64u        /* ints hold Transpose perm / Split sizes */
 #define EG_AF_NUM_OUTPUTS 128u /* Split written with num_outputs (opset 18) */
+#define EG_AF_LEGACY_BCAST 256u /* opset < 7 Add/Mul/Gemm with broadcast = 1:
+                                   kept only where it equals numpy's */
+#define EG_AF_HAS_AXIS 512u     /* ... and an explicit axis (in `axis`) */
 
 typedef struct {
     int32_t kernel[2]; /* 0 = not given (Conv: taken from W) */

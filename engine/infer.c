@@ -247,10 +247,29 @@ static int broadcast(const eg_shape *a, const eg_shape *b, eg_shape *o) {
     return 0;
 }
 
+/* Before opset 7, broadcast = 1 stretched b to a (a's shape is the result)
+ * at `axis` (default: b's dims are a's last ones). numpy's broadcast means
+ * the same when b's dims are a's last dims exactly, or b has one element.
+ * @return 1 then; 0 otherwise, or while a shape is not fully known. */
+static int legacy_is_numpy(const eg_attrs *at, const eg_shape *a, const eg_shape *b) {
+    int64_t nb = eg_shape_numel(b);
+    if (!eg_shape_known(a) || !eg_shape_known(b) || b->rank > a->rank) return 0;
+    if (nb == 1) return 1;
+    if ((at->flags & EG_AF_HAS_AXIS) && at->axis != a->rank - b->rank &&
+        at->axis != -b->rank)
+        return 0;
+    for (int i = 0; i < b->rank; i++)
+        if (b->dim[i] != a->dim[a->rank - b->rank + i]) return 0;
+    return 1;
+}
+
 static eg_status infer_binary(const ictx *c) {
     char sa[160], sb[160];
     eg_shape o;
     if (!in_t(c, 0) || !in_t(c, 1)) return ifail(c, EG_ESHAPE, "needs two inputs");
+    if ((c->n->attr.flags & EG_AF_LEGACY_BCAST) && !legacy_is_numpy(&c->n->attr, in_s(c, 0), in_s(c, 1)))
+        return ifail(c, EG_EUNSUPPORTED, "opset %d broadcast = 1 differs from numpy broadcasting "
+                     "(or shapes unknown)", c->g->opset);
     if (broadcast(in_s(c, 0), in_s(c, 1), &o))
         return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
                      eg_shape_str(in_s(c, 0), NULL, sa, sizeof sa),
@@ -286,6 +305,9 @@ static eg_status infer_gemm(const ictx *c) {
     /* C broadcasts one way, to [M, N] */
     if (in_t(c, 2) && !unidirectional(cc, &o))
         return ifail(c, EG_ESHAPE, "C does not broadcast to [M, N]");
+    if (in_t(c, 2) && (c->n->attr.flags & EG_AF_LEGACY_BCAST) && !legacy_is_numpy(&c->n->attr, &o, cc))
+        return ifail(c, EG_EUNSUPPORTED, "opset %d broadcast = 1 of C differs from numpy "
+                     "broadcasting (or shapes unknown)", c->g->opset);
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
 }
@@ -462,8 +484,11 @@ static eg_status infer_reshape(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
     eg_shape o = unknown_shape();
     int64_t t[EG_MAX_RANK];
+    const eg_attrs *a = &c->n->attr;
     int n = eg_const_ints(in_t(c, 1), t, EG_MAX_RANK), infer = -1;
-    int allowzero = (c->n->attr.flags & EG_AF_ALLOWZERO) != 0;
+    int allowzero = (a->flags & EG_AF_ALLOWZERO) != 0;
+    if ((a->flags & EG_AF_INTS) && a->n_ints <= EG_MAX_RANK) /* Reshape-1: an attribute */
+        n = a->n_ints, memcpy(t, a->ints, sizeof(int64_t) * (size_t)n);
     if (n < 0) return ifail(c, EG_EUNSUPPORTED, "the target shape is not a constant int64 vector");
     o.rank = n;
     for (int i = 0; i < n; i++) {

@@ -77,21 +77,22 @@ static const char *node_ref(const Onnx__NodeProto *np, size_t i, char *buf, size
 
 /* ================= model header ================= */
 
+/* The IR version and the default-domain opset. Any opset is read: one
+ * past EG_OPSET_MAX (or no default-domain opset at all, which a valid
+ * model has only when it uses no default-domain operator) leaves every
+ * node opaque (classify); below IR 3 a model without one is opset 1. */
 static eg_status check_versions(ictx *c) {
     const Onnx__ModelProto *m = c->m;
     int opset = -1;
-    if (!m->has_ir_version || m->ir_version < 3)
-        return fail(c, EG_EOPSET, "IR version %lld is not supported (3 or later)",
-                    (long long)m->ir_version);
+    if (!m->has_ir_version || m->ir_version < 1 || m->ir_version > EG_IR_MAX)
+        return fail(c, EG_EOPSET, "IR version %lld is not supported (1..%d)",
+                    (long long)m->ir_version, EG_IR_MAX);
     for (size_t i = 0; i < m->n_opset_import && opset < 0; i++) {
         const Onnx__OperatorSetIdProto *os = m->opset_import[i];
         if (!default_domain(os->domain)) continue;
         opset = !os->has_version || os->version < 0 ? 0 : os->version > 1000 ? 1000 : (int)os->version;
     }
-    if (opset < 0) return fail(c, EG_EOPSET, "no opset for the default ONNX domain");
-    if (opset < EG_OPSET_MIN || opset > EG_OPSET_MAX)
-        return fail(c, EG_EOPSET, "default-domain opset %d is not supported (%d..%d)", opset,
-                    EG_OPSET_MIN, EG_OPSET_MAX);
+    if (opset < 0) opset = m->ir_version < 3 && !m->n_opset_import ? 1 : 0;
     if (!m->graph) return fail(c, EG_EFORMAT, "the model has no graph");
     c->g->opset = opset;
     c->g->ir_version = m->ir_version;
@@ -479,10 +480,16 @@ static int parse_pool(const Onnx__NodeProto *np, eg_attrs *a, int avg) {
     return 1;
 }
 
-static int parse_gemm(const Onnx__NodeProto *np, eg_attrs *a) {
+/* Before opset 7 (Gemm-1, Gemm-6) C is broadcast only with broadcast = 1,
+ * in the legacy way (EG_AF_LEGACY_BCAST: infer.c keeps it where that is
+ * numpy's broadcast). */
+static int parse_gemm(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     static const char *const ok[] = {"alpha", "beta", "transA", "transB", NULL};
-    int64_t ta, tb;
-    if (!only_attrs(np, ok) || get_float(np, "alpha", 1.0f, &a->alpha) ||
+    static const char *const ok6[] = {"alpha", "beta", "transA", "transB", "broadcast", NULL};
+    int64_t ta, tb, bc;
+    if (!only_attrs(np, opset < 7 ? ok6 : ok) || get_int(np, "broadcast", 0, 0, 1, &bc)) return 0;
+    if (bc) a->flags |= EG_AF_LEGACY_BCAST;
+    if (get_float(np, "alpha", 1.0f, &a->alpha) ||
         get_float(np, "beta", 1.0f, &a->beta) || get_int(np, "transA", 0, 0, 1, &ta) ||
         get_int(np, "transB", 0, 0, 1, &tb))
         return 0;
@@ -499,6 +506,29 @@ static int parse_axis(const Onnx__NodeProto *np, eg_attrs *a, int64_t def) {
         return 0;
     a->axis = (int32_t)v;
     return 1;
+}
+
+/* Add, Mul: before opset 7 numpy broadcasting did not exist; broadcast = 1
+ * (with an optional axis) broadcast B to A in the legacy way, which
+ * infer.c keeps only where numpy's agrees. consumed_inputs (before 6) is
+ * an in-place hint with no meaning. */
+static int parse_binary(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
+    static const char *const ok[] = {"broadcast", "axis", "consumed_inputs", NULL};
+    int64_t bc, axis;
+    if (opset >= 7) return np->n_attribute == 0;
+    if (!only_attrs(np, ok) || (opset >= 6 && attr(np, "consumed_inputs")) ||
+        get_int(np, "broadcast", 0, 0, 1, &bc) ||
+        get_int(np, "axis", INT64_MIN, -EG_MAX_RANK, EG_MAX_RANK, &axis))
+        return 0;
+    if (bc) a->flags |= EG_AF_LEGACY_BCAST;
+    if (bc && axis != INT64_MIN) a->flags |= EG_AF_HAS_AXIS, a->axis = (int32_t)axis;
+    return 1;
+}
+
+/* Relu, Sigmoid, Tanh: consumed_inputs (before opset 6) is ignored. */
+static int parse_unary(const Onnx__NodeProto *np, int opset) {
+    static const char *const ok[] = {"consumed_inputs", NULL};
+    return opset < 6 ? only_attrs(np, ok) : np->n_attribute == 0;
 }
 
 static int parse_split(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
@@ -528,20 +558,35 @@ static int parse_transpose(const Onnx__NodeProto *np, eg_attrs *a) {
     return 1;
 }
 
-static int parse_reshape(const Onnx__NodeProto *np, eg_attrs *a) {
+/* Reshape-1 (opsets 1..4) takes the target shape as an attribute (into
+ * ints, EG_AF_INTS); from 5 it is the second input. */
+static int parse_reshape(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     static const char *const ok[] = {"allowzero", NULL};
+    static const char *const ok1[] = {"shape", "consumed_inputs", NULL};
     int64_t z;
+    int n;
+    if (opset < 5) {
+        if (!only_attrs(np, ok1) || get_ints(np, "shape", EG_MAX_RANK, -1, EG_DIM_MAX, a->ints, &n) ||
+            n < 0)
+            return 0;
+        a->flags |= EG_AF_INTS, a->n_ints = n;
+        return 1;
+    }
     if (!only_attrs(np, ok) || get_int(np, "allowzero", 0, 0, 1, &z)) return 0;
     if (z) a->flags |= EG_AF_ALLOWZERO;
     return 1;
 }
 
-/* Inference only: spatial = 1 before opset 9, training_mode = 0, one output. */
-static int parse_batchnorm(const Onnx__NodeProto *np, eg_attrs *a) {
+/* Inference only: spatial = 1 before opset 9, training_mode = 0, one
+ * output; in opset 6 is_test = 1 (its default 0 is training). Opsets 1..5
+ * (consumed_inputs required) stay opaque (mop_opsets). */
+static int parse_batchnorm(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     static const char *const ok[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
-    int64_t spatial, training;
+    static const char *const ok6[] = {"epsilon", "momentum", "spatial", "is_test", NULL};
+    int64_t spatial, training, is_test;
     float momentum;
-    if (!only_attrs(np, ok) || get_float(np, "epsilon", 1e-5f, &a->epsilon) ||
+    if (opset < 7 && (get_int(np, "is_test", 0, 0, 1, &is_test) || !is_test)) return 0;
+    if (!only_attrs(np, opset < 7 ? ok6 : ok) || get_float(np, "epsilon", 1e-5f, &a->epsilon) ||
         get_float(np, "momentum", 0.9f, &momentum) || get_int(np, "spatial", 1, 1, 1, &spatial) ||
         get_int(np, "training_mode", 0, 0, 0, &training))
         return 0;
@@ -557,45 +602,82 @@ static eg_mop mop_by_type(const char *op_type) {
     return EG_MOP_COUNT;
 }
 
+/* The opsets in which each model operator is lowered (read as a model
+ * operator rather than kept opaque): every version the attribute parsers
+ * below handle. An op's version in a model is the newest one at or below
+ * the model's opset, so a range of opsets is a range of versions.
+ * ORDER MOP */
+static const struct { int lo, hi; } mop_opsets[EG_MOP_COUNT] = {
+    [EG_MOP_CONV] = {1, EG_OPSET_MAX},          /* 1, 11, 22: same meaning */
+    [EG_MOP_MAXPOOL] = {1, EG_OPSET_MAX},       /* 1, 8, 10, 11, 12, 22; ceil_mode 0 */
+    [EG_MOP_AVGPOOL] = {1, EG_OPSET_MAX},       /* 1 excludes pads, as cip 0 */
+    [EG_MOP_GLOBALAVGPOOL] = {1, EG_OPSET_MAX}, /* 1, 22 */
+    [EG_MOP_GEMM] = {1, EG_OPSET_MAX},          /* < 7: legacy broadcast checked */
+    [EG_MOP_MATMUL] = {1, EG_OPSET_MAX},        /* 1, 9, 13 */
+    [EG_MOP_ADD] = {1, EG_OPSET_MAX},           /* < 7: legacy broadcast checked */
+    [EG_MOP_MUL] = {1, EG_OPSET_MAX},
+    [EG_MOP_RELU] = {1, EG_OPSET_MAX},          /* < 6: consumed_inputs ignored */
+    [EG_MOP_SIGMOID] = {1, EG_OPSET_MAX},
+    [EG_MOP_TANH] = {1, EG_OPSET_MAX},
+    [EG_MOP_CONCAT] = {1, EG_OPSET_MAX},        /* < 4: axis defaults to 1 */
+    [EG_MOP_SPLIT] = {1, EG_OPSET_MAX},         /* 1: a sizes input stays opaque */
+    [EG_MOP_TRANSPOSE] = {1, EG_OPSET_MAX},
+    [EG_MOP_RESHAPE] = {1, EG_OPSET_MAX},       /* < 5: shape attribute */
+    [EG_MOP_FLATTEN] = {1, EG_OPSET_MAX},
+    [EG_MOP_BATCHNORM] = {6, EG_OPSET_MAX},     /* 6: is_test = 1 only */
+    [EG_MOP_SOFTMAX] = {1, EG_OPSET_MAX},       /* < 13: last axis only (infer.c) */
+    [EG_MOP_IDENTITY] = {1, EG_OPSET_MAX},
+};
+_Static_assert(sizeof mop_opsets / sizeof mop_opsets[0] == EG_MOP_COUNT, "mop_opsets: ORDER MOP");
+
 static int parse_attrs(const Onnx__NodeProto *np, int opset, eg_mop mop, eg_attrs *a) {
     switch (mop) {
     case EG_MOP_CONV: return parse_conv(np, a);
     case EG_MOP_MAXPOOL: return parse_pool(np, a, 0);
     case EG_MOP_AVGPOOL: return parse_pool(np, a, 1);
-    case EG_MOP_GEMM: return parse_gemm(np, a);
-    case EG_MOP_CONCAT: return parse_axis(np, a, INT64_MIN);
+    case EG_MOP_GEMM: return parse_gemm(np, opset, a);
+    case EG_MOP_CONCAT: return parse_axis(np, a, opset < 4 ? 1 : INT64_MIN);
     case EG_MOP_SPLIT: return parse_split(np, opset, a);
     case EG_MOP_TRANSPOSE: return parse_transpose(np, a);
-    case EG_MOP_RESHAPE: return parse_reshape(np, a);
+    case EG_MOP_RESHAPE: return parse_reshape(np, opset, a);
     case EG_MOP_FLATTEN: return parse_axis(np, a, 1);
-    case EG_MOP_BATCHNORM: return parse_batchnorm(np, a);
+    case EG_MOP_BATCHNORM: return parse_batchnorm(np, opset, a);
     case EG_MOP_SOFTMAX: return parse_axis(np, a, opset < 13 ? 1 : -1);
-    case EG_MOP_GLOBALAVGPOOL:
-    case EG_MOP_MATMUL:
     case EG_MOP_ADD:
-    case EG_MOP_MUL:
+    case EG_MOP_MUL: return parse_binary(np, opset, a);
     case EG_MOP_RELU:
     case EG_MOP_SIGMOID:
-    case EG_MOP_TANH:
+    case EG_MOP_TANH: return parse_unary(np, opset);
+    case EG_MOP_GLOBALAVGPOOL:
+    case EG_MOP_MATMUL:
     case EG_MOP_IDENTITY: return no_attrs(np);
     case EG_MOP_COUNT: break;
     }
     return 0;
 }
 
+/* The input count node np may have as mop in this opset. */
+static void arity(eg_mop mop, int opset, int *min_in, int *max_in) {
+    *min_in = eg_mop_table[mop].min_in, *max_in = eg_mop_table[mop].max_in;
+    if (mop == EG_MOP_RESHAPE && opset < 5) *min_in = *max_in = 1;
+}
+
 /* Which model operator np is, with its attributes; EG_MOP_COUNT when it
- * must stay opaque (unknown op, other domain, attributes or arity outside
- * what the model operator covers). */
+ * must stay opaque (unknown op, other domain, an operator version outside
+ * mop_opsets, attributes or arity outside what the model operator covers). */
 static eg_mop classify(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
+    int min_in, max_in;
     memset(a, 0, sizeof *a);
     if (!default_domain(np->domain) || !np->op_type) return EG_MOP_COUNT;
     eg_mop mop = mop_by_type(np->op_type);
-    if (mop == EG_MOP_COUNT) return mop;
+    if (mop == EG_MOP_COUNT || opset < mop_opsets[mop].lo || opset > mop_opsets[mop].hi)
+        return EG_MOP_COUNT;
     const eg_mop_info *info = &eg_mop_table[mop];
-    if (np->n_input < (size_t)info->min_in || (info->max_in >= 0 && np->n_input > (size_t)info->max_in))
+    arity(mop, opset, &min_in, &max_in);
+    if (np->n_input < (size_t)min_in || (max_in >= 0 && np->n_input > (size_t)max_in))
         return EG_MOP_COUNT;
     if (info->max_out >= 0 && np->n_output != (size_t)info->max_out) return EG_MOP_COUNT;
-    for (int k = 0; k < info->min_in; k++) /* required inputs cannot be omitted */
+    for (int k = 0; k < min_in; k++) /* required inputs cannot be omitted */
         if (!np->input[k] || !np->input[k][0]) return EG_MOP_COUNT;
     for (size_t k = 0; k < np->n_output; k++)
         if (!np->output[k] || !np->output[k][0]) return EG_MOP_COUNT;
@@ -682,6 +764,7 @@ static eg_status take_constant(ictx *c, size_t i, int *taken) {
     int id;
     *taken = 0;
     if (!default_domain(np->domain) || !np->op_type || strcmp(np->op_type, "Constant") ||
+        c->g->opset < EG_OPSET_MIN || c->g->opset > EG_OPSET_MAX ||
         np->n_output != 1 || !np->output[0] || !np->output[0][0] || np->n_input ||
         is_graph_output(c, np->output[0]))
         return EG_OK;

@@ -302,18 +302,102 @@ static eg_status emit_conv2d(octx *c, const eg_node *n) {
     return rc;
 }
 
+/* Pad(x) -> y with zeros, pads[8] in ONNX order, as the opset spells it:
+ * attribute "paddings" (Pad-1), "pads" (2..10), an input (11 on). */
+static eg_status emit_pad(octx *c, const char *x, const char *y, const int64_t *pads, const char *name) {
+    nbuild b;
+    eg_status rc = nb_init(&b, "Pad", 2, 1);
+    if (rc == EG_OK) {
+        nb_in(&b, x), nb_out(&b, y);
+        if (c->g->opset < 11) nb_ints(&b, c->g->opset < 2 ? "paddings" : "pads", pads, 8);
+        else if (!nb_in_owned(&b, put_ints(c, y, "pads", pads, 8))) rc = EG_ENOMEM;
+        if (rc == EG_OK) rc = nb_emit(c, &b, name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* maxpool/avgpool. An avgpool with SAME padding counts the pads; before
+ * opset 7 AveragePool has no count_include_pad and never counts them, so
+ * the zeros are padded on by a Pad in front. */
 static eg_status emit_pool(octx *c, const eg_node *n) {
     nbuild b;
-    int32_t k = n->param[0];
+    int32_t k = n->param[0], pad = n->param[2];
+    int64_t kh = OPS_KERNEL_H(k), kw = OPS_KERNEL_W(k);
+    int64_t pads[8] = {0, 0, (kh - 1) / 2, (kw - 1) / 2, 0, 0, (kh - 1) / 2, (kw - 1) / 2};
+    int pre_pad = n->op == OP_AVGPOOL && pad == OPS_PAD_SAME && c->g->opset < 7 && (kh > 1 || kw > 1);
+    const char *x = tname(c, n->in[0]);
     eg_status rc = nb_init(&b, n->op == OP_AVGPOOL ? "AveragePool" : "MaxPool", 1, 1);
+    if (rc == EG_OK && pre_pad && !(x = nb_own(&b, fresh_name(c, tname(c, n->out[0]), "pad"))))
+        rc = EG_ENOMEM;
+    if (rc == EG_OK && pre_pad) rc = emit_pad(c, tname(c, n->in[0]), x, pads, n->name);
     if (rc == EG_OK) {
-        nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
-        window_attrs(&b, OPS_KERNEL_H(k), OPS_KERNEL_W(k), n->param[1], n->param[2]);
-        if (n->op == OP_AVGPOOL && n->param[2] == OPS_PAD_SAME) nb_int(&b, "count_include_pad", 1);
+        nb_in(&b, x), nb_out(&b, tname(c, n->out[0]));
+        window_attrs(&b, kh, kw, n->param[1], pre_pad ? OPS_PAD_VALID : pad);
+        if (n->op == OP_AVGPOOL && pad == OPS_PAD_SAME && !pre_pad && c->g->opset >= 7)
+            nb_int(&b, "count_include_pad", 1);
         rc = nb_emit(c, &b, n->name);
     }
     nb_free(&b);
     return rc;
+}
+
+/* ---- Add and Mul before opset 7: legacy broadcasting ---- */
+
+/* Where b, aligned to a's last dims, has its dims other than 1: [*lo, *hi).
+ * @return 1 when those equal a's dims there (b broadcasts to a as a's
+ *         dims lo..hi, which legacy broadcasting with axis lo writes). */
+static int legacy_core(const eg_shape *a, const eg_shape *b, int *lo, int *hi) {
+    int off = a->rank - b->rank;
+    if (!eg_shape_known(a) || !eg_shape_known(b) || off < 0) return 0;
+    *lo = a->rank, *hi = 0;
+    for (int i = 0; i < b->rank; i++)
+        if (b->dim[i] != 1) {
+            if (*lo > off + i) *lo = off + i;
+            *hi = off + i + 1;
+        }
+    if (*hi == 0) *lo = *hi = a->rank; /* one element */
+    for (int i = *lo; i < *hi; i++)
+        if (b->dim[i - off] != a->dim[i]) return 0;
+    return 1;
+}
+
+/* Write the broadcast of inputs 0 and 1 (already in b) as opset < 7
+ * spells it: nothing for equal shapes; broadcast = 1 (with axis) when the
+ * second is the first's dims lo..hi plus leading or trailing 1s, the
+ * inputs swapped when it is the other way round (Add and Mul commute),
+ * and, when the 1s would be in the way, a float value rewritten without
+ * them. @return EG_OK, EG_ENOMEM, or EG_EFORMAT when the opset cannot say it. */
+static eg_status legacy_broadcast(octx *c, const eg_node *n, nbuild *b) {
+    char sa[160], sb[160];
+    int t[2] = {n->in[0], n->in[1]}, lo, hi, swap;
+    const eg_shape *s0 = &c->g->tensor[t[0]].shape, *s1 = &c->g->tensor[t[1]].shape;
+    if (s0->rank == s1->rank && !memcmp(s0->dim, s1->dim, sizeof(int64_t) * (size_t)s0->rank))
+        return EG_OK;
+    swap = !legacy_core(s0, s1, &lo, &hi);
+    if (swap && !legacy_core(s1, s0, &lo, &hi))
+        return fail(c, EG_EFORMAT, "node '%s' (%s): broadcasting %s with %s cannot be written in "
+                    "opset %d", n->name, b->np.op_type, eg_shape_str(s0, NULL, sa, sizeof sa),
+                    eg_shape_str(s1, NULL, sb, sizeof sb), c->g->opset);
+    const eg_tensor *a = &c->g->tensor[t[swap]], *v = &c->g->tensor[t[!swap]];
+    b->in[0] = a->name, b->in[1] = v->name;
+    nb_int(b, "broadcast", 1);
+    if (hi == lo || (hi - lo == v->shape.rank && hi == a->shape.rank)) return EG_OK; /* suffix */
+    if (hi - lo != v->shape.rank) { /* 1s to drop: only a value can be rewritten */
+        eg_shape core = {hi - lo, {0}};
+        memcpy(core.dim, a->shape.dim + lo, sizeof(int64_t) * (size_t)(hi - lo));
+        if (!v->data || !(v->flags & EG_TF_INIT))
+            return fail(c, EG_EFORMAT, "node '%s' (%s): broadcasting %s with %s cannot be written "
+                        "in opset %d", n->name, b->np.op_type, eg_shape_str(&a->shape, NULL, sa, sizeof sa),
+                        eg_shape_str(&v->shape, NULL, sb, sizeof sb), c->g->opset);
+        char *name = nb_own(b, fresh_name(c, v->name, "legacy"));
+        if (!name || put_value(c, name, EG_DT_FLOAT, &core, v->data,
+                               sizeof(float) * (size_t)eg_shape_numel(&core), 1, -1) != EG_OK)
+            return EG_ENOMEM;
+        b->in[1] = name;
+    }
+    if (hi > lo) nb_int(b, "axis", lo);
+    return EG_OK;
 }
 
 /* An op with the node's inputs and output and at most one int attribute. */
@@ -325,7 +409,9 @@ static eg_status emit_plain(octx *c, const eg_node *n, const char *op_type, cons
         for (int k = 0; k < n->n_in; k++) nb_in(&b, tname(c, n->in[k]));
         nb_out(&b, tname(c, n->out[0]));
         if (attr) nb_int(&b, attr, v);
-        rc = nb_emit(c, &b, n->name);
+        if (c->g->opset < 7 && (!strcmp(op_type, "Add") || !strcmp(op_type, "Mul")))
+            rc = legacy_broadcast(c, n, &b);
+        if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
     }
     nb_free(&b);
     return rc;
@@ -386,20 +472,10 @@ static eg_status emit_slice(octx *c, const eg_node *n) {
 
 /* enlarge: zero-pad the kernel's spatial dims, centred. */
 static eg_status emit_enlarge(octx *c, const eg_node *n) {
-    nbuild b;
     const eg_shape *w = &c->g->tensor[n->in[0]].shape;
     int64_t ph = (OPS_KERNEL_H(n->param[0]) - w->dim[2]) / 2, pw = (OPS_KERNEL_W(n->param[0]) - w->dim[3]) / 2;
     int64_t pads[8] = {0, 0, ph, pw, 0, 0, ph, pw};
-    const char *y = tname(c, n->out[0]);
-    eg_status rc = nb_init(&b, "Pad", 2, 1);
-    if (rc == EG_OK) {
-        nb_in(&b, tname(c, n->in[0])), nb_out(&b, y);
-        if (c->g->opset < 11) nb_ints(&b, "pads", pads, 8);
-        else if (!nb_in_owned(&b, put_ints(c, y, "pads", pads, 8))) rc = EG_ENOMEM;
-        if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
-    }
-    nb_free(&b);
-    return rc;
+    return emit_pad(c, tname(c, n->in[0]), tname(c, n->out[0]), pads, n->name);
 }
 
 /* The value of a constant operator (imm, iconv, poolk, ones) for its
@@ -505,19 +581,46 @@ static eg_status split_attrs(octx *c, const eg_node *n, nbuild *b) {
     return EG_OK;
 }
 
+static int same_shape(const eg_shape *a, const eg_shape *b) {
+    return a->rank == b->rank && !memcmp(a->dim, b->dim, sizeof(int64_t) * (size_t)(a->rank > 0 ? a->rank : 0));
+}
+
+/* Reshape: the target an input from opset 5, the attribute "shape" before
+ * (Reshape-1), whichever form the node holds it in. */
+static eg_status reshape_attrs(octx *c, const eg_node *n, nbuild *b) {
+    const eg_attrs *a = &n->attr;
+    int64_t t[EG_MAX_RANK];
+    int k = a->flags & EG_AF_INTS ? a->n_ints : -1;
+    if (k >= 0) memcpy(t, a->ints, sizeof(int64_t) * (size_t)k);
+    else if (c->g->opset < 5 && (k = eg_const_ints(&c->g->tensor[n->in[1]], t, EG_MAX_RANK)) < 0)
+        return fail(c, EG_EFORMAT, "node '%s' (Reshape): opset %d needs a constant target shape",
+                    n->name, c->g->opset);
+    if (c->g->opset < 5) {
+        b->np.n_input = 1;
+        nb_ints(b, "shape", t, k);
+    } else if (a->flags & EG_AF_INTS) {
+        if (!nb_in_owned(b, put_ints(c, tname(c, n->out[0]), "shape", t, k))) return EG_ENOMEM;
+    }
+    if (a->flags & EG_AF_ALLOWZERO) nb_int(b, "allowzero", 1);
+    return EG_OK;
+}
+
 static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
     const eg_attrs *a = &n->attr;
     switch (n->mop) {
     case EG_MOP_CONV: model_window(b, a); nb_int(b, "group", a->group); break;
     case EG_MOP_MAXPOOL: model_window(b, a); break;
-    case EG_MOP_AVGPOOL:
+    case EG_MOP_AVGPOOL: /* count_include_pad exists from opset 7 */
         model_window(b, a);
-        nb_int(b, "count_include_pad", (a->flags & EG_AF_COUNT_PAD) != 0);
+        if (c->g->opset >= 7) nb_int(b, "count_include_pad", (a->flags & EG_AF_COUNT_PAD) != 0);
         break;
     case EG_MOP_GEMM:
         nb_float(b, "alpha", a->alpha), nb_float(b, "beta", a->beta);
         nb_int(b, "transA", (a->flags & EG_AF_TRANS_A) != 0);
         nb_int(b, "transB", (a->flags & EG_AF_TRANS_B) != 0);
+        if (c->g->opset < 7 && n->n_in > 2 && n->in[2] >= 0 &&
+            !same_shape(&c->g->tensor[n->in[2]].shape, &c->g->tensor[n->out[0]].shape))
+            nb_int(b, "broadcast", 1); /* a C other than [M, N] (numpy-equal: infer.c) */
         break;
     case EG_MOP_CONCAT:
     case EG_MOP_FLATTEN:
@@ -526,14 +629,15 @@ static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
     case EG_MOP_TRANSPOSE:
         if (a->flags & EG_AF_INTS) nb_ints(b, "perm", a->ints, a->n_ints);
         break;
-    case EG_MOP_RESHAPE:
-        if (a->flags & EG_AF_ALLOWZERO) nb_int(b, "allowzero", 1);
+    case EG_MOP_RESHAPE: return reshape_attrs(c, n, b);
+    case EG_MOP_BATCHNORM:
+        nb_float(b, "epsilon", a->epsilon);
+        if (c->g->opset < 7) nb_int(b, "is_test", 1); /* opset 6 (1..5 are never lowered) */
         break;
-    case EG_MOP_BATCHNORM: nb_float(b, "epsilon", a->epsilon); break;
+    case EG_MOP_ADD:
+    case EG_MOP_MUL: return c->g->opset < 7 ? legacy_broadcast(c, n, b) : EG_OK;
     case EG_MOP_GLOBALAVGPOOL:
     case EG_MOP_MATMUL:
-    case EG_MOP_ADD:
-    case EG_MOP_MUL:
     case EG_MOP_RELU:
     case EG_MOP_SIGMOID:
     case EG_MOP_TANH:

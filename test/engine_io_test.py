@@ -312,6 +312,48 @@ def check_opaque(tap, engine, tmp):
                   p.stdout + p.stderr)
 
 
+def conv_bn_relu6():
+    """Opset 6, IR 3: Conv, BatchNormalization-6 (is_test), Relu: optimize
+    folds the batchnorm, so the export writes new nodes in opset 6."""
+    var = numpy_helper.from_array(rng.uniform(0.5, 2.0, 4).astype(np.float32), "v")
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], name="bn",
+                          is_test=1),
+         helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    return mk.legacy(n, "cbr6", [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])],
+                     [weight("w", 4, 3, 3, 3), weight("s", 4), weight("bb", 4), weight("m", 4), var], 6)
+
+
+# (id, title, model, onnxruntime runs it): onnxruntime 1.32 implements no
+# opset < 7 operator version (Relu-1, Add-6...), so those are checked with
+# onnx.checker, the kept opset and IR version and the opaque bytes only.
+OPSET_CASES = [
+    ("V01", "opset 3 (Reshape-1, Concat-1, consumed_inputs)", mk.opset3, False),
+    ("V02", "opset 6 (legacy broadcast, BatchNormalization-6)", mk.opset6, False),
+    ("V03", "opset 6 conv+bn+relu", conv_bn_relu6, False),
+    ("V04", "opset 28, IR 14 (onnx 1.23's default)", mk.opset28, True),
+]
+
+
+def check_opsets(tap, engine, tmp):
+    """Old and new opsets: roundtrip and optimize keep the opset and IR
+    version and write a valid model; the opaque legacy Add keeps its bytes;
+    the opset-6 batchnorm is folded (the export wrote new nodes)."""
+    for vid, title, make, runnable in OPSET_CASES:
+        for command in (("roundtrip",), ("optimize", "-q", "--budget", "20")):
+            check_model(tap, engine, tmp, f"{vid} {title}, {command[0]}", make, runnable, command)
+            out = onnx.load(os.path.join(tmp, "out.onnx"))
+            if make is mk.opset6:
+                tap.check(find_node(out, "bias").SerializeToString() ==
+                          find_node(make(), "bias").SerializeToString(),
+                          f"{vid} {command[0]}: the broadcast=1 axis=1 Add survives byte for byte")
+            if make is conv_bn_relu6 and command[0] == "optimize":
+                ops = [n.op_type for n in out.graph.node]
+                tap.check(ops == ["Conv", "Relu"], f"{vid} optimize: batchnorm folded into the "
+                          "Conv, written in opset 6", ops)
+
+
 def check_info(tap, engine, tmp):
     m = inception()
     src = os.path.join(tmp, "in.onnx")
@@ -370,6 +412,7 @@ def main():
                     "kept, mended, not copied)", mk.reg_ir3_init, True, ("optimize", "-q"))
         check_opaque(tap, engine, tmp)
         check_info(tap, engine, tmp)
+        check_opsets(tap, engine, tmp)
         for title, make, frags in STRUCTURE_CASES:
             check_refused(tap, engine, tmp, title, make, frags)
     return 1 if tap.failed else 0

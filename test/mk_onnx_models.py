@@ -223,9 +223,87 @@ def bad_missing_init():
     return model(n, "missing", [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 4, 4])], [])
 
 
-def bad_opset3():
+def legacy(nodes, name, inputs, outputs, inits, opset, value_info=()):
+    """An IR 3 model of an old opset: every initializer is a graph input."""
+    m = model(nodes, name, inputs + [vi(t.name, list(t.dims)) for t in inits], outputs, inits,
+              opset=opset, value_info=value_info)
+    m.ir_version = 3
+    return m
+
+
+def opset6():
+    """Opset 6 (legacy broadcasting, BatchNormalization-6): the conv bias Add
+    with broadcast=1 axis=1 differs from numpy's broadcast (opaque), the Gemm
+    bias [5] and the one-element Mul scale agree with it (model ops), is_test
+    BatchNormalization and the equal-shape Add are read (value_info gives
+    the opaque Add's output shape)."""
+    var = numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "v")
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["c", "b"], ["cb"], name="bias", broadcast=1, axis=1),
+         helper.make_node("BatchNormalization", ["cb", "s", "bb", "m", "v"], ["n"], name="bn",
+                          is_test=1, epsilon=1e-3),
+         helper.make_node("Relu", ["n"], ["r"], name="relu"),
+         helper.make_node("Add", ["r", "c"], ["sum"], name="add"),
+         helper.make_node("GlobalAveragePool", ["sum"], ["p"], name="gap"),
+         helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+         helper.make_node("Gemm", ["f", "gw", "gc"], ["g"], name="gemm", broadcast=1),
+         helper.make_node("Mul", ["g", "k"], ["gk"], name="scale", broadcast=1),
+         helper.make_node("Softmax", ["gk"], ["y"], name="softmax")]
+    return legacy(n, "opset6", [vi("x", [1, 3, 8, 8])], [vi("y", [1, 5])],
+                  [weight("w", 4, 3, 3, 3), weight("b", 4), weight("s", 4), weight("bb", 4),
+                   weight("m", 4), var, weight("gw", 4, 5), weight("gc", 5), weight("k", 1)], 6,
+                  value_info=[vi("cb", [1, 4, 8, 8])])
+
+
+def opset3():
+    """Opset 3: Relu-1 and Sigmoid-1 with consumed_inputs, Reshape-1 (the
+    target an attribute), Concat-1 without axis (1), Split-2 sizes, MatMul,
+    an equal-shape Add-1."""
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu", consumed_inputs=[0]),
+         helper.make_node("Reshape", ["r"], ["rs"], name="reshape", shape=[6, 4]),
+         helper.make_node("Concat", ["rs", "rs"], ["cc"], name="concat"),
+         helper.make_node("Split", ["cc"], ["s1", "s2"], name="split", axis=1, split=[3, 5]),
+         helper.make_node("Transpose", ["s1"], ["t"], name="tr", perm=[1, 0]),
+         helper.make_node("MatMul", ["t", "s1"], ["mm"], name="mm"),
+         helper.make_node("Add", ["mm", "w"], ["y"], name="add"),
+         helper.make_node("Sigmoid", ["s2"], ["y2"], name="sig", consumed_inputs=[0])]
+    return legacy(n, "opset3", [vi("x", [2, 3, 4])], [vi("y", [3, 3]), vi("y2", [6, 5])],
+                  [weight("w", 3, 3)], 3)
+
+
+def opset28():
+    """What onnx 1.23 writes by default (make_model without opset_imports:
+    the newest opset and IR version)."""
+    n = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"], name="relu"),
+         helper.make_node("MaxPool", ["r"], ["mp"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Split", ["mp"], ["s1", "s2"], name="split", axis=1, num_outputs=2),
+         helper.make_node("Concat", ["s2", "s1"], ["cc"], name="concat", axis=1),
+         helper.make_node("Reshape", ["cc", "shp"], ["rs"], name="reshape"),
+         helper.make_node("Gemm", ["rs", "gw"], ["g"], name="gemm", transB=1),
+         helper.make_node("Softmax", ["g"], ["y"], name="softmax")]
+    g = helper.make_graph(n, "opset28", [vi("x", [1, 3, 8, 8])], [vi("y", [1, 5])],
+                          [weight("w", 4, 3, 3, 3), weight("b", 4), ints("shp", [1, 64]),
+                           weight("gw", 5, 64)])
+    return helper.make_model(g, producer_name="mk_onnx_models")
+
+
+def reg_opset30():
+    """An opset newer than the engine knows (valid for some future onnx):
+    read, every node opaque."""
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Add", ["r", "x"], ["y"], name="add")]
+    return model(n, "future", [vi("x", [2])], [vi("y", [2])], [], opset=30)
+
+
+def bad_ir_new():
+    """An IR version newer than onnx 1.23's (14)."""
     n = [helper.make_node("Relu", ["x"], ["y"])]
-    return model(n, "old", [vi("x", [2])], [vi("y", [2])], [], opset=3)
+    m = model(n, "new", [vi("x", [2])], [vi("y", [2])], [])
+    m.ir_version = 99
+    return m
 
 
 def bad_external():
@@ -429,7 +507,7 @@ MODELS = {
     "reg_unsorted": reg_unsorted, "reg_ir3": reg_ir3, "reg_odd_values": reg_odd_values,
     "reg_empty": reg_empty, "bad_output_decl": bad_output_decl,
     "bad_input_default": bad_input_default,
-    "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_opset3": bad_opset3,
+    "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_ir_new": bad_ir_new,
     "bad_external": bad_external, "bad_shape": bad_shape,
     "bad_output_undefined": bad_output_undefined, "bad_dup_output": bad_dup_output,
     "bad_output_is_input": bad_output_is_input, "bad_output_is_init": bad_output_is_init,
@@ -437,7 +515,8 @@ MODELS = {
     "bad_opaque_undefined_input": bad_opaque_undefined_input, "reg_ir3_init": reg_ir3_init,
     "bad_subgraph_undefined": bad_subgraph_undefined, "bad_subgraph_cycle": bad_subgraph_cycle,
     "bad_dup_initializer": bad_dup_initializer, "bad_dup_input": bad_dup_input,
-    "control_flow": control_flow,
+    "control_flow": control_flow, "opset6": opset6, "opset3": opset3, "opset28": opset28,
+    "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
 }
 
@@ -450,7 +529,7 @@ def main():
         # a seed per model, so adding a model leaves the other files as they are
         rng = np.random.default_rng(zlib.crc32(name.encode()))
         m = make()
-        if not name.startswith(("bad_", "reg_odd", "reg_unsorted")):  # invalid on purpose
+        if not name.startswith(("bad_", "reg_odd", "reg_unsorted", "reg_ir3_init", "reg_opset30")):  # invalid on purpose
             onnx.checker.check_model(m, full_check=True)
         data = m.SerializeToString()
         assert len(data) < 20000, (name, len(data))
