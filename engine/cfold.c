@@ -1414,6 +1414,11 @@ static int fold_ready(const cctx *c) {
         !eg_shape_known(&t->shape) || eg_shape_numel(&t->shape) > EG_CFOLD_MAX_ELEMS)
         return 0;
     if (f == F_SHAPE || f == F_SIZE) return in_t(c, 0) && eg_shape_known(in_s(c, 0));
+    /* float weight arithmetic is left to eg_fold_weights after rewriting:
+     * at load only scalars (scales, epsilons) and constant sources fold */
+    if (is_float_dt(t->dtype) && eg_shape_numel(&t->shape) > 1 && f != F_COFS &&
+        f != F_CONSTANT && f != F_RANGE)
+        return 0;
     for (int k = 0; k < n->n_in; k++) {
         const eg_tensor *u = in_t(c, k);
         if (u && (!(u->flags & EG_TF_INIT) || !foldable_dt(u->dtype) || !eg_shape_known(&u->shape)))

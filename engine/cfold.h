@@ -13,7 +13,10 @@
  *      Gather, Unsqueeze, Squeeze, Reshape, Flatten, Expand, Concat, Slice,
  *      ConstantOfShape, Range, Equal, Less, Greater, Where, Not, Add, Sub,
  *      Mul, Div, ReduceProd, Floor, Ceil, Neg, Abs) and every output has at
- *      most EG_CFOLD_MAX_ELEMS elements: its outputs become values
+ *      most EG_CFOLD_MAX_ELEMS elements, and, when its output is
+ *      floating point, it is a scalar or a ConstantOfShape, Constant or
+ *      Range (float weight arithmetic such as a Concat of weights is left
+ *      to eg_fold_weights after rewriting): its outputs become values
  *      (EG_TF_INIT | EG_TF_CONST, dropped on export once unused) and the
  *      node is dropped by eg_cfold_end. A node writing a graph output is
  *      never folded (its shapes are still inferred).
