@@ -398,6 +398,8 @@ static void put(const cctx *c, int k, int dtype, const eg_shape *s) {
     if (k >= c->n->n_out || c->n->out[k] < 0) return;
     eg_tensor *t = &c->g->tensor[c->n->out[k]];
     eg_shape m = *s;
+    for (int i = 0; i < m.rank && i < EG_MAX_RANK; i++)
+        if (m.dim[i] < 0 || m.dim[i] > EG_DIM_MAX) m.dim[i] = -1;
     if (m.rank < 0 || m.rank > EG_MAX_RANK) m = t->shape;
     else if (t->shape.rank == m.rank)
         for (int i = 0; i < m.rank; i++)
@@ -409,6 +411,21 @@ static void put(const cctx *c, int k, int dtype, const eg_shape *s) {
     }
     if (dtype) t->dtype = dtype;
     t->shape = m;
+}
+
+/* a * b for dims: -1 when either is unknown or the product is over
+ * EG_DIM_MAX. */
+static int64_t mul_dim(int64_t a, int64_t b) {
+    if (a < 0 || b < 0 || a > EG_DIM_MAX || b > EG_DIM_MAX) return -1;
+    if (a && b > EG_DIM_MAX / a) return -1;
+    return a * b;
+}
+
+/* Every value in [lo, EG_DIM_MAX]? */
+static int in_range(const int64_t *v, int n, int64_t lo) {
+    for (int i = 0; i < n; i++)
+        if (v[i] < lo || v[i] > EG_DIM_MAX) return 0;
+    return 1;
 }
 
 static int norm_axis(int64_t axis, int rank, int *out) {
@@ -484,32 +501,41 @@ static eg_status r_window(const cctx *c, rule r) {
     int same = a_str_is(c, "auto_pad", "SAME_UPPER") || a_str_is(c, "auto_pad", "SAME_LOWER");
     int valid = a_str_is(c, "auto_pad", "VALID"), ceil_mode = (int)a_int(c, "ceil_mode", 0);
     int has_os = r == R_CONVT && a_ints(c, "output_shape", os, ns) == ns;
+    if (!in_range(st, ns, 1) || !in_range(dl, ns, 1) || !in_range(pd, 2 * ns, 0) ||
+        !in_range(op, ns, 0) || (has_os && !in_range(os, ns, 0)) || group < 1 ||
+        (has_k && !in_range(k, ns, 1))) {
+        o = ranked(x->rank);
+        put(c, 0, dt, &o);
+        if (r == R_POOL) put(c, 1, EG_DT_INT64, &o);
+        return EG_OK;
+    }
     o = ranked(x->rank);
     o.dim[0] = x->dim[0];
     if (r == R_CONV) o.dim[1] = w->rank >= 1 ? w->dim[0] : -1;
-    else if (r == R_CONVT) o.dim[1] = w->rank >= 2 && w->dim[1] >= 0 ? w->dim[1] * group : -1;
+    else if (r == R_CONVT) o.dim[1] = w->rank >= 2 ? mul_dim(w->dim[1], group) : -1;
     else o.dim[1] = x->dim[1];
     for (int i = 0; i < ns; i++) {
-        int64_t in = x->dim[2 + i], s = st[i], dk = k[i] < 0 ? -1 : (k[i] - 1) * dl[i] + 1;
-        if (s < 1) return cfail(c, EG_ESHAPE, "stride %lld", (long long)s);
+        int64_t in = x->dim[2 + i], s = st[i], dk = k[i] < 1 ? -1 : mul_dim(k[i] - 1, dl[i]);
+        if (dk >= 0) dk++;
         if (has_os) {
             o.dim[2 + i] = os[i];
             continue;
         }
         if (in < 0 || (dk < 0 && !same)) continue;
         if (r == R_CONVT) {
-            o.dim[2 + i] = same ? in * s : s * (in - 1) + op[i] + dk - pd[i] - pd[i + ns];
+            int64_t full = mul_dim(s, same ? in : in - 1);
+            o.dim[2 + i] = same || full < 0 ? full : full + op[i] + dk - pd[i] - pd[i + ns];
             continue;
         }
         if (same) {
-            o.dim[2 + i] = (in + s - 1) / s;
+            o.dim[2 + i] = in == 0 ? 0 : (in - 1) / s + 1;
             continue;
         }
         int64_t span = in + (valid ? 0 : pd[i] + pd[i + ns]) - dk;
         if (span < 0)
             return cfail(c, EG_ESHAPE, "spatial dim %d: input %lld is smaller than the kernel %lld",
                          i, (long long)in, (long long)dk);
-        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        int64_t out = (ceil_mode && span % s ? span / s + 1 : span / s) + 1;
         if (ceil_mode && !valid && (out - 1) * s >= in + pd[i]) out--;
         o.dim[2 + i] = out;
     }
@@ -710,11 +736,11 @@ static int slice_plan(const cctx *c, const eg_shape *x, int64_t *start, int64_t 
         if (s > 0) {
             b = b < 0 ? 0 : b > d ? d : b;
             e = e < 0 ? 0 : e > d ? d : e;
-            len[a] = e > b ? (e - b + s - 1) / s : 0;
+            len[a] = e > b ? (e - b - 1) / s + 1 : 0;
         } else {
             b = b < 0 ? 0 : b > d - 1 ? d - 1 : b;
             e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-            len[a] = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+            len[a] = b > e ? (b - e - 1) / (-s) + 1 : 0;
         }
         start[a] = b;
     }
@@ -790,9 +816,7 @@ static eg_status r_reshape(const cctx *c) {
         if (t[i] < -1 || (t[i] == -1 && infer >= 0)) return cfail(c, EG_ESHAPE, "bad target dim");
         if (t[i] == -1) infer = i;
         o.dim[i] = t[i] == 0 && !allowzero ? (i < x->rank ? x->dim[i] : -1) : t[i];
-        if (i != infer && o.dim[i] >= 0 && rest >= 0)
-            rest = o.dim[i] > 0 && rest > EG_DIM_MAX ? -1 : rest * o.dim[i];
-        if (i != infer && o.dim[i] < 0) rest = -1;
+        if (i != infer) rest = rest < 0 ? -1 : mul_dim(rest, o.dim[i]);
     }
     if (infer >= 0) o.dim[infer] = rest > 0 && numel >= 0 && numel % rest == 0 ? numel / rest : -1;
     if (infer < 0 && rest >= 0 && numel >= 0 && rest != numel)
@@ -897,7 +921,7 @@ static eg_status r_tile(const cctx *c) {
     eg_shape o = x->rank >= 0 ? ranked(x->rank) : unknown();
     if (n >= 0 && x->rank >= 0) {
         if (n != x->rank) return cfail(c, EG_ESHAPE, "%d repeats for rank %d", n, x->rank);
-        for (int i = 0; i < n; i++) o.dim[i] = x->dim[i] < 0 || t[i] < 0 ? -1 : x->dim[i] * t[i];
+        for (int i = 0; i < n; i++) o.dim[i] = mul_dim(x->dim[i], t[i]);
     }
     put(c, 0, in_dt(c, 0), &o);
     return EG_OK;
@@ -912,6 +936,12 @@ static eg_status r_pad(const cctx *c) {
     int na = c->opset >= 18 ? in_ints(c, 3, ax, EG_MAX_RANK) : -2;
     if (x->rank >= 0 && n >= 0 && na != -1) {
         int k = na >= 0 ? na : x->rank;
+        for (int i = 0; i < n; i++)
+            if (p[i] < -EG_DIM_MAX || p[i] > EG_DIM_MAX) n = -1;
+        if (n < 0) {
+            put(c, 0, in_dt(c, 0), &o);
+            return EG_OK;
+        }
         if (n != 2 * k) return cfail(c, EG_ESHAPE, "%d pads for %d axes", n, k);
         o = *x;
         for (int i = 0; i < k; i++) {
@@ -1040,7 +1070,10 @@ static eg_status r_resize(const cctx *c) {
             int a;
             if (norm_axis(nax >= 0 ? ax[i] : i, x->rank, &a)) return cfail(c, EG_ESHAPE, "bad axes");
             if (nsz > 0) o.dim[a] = sz[i];
-            else o.dim[a] = x->dim[a] < 0 ? -1 : (int64_t)floor((double)x->dim[a] * sc[i] + 1e-9);
+            else {
+                double v = floor((double)x->dim[a] * sc[i] + 1e-9);
+                o.dim[a] = x->dim[a] < 0 || !(v >= 0 && v <= (double)EG_DIM_MAX) ? -1 : (int64_t)v;
+            }
         }
     }
     put(c, 0, in_dt(c, 0), &o);
@@ -1246,6 +1279,7 @@ static int f_gather(const cctx *c, const cval *x, const cval *ix, cval *o) {
     int64_t outer = 1, inner = 1, d = x->s.dim[axis];
     for (int i = 0; i < axis; i++) outer *= x->s.dim[i];
     for (int i = axis + 1; i < x->s.rank; i++) inner *= x->s.dim[i];
+    if (outer * ix->n * inner != o->n || ix->isf) return -1;
     int64_t k = 0;
     for (int64_t p = 0; p < outer; p++)
         for (int64_t q = 0; q < ix->n; q++) {
@@ -1261,6 +1295,9 @@ static int f_concat(const cctx *c, const cval *in, int nin, cval *o) {
     if (norm_axis(a_int(c, "axis", 0), o->s.rank, &axis)) return -1;
     int64_t outer = 1, k = 0;
     for (int i = 0; i < axis; i++) outer *= o->s.dim[i];
+    for (int q = 0; q < nin; q++) k += in[q].n;
+    if (k != o->n) return -1;
+    k = 0;
     for (int64_t p = 0; p < outer; p++)
         for (int q = 0; q < nin; q++) {
             int64_t chunk = outer ? in[q].n / outer : 0;
@@ -1272,7 +1309,9 @@ static int f_concat(const cctx *c, const cval *in, int nin, cval *o) {
 static int f_slice(const cctx *c, const cval *x, cval *o) {
     int64_t start[EG_MAX_RANK], step[EG_MAX_RANK], len[EG_MAX_RANK], stride[EG_MAX_RANK];
     if (slice_plan(c, &x->s, start, step, len)) return -1;
-    for (int i = x->s.rank - 1, s = 1; i >= 0; i--) stride[i] = s, s *= (int)x->s.dim[i];
+    int64_t s = 1, n = 1;
+    for (int i = x->s.rank - 1; i >= 0; i--) stride[i] = s, s *= x->s.dim[i], n *= len[i];
+    if (n != o->n) return -1;
     for (int64_t k = 0; k < o->n; k++) {
         int64_t flat = k, off = 0;
         for (int i = x->s.rank - 1; i >= 0; i--) {
@@ -1320,6 +1359,7 @@ static int f_redprod(const cctx *c, const cval *x, cval *o) {
         ostride[i] = red ? 0 : s;
         if (!red) s *= x->s.dim[i];
     }
+    if (s != o->n || x->isf != o->isf) return -1;
     for (int64_t k = 0; k < o->n; k++) cv_set(o, k, 1, 1, o->isf);
     for (int64_t k = 0; k < x->n; k++) {
         int64_t flat = k, off = 0;
@@ -1335,16 +1375,55 @@ static int f_redprod(const cctx *c, const cval *x, cval *o) {
 
 static int f_constant(const cctx *c, cval *o) {
     const Onnx__AttributeProto *a;
-    if ((a = attr(c, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT))) o->f[0] = a->f;
-    else if ((a = attr(c, "value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))) o->i[0] = a->i;
+    if (o->n != 1 && (attr(c, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) ||
+                      attr(c, "value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)))
+        return -1;
+    if ((a = attr(c, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)) && o->isf)
+        o->f[0] = a->f;
+    else if ((a = attr(c, "value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)) && !o->isf)
+        o->i[0] = a->i;
     else if ((a = attr(c, "value_floats", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)) &&
-             a->n_floats == (size_t)o->n)
+             a->n_floats == (size_t)o->n && o->isf)
         for (int64_t k = 0; k < o->n; k++) o->f[k] = a->floats[k];
     else if ((a = attr(c, "value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)) &&
-             a->n_ints == (size_t)o->n)
+             a->n_ints == (size_t)o->n && !o->isf)
         memcpy(o->i, a->ints, sizeof(int64_t) * (size_t)o->n);
     else return -1; /* a `value` tensor the importer did not take: leave it */
     return 0;
+}
+
+/* Do the inputs whose elements become the output's hold the same kind
+ * (integer or floating) as the output? Cast alone converts. */
+static int kinds_match(fold f, const cval *in, int nin, const cval *o) {
+    int first = f == F_WHERE ? 1 : 0, last = f == F_BIN ? 2 : f == F_WHERE ? 3 : f == F_CONCAT ? nin : 1;
+    if (f == F_CAST || f == F_CMP || f == F_SHAPE || f == F_SIZE || f == F_COFS || f == F_CONSTANT ||
+        f == F_REDPROD)
+        return 1;
+    if (f == F_RANGE) return nin >= 3 && in[0].isf == o->isf && in[2].isf == o->isf;
+    for (int k = first; k < last; k++)
+        if (k >= nin || in[k].isf != o->isf) return 0;
+    return 1;
+}
+
+/* Do the inputs (for Expand: input 0 and the target) broadcast to
+ * exactly o's shape? */
+static int bcast_to(const cctx *c, const cval *in, int nin, const cval *o) {
+    eg_shape b;
+    b.rank = 0;
+    int last = xop_table[c->op].fold == F_EXPAND ? 1 : nin;
+    for (int k = 0; k < last && k < nin; k++)
+        if (bcast2(&b, &in[k].s)) return 0;
+    if (xop_table[c->op].fold == F_EXPAND) {
+        eg_shape t;
+        if (nin < 2 || in[1].isf || in[1].n > EG_MAX_RANK) return 0;
+        t.rank = (int)in[1].n;
+        for (int i = 0; i < t.rank; i++) t.dim[i] = in[1].i[i];
+        if (bcast2(&b, &t)) return 0;
+    }
+    if (b.rank != o->s.rank) return 0;
+    for (int i = 0; i < b.rank; i++)
+        if (b.dim[i] != o->s.dim[i]) return 0;
+    return 1;
 }
 
 /* Compute output 0 of a foldable node into o (allocated by the caller
@@ -1352,11 +1431,20 @@ static int f_constant(const cctx *c, cval *o) {
  * fold after all. */
 static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
     const eg_shape *x = in_s(c, 0);
-    switch (xop_table[c->op].fold) {
+    fold f = xop_table[c->op].fold;
+    if ((f == F_BIN || f == F_CMP || f == F_WHERE || f == F_EXPAND) && !bcast_to(c, in, nin, o))
+        return -1;
+    if (!kinds_match(f, in, nin, o)) return -1;
+    if ((f == F_UNARY && (nin < 1 || in[0].n != o->n)) ||
+        (f == F_RANGE && (nin < 3 || in[0].n != 1 || in[2].n != 1)) ||
+        (f == F_SIZE && o->n != 1) || (f == F_GATHER && nin < 2) || (f == F_WHERE && in[0].isf))
+        return -1;
+    switch (f) {
     case F_NONE: return -1;
     case F_SHAPE: {
         int64_t b, e;
         shape_range(c, x->rank, &b, &e);
+        if (e - b != o->n) return -1;
         for (int64_t k = b; k < e; k++) o->i[k - b] = x->dim[k];
         return 0;
     }
@@ -1366,7 +1454,7 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
     case F_CAST:
         if (in[0].n != o->n) return -1;
         for (int64_t k = 0; k < o->n; k++) {
-            if (in[0].isf && !o->isf && !isfinite(in[0].f[k])) return -1;
+            if (in[0].isf && !o->isf && !(fabs(in[0].f[k]) < 9.2e18)) return -1;
             cv_copy(o, k, &in[0], k);
             if (!o->isf) o->i[k] = wrap_int(o->dtype, o->i[k]);
             else if (o->dtype == EG_DT_FLOAT) o->f[k] = (double)(float)o->f[k];
@@ -1383,7 +1471,7 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
         double s = cv_get(&in[0], 0), d = cv_get(&in[2], 0);
         for (int64_t k = 0; k < o->n; k++)
             if (o->isf) o->f[k] = s + (double)k * d;
-            else o->i[k] = in[0].i[0] + k * in[2].i[0];
+            else o->i[k] = (int64_t)((uint64_t)in[0].i[0] + (uint64_t)k * (uint64_t)in[2].i[0]);
         return 0;
     }
     case F_BIN: return nin < 2 ? -1 : f_bin(c->op, &in[0], &in[1], o);
