@@ -1569,7 +1569,7 @@ eg_status eg_cfold_node(eg_cfold *f, int id, char *err, size_t errlen) {
     if (n->kind == EG_KIND_OPS || !n->proto || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")))
         return EG_OK;
     c.op = xop_by_type(n->op_type);
-    if (c.op == X_COUNT || (n->kind == EG_KIND_MODEL && xop_table[c.op].fold == F_NONE)) return EG_OK;
+    if (c.op == X_COUNT || (n->kind == EG_KIND_MODEL && !fold_ready(&c))) return EG_OK;
     egp_alloc_init(&a, n->proto_len * 8 + (16u << 20));
     eg_status rc = egp_unpack(&onnx__node_proto__descriptor, &a, 1 << 10, n->proto, n->proto_len,
                               (ProtobufCMessage **)&np, msg, sizeof msg);

@@ -4,7 +4,8 @@
  * known ops model operators, the rest opaque), inputs resolved by name,
  * value_info, structure and topological order, shape inference (a model
  * node that turns out to be outside what its model op covers is kept
- * opaque), lowering to opspecs operators.
+ * opaque) in one pass with cfold.c's shape rules for opaque nodes and
+ * constant folding, lowering to opspecs operators.
  *
  * The top-level graph must keep the structural rules onnx.checker checks
  * (check_model, full_check=False), or the model is refused with EG_EGRAPH
