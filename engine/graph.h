@@ -23,7 +23,8 @@
  *   EG_KIND_OPAQUE  anything else: kept as the original NodeProto bytes,
  *                   exported untouched (only input/output names are
  *                   rewritten if they changed). Blocks rewrites. Its output
- *                   shapes come from the file's value_info, or are unknown.
+ *                   shapes come from the ONNX shape rules of cfold.c at
+ *                   load (merged with the file's value_info), else unknown.
  *
  * Import first builds model operators for every known ONNX op, infers
  * shapes, then lowers (eg_lower) each model node whose semantics match an

@@ -4,7 +4,8 @@
  * known ops model operators, the rest opaque), inputs resolved by name,
  * value_info, structure and topological order, shape inference (a model
  * node that turns out to be outside what its model op covers is kept
- * opaque), lowering to opspecs operators.
+ * opaque) in one pass with cfold.c's shape rules for opaque nodes and
+ * constant folding, lowering to opspecs operators.
  *
  * The top-level graph must keep the structural rules onnx.checker checks
  * (check_model, full_check=False), or the model is refused with EG_EGRAPH
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfold.h"
 #include "engine.h"
 #include "onnx_pb.h"
 
@@ -1100,20 +1102,32 @@ static void demote(ictx *c, eg_node *n) {
             c->g->tensor[n->out[k]].shape.rank = -1;
 }
 
-static eg_status infer(ictx *c) {
-    char msg[EG_ERRLEN];
-    for (int j = 0; j < c->g->n_nodes; j++) {
-        eg_node *n = &c->g->node[j];
-        if (n->kind != EG_KIND_MODEL) continue;
-        eg_status rc = eg_infer_node(c->g, j, msg, sizeof msg);
-        if (rc == EG_EUNSUPPORTED) {
-            demote(c, n);
-            continue;
-        }
-        if (rc != EG_OK) return fail(c, rc, "%s", msg);
-        if ((rc = check_vinfo(c, n)) != EG_OK) return rc;
+/* Model node j's shapes, kept opaque when outside its model op. */
+static eg_status infer_model(ictx *c, int j, char *msg, size_t len) {
+    eg_node *n = &c->g->node[j];
+    if (n->kind != EG_KIND_MODEL) return EG_OK;
+    eg_status rc = eg_infer_node(c->g, j, msg, len);
+    if (rc == EG_EUNSUPPORTED) {
+        demote(c, n);
+        return EG_OK;
     }
-    return EG_OK;
+    if (rc != EG_OK) return fail(c, rc, "%s", msg);
+    return check_vinfo(c, n);
+}
+
+/* One pass in order: model-op inference, then (cfold.c) the shape rules
+ * of opaque nodes and constant folding, so a Reshape whose target the
+ * pass has just folded is inferred as a model op. */
+static eg_status infer(ictx *c) {
+    char msg[EG_ERRLEN] = "";
+    eg_cfold f;
+    eg_status rc = eg_cfold_begin(&f, c->g);
+    for (int j = 0; rc == EG_OK && j < c->g->n_nodes; j++)
+        if ((rc = infer_model(c, j, msg, sizeof msg)) == EG_OK &&
+            (rc = eg_cfold_node(&f, j, msg, sizeof msg)) != EG_OK)
+            rc = fail(c, rc, "%s", msg);
+    rc = eg_cfold_end(&f, rc, msg, sizeof msg);
+    return rc == EG_OK || (c->err && c->err[0]) ? rc : fail(c, rc, "%s", msg);
 }
 
 /* Only opaque nodes keep their file identity. */

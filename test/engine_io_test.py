@@ -186,7 +186,10 @@ MODELS = [("conv+bn+relu block", conv_bn_relu, True),
            mk.reg_ir3_init, True),
           ("IR 8: an initializer is also a graph input (its default)", input_default, True),
           ("If and Loop reading outer tensors", mk.control_flow, True),
-          ("If and Loop, nodes in reverse order", control_flow_reversed, True)]
+          ("If and Loop, nodes in reverse order", control_flow_reversed, True),
+          ("a node per shape rule, constants folded (opset 17)", mk.shapes_op17, True),
+          ("attribute forms of Slice/Squeeze/Pad/Split (opset 9)", mk.shapes_op9, True),
+          ("input forms of ReduceMean/Split/Pad (opset 18)", mk.shapes_op18, True)]
 
 # One model per structural rule onnx.checker enforces on the top-level
 # graph (and one inside an If's subgraph), with what the engine's message
@@ -366,6 +369,43 @@ def check_info(tap, engine, tmp):
               "engine info: parameter count, input/output shapes, lowered ops", out + p.stderr)
 
 
+def check_shapes_known(tap, engine, tmp):
+    """A transformer layer with the exporter's shape arithmetic (Shape,
+    Gather, Unsqueeze, Concat in front of each Reshape, a ConstantOfShape
+    mask): engine info knows 100% of its shapes; roundtrip and optimize
+    give models that pass check_model(full_check=True) and agree with the
+    original in onnxruntime (max rel error <= 1e-4)."""
+    m = mk.transformer()
+    src = os.path.join(tmp, "tf.onnx")
+    onnx.save(m, src)
+    p = subprocess.run([engine, "info", src], capture_output=True, text=True)
+    tap.check(p.returncode == 0 and "known (100%)" in p.stdout,
+              "transformer layer: engine info knows every tensor's shape", p.stdout + p.stderr)
+    feeds = random_feeds(m)
+    want = run_ort(m, feeds)
+    for command in (("roundtrip",), ("optimize", "-q")):
+        dst = os.path.join(tmp, "tf_out.onnx")
+        p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True,
+                           text=True)
+        if not tap.check(p.returncode == 0, f"transformer layer: {command[0]} exits 0", p.stderr):
+            continue
+        out = onnx.load(dst)
+        try:
+            onnx.checker.check_model(out, full_check=True)
+            ok, why = True, ""
+        except Exception as e:  # the checker raises several exception types
+            ok, why = False, e
+        tap.check(ok, f"transformer layer, {command[0]}: passes check_model(full_check=True)", why)
+        got = run_ort(out, feeds)
+        err = max(rel_error(x, y) for x, y in zip(want, got))
+        tap.check(len(want) == len(got) and err <= 1e-4,
+                  f"transformer layer, {command[0]}: onnxruntime agrees (max rel error {err:.2e})")
+        ops = [n.op_type for n in out.graph.node]
+        if command[0] == "roundtrip":  # optimize may return the input when nothing is faster
+            tap.check(not {"Shape", "Gather", "ConstantOfShape"} & set(ops),
+                      "transformer layer, roundtrip: the shape arithmetic is folded", ops)
+
+
 def check_refused(tap, engine, tmp, title, make, frags):
     """A structurally broken model: onnx.checker rejects it (the case is a
     real violation); info, roundtrip and optimize exit 2, write nothing and
@@ -413,6 +453,7 @@ def main():
         check_opaque(tap, engine, tmp)
         check_info(tap, engine, tmp)
         check_opsets(tap, engine, tmp)
+        check_shapes_known(tap, engine, tmp)
         for title, make, frags in STRUCTURE_CASES:
             check_refused(tap, engine, tmp, title, make, frags)
     return 1 if tap.failed else 0

@@ -450,6 +450,12 @@ def bad_shape():
     return model(n, "shape", [vi("x", [2, 3])], [vi("y", [2, 5])], [weight("w", 4, 5)])
 
 
+def bad_broadcast():
+    """An opaque Sub of [2,3] and [4]: a real mismatch, refused."""
+    n = [helper.make_node("Sub", ["x", "c"], ["y"], name="sub")]
+    return model(n, "broadcast", [vi("x", [2, 3])], [vi("y", [2, 3])], [weight("c", 4)])
+
+
 def bn_params(prefix, c):
     var = numpy_helper.from_array(rng.uniform(0.5, 1.5, c).astype(np.float32), prefix + "v")
     return [weight(prefix + "s", c), weight(prefix + "b", c), weight(prefix + "m", c), var]
@@ -501,6 +507,168 @@ def fold_matmul3():
                   ints("shp2", [5, 8])])
 
 
+# ---- shape rules and constant folding (cfold.c); every tensor named after
+# ---- the case that checks it in test/test_engine_io.c's S table
+
+def N(op, ins, outs, **kw):
+    return helper.make_node(op, ins, outs if isinstance(outs, list) else [outs],
+                            name=outs if isinstance(outs, str) else outs[0], **kw)
+
+
+def f32(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+
+
+def shapes_op17():
+    """One node per rule at opset 17 (inputs as tensors: Slice, Squeeze,
+    Unsqueeze, Pad, Split sizes, ReduceSum axes)."""
+    n = [N("MaxPool", ["x"], "mp_ceil", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+         N("AveragePool", ["x"], "ap_pad", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0],
+           count_include_pad=1),
+         N("MaxPool", ["x"], "mp_dil", kernel_shape=[2, 2], dilations=[2, 2]),
+         N("MaxPool", ["x"], "mp_same", kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+         N("ConvTranspose", ["x", "wt"], "convt", strides=[2, 2]),
+         N("GlobalMaxPool", ["x"], "gmp"),
+         N("Clip", ["x", "lo", "hi"], "clip"),
+         N("HardSigmoid", ["x"], "hsig"),
+         N("HardSwish", ["x"], "hswish"),
+         N("Erf", ["t"], "erf"),
+         N("LRN", ["x"], "lrn", size=3),
+         N("InstanceNormalization", ["x", "c3", "c3b"], "inorm"),
+         N("Sub", ["x", "c311"], "sub"),
+         N("Pow", ["t", "two"], "pow"),
+         N("Sum", ["a21", "a13", "a3"], "sum3"),
+         N("Max", ["a21", "a13"], "max2"),
+         N("LogSoftmax", ["t"], "lsm", axis=-1),
+         N("LayerNormalization", ["t", "g16", "b16"], "ln", axis=-1),
+         N("ReduceMean", ["t"], "rmean", axes=[-1], keepdims=1),
+         N("ReduceSum", ["t", "ax1"], "rsum", keepdims=0),
+         N("ReduceMax", ["t"], "rmax", keepdims=0),
+         N("Split", ["t", "sp24"], ["split_a", "split_b"], axis=1),
+         N("Slice", ["t", "m4", "big", "ax2"], "slice_neg"),
+         N("Slice", ["t", "m1", "m100", "ax1", "m2"], "slice_step"),
+         N("Gather", ["t", "idx22"], "gather", axis=1),
+         N("Transpose", ["t"], "transp", perm=[2, 0, 1]),
+         N("Unsqueeze", ["t", "ax03"], "unsq"),
+         N("Squeeze", ["unsq", "ax3"], "sq"),
+         N("Expand", ["a61", "e264"], "expand"),
+         N("Tile", ["t", "r211"], "tile"),
+         N("Pad", ["x", "pads8"], "pad"),
+         N("Shape", ["t"], "shape15", start=1),
+         N("Size", ["t"], "size"),
+         N("ConstantOfShape", ["e23"], "cofs",
+           value=numpy_helper.from_array(np.array([1.5], dtype=np.float32))),
+         N("Cast", ["t"], "cast", to=TensorProto.INT32),
+         N("Dropout", ["t"], ["drop", "drop_mask"]),
+         N("Equal", ["t", "t"], "eq"),
+         N("Where", ["eq", "t", "two"], "where"),
+         N("Range", ["zero_i", "ten_i", "three_i"], "range"),
+         N("Resize", ["x", "", "sc1122"], "resize", mode="nearest"),
+         N("Resize", ["x", "", "", "sz1377"], "resize_sz", mode="nearest"),
+         N("MatMul", ["q4", "k4"], "mm4"),
+         N("Softmax", ["t"], "softmax", axis=1),
+         N("Concat", ["a13", "a13", "a13"], "cat3", axis=0),
+         N("Flatten", ["x"], "flat", axis=2),
+         N("Conv", ["x", "wc"], "conv1x", strides=[2, 2]),
+         N("Gemm", ["g84", "g86"], "gemm", transA=1),
+         # the exporter's shape arithmetic in front of a Reshape
+         N("Shape", ["t"], "rs_shape"),
+         N("Gather", ["rs_shape", "zero_s"], "rs_batch", axis=0),
+         N("Unsqueeze", ["rs_batch", "ax0"], "rs_b1"),
+         N("Concat", ["rs_b1", "six", "four", "four"], "rs_target", axis=0),
+         N("Reshape", ["t", "rs_target"], "reshaped")]
+    i64 = lambda name, v: ints(name, v)
+    inits = [weight("wt", 3, 2, 3, 3), f32("lo", 0.0), f32("hi", 6.0), weight("c3", 3), weight("c3b", 3),
+             weight("c311", 3, 1, 1), f32("two", 2.0), weight("a21", 2, 1), weight("a13", 1, 3),
+             weight("a3", 3), weight("g16", 16), weight("b16", 16), i64("ax1", [1]),
+             i64("sp24", [2, 4]), i64("m4", [-4]), i64("big", [2**63 - 1]), i64("ax2", [2]),
+             i64("m1", [-1]), i64("m100", [-100]), i64("m2", [-2]),
+             i64("idx22", [[0, 5], [-1, 2]]), i64("ax03", [0, 3]), i64("ax3", [3]),
+             weight("a61", 6, 1), i64("e264", [2, 6, 4]), i64("r211", [2, 1, 1]),
+             i64("pads8", [0, 0, 1, 2, 0, 0, 3, 4]), i64("e23", [2, 3]),
+             numpy_helper.from_array(np.array(0, dtype=np.int64), "zero_i"),
+             numpy_helper.from_array(np.array(10, dtype=np.int64), "ten_i"),
+             numpy_helper.from_array(np.array(3, dtype=np.int64), "three_i"),
+             f32("sc1122", [1, 1, 2, 2]), i64("sz1377", [1, 3, 7, 7]),
+             weight("q4", 1, 2, 6, 8), weight("k4", 1, 2, 8, 6), weight("wc", 4, 3, 1, 1),
+             weight("g84", 8, 4), weight("g86", 8, 6),
+             numpy_helper.from_array(np.array(0, dtype=np.int64), "zero_s"), i64("ax0", [0]),
+             i64("six", [6]), i64("four", [4])]
+    outs = [vi("reshaped", [1, 6, 4, 4]), vi("mp_ceil", [1, 3, 5, 5]), vi("slice_step", [1, 3, 16])]
+    return model(n, "shapes_op17", [vi("x", [1, 3, 10, 10]), vi("t", [1, 6, 16])], outs, inits,
+                 opset=17)
+
+
+def shapes_op9():
+    """The attribute forms: Slice (before 10), Squeeze/Unsqueeze axes,
+    Pad pads, Split sizes, ReduceMean axes; Upsample scales input."""
+    n = [N("Slice", ["t"], "slice9", starts=[1], ends=[-1], axes=[1]),
+         N("Unsqueeze", ["t"], "unsq9", axes=[0]),
+         N("Squeeze", ["unsq9"], "sq9", axes=[0]),
+         N("Pad", ["t"], "pad9", pads=[0, 1, 2, 0, 3, 4]),
+         N("Split", ["t"], ["split9_a", "split9_b"], axis=1, split=[2, 4]),
+         N("ReduceMean", ["t"], "rmean9", axes=[1, 2], keepdims=0),
+         N("Upsample", ["t", "usc"], "ups", mode="nearest")]
+    return model(n, "shapes_op9", [vi("t", [1, 6, 16])], [vi("slice9", [1, 4, 16])],
+                 [f32("usc", [1, 2, 2])], opset=9)
+
+
+def shapes_op18():
+    """Opset 18: ReduceMean axes as input, Split num_outputs."""
+    n = [N("ReduceMean", ["t", "ax2"], "rmean18", keepdims=0),
+         N("Split", ["t"], ["s18_a", "s18_b", "s18_c"], axis=2, num_outputs=3),
+         N("Pad", ["t", "p2", "", "axl"], "pad18")]
+    return model(n, "shapes_op18", [vi("t", [1, 6, 16])], [vi("rmean18", [1, 6])],
+                 [ints("ax2", [2]), ints("p2", [1, 2]), ints("axl", [-1])], opset=18)
+
+
+def transformer():
+    """A one-layer encoder as torch.onnx writes it: every Reshape target is
+    Shape/Gather/Unsqueeze/Concat arithmetic, the attention mask a
+    ConstantOfShape; LayerNormalization, Erf-GELU, 4-D MatMuls."""
+    d, h, s = 16, 2, 8
+    dh = d // h
+    n = [N("LayerNormalization", ["x", "ln1_g", "ln1_b"], "ln1", axis=-1, epsilon=1e-5),
+         N("MatMul", ["ln1", "w_qkv"], "qkv0"), N("Add", ["qkv0", "b_qkv"], "qkv"),
+         N("Split", ["qkv", "sp3"], ["q", "k", "v"], axis=2),
+         N("Shape", ["x"], "x_shape"),
+         N("Gather", ["x_shape", "i0"], "bsz", axis=0),
+         N("Gather", ["x_shape", "i1"], "seq", axis=0),
+         N("Unsqueeze", ["bsz", "ax0"], "bsz1"), N("Unsqueeze", ["seq", "ax0"], "seq1"),
+         N("Concat", ["bsz1", "seq1", "heads", "hdim"], "heads_shape", axis=0),
+         N("Mul", ["bsz", "seq"], "bs"), N("Unsqueeze", ["bs", "ax0"], "bs1"),
+         N("Concat", ["bsz1", "seq1", "dmodel"], "merge_shape", axis=0)]
+    for t in "qkv":
+        n += [N("Reshape", [t, "heads_shape"], t + "_h"),
+              N("Transpose", [t + "_h"], t + "_t", perm=[0, 2, 3, 1] if t == "k" else [0, 2, 1, 3])]
+    n += [N("MatMul", ["q_t", "k_t"], "scores0"), N("Div", ["scores0", "scale"], "scores1"),
+          N("Concat", ["bsz1", "one", "one", "seq1"], "mask_shape", axis=0),
+          N("ConstantOfShape", ["mask_shape"], "mask",
+            value=numpy_helper.from_array(np.array([0.0], dtype=np.float32))),
+          N("Add", ["scores1", "mask"], "scores"),
+          N("Softmax", ["scores"], "probs", axis=-1),
+          N("MatMul", ["probs", "v_t"], "ctx0"),
+          N("Transpose", ["ctx0"], "ctx1", perm=[0, 2, 1, 3]),
+          N("Reshape", ["ctx1", "merge_shape"], "ctx"),
+          N("MatMul", ["ctx", "w_o"], "attn0"), N("Add", ["attn0", "b_o"], "attn"),
+          N("Add", ["x", "attn"], "res1"),
+          N("LayerNormalization", ["res1", "ln2_g", "ln2_b"], "ln2", axis=-1, epsilon=1e-5),
+          N("MatMul", ["ln2", "w_1"], "ff0"), N("Add", ["ff0", "b_1"], "ff1"),
+          N("Div", ["ff1", "sqrt2"], "ff2"), N("Erf", ["ff2"], "ff3"),
+          N("Add", ["ff3", "onef"], "ff4"), N("Mul", ["ff1", "ff4"], "ff5"),
+          N("Mul", ["ff5", "half"], "ff6"),
+          N("MatMul", ["ff6", "w_2"], "ff7"), N("Add", ["ff7", "b_2"], "ff8"),
+          N("Add", ["res1", "ff8"], "y")]
+    inits = [weight("ln1_g", d), weight("ln1_b", d), weight("w_qkv", d, 3 * d), weight("b_qkv", 3 * d),
+             ints("sp3", [d, d, d]), ints("i0", 0), ints("i1", 1), ints("ax0", [0]),
+             ints("heads", [h]), ints("hdim", [dh]), ints("dmodel", [d]), ints("one", [1]),
+             f32("scale", np.sqrt(dh)), weight("w_o", d, d), weight("b_o", d),
+             weight("ln2_g", d), weight("ln2_b", d), weight("w_1", d, 2 * d), weight("b_1", 2 * d),
+             f32("sqrt2", np.sqrt(2.0)), f32("onef", 1.0), f32("half", 0.5),
+             weight("w_2", 2 * d, d), weight("b_2", d)]
+    return model(n, "transformer", [vi("x", [1, s, d])], [vi("y", [1, s, d])], inits, opset=17)
+
+
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
@@ -518,6 +686,8 @@ MODELS = {
     "control_flow": control_flow, "opset6": opset6, "opset3": opset3, "opset28": opset28,
     "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
+    "shapes_op17": shapes_op17, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
+    "transformer": transformer, "bad_broadcast": bad_broadcast,
 }
 
 

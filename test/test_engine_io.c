@@ -110,6 +110,12 @@ static const model_case model_cases[] = {
     {"M14 opset 3: Reshape-1, Concat-1, consumed_inputs", "opset3.onnx", 9, 7, 2, 0, "rs", "[6,4]"},
     {"M15 opset 28, IR 14 (onnx 1.23's default)", "opset28.onnx", 9, 5, 4, 0, "rs", "[1,64]"},
     {"M16 opset 30 (newer than known): read, all opaque", "reg_opset30.onnx", 2, 0, 0, 2, "x", "[2]"},
+    {"M17 a node per shape rule, opset 17", "shapes_op17.onnx", 45, 4, 8, 33, "reshaped",
+     "[1,6,4,4]"},
+    {"M18 attribute forms, opset 9", "shapes_op9.onnx", 8, 2, 0, 6, "slice9", "[1,4,16]"},
+    {"M19 input forms, opset 18", "shapes_op18.onnx", 3, 0, 1, 2, "rmean18", "[1,6]"},
+    {"M20 transformer layer, shape arithmetic folded", "transformer.onnx", 31, 4, 22, 5, "y",
+     "[1,8,16]"},
 };
 #define N_MODEL_CASES (sizeof model_cases / sizeof model_cases[0])
 
@@ -335,6 +341,8 @@ static const err_case err_cases[] = {
      {"initializer 'w' is defined twice", NULL}},
     {"E25 a graph input listed twice", SRC_CORPUS, "bad_dup_input.onnx", {0}, EG_EGRAPH,
      {"graph input 'x' is listed twice", NULL}},
+    {"E26 an opaque Sub of [2,3] and [4]", SRC_CORPUS, "bad_broadcast.onnx", {0}, EG_ESHAPE,
+     {"node 'sub' (Sub)", "[2,3] and [4] do not broadcast"}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 
@@ -592,15 +600,166 @@ static void test_shapes(void **state) {
     assert_string_equal(eg_shape_str(&unk, NULL, buf, sizeof buf), "[?]");
 }
 
+/* ================= S: shape rules (cfold.c), K: constant folding ================= */
+
+/* Expected shapes and dtypes: what onnx.shape_inference (data_prop=True)
+ * infers for the same models (test/mk_onnx_models.py shapes_op*). */
+typedef struct {
+    const char *id, *file, *tensor, *shape;
+    int dtype;
+} shape_case;
+
+static const shape_case shape_cases[] = {
+    {"S01 ap_pad", "shapes_op17.onnx", "ap_pad", "[1,3,5,5]", EG_DT_FLOAT},
+    {"S02 mp_dil", "shapes_op17.onnx", "mp_dil", "[1,3,8,8]", EG_DT_FLOAT},
+    {"S03 mp_same", "shapes_op17.onnx", "mp_same", "[1,3,5,5]", EG_DT_FLOAT},
+    {"S04 convt", "shapes_op17.onnx", "convt", "[1,2,21,21]", EG_DT_FLOAT},
+    {"S05 gmp", "shapes_op17.onnx", "gmp", "[1,3,1,1]", EG_DT_FLOAT},
+    {"S06 clip", "shapes_op17.onnx", "clip", "[1,3,10,10]", EG_DT_FLOAT},
+    {"S07 hsig", "shapes_op17.onnx", "hsig", "[1,3,10,10]", EG_DT_FLOAT},
+    {"S08 hswish", "shapes_op17.onnx", "hswish", "[1,3,10,10]", EG_DT_FLOAT},
+    {"S09 erf", "shapes_op17.onnx", "erf", "[1,6,16]", EG_DT_FLOAT},
+    {"S10 lrn", "shapes_op17.onnx", "lrn", "[1,3,10,10]", EG_DT_FLOAT},
+    {"S11 inorm", "shapes_op17.onnx", "inorm", "[1,3,10,10]", EG_DT_FLOAT},
+    {"S12 sub", "shapes_op17.onnx", "sub", "[1,3,10,10]", EG_DT_FLOAT},
+    {"S13 pow", "shapes_op17.onnx", "pow", "[1,6,16]", EG_DT_FLOAT},
+    {"S14 sum3", "shapes_op17.onnx", "sum3", "[2,3]", EG_DT_FLOAT},
+    {"S15 max2", "shapes_op17.onnx", "max2", "[2,3]", EG_DT_FLOAT},
+    {"S16 lsm", "shapes_op17.onnx", "lsm", "[1,6,16]", EG_DT_FLOAT},
+    {"S17 ln", "shapes_op17.onnx", "ln", "[1,6,16]", EG_DT_FLOAT},
+    {"S18 rmean", "shapes_op17.onnx", "rmean", "[1,6,1]", EG_DT_FLOAT},
+    {"S19 rsum", "shapes_op17.onnx", "rsum", "[1,16]", EG_DT_FLOAT},
+    {"S20 rmax", "shapes_op17.onnx", "rmax", "[]", EG_DT_FLOAT},
+    {"S21 split_a", "shapes_op17.onnx", "split_a", "[1,2,16]", EG_DT_FLOAT},
+    {"S22 split_b", "shapes_op17.onnx", "split_b", "[1,4,16]", EG_DT_FLOAT},
+    {"S23 slice_neg", "shapes_op17.onnx", "slice_neg", "[1,6,4]", EG_DT_FLOAT},
+    {"S24 gather", "shapes_op17.onnx", "gather", "[1,2,2,16]", EG_DT_FLOAT},
+    {"S25 transp", "shapes_op17.onnx", "transp", "[16,1,6]", EG_DT_FLOAT},
+    {"S26 unsq", "shapes_op17.onnx", "unsq", "[1,1,6,1,16]", EG_DT_FLOAT},
+    {"S27 sq", "shapes_op17.onnx", "sq", "[1,1,6,16]", EG_DT_FLOAT},
+    {"S28 expand", "shapes_op17.onnx", "expand", "[2,6,4]", EG_DT_FLOAT},
+    {"S29 tile", "shapes_op17.onnx", "tile", "[2,6,16]", EG_DT_FLOAT},
+    {"S30 pad", "shapes_op17.onnx", "pad", "[1,3,14,16]", EG_DT_FLOAT},
+    {"S31 shape15", "shapes_op17.onnx", "shape15", "[2]", EG_DT_INT64},
+    {"S32 size", "shapes_op17.onnx", "size", "[]", EG_DT_INT64},
+    {"S33 cofs", "shapes_op17.onnx", "cofs", "[2,3]", EG_DT_FLOAT},
+    {"S34 cast", "shapes_op17.onnx", "cast", "[1,6,16]", EG_DT_INT32},
+    {"S35 drop", "shapes_op17.onnx", "drop", "[1,6,16]", EG_DT_FLOAT},
+    {"S36 drop_mask", "shapes_op17.onnx", "drop_mask", "[1,6,16]", EG_DT_BOOL},
+    {"S37 eq", "shapes_op17.onnx", "eq", "[1,6,16]", EG_DT_BOOL},
+    {"S38 where", "shapes_op17.onnx", "where", "[1,6,16]", EG_DT_FLOAT},
+    {"S39 range", "shapes_op17.onnx", "range", "[4]", EG_DT_INT64},
+    {"S40 resize", "shapes_op17.onnx", "resize", "[1,3,20,20]", EG_DT_FLOAT},
+    {"S41 resize_sz", "shapes_op17.onnx", "resize_sz", "[1,3,7,7]", EG_DT_FLOAT},
+    {"S42 mm4", "shapes_op17.onnx", "mm4", "[1,2,6,6]", EG_DT_FLOAT},
+    {"S43 softmax", "shapes_op17.onnx", "softmax", "[1,6,16]", EG_DT_FLOAT},
+    {"S44 cat3", "shapes_op17.onnx", "cat3", "[3,3]", EG_DT_FLOAT},
+    {"S45 flat", "shapes_op17.onnx", "flat", "[3,100]", EG_DT_FLOAT},
+    {"S46 conv1x", "shapes_op17.onnx", "conv1x", "[1,4,5,5]", EG_DT_FLOAT},
+    {"S47 gemm", "shapes_op17.onnx", "gemm", "[4,6]", EG_DT_FLOAT},
+    {"S48 rs_shape", "shapes_op17.onnx", "rs_shape", "[3]", EG_DT_INT64},
+    {"S49 rs_batch", "shapes_op17.onnx", "rs_batch", "[]", EG_DT_INT64},
+    {"S50 rs_b1", "shapes_op17.onnx", "rs_b1", "[1]", EG_DT_INT64},
+    {"S51 rs_target", "shapes_op17.onnx", "rs_target", "[4]", EG_DT_INT64},
+    {"S52 unsq9", "shapes_op9.onnx", "unsq9", "[1,1,6,16]", EG_DT_FLOAT},
+    {"S53 sq9", "shapes_op9.onnx", "sq9", "[1,6,16]", EG_DT_FLOAT},
+    {"S54 pad9", "shapes_op9.onnx", "pad9", "[1,10,22]", EG_DT_FLOAT},
+    {"S55 split9_a", "shapes_op9.onnx", "split9_a", "[1,2,16]", EG_DT_FLOAT},
+    {"S56 split9_b", "shapes_op9.onnx", "split9_b", "[1,4,16]", EG_DT_FLOAT},
+    {"S57 rmean9", "shapes_op9.onnx", "rmean9", "[1]", EG_DT_FLOAT},
+    {"S58 ups", "shapes_op9.onnx", "ups", "[1,12,32]", EG_DT_FLOAT},
+    {"S59 s18_a", "shapes_op18.onnx", "s18_a", "[1,6,6]", EG_DT_FLOAT},
+    {"S60 s18_b", "shapes_op18.onnx", "s18_b", "[1,6,6]", EG_DT_FLOAT},
+    {"S61 s18_c", "shapes_op18.onnx", "s18_c", "[1,6,4]", EG_DT_FLOAT},
+    {"S62 pad18", "shapes_op18.onnx", "pad18", "[1,6,19]", EG_DT_FLOAT},
+    {"S63 mp_ceil", "shapes_op17.onnx", "mp_ceil", "[1,3,5,5]", EG_DT_FLOAT},
+    {"S64 reshaped", "shapes_op17.onnx", "reshaped", "[1,6,4,4]", EG_DT_FLOAT},
+    {"S65 slice_step", "shapes_op17.onnx", "slice_step", "[1,3,16]", EG_DT_FLOAT},
+    {"S66 slice9", "shapes_op9.onnx", "slice9", "[1,4,16]", EG_DT_FLOAT},
+    {"S67 rmean18", "shapes_op18.onnx", "rmean18", "[1,6]", EG_DT_FLOAT},
+};
+#define N_SHAPE_CASES (sizeof shape_cases / sizeof shape_cases[0])
+
+static void test_shape_rule(void **state) {
+    const shape_case *sc = *state;
+    char buf[160];
+    eg_graph *g = load_ok(sc->file);
+    assert_string_equal(shape_of(g, sc->tensor, buf), sc->shape);
+    assert_int_equal(g->tensor[eg_find_tensor(g, sc->tensor)].dtype, sc->dtype);
+    eg_free(g);
+}
+
+static int has_node(const eg_graph *g, const char *name) {
+    for (int j = 0; j < g->n_nodes; j++)
+        if (strcmp(g->node[j].name, name) == 0) return 1;
+    return 0;
+}
+
+static int64_t int_at(const eg_tensor *t, int i) {
+    int64_t v;
+    assert_non_null(t->raw);
+    memcpy(&v, t->raw + 8 * i, 8);
+    return v;
+}
+
+/* K01: Shape -> Gather -> Unsqueeze -> Concat folds to the constant target
+ * [1,6,4,4]; the Reshape it feeds is a model op with a known output. */
+static void test_fold_reshape(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("shapes_op17.onnx");
+    const char *gone[] = {"rs_shape", "rs_batch", "rs_b1", "rs_target", "range", "cofs", "size"};
+    for (size_t k = 0; k < sizeof gone / sizeof gone[0]; k++) assert_false(has_node(g, gone[k]));
+    assert_int_equal(node_named(g, "reshaped")->kind, EG_KIND_MODEL);
+    const eg_tensor *t = &g->tensor[eg_find_tensor(g, "rs_target")];
+    assert_true(t->flags & EG_TF_INIT);
+    int64_t want[4] = {1, 6, 4, 4};
+    for (int i = 0; i < 4; i++) assert_int_equal(int_at(t, i), want[i]);
+    t = &g->tensor[eg_find_tensor(g, "range")];
+    for (int i = 0; i < 4; i++) assert_int_equal(int_at(t, i), 3 * i);
+    eg_free(g);
+}
+
+/* K02: a ConstantOfShape with a constant shape is a known tensor. */
+static void test_fold_cofs(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("shapes_op17.onnx");
+    const eg_tensor *t = &g->tensor[eg_find_tensor(g, "cofs")];
+    assert_true(t->flags & EG_TF_INIT);
+    assert_non_null(t->data);
+    for (int i = 0; i < 6; i++) assert_true(t->data[i] == 1.5f);
+    eg_free(g);
+}
+
+/* K03: the transformer layer: no shape arithmetic left, every tensor's
+ * shape known, every Reshape a model op. */
+static void test_fold_transformer(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("transformer.onnx");
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        char buf[96];
+        const char *op = eg_node_opname(n, buf, sizeof buf);
+        assert_true(strcmp(op, "Shape") && strcmp(op, "Gather") && strcmp(op, "Concat") &&
+                    strcmp(op, "Unsqueeze") && strcmp(op, "ConstantOfShape"));
+        if (!strcmp(op, "Reshape")) assert_int_equal(n->kind, EG_KIND_MODEL);
+        for (int k = 0; k < n->n_out; k++) assert_true(eg_shape_known(&g->tensor[n->out[k]].shape));
+    }
+    eg_free(g);
+}
+
 /* ================= main ================= */
 
 
 int main(void) {
-    struct CMUnitTest tests[N_MODEL_CASES + N_LOWER_CASES + N_ERR_CASES + 32];
+    struct CMUnitTest tests[N_MODEL_CASES + N_LOWER_CASES + N_ERR_CASES + N_SHAPE_CASES + 32];
     size_t n = 0;
     ADD_TABLE(tests, n, model_cases, N_MODEL_CASES, test_model);
     ADD_TABLE(tests, n, lower_cases, N_LOWER_CASES, test_lower);
     ADD_TABLE(tests, n, err_cases, N_ERR_CASES, test_error);
+    ADD_TABLE(tests, n, shape_cases, N_SHAPE_CASES, test_shape_rule);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_reshape);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_cofs);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_transformer);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_sorted);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_opaque);
