@@ -451,6 +451,10 @@ static int model_eval(const eg_graph *g, const eg_node *nd, const eg_shape *cons
     case EG_MOP_TRANSPOSE: m_transpose(s[0], a, in[0], os, out[0]); return 1;
     case EG_MOP_ADD:
     case EG_MOP_MUL: m_binary(nd->mop == EG_MOP_MUL, 1.0f, s[0], s[1], in[0], in[1], os, out[0]); return 1;
+    case EG_MOP_SUM: /* lowered on import; kept for completeness */
+        memset(out[0], 0, sizeof *out[0] * (size_t)numel);
+        for (int k = 0; k < nd->n_in; k++) m_binary(0, 1.0f, os, s[k], out[0], in[k], os, out[0]);
+        return 1;
     case EG_MOP_CONV: return m_conv(a, s, in, os, out[0]);
     case EG_MOP_MAXPOOL:
     case EG_MOP_AVGPOOL: return m_pool(nd->mop, a, s[0], in[0], os, out[0]);
@@ -559,6 +563,7 @@ int eg_fkern_model(const eg_graph *g, const eg_node *n, const float *const *in, 
     case EG_MOP_MAXPOOL:
     case EG_MOP_AVGPOOL:
     case EG_MOP_GLOBALAVGPOOL:
+    case EG_MOP_SUM:
     case EG_MOP_GEMM:
     case EG_MOP_MATMUL:
     case EG_MOP_RELU:

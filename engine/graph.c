@@ -31,6 +31,7 @@ const eg_mop_info eg_mop_table[EG_MOP_COUNT] = { /* ORDER MOP */
     [EG_MOP_BATCHNORM] = {"BatchNormalization", 5, 5, 1},
     [EG_MOP_SOFTMAX] = {"Softmax", 1, 1, 1},
     [EG_MOP_IDENTITY] = {"Identity", 1, 1, 1},
+    [EG_MOP_SUM] = {"Sum", 1, -1, 1},
 };
 static_assert(sizeof eg_mop_table / sizeof eg_mop_table[0] == EG_MOP_COUNT,
               "eg_mop_table needs one entry per model operator");

@@ -33,7 +33,9 @@
  * a rank-0 tensor -> smul; rank-2 MatMul -> matmul; 2-input Concat ->
  * concat; 2-way Split -> split0 + split1 (two nodes on the same input);
  * rank-2 Transpose -> transpose; MaxPool, and AveragePool whose padding
- * counts (count_include_pad, or no padding) -> maxpool/avgpool; Relu -> relu.
+ * counts (count_include_pad, or no padding) -> maxpool/avgpool; Relu -> relu;
+ * an n-input Sum -> a chain of model Adds (each lowered as above), a
+ * one-input Sum -> Identity.
  *
  * Rewriting (for the search): add tensors (eg_add_tensor) and nodes
  * (eg_add_node, appended; set op/param or mop/attr and in/out), drop the
@@ -111,7 +113,8 @@ typedef enum {
     EG_MOP_FLATTEN,       /* (X); axis */
     EG_MOP_BATCHNORM,     /* (X, scale, B, mean, var); inference mode */
     EG_MOP_SOFTMAX,       /* (X); axis, opset-13 meaning */
-    EG_MOP_IDENTITY,      /* (X) */
+    EG_MOP_IDENTITY,      /* (X); also an inference-mode Dropout */
+    EG_MOP_SUM,           /* (X...); lowered to a chain of two-input Adds */
     EG_MOP_COUNT
 } eg_mop;
 
@@ -135,6 +138,9 @@ extern const eg_mop_info eg_mop_table[EG_MOP_COUNT];
 #define EG_AF_LEGACY_BCAST 256u /* opset < 7 Add/Mul/Gemm with broadcast = 1:
                                    kept only where it equals numpy's */
 #define EG_AF_HAS_AXIS 512u     /* ... and an explicit axis (in `axis`) */
+#define EG_AF_CEIL 1024u        /* pool ceil_mode = 1 as read; infer.c clears
+                                   it where ceil and floor sizes agree and
+                                   keeps the node opaque where they do not */
 
 typedef struct {
     int32_t kernel[2]; /* 0 = not given (Conv: taken from W) */

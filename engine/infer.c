@@ -195,6 +195,21 @@ static eg_status infer_conv(const ictx *c) {
     return EG_OK;
 }
 
+/* ceil_mode = 1 is modelled only where it changes nothing: every padded
+ * span a multiple of the stride, so ceil and floor give the same size
+ * (then the flag is cleared); otherwise, or while a dim is unknown, the
+ * node is kept opaque. */
+static eg_status ceil_mode(const ictx *c, eg_attrs *a, const int64_t in[2], const int64_t k[2]) {
+    if (!(a->flags & EG_AF_CEIL)) return EG_OK;
+    for (int i = 0; i < 2; i++)
+        if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)) ||
+            (in[i] + a->pad[i] + a->pad[i + 2] - k[i]) % a->stride[i] != 0)
+            return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 gives a larger output than floor "
+                         "(or the input size is unknown)");
+    a->flags &= ~EG_AF_CEIL;
+    return EG_OK;
+}
+
 static eg_status infer_pool(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
     eg_shape o = unknown_shape();
@@ -202,10 +217,13 @@ static eg_status infer_pool(const ictx *c) {
     int64_t k[2] = {a->kernel[0], a->kernel[1]}, in[2], sp[2];
     eg_status rc = need_4d(c, x);
     if (rc != EG_OK) return rc;
+    if (x->rank != 4 && (a->flags & EG_AF_CEIL))
+        return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 with an input of unknown rank");
     if (x->rank == 4) {
         in[0] = x->dim[2], in[1] = x->dim[3];
         resolve_auto_pad(a, in, k);
         if ((rc = window_out(c, a, in, k, sp)) != EG_OK) return rc;
+        if ((rc = ceil_mode(c, a, in, k)) != EG_OK) return rc;
         o.rank = 4;
         o.dim[0] = x->dim[0], o.dim[1] = x->dim[1], o.dim[2] = sp[0], o.dim[3] = sp[1];
     }
@@ -274,6 +292,26 @@ static eg_status infer_binary(const ictx *c) {
         return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
                      eg_shape_str(in_s(c, 0), NULL, sa, sizeof sa),
                      eg_shape_str(in_s(c, 1), NULL, sb, sizeof sb));
+    set_out(c, 0, in_dtype(c), &o);
+    return EG_OK;
+}
+
+/* Sum: numpy broadcasting of every input from opset 8, equal shapes
+ * before (anything else is kept opaque). */
+static eg_status infer_sum(const ictx *c) {
+    char sa[160], sb[160];
+    eg_shape o = *in_s(c, 0), t;
+    for (int k = 0; k < c->n->n_in; k++) {
+        const eg_shape *s = in_s(c, k);
+        if (!in_t(c, k)) return ifail(c, EG_EUNSUPPORTED, "input %d is omitted", k);
+        if (c->g->opset < 8 && (!eg_shape_known(s) || !eg_shape_known(&o) || s->rank != o.rank ||
+                                memcmp(s->dim, o.dim, sizeof(int64_t) * (size_t)o.rank)))
+            return ifail(c, EG_EUNSUPPORTED, "opset %d Sum needs equal known shapes", c->g->opset);
+        if (broadcast(&o, s, &t))
+            return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
+                         eg_shape_str(&o, NULL, sa, sizeof sa), eg_shape_str(s, NULL, sb, sizeof sb));
+        o = t;
+    }
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
 }
@@ -579,6 +617,7 @@ static eg_status infer_model(const ictx *c) {
     case EG_MOP_FLATTEN: return infer_flatten(c);
     case EG_MOP_BATCHNORM: return infer_batchnorm(c);
     case EG_MOP_SOFTMAX: return infer_softmax(c);
+    case EG_MOP_SUM: return infer_sum(c);
     case EG_MOP_COUNT: break;
     }
     return ifail(c, EG_EUNSUPPORTED, "unknown model operator");

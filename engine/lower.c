@@ -4,6 +4,7 @@
  * rule matching sees as much of the graph as possible. Every candidate is
  * re-checked with ops_infer_shape against the inferred output shape; a
  * node that does not fit stays a model operator. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,8 +137,70 @@ static eg_status lower_split(eg_graph *g, int j, int *done) {
     return EG_OK;
 }
 
+/* Numpy broadcast of two known shapes (unknown when either is). */
+static eg_shape bcast2(const eg_shape *a, const eg_shape *b) {
+    eg_shape o = {-1, {0}};
+    if (!eg_shape_known(a) || !eg_shape_known(b)) return o;
+    o.rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int i = 0; i < o.rank; i++) {
+        int ia = i - (o.rank - a->rank), ib = i - (o.rank - b->rank);
+        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+        o.dim[i] = da == 1 ? db : da;
+    }
+    return o;
+}
+
+/* A fresh tensor "<base>_sum<k>" of that dtype and shape. */
+static eg_status sum_tensor(eg_graph *g, int base, int k, int dtype, const eg_shape *s, int *id) {
+    size_t len = strlen(g->tensor[base].name) + 48;
+    char *name = malloc(len);
+    if (!name) return EG_ENOMEM;
+    snprintf(name, len, "%s_sum%d", g->tensor[base].name, k);
+    for (int r = 0; eg_find_tensor(g, name) != -1; r++)
+        snprintf(name, len, "%s_sum%d_%d", g->tensor[base].name, k, r);
+    eg_status rc = eg_add_tensor(g, name, id);
+    free(name);
+    if (rc == EG_OK) g->tensor[*id].dtype = dtype, g->tensor[*id].shape = *s;
+    return rc;
+}
+
+/* Sum(x0..xn-1) -> y: one input is an Identity; more become the chain
+ * Add(Add(x0, x1), x2)... of model Adds (node j is the first, the others
+ * are appended and lowered in turn), each intermediate of the broadcast
+ * shape of the inputs so far. */
+static eg_status lower_sum(eg_graph *g, int j, int *appended) {
+    eg_node *n = &g->node[j];
+    int y = n->out[0], m = n->n_in, prev, id;
+    eg_shape s;
+    if (m == 1) {
+        n->mop = EG_MOP_IDENTITY;
+        return EG_OK;
+    }
+    int *in = malloc(sizeof(int) * (size_t)m);
+    if (!in) return EG_ENOMEM;
+    memcpy(in, n->in, sizeof(int) * (size_t)m);
+    s = g->tensor[in[0]].shape;
+    prev = in[0];
+    eg_status rc = EG_OK;
+    for (int k = 1; rc == EG_OK && k < m; k++) {
+        int out = y;
+        s = bcast2(&s, &g->tensor[in[k]].shape);
+        if (k < m - 1) rc = sum_tensor(g, y, k, g->tensor[y].dtype, &s, &out);
+        if (rc == EG_OK && k > 1) rc = eg_add_node(g, EG_KIND_MODEL, g->node[j].name, 2, 0, 1, &id);
+        if (rc != EG_OK) break;
+        eg_node *a = &g->node[k > 1 ? id : j]; /* eg_add_node may move the array */
+        memset(&a->attr, 0, sizeof a->attr);
+        a->mop = EG_MOP_ADD, a->kind = EG_KIND_MODEL;
+        a->in[0] = prev, a->in[1] = in[k], a->n_in = 2, a->out[0] = out;
+        prev = out;
+        *appended = 1;
+    }
+    free(in);
+    return rc;
+}
+
 /* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *split set when a
- * node was appended. */
+ * node was appended (a Split's second half, a Sum's later Adds). */
 static eg_status lower_node(eg_graph *g, int j, int *split) {
     eg_node *n = &g->node[j];
     *split = 0;
@@ -153,6 +216,11 @@ static eg_status lower_node(eg_graph *g, int j, int *split) {
     case EG_MOP_CONCAT: lower_concat(g, n); break;
     case EG_MOP_TRANSPOSE: lower_transpose(g, n); break;
     case EG_MOP_SPLIT: return lower_split(g, j, split);
+    case EG_MOP_SUM: {
+        eg_status rc = lower_sum(g, j, split);
+        if (rc == EG_OK && g->node[j].mop == EG_MOP_ADD) lower_binary(g, &g->node[j], OP_EWADD);
+        return rc;
+    }
     case EG_MOP_GLOBALAVGPOOL:
     case EG_MOP_GEMM:
     case EG_MOP_SIGMOID:
@@ -168,8 +236,8 @@ static eg_status lower_node(eg_graph *g, int j, int *split) {
 }
 
 eg_status eg_lower(eg_graph *g) {
-    int n = g->n_nodes, appended = 0;
-    for (int j = 0; j < n; j++) {
+    int appended = 0;
+    for (int j = 0; j < g->n_nodes; j++) { /* appended nodes are lowered too */
         int split;
         eg_status rc = lower_node(g, j, &split);
         if (rc != EG_OK) return rc;

@@ -475,10 +475,11 @@ static int parse_pool(const Onnx__NodeProto *np, eg_attrs *a, int avg) {
                                         "ceil_mode", "count_include_pad", NULL};
     int64_t ceil, cip, order;
     if (!only_attrs(np, avg ? okavg : okmax) || !parse_window(np, a, 1)) return 0;
-    if (get_int(np, "ceil_mode", 0, 0, 0, &ceil) || get_int(np, "storage_order", 0, 0, 1, &order) ||
+    if (get_int(np, "ceil_mode", 0, 0, 1, &ceil) || get_int(np, "storage_order", 0, 0, 1, &order) ||
         get_int(np, "count_include_pad", 0, 0, 1, &cip))
         return 0;
     if (cip) a->flags |= EG_AF_COUNT_PAD;
+    if (ceil) a->flags |= EG_AF_CEIL; /* infer.c: modelled only where floor agrees */
     return 1;
 }
 
@@ -527,7 +528,7 @@ static int parse_binary(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     return 1;
 }
 
-/* Relu, Sigmoid, Tanh: consumed_inputs (before opset 6) is ignored. */
+/* Relu, Sigmoid, Tanh, Sum: consumed_inputs (before opset 6) is ignored. */
 static int parse_unary(const Onnx__NodeProto *np, int opset) {
     static const char *const ok[] = {"consumed_inputs", NULL};
     return opset < 6 ? only_attrs(np, ok) : np->n_attribute == 0;
@@ -611,7 +612,8 @@ static eg_mop mop_by_type(const char *op_type) {
  * ORDER MOP */
 static const struct { int lo, hi; } mop_opsets[EG_MOP_COUNT] = {
     [EG_MOP_CONV] = {1, EG_OPSET_MAX},          /* 1, 11, 22: same meaning */
-    [EG_MOP_MAXPOOL] = {1, EG_OPSET_MAX},       /* 1, 8, 10, 11, 12, 22; ceil_mode 0 */
+    [EG_MOP_MAXPOOL] = {1, EG_OPSET_MAX},       /* 1, 8, 10, 11, 12, 22; ceil_mode
+                                                   only where it equals floor */
     [EG_MOP_AVGPOOL] = {1, EG_OPSET_MAX},       /* 1 excludes pads, as cip 0 */
     [EG_MOP_GLOBALAVGPOOL] = {1, EG_OPSET_MAX}, /* 1, 22 */
     [EG_MOP_GEMM] = {1, EG_OPSET_MAX},          /* < 7: legacy broadcast checked */
@@ -628,7 +630,8 @@ static const struct { int lo, hi; } mop_opsets[EG_MOP_COUNT] = {
     [EG_MOP_FLATTEN] = {1, EG_OPSET_MAX},
     [EG_MOP_BATCHNORM] = {6, EG_OPSET_MAX},     /* 6: is_test = 1 only */
     [EG_MOP_SOFTMAX] = {1, EG_OPSET_MAX},       /* < 13: last axis only (infer.c) */
-    [EG_MOP_IDENTITY] = {1, EG_OPSET_MAX},
+    [EG_MOP_IDENTITY] = {1, EG_OPSET_MAX},      /* and Dropout (parse_dropout) */
+    [EG_MOP_SUM] = {1, EG_OPSET_MAX},           /* < 8: equal shapes (infer.c) */
 };
 _Static_assert(sizeof mop_opsets / sizeof mop_opsets[0] == EG_MOP_COUNT, "mop_opsets: ORDER MOP");
 
@@ -649,7 +652,8 @@ static int parse_attrs(const Onnx__NodeProto *np, int opset, eg_mop mop, eg_attr
     case EG_MOP_MUL: return parse_binary(np, opset, a);
     case EG_MOP_RELU:
     case EG_MOP_SIGMOID:
-    case EG_MOP_TANH: return parse_unary(np, opset);
+    case EG_MOP_TANH:
+    case EG_MOP_SUM: return parse_unary(np, opset);
     case EG_MOP_GLOBALAVGPOOL:
     case EG_MOP_MATMUL:
     case EG_MOP_IDENTITY: return no_attrs(np);
@@ -664,6 +668,29 @@ static void arity(eg_mop mop, int opset, int *min_in, int *max_in) {
     if (mop == EG_MOP_RESHAPE && opset < 5) *min_in = *max_in = 1;
 }
 
+/* Dropout in inference is an identity of its first input: before opset 7
+ * only with is_test = 1 (its default 0 is training); from 7 the runtime
+ * decides, and inference is what the engine models; from 12 training_mode
+ * (input 2) must be a constant false, which finish_dropouts checks once
+ * inputs are resolved, with the mask output unread. */
+static eg_mop parse_dropout(const Onnx__NodeProto *np, int opset) {
+    static const char *const ok1[] = {"ratio", "is_test", "consumed_inputs", NULL};
+    static const char *const ok7[] = {"ratio", NULL};
+    static const char *const ok12[] = {"seed", NULL};
+    int64_t is_test;
+    float ratio;
+    if (opset < mop_opsets[EG_MOP_IDENTITY].lo || opset > mop_opsets[EG_MOP_IDENTITY].hi ||
+        np->n_input < 1 || np->n_input > (opset < 12 ? 1u : 3u) || np->n_output < 1 ||
+        np->n_output > 2 || !np->input[0] || !np->input[0][0] || !np->output[0] || !np->output[0][0])
+        return EG_MOP_COUNT;
+    if (!only_attrs(np, opset < 7 ? ok1 : opset < 12 ? ok7 : ok12) ||
+        (opset < 12 && get_float(np, "ratio", 0.5f, &ratio)) ||
+        (opset < 7 && (get_int(np, "is_test", 0, 0, 1, &is_test) || !is_test)) ||
+        (opset >= 6 && attr(np, "consumed_inputs")))
+        return EG_MOP_COUNT;
+    return EG_MOP_IDENTITY;
+}
+
 /* Which model operator np is, with its attributes; EG_MOP_COUNT when it
  * must stay opaque (unknown op, other domain, an operator version outside
  * mop_opsets, attributes or arity outside what the model operator covers). */
@@ -671,6 +698,7 @@ static eg_mop classify(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     int min_in, max_in;
     memset(a, 0, sizeof *a);
     if (!default_domain(np->domain) || !np->op_type) return EG_MOP_COUNT;
+    if (strcmp(np->op_type, "Dropout") == 0) return parse_dropout(np, opset);
     eg_mop mop = mop_by_type(np->op_type);
     if (mop == EG_MOP_COUNT || opset < mop_opsets[mop].lo || opset > mop_opsets[mop].hi)
         return EG_MOP_COUNT;
@@ -1102,11 +1130,66 @@ static void demote(ictx *c, eg_node *n) {
             c->g->tensor[n->out[k]].shape.rank = -1;
 }
 
+/* Does float value b sit in a at axis ax, with dims of a after it (the
+ * opset < 7 conv-bias form: A [N,C,H,W], B [C], axis 1)? */
+static int channel_value(const eg_tensor *a, const eg_tensor *b, int ax, int ir) {
+    if ((b->flags & EG_TF_INPUT) && ir >= 4) return 0; /* a default a caller may replace */
+    if (!eg_shape_known(&a->shape) || !eg_shape_known(&b->shape) || b->dtype != EG_DT_FLOAT ||
+        !b->data || !(b->flags & EG_TF_INIT) || ax < 0 ||
+        ax + b->shape.rank >= a->shape.rank)
+        return 0;
+    for (int i = 0; i < b->shape.rank; i++)
+        if (b->shape.dim[i] != a->shape.dim[ax + i]) return 0;
+    return 1;
+}
+
+/* Before opset 7, Add/Mul(A, B) with broadcast = 1 and an axis that leaves
+ * dims of A after B's (a constant [C] on NCHW at axis 1) reads B as B
+ * with trailing 1s ([C,1,1]) in numpy's broadcasting: node j then reads
+ * such a new value instead and is an ordinary numpy Add/Mul (the export
+ * writes it back as broadcast = 1, axis, the [C] value). */
+static eg_status legacy_channel(ictx *c, int j) {
+    eg_node *n = &c->g->node[j];
+    int id;
+    if ((n->mop != EG_MOP_ADD && n->mop != EG_MOP_MUL) || n->in[0] < 0 || n->in[1] < 0 ||
+        (n->attr.flags & (EG_AF_LEGACY_BCAST | EG_AF_HAS_AXIS)) != (EG_AF_LEGACY_BCAST | EG_AF_HAS_AXIS))
+        return EG_OK;
+    const eg_tensor *a = &c->g->tensor[n->in[0]], *b = &c->g->tensor[n->in[1]];
+    int ax = n->attr.axis < 0 ? n->attr.axis + a->shape.rank : n->attr.axis;
+    if (!channel_value(a, b, ax, (int)c->g->ir_version)) return EG_OK;
+    eg_shape s = b->shape;
+    int64_t numel = eg_shape_numel(&s);
+    while (s.rank < a->shape.rank - ax) s.dim[s.rank++] = 1;
+    size_t len = strlen(b->name) + 32;
+    char *name = malloc(len);
+    float *data = malloc(sizeof(float) * (size_t)(numel ? numel : 1));
+    eg_status rc = name && data ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) {
+        memcpy(data, b->data, sizeof(float) * (size_t)numel);
+        snprintf(name, len, "%s_bcast", b->name);
+        for (int k = 0; eg_find_tensor(c->g, name) != -1; k++) snprintf(name, len, "%s_bcast%d", b->name, k);
+        rc = eg_add_tensor(c->g, name, &id); /* moves c->g->tensor */
+    }
+    free(name);
+    if (rc != EG_OK) {
+        free(data);
+        return fail(c, EG_ENOMEM, "out of memory");
+    }
+    eg_tensor *t = &c->g->tensor[id], *old = &c->g->tensor[n->in[1]];
+    t->dtype = EG_DT_FLOAT, t->shape = s, t->data = data, t->flags = EG_TF_INIT | EG_TF_ABSORBED;
+    if (!(old->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED))) old->flags |= EG_TF_ABSORBED;
+    n->in[1] = id;
+    n->attr.flags &= ~(EG_AF_LEGACY_BCAST | EG_AF_HAS_AXIS);
+    return EG_OK;
+}
+
 /* Model node j's shapes, kept opaque when outside its model op. */
 static eg_status infer_model(ictx *c, int j, char *msg, size_t len) {
     eg_node *n = &c->g->node[j];
     if (n->kind != EG_KIND_MODEL) return EG_OK;
-    eg_status rc = eg_infer_node(c->g, j, msg, len);
+    eg_status rc = legacy_channel(c, j);
+    if (rc != EG_OK) return rc;
+    rc = eg_infer_node(c->g, j, msg, len);
     if (rc == EG_EUNSUPPORTED) {
         demote(c, n);
         return EG_OK;
@@ -1147,6 +1230,36 @@ static eg_status init_vshape(ictx *c) {
     return EG_OK;
 }
 
+/* A Dropout read as an identity (parse_dropout) stays one only when
+ * training_mode, if given, is a constant false and the mask output is read
+ * by no node and is no graph output; then it keeps input 0 and output 0
+ * (ratio and training_mode values are dropped once unread), otherwise it
+ * is opaque. @pre inputs resolved, graph outputs flagged. */
+static eg_status finish_dropouts(ictx *c) {
+    eg_graph *g = c->g;
+    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
+    if (!uses) return fail(c, EG_ENOMEM, "out of memory");
+    eg_count_uses(g, uses);
+    for (int j = 0; j < g->n_nodes; j++) {
+        eg_node *n = &g->node[j];
+        if (n->kind != EG_KIND_MODEL || !n->op_type || strcmp(n->op_type, "Dropout")) continue;
+        const eg_tensor *tm = n->n_in > 2 && n->in[2] >= 0 ? &g->tensor[n->in[2]] : NULL;
+        int mask = n->n_out > 1 ? n->out[1] : -1;
+        if ((tm && (!(tm->flags & EG_TF_INIT) || (tm->flags & EG_TF_INPUT) || tm->dtype != EG_DT_BOOL ||
+                    tm->raw_len != 1 || tm->raw[0] != 0)) ||
+            (mask >= 0 && (uses[mask] || (g->tensor[mask].flags & EG_TF_OUTPUT)))) {
+            n->kind = EG_KIND_OPAQUE;
+            continue;
+        }
+        for (int k = 1; k < n->n_in; k++)
+            if (n->in[k] >= 0 && !(g->tensor[n->in[k]].flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED)))
+                g->tensor[n->in[k]].flags |= EG_TF_ABSORBED;
+        n->n_in = 1, n->n_out = 1;
+    }
+    free(uses);
+    return EG_OK;
+}
+
 static eg_status import_model(ictx *c) {
     eg_status rc = check_versions(c);
     if (rc == EG_OK) c->gp = c->m->graph, rc = make_shells(c);
@@ -1155,6 +1268,7 @@ static eg_status import_model(ictx *c) {
     if (rc == EG_OK) rc = add_nodes(c);
     if (rc == EG_OK) rc = init_vshape(c);
     if (rc == EG_OK) rc = add_outputs(c);
+    if (rc == EG_OK) rc = finish_dropouts(c);
     if (rc == EG_OK) rc = add_value_info(c);
     if (rc == EG_OK) rc = structure(c);
     if (rc == EG_OK) rc = infer(c);

@@ -362,6 +362,27 @@ static int legacy_core(const eg_shape *a, const eg_shape *b, int *lo, int *hi) {
     return 1;
 }
 
+/* The value the importer reshaped into v ("<name>_bcast", onnx_in.c's
+ * legacy_channel): a float value of that name holding v's elements in the
+ * core shape, so the export writes it back under its own name (revived
+ * when nothing else reads it). @return its id, or -1. */
+static int legacy_source(octx *c, const eg_tensor *v, const eg_shape *core) {
+    size_t len = strlen(v->name);
+    int64_t numel = eg_shape_numel(core);
+    if (len <= 6 || strcmp(v->name + len - 6, "_bcast")) return -1;
+    char *name = strndup(v->name, len - 6);
+    int id = name ? eg_find_tensor(c->g, name) : -1;
+    free(name);
+    if (id < 0) return -1;
+    const eg_tensor *t = &c->g->tensor[id];
+    if (!(t->flags & EG_TF_INIT) || !t->data || t->shape.rank != core->rank ||
+        memcmp(t->shape.dim, core->dim, sizeof(int64_t) * (size_t)core->rank) ||
+        memcmp(t->data, v->data, sizeof(float) * (size_t)numel))
+        return -1;
+    if (!value_live(c, id)) c->revived[id] = 1;
+    return id;
+}
+
 /* Write the broadcast of inputs 0 and 1 (already in b) as opset < 7
  * spells it: nothing for equal shapes; broadcast = 1 (with axis) when the
  * second is the first's dims lo..hi plus leading or trailing 1s, the
@@ -390,11 +411,13 @@ static eg_status legacy_broadcast(octx *c, const eg_node *n, nbuild *b) {
             return fail(c, EG_EFORMAT, "node '%s' (%s): broadcasting %s with %s cannot be written "
                         "in opset %d", n->name, b->np.op_type, eg_shape_str(&a->shape, NULL, sa, sizeof sa),
                         eg_shape_str(&v->shape, NULL, sb, sizeof sb), c->g->opset);
-        char *name = nb_own(b, fresh_name(c, v->name, "legacy"));
-        if (!name || put_value(c, name, EG_DT_FLOAT, &core, v->data,
-                               sizeof(float) * (size_t)eg_shape_numel(&core), 1, -1) != EG_OK)
+        int src = legacy_source(c, v, &core);
+        char *name = src >= 0 ? NULL : nb_own(b, fresh_name(c, v->name, "legacy"));
+        if (src < 0 && (!name || put_value(c, name, EG_DT_FLOAT, &core, v->data,
+                                           sizeof(float) * (size_t)eg_shape_numel(&core), 1, -1) != EG_OK))
             return EG_ENOMEM;
-        b->in[1] = name;
+        b->in[1] = src >= 0 ? c->g->tensor[src].name : name;
+        c->uses[t[!swap]]--; /* read here no more: dropped if absorbed and unread */
     }
     if (hi > lo) nb_int(b, "axis", lo);
     return EG_OK;
@@ -642,6 +665,7 @@ static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
     case EG_MOP_SIGMOID:
     case EG_MOP_TANH:
     case EG_MOP_IDENTITY:
+    case EG_MOP_SUM: /* lowered on import; written as is when met */
     case EG_MOP_COUNT: break;
     }
     return EG_OK;

@@ -669,6 +669,87 @@ def transformer():
     return model(n, "transformer", [vi("x", [1, s, d])], [vi("y", [1, s, d])], inits, opset=17)
 
 
+def legal_dropout():
+    """Opset 13 Dropouts as torch exports them (issue 11): ratio and
+    training_mode as inputs (a constant false, an omitted one) with the mask
+    unused -> identities; a Dropout whose mask is a graph output stays
+    opaque."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("Dropout", ["c", "ratio", "train"], ["d", "dmask"], name="drop"),
+         helper.make_node("Relu", ["d"], ["r"], name="relu"),
+         helper.make_node("Dropout", ["r", "ratio"], ["e"], name="drop2"),
+         helper.make_node("Dropout", ["e"], ["y", "mask"], name="drop_mask")]
+    train = numpy_helper.from_array(np.array(False), "train")
+    return model(n, "legal_dropout", [vi("x", [1, 3, 8, 8])],
+                 [vi("y", [1, 4, 8, 8]), vi("mask", [1, 4, 8, 8], TensorProto.BOOL)],
+                 [weight("w", 4, 3, 3, 3), f32("ratio", 0.3), train], opset=13)
+
+
+def legal_dropout7():
+    """Opset 7 Dropout (ratio attribute, no is_test): an identity in inference."""
+    n = [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=0.2),
+         helper.make_node("Relu", ["d"], ["y"], name="relu")]
+    return model(n, "legal_dropout7", [vi("x", [2, 6])], [vi("y", [2, 6])], [], opset=7)
+
+
+def legal_dropout6():
+    """Opset 6: Dropout with is_test=1 is an identity; is_test=0 (training,
+    the default) stays opaque."""
+    n = [helper.make_node("Dropout", ["x"], ["d"], name="drop", is_test=1, ratio=0.1),
+         helper.make_node("Relu", ["d"], ["r"], name="relu"),
+         helper.make_node("Dropout", ["r"], ["y"], name="drop_train", ratio=0.1)]
+    return legacy(n, "legal_dropout6", [vi("x", [2, 6])], [vi("y", [2, 6])], [], 6)
+
+
+def legal_sum():
+    """Sum (opset 13): three equal shapes -> a chain of Adds (ewadd), one with
+    numpy broadcasting (the second input [4,1,1]), a one-input Sum."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("Relu", ["c"], ["r"], name="relu"),
+         helper.make_node("Sigmoid", ["c"], ["s"], name="sig"),
+         helper.make_node("Sum", ["c", "r", "s"], ["t"], name="sum3"),
+         helper.make_node("Sum", ["t", "bias", "r"], ["u"], name="sumb"),
+         helper.make_node("Sum", ["u"], ["y"], name="sum1")]
+    return model(n, "legal_sum", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 6, 6])],
+                 [weight("w", 4, 3, 1, 1), weight("bias", 4, 1, 1)], opset=13)
+
+
+def legal_sum6():
+    """Sum-6 of four equal shapes (opset 6, no broadcasting) -> Adds."""
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("Sum", ["x", "r", "x", "r"], ["y"], name="sum4")]
+    return legacy(n, "legal_sum6", [vi("x", [2, 3])], [vi("y", [2, 3])], [], 6)
+
+
+def legal_ceil():
+    """SqueezeNet 1.1's pools: MaxPool k3 s2 ceil_mode=1 on 111, 55, 27
+    (ceil and floor agree -> maxpool), an AveragePool likewise, and a
+    MaxPool on 10 where ceil gives 5 and floor 4 (kept opaque)."""
+    n = [helper.make_node("MaxPool", ["x"], ["p1"], name="pool1", kernel_shape=[3, 3],
+                          strides=[2, 2], ceil_mode=1),
+         helper.make_node("MaxPool", ["p1"], ["p2"], name="pool2", kernel_shape=[3, 3],
+                          strides=[2, 2], ceil_mode=1),
+         helper.make_node("AveragePool", ["p2"], ["p3"], name="pool3", kernel_shape=[3, 3],
+                          strides=[2, 2], ceil_mode=1),
+         helper.make_node("MaxPool", ["z"], ["q"], name="pool_big", kernel_shape=[3, 3],
+                          strides=[2, 2], ceil_mode=1)]
+    return model(n, "legal_ceil", [vi("x", [1, 2, 111, 111]), vi("z", [1, 2, 10, 10])],
+                 [vi("p3", [1, 2, 13, 13]), vi("q", [1, 2, 5, 5])], [], opset=13)
+
+
+def legal_legacy6():
+    """Opset 6 conv bias and scale in the old form: Add/Mul broadcast=1 axis=1
+    of a [C] constant on NCHW -> numpy Add/Mul of a [C,1,1] value."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["c", "b"], ["cb"], name="bias", broadcast=1, axis=1),
+         helper.make_node("Mul", ["cb", "k"], ["ck"], name="scale", broadcast=1, axis=1),
+         helper.make_node("Relu", ["ck"], ["y"], name="relu")]
+    return legacy(n, "legal_legacy6", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 6, 6])],
+                  [weight("w", 4, 3, 3, 3), weight("b", 4), weight("k", 4)], 6)
+
+
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
@@ -688,6 +769,9 @@ MODELS = {
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
     "shapes_op17": shapes_op17, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
     "transformer": transformer, "bad_broadcast": bad_broadcast,
+    "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
+    "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
+    "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6,
 }
 
 

@@ -265,6 +265,8 @@ static const mop_case mop_cases[] = {
     {"M25 Conv depthwise asymmetric pads", EG_MOP_CONV,
      {.stride = {1, 1}, .pad = {0, 1, 2, 1}, .group = 4}, 2, 1, {4, 4, 4},
      {S(1, 4, 8, 8), S(4, 1, 3, 3), S(1, 4, 8, 8)}},
+    {"M26 Sum of three", EG_MOP_SUM, {.group = 0}, 3, 1, {2, 2, 2, 2},
+     {S(4, 4), S(4, 4), S(4, 4), S(4, 4)}},
 };
 #define N_MOP_CASES (sizeof mop_cases / sizeof mop_cases[0])
 

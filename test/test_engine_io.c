@@ -23,10 +23,13 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "evalcheck.h"
 
 #define CORPUS "test/corpus/onnx/"
 
 /* ================= helpers ================= */
+
+static int contains(const uint8_t *hay, size_t n, const uint8_t *needle, size_t k);
 
 static uint8_t *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -105,12 +108,12 @@ static const model_case model_cases[] = {
     {"M10 odd dtype sizes, omitted required input", "reg_odd_values.onnx", 3, 0, 1, 2, "x", "[2,6]"},
     {"M11 no nodes", "reg_empty.onnx", 0, 0, 0, 0, "x", "[3]"},
     {"M12 If and Loop reading outer tensors", "control_flow.onnx", 8, 2, 2, 4, "s1", "[2,3]"},
-    {"M13 opset 6, IR 3: legacy broadcast, BatchNormalization-6", "opset6.onnx", 10, 3, 6, 1, "f",
+    {"M13 opset 6, IR 3: legacy broadcast, BatchNormalization-6", "opset6.onnx", 10, 3, 7, 0, "f",
      "[1,4]"},
     {"M14 opset 3: Reshape-1, Concat-1, consumed_inputs", "opset3.onnx", 9, 7, 2, 0, "rs", "[6,4]"},
     {"M15 opset 28, IR 14 (onnx 1.23's default)", "opset28.onnx", 9, 5, 4, 0, "rs", "[1,64]"},
     {"M16 opset 30 (newer than known): read, all opaque", "reg_opset30.onnx", 2, 0, 0, 2, "x", "[2]"},
-    {"M17 a node per shape rule, opset 17", "shapes_op17.onnx", 45, 4, 8, 33, "reshaped",
+    {"M17 a node per shape rule, opset 17", "shapes_op17.onnx", 46, 4, 11, 31, "reshaped",
      "[1,6,4,4]"},
     {"M18 attribute forms, opset 9", "shapes_op9.onnx", 8, 2, 0, 6, "slice9", "[1,4,16]"},
     {"M19 input forms, opset 18", "shapes_op18.onnx", 3, 0, 1, 2, "rmean18", "[1,6]"},
@@ -172,8 +175,8 @@ static const lower_case lower_cases[] = {
     {"L10 Conv with bias stays", "conv_bn_relu.onnx", "conv", EG_KIND_MODEL, EG_MOP_CONV, {0}},
     {"L11 Relu -> relu", "conv_bn_relu.onnx", "relu", EG_KIND_OPS, OP_RELU, {0}},
     {"L12 rank-2 MatMul -> matmul", "attention.onnx", "q", EG_KIND_OPS, OP_MATMUL, {0}},
-    {"L13 opset 6 Add broadcast=1 axis=1 (not numpy's) stays opaque", "opset6.onnx", "bias",
-     EG_KIND_OPAQUE, 0, {0}},
+    {"L13 opset 6 Add broadcast=1 axis=1 of [C] on NCHW -> numpy Add of [C,1,1]", "opset6.onnx",
+     "bias", EG_KIND_MODEL, EG_MOP_ADD, {0}},
     {"L14 opset 6 Gemm broadcast=1, C [N] (numpy's too)", "opset6.onnx", "gemm", EG_KIND_MODEL,
      EG_MOP_GEMM, {0}},
     {"L15 opset 6 Mul broadcast=1 by one element", "opset6.onnx", "scale", EG_KIND_MODEL,
@@ -186,6 +189,37 @@ static const lower_case lower_cases[] = {
     {"L20 Relu-1 consumed_inputs ignored -> relu", "opset3.onnx", "relu", EG_KIND_OPS, OP_RELU, {0}},
     {"L21 Softmax-13 in opset 28", "opset28.onnx", "softmax", EG_KIND_MODEL, EG_MOP_SOFTMAX, {0}},
     {"L22 opset 30: Relu opaque", "reg_opset30.onnx", "relu", EG_KIND_OPAQUE, 0, {0}},
+    {"L23 Dropout-13, training_mode constant false, mask unread -> Identity", "legal_dropout.onnx",
+     "drop", EG_KIND_MODEL, EG_MOP_IDENTITY, {0}},
+    {"L24 Dropout-13 with ratio only -> Identity", "legal_dropout.onnx", "drop2", EG_KIND_MODEL,
+     EG_MOP_IDENTITY, {0}},
+    {"L25 Dropout-13 whose mask is a graph output stays opaque", "legal_dropout.onnx", "drop_mask",
+     EG_KIND_OPAQUE, 0, {0}},
+    {"L26 Dropout-7 (ratio attribute) -> Identity", "legal_dropout7.onnx", "drop", EG_KIND_MODEL,
+     EG_MOP_IDENTITY, {0}},
+    {"L27 Dropout-6 is_test=1 -> Identity", "legal_dropout6.onnx", "drop", EG_KIND_MODEL,
+     EG_MOP_IDENTITY, {0}},
+    {"L28 Dropout-6 is_test absent (training) stays opaque", "legal_dropout6.onnx", "drop_train",
+     EG_KIND_OPAQUE, 0, {0}},
+    {"L29 Sum of 3 equal shapes -> Adds, the first ewadd", "legal_sum.onnx", "sum3", EG_KIND_OPS,
+     OP_EWADD, {0}},
+    {"L30 Sum broadcasting [4,1,1]: that Add stays a model Add", "legal_sum.onnx", "sumb",
+     EG_KIND_MODEL, EG_MOP_ADD, {0}},
+    {"L31 one-input Sum -> Identity", "legal_sum.onnx", "sum1", EG_KIND_MODEL, EG_MOP_IDENTITY, {0}},
+    {"L32 Sum-6 of 4 equal shapes (opset 6) -> ewadd", "legal_sum6.onnx", "sum4", EG_KIND_OPS,
+     OP_EWADD, {0}},
+    {"L33 MaxPool k3 s2 ceil_mode=1 on 111 (ceil = floor) -> maxpool", "legal_ceil.onnx", "pool1",
+     EG_KIND_OPS, OP_MAXPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_VALID, 0}},
+    {"L34 MaxPool k3 s2 ceil_mode=1 on 55 -> maxpool", "legal_ceil.onnx", "pool2", EG_KIND_OPS,
+     OP_MAXPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_VALID, 0}},
+    {"L35 AveragePool k3 s2 ceil_mode=1 on 27 -> avgpool", "legal_ceil.onnx", "pool3", EG_KIND_OPS,
+     OP_AVGPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_VALID, 0}},
+    {"L36 MaxPool ceil_mode=1 on 10 (ceil 5 > floor 4) stays opaque", "legal_ceil.onnx",
+     "pool_big", EG_KIND_OPAQUE, 0, {0}},
+    {"L37 opset 6 Add broadcast=1 axis=1 [C] -> numpy Add", "legal_legacy6.onnx", "bias",
+     EG_KIND_MODEL, EG_MOP_ADD, {0}},
+    {"L38 opset 6 Mul broadcast=1 axis=1 [C] -> numpy Mul", "legal_legacy6.onnx", "scale",
+     EG_KIND_MODEL, EG_MOP_MUL, {0}},
 };
 #define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
 
@@ -201,6 +235,40 @@ static void test_lower(void **state) {
     } else if (lc->kind == EG_KIND_MODEL)
         assert_int_equal(n->mop, lc->op);
     eg_free(g);
+}
+
+/* L39: the legalized models compute the same before and after an export
+ * and re-import (the engine's evaluator: onnxruntime runs no opset < 7),
+ * the export is a fixed point, and the opset-6 bias Add reads a [4,1,1]
+ * value the export writes back as the [4] 'b' with axis 1. */
+static void test_legal_eval(void **state) {
+    static const char *const files[] = {"legal_legacy6.onnx", "legal_sum6.onnx", "legal_sum.onnx",
+                                        "legal_dropout7.onnx", "legal_ceil.onnx"};
+    (void)state;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        eg_graph *g = load_ok(files[i]), *h;
+        ec_values v0;
+        size_t len;
+        char err[EG_ERRLEN];
+        if (strcmp(files[i], "legal_ceil.onnx")) ec_eval_ok(g, 7, &v0);
+        uint8_t *buf = fixed_point(g, &len);
+        assert_int_equal(eg_load_mem(buf, len, files[i], NULL, &h, err, sizeof err), EG_OK);
+        if (strcmp(files[i], "legal_ceil.onnx")) {
+            ec_assert_same(&v0, h, files[i]);
+            ec_free(&v0);
+        }
+        if (i == 0) {
+            const eg_node *n = node_named(g, "bias");
+            const eg_tensor *b = &g->tensor[n->in[1]];
+            assert_int_equal(b->shape.rank, 3);
+            assert_int_equal(b->shape.dim[0], 4);
+            assert_int_equal(b->shape.dim[1], 1);
+            assert_true(contains(buf, len, (const uint8_t *)"\n\001c\n\001b", 6));
+        }
+        free(buf);
+        eg_free(h);
+        eg_free(g);
+    }
 }
 
 /* Mul by a rank-0 Constant becomes smul(x, s); Split in two, split0/split1. */
@@ -645,7 +713,7 @@ static const shape_case shape_cases[] = {
     {"S33 cofs", "shapes_op17.onnx", "cofs", "[2,3]", EG_DT_FLOAT},
     {"S34 cast", "shapes_op17.onnx", "cast", "[1,6,16]", EG_DT_INT32},
     {"S35 drop", "shapes_op17.onnx", "drop", "[1,6,16]", EG_DT_FLOAT},
-    {"S36 drop_mask", "shapes_op17.onnx", "drop_mask", "[1,6,16]", EG_DT_BOOL},
+    {"S36 mask of a Dropout kept opaque", "legal_dropout.onnx", "mask", "[1,4,8,8]", EG_DT_BOOL},
     {"S37 eq", "shapes_op17.onnx", "eq", "[1,6,16]", EG_DT_BOOL},
     {"S38 where", "shapes_op17.onnx", "where", "[1,6,16]", EG_DT_FLOAT},
     {"S39 range", "shapes_op17.onnx", "range", "[4]", EG_DT_INT64},
@@ -762,6 +830,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_transformer);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_sorted);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_legal_eval);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_opaque);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_save_file);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_truncations);
