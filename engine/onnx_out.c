@@ -393,11 +393,11 @@ static eg_status legacy_broadcast(octx *c, const eg_node *n, nbuild *b) {
     char sa[160], sb[160];
     int t[2] = {n->in[0], n->in[1]}, lo, hi, swap;
     const eg_shape *s0 = &c->g->tensor[t[0]].shape, *s1 = &c->g->tensor[t[1]].shape;
-    if (s0->rank == s1->rank && !memcmp(s0->dim, s1->dim, sizeof(int64_t) * (size_t)s0->rank))
-        return EG_OK;
     /* the importer lowers a legacy broadcast=1 only between known shapes,
      * so an unknown one comes from broadcast=0: equal shapes, no attribute */
     if (!eg_shape_known(s0) || !eg_shape_known(s1)) return EG_OK;
+    if (s0->rank == s1->rank && !memcmp(s0->dim, s1->dim, sizeof(int64_t) * (size_t)s0->rank))
+        return EG_OK;
     swap = !legacy_core(s0, s1, &lo, &hi);
     if (swap && !legacy_core(s1, s0, &lo, &hi))
         return fail(c, EG_EFORMAT, "node '%s' (%s): broadcasting %s with %s cannot be written in "
