@@ -396,21 +396,7 @@ static eg_shape ranked(int rank) {
  * value_info) fills what inference leaves unknown. */
 static void put(const cctx *c, int k, int dtype, const eg_shape *s) {
     if (k >= c->n->n_out || c->n->out[k] < 0) return;
-    eg_tensor *t = &c->g->tensor[c->n->out[k]];
-    eg_shape m = *s;
-    for (int i = 0; i < m.rank && i < EG_MAX_RANK; i++)
-        if (m.dim[i] < 0 || m.dim[i] > EG_DIM_MAX) m.dim[i] = -1;
-    if (m.rank < 0 || m.rank > EG_MAX_RANK) m = t->shape;
-    else if (t->shape.rank == m.rank)
-        for (int i = 0; i < m.rank; i++)
-            if (m.dim[i] < 0) m.dim[i] = t->shape.dim[i];
-    if (t->dim_name && t->shape.rank != m.rank) {
-        for (int i = 0; i < EG_MAX_RANK; i++) free(t->dim_name[i]);
-        free(t->dim_name);
-        t->dim_name = NULL;
-    }
-    if (dtype) t->dtype = dtype;
-    t->shape = m;
+    eg_tensor_set_inferred(&c->g->tensor[c->n->out[k]], dtype, s);
 }
 
 /* a * b for dims: -1 when either is unknown or the product is over

@@ -628,6 +628,23 @@ int64_t eg_param_count(const eg_graph *g) {
     return n;
 }
 
+void eg_tensor_set_inferred(eg_tensor *t, int dtype, const eg_shape *s) {
+    eg_shape m = *s;
+    for (int i = 0; i < m.rank && i < EG_MAX_RANK; i++)
+        if (m.dim[i] < 0 || m.dim[i] > EG_DIM_MAX) m.dim[i] = -1;
+    if (m.rank < 0 || m.rank > EG_MAX_RANK) m = t->shape;
+    else if (t->shape.rank == m.rank)
+        for (int i = 0; i < m.rank; i++)
+            if (m.dim[i] < 0) m.dim[i] = t->shape.dim[i];
+    if (t->dim_name && t->shape.rank != m.rank) {
+        for (int i = 0; i < EG_MAX_RANK; i++) free(t->dim_name[i]);
+        free(t->dim_name);
+        t->dim_name = NULL;
+    }
+    if (dtype) t->dtype = dtype;
+    t->shape = m;
+}
+
 int eg_shape_known(const eg_shape *s) {
     if (s->rank < 0) return 0;
     for (int i = 0; i < s->rank; i++)

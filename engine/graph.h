@@ -356,6 +356,11 @@ int64_t eg_shape_numel(const eg_shape *s);
 int64_t eg_param_count(const eg_graph *g);
 /* 1 when the rank and every dim are known. */
 int eg_shape_known(const eg_shape *s);
+/* Give t the dtype (0: keep) and the inferred shape s, where what t knew
+ * already (the file's value_info) fills what s leaves unknown; dims out of
+ * range read as unknown; symbolic dim names survive only at the same
+ * rank. Shape inference (infer.c, cfold.c) sets every output through it. */
+void eg_tensor_set_inferred(eg_tensor *t, int dtype, const eg_shape *s);
 /* "[1,3,?,224]" (or "[?]" for an unknown rank); dim names are used for
  * unknown dims when names is non-NULL. @return buf (at least 160 bytes) */
 const char *eg_shape_str(const eg_shape *s, char *const *names, char *buf,

@@ -57,19 +57,7 @@ static const eg_shape *in_s(const ictx *c, int k) {
  * Symbolic dim names survive only at the same rank. */
 static void set_out(const ictx *c, int k, int dtype, const eg_shape *s) {
     if (k >= c->n->n_out || c->n->out[k] < 0) return;
-    eg_tensor *t = &c->g->tensor[c->n->out[k]];
-    eg_shape m = *s;
-    if (m.rank < 0) m = t->shape;
-    else if (t->shape.rank == m.rank)
-        for (int i = 0; i < m.rank; i++)
-            if (m.dim[i] < 0) m.dim[i] = t->shape.dim[i];
-    if (t->dim_name && t->shape.rank != m.rank) {
-        for (int i = 0; i < EG_MAX_RANK; i++) free(t->dim_name[i]);
-        free(t->dim_name);
-        t->dim_name = NULL;
-    }
-    if (dtype) t->dtype = dtype;
-    t->shape = m;
+    eg_tensor_set_inferred(&c->g->tensor[c->n->out[k]], dtype, s);
 }
 
 static int in_dtype(const ictx *c) {
