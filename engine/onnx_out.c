@@ -44,6 +44,8 @@ typedef struct {
     int *uses;
     int *partner;         /* split0 <-> split1 written as one Split */
     char *revived;        /* per tensor: an absorbed value the export uses again */
+    char **pad_name;      /* per node: the Pad output a pre-padded avgpool reads
+                             (emit_pool), given a value_info as a re-import would */
     new_value *added;
     int n_added, cap_added;
 } octx;
@@ -330,6 +332,7 @@ static eg_status emit_pool(octx *c, const eg_node *n) {
     eg_status rc = nb_init(&b, n->op == OP_AVGPOOL ? "AveragePool" : "MaxPool", 1, 1);
     if (rc == EG_OK && pre_pad && !(x = nb_own(&b, fresh_name(c, tname(c, n->out[0]), "pad"))))
         rc = EG_ENOMEM;
+    if (rc == EG_OK && pre_pad && !(c->pad_name[n - c->g->node] = strdup(x))) rc = EG_ENOMEM;
     if (rc == EG_OK && pre_pad) rc = emit_pad(c, tname(c, n->in[0]), x, pads, n->name);
     if (rc == EG_OK) {
         nb_in(&b, x), nb_out(&b, tname(c, n->out[0]));
@@ -823,6 +826,18 @@ static void emit_value_info(octx *c, uint32_t field, const eg_tensor *t) {
         gen_vinfo(c, field, t->name, t->dtype, &t->shape, NULL);
 }
 
+/* The value_info of the Pad output emit_pool put in front of node j, so
+ * that a re-import, which sees a real tensor there, exports the same. */
+static void emit_pad_vinfo(octx *c, uint32_t field, int j) {
+    const eg_node *n = &c->g->node[j];
+    const eg_tensor *x = &c->g->tensor[n->in[0]];
+    eg_shape s = x->shape;
+    if (!x->dtype || !eg_shape_known(&s) || s.rank != 4) return;
+    s.dim[2] += OPS_KERNEL_H(n->param[0]) - 1;
+    s.dim[3] += OPS_KERNEL_W(n->param[0]) - 1;
+    gen_vinfo(c, field, c->pad_name[j], x->dtype, &s, NULL);
+}
+
 static eg_status emit_ios(octx *c) {
     const eg_graph *g = c->g;
     uint32_t fin = field_id(&onnx__graph_proto__descriptor, "input");
@@ -838,12 +853,14 @@ static eg_status emit_ios(octx *c) {
     }
     for (int k = 0; k < g->n_outputs; k++) emit_io(c, fout, &g->tensor[g->output[k]]);
     /* in node order, which a re-import keeps (tensor ids it does not) */
-    for (int j = 0; j < g->n_nodes; j++)
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (c->pad_name[j]) emit_pad_vinfo(c, fvi, j);
         for (int k = 0; k < g->node[j].n_out; k++) {
             int i = g->node[j].out[k];
             if (i >= 0 && !(g->tensor[i].flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_INIT)))
                 emit_value_info(c, fvi, &g->tensor[i]);
         }
+    }
     return oom(c) ? EG_ENOMEM : EG_OK;
 }
 
@@ -855,9 +872,11 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
     c->uses = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     c->partner = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c->revived = calloc((size_t)g->n_tensors + 1, 1);
+    c->pad_name = calloc((size_t)g->n_nodes + 1, sizeof *c->pad_name);
     c->node_names = eg_names_new();
     c->new_names = eg_names_new();
-    if (!c->uses || !c->partner || !c->revived || !c->node_names || !c->new_names) return EG_ENOMEM;
+    if (!c->uses || !c->partner || !c->revived || !c->pad_name || !c->node_names || !c->new_names)
+        return EG_ENOMEM;
     eg_count_uses(g, c->uses);
     pair_splits(g, c->partner);
     /* opaque nodes keep their names, so the generated ones avoid them */
@@ -871,6 +890,8 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
 static void octx_free(octx *c) {
     free(c->nodes.p), free(c->inits.p), free(c->ios.p);
     free(c->uses), free(c->partner), free(c->revived);
+    for (int j = 0; c->pad_name && j < c->g->n_nodes; j++) free(c->pad_name[j]);
+    free(c->pad_name);
     eg_names_free(c->node_names), eg_names_free(c->new_names);
     for (int k = 0; k < c->n_added; k++) free(c->added[k].name);
     free(c->added);
