@@ -37,7 +37,7 @@ def parse_shapes(line):
     low = line.lower()
     if "shape" not in low:
         return None
-    m = re.search(r"(\d+)\s+of\s+(\d+)\s+tensors", low)  # "shapes: 858 of 858 tensors known"
+    m = re.search(r"(\d+)\s+of\s+(\d+)\s+tensors", low)  # census: "shapes known for 858 of 858 tensors"
     if m and int(m.group(2)) > 0:
         return 100.0 * int(m.group(1)) / int(m.group(2))
     for pat in (r"shape[^,;()]*?(\d+)\s*/\s*(\d+)", r"(\d+)\s*/\s*(\d+)[^,;()]*shape"):

@@ -111,8 +111,8 @@ static int print_census(FILE *f, const char *lead, const eg_graph *g, const op_c
     if (shape_census(g, &used, &known)) return -1;
     for (int j = 0; j < g->n_nodes; j++) by_kind[g->node[j].kind]++;
     fprintf(f, "%s%d nodes: %d rule-visible, %d model ops, %d opaque; shapes known for %d of %d "
-            "tensors (%.0f%%)", lead, g->n_nodes, by_kind[EG_KIND_OPS], by_kind[EG_KIND_MODEL],
-            by_kind[EG_KIND_OPAQUE], known, used, used ? 100.0 * known / used : 100.0);
+            "tensors (%d%%)", lead, g->n_nodes, by_kind[EG_KIND_OPS], by_kind[EG_KIND_MODEL],
+            by_kind[EG_KIND_OPAQUE], known, used, used ? (int)(100LL * known / used) : 100);
     for (int kind = EG_KIND_MODEL; kind <= EG_KIND_OPAQUE; kind++) {
         const char *sep = kind == EG_KIND_MODEL ? "; model ops: " : "; opaque: ";
         for (int k = 0; k < n; k++)
@@ -135,30 +135,6 @@ static void print_tensors(const eg_graph *g, const char *title, const int *ids, 
     }
 }
 
-/* How many tensors the graph uses (node inputs and outputs, graph inputs
- * and outputs) have a fully known shape. */
-static void print_known(const eg_graph *g) {
-    int used = 0, known = 0;
-    unsigned char *seen = calloc((size_t)g->n_tensors + 1, 1);
-    if (!seen) return;
-    for (int j = 0; j < g->n_nodes; j++) {
-        const eg_node *n = &g->node[j];
-        for (int k = 0; k < n->n_in + n->n_out; k++) {
-            int t = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-            if (t >= 0) seen[t] = 1;
-        }
-    }
-    for (int k = 0; k < g->n_inputs; k++) seen[g->input[k]] = 1;
-    for (int k = 0; k < g->n_outputs; k++) seen[g->output[k]] = 1;
-    for (int i = 0; i < g->n_tensors; i++) {
-        used += seen[i];
-        known += seen[i] && eg_shape_known(&g->tensor[i].shape);
-    }
-    printf("shapes:      %d of %d tensors known (%d%%)\n", known, used,
-           used ? (int)(100LL * known / used) : 100);
-    free(seen);
-}
-
 static void print_summary(const eg_graph *g, const char *path) {
     int by_kind[EG_KIND_COUNT] = {0}, n_values = 0;
     for (int j = 0; j < g->n_nodes; j++) by_kind[g->node[j].kind]++;
@@ -171,7 +147,6 @@ static void print_summary(const eg_graph *g, const char *path) {
            by_kind[EG_KIND_OPS], by_kind[EG_KIND_MODEL], by_kind[EG_KIND_OPAQUE]);
     printf("parameters:  %lld in %d initializers and constants\n", (long long)eg_param_count(g),
            n_values);
-    print_known(g);
 }
 
 static int cmd_info(const char *path) {

@@ -411,6 +411,10 @@ static const err_case err_cases[] = {
      {"graph input 'x' is listed twice", NULL}},
     {"E26 an opaque Sub of [2,3] and [4]", SRC_CORPUS, "bad_broadcast.onnx", {0}, EG_ESHAPE,
      {"node 'sub' (Sub)", "[2,3] and [4] do not broadcast"}},
+    /* found by fuzz_onnx: a node's metadata_props (a field onnx 1.16 added)
+     * holds a truncated varint; onnx cannot load it, so neither may we */
+    {"E27 a node's metadata_props is not protobuf", SRC_CORPUS, "bad_node_metadata.onnx", {0},
+     EG_EFORMAT, {"not a valid ONNX model", "truncated varint"}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 
