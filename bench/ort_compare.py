@@ -5,7 +5,7 @@
                                  [--threads N] [--seed N] [--name NAME]
 
 Prints one JSON line:
-    {"model", "orig_ms", "opt_ms", "speedup", "max_rel_err", ...}
+    {"model", "orig_ms", "opt_ms", "speedup", "aa", "max_rel_err", "checker", ...}
 
 How it measures:
 - Both sessions run on the CPU execution provider with
@@ -28,6 +28,12 @@ How it measures:
   (time.perf_counter) of session.run; speedup = orig_ms / opt_ms. The
   minima are printed too (orig_min_ms, opt_min_ms): on a loaded machine
   they show the undisturbed time better than the medians.
+- Noise: a second session of the original takes part in the same
+  alternation (orig, opt, orig again); aa = orig_ms / its median, the A/A
+  ratio, which is what "no difference" looks like in this run. A speedup
+  inside [min(aa, 1/aa) - 0.01, ...] is no change within noise.
+- checker: onnx.checker.check_model(OPT, full_check=True), "ok" or the
+  first line of its complaint.
 """
 import argparse
 import json
@@ -37,6 +43,7 @@ import sys
 import time
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 NP_TYPES = {
@@ -103,6 +110,7 @@ def main():
 
     s_orig = session(a.orig, a.threads)
     s_opt = session(a.opt, a.threads)
+    s_aa = session(a.orig, a.threads)
     feeds = random_inputs(s_orig, a.seed)
     opt_names = [i.name for i in s_opt.get_inputs()]
     if sorted(opt_names) != sorted(feeds):
@@ -113,12 +121,18 @@ def main():
     names_opt = [o.name for o in s_opt.get_outputs()]
     order = names_orig if sorted(names_orig) == sorted(names_opt) else None
     err = max_rel_err(s_orig.run(order, feeds), s_opt.run(order, feeds))
+    try:
+        onnx.checker.check_model(onnx.load(a.opt), full_check=True)
+        checker = "ok"
+    except Exception as e:  # the checker's own exception types vary by version
+        checker = (str(e).strip().splitlines() or ["failed"])[0][:200]
     for _ in range(a.warmup):
         s_orig.run(None, feeds)
         s_opt.run(None, feeds)
-    times = {"orig": [], "opt": []}
+        s_aa.run(None, feeds)
+    times = {"orig": [], "opt": [], "aa": []}
     for _ in range(a.runs):
-        for key, s in (("orig", s_orig), ("opt", s_opt)):
+        for key, s in (("orig", s_orig), ("opt", s_opt), ("aa", s_aa)):
             t0 = time.perf_counter()
             s.run(None, feeds)
             times[key].append((time.perf_counter() - t0) * 1e3)
@@ -130,7 +144,9 @@ def main():
         "orig_ms": round(orig_ms, 3),
         "opt_ms": round(opt_ms, 3),
         "speedup": round(orig_ms / opt_ms, 4),
+        "aa": round(orig_ms / statistics.median(times["aa"]), 4),
         "max_rel_err": float(f"{err:.3e}"),
+        "checker": checker,
         "orig_min_ms": round(min(times["orig"]), 3),
         "opt_min_ms": round(min(times["opt"]), 3),
         "runs": a.runs,

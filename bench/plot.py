@@ -54,22 +54,24 @@ def table(rows, runs, cost="cpu"):
         f"onnxruntime {onnxruntime.__version__}; load average at the end: {load} "
         "(other work on the machine slows every figure).",
         "",
-        "Models: bench/models.py (random weights, batch 1, fp32, opset 17). "
+        "Models: bench/models.py (hand-built) and bench/export_torch.py (tv_*: torchvision, hf_*: transformers; torch.onnx.export), random weights, batch 1, fp32, opset 17. "
         f"Engine: `engine optimize MODEL -o OPT --cost {cost}` (shipped ruledb, "
         "default --alpha 1.05, --budget 200, --time-limit 10; costs in the engine's "
         f"{cost} model, microseconds). "
         "Latency: bench/ort_compare.py, CPU execution provider, "
         "graph_optimization_level ORT_ENABLE_ALL for both models, "
         f"intra_op_num_threads 1, 3 warm-up runs each, then {runs} alternating runs "
-        "(orig, opt, ...) in one process; medians. Speedup = before / after. "
+        "(orig, opt, orig again, ...) in one process; medians. Speedup = before / after; "
+        "A/A = the original against its second session in the same alternation (the noise). "
+        "Checker = onnx.checker full check of the output. "
         "Max rel err = max |a - b| / max |a| over the outputs, same random inputs. "
         "On this shared machine the absolute times drift between runs of the "
         "benchmark (ResNet-50 measured from 47 to 74 ms the same hour); the "
         "speedups, from alternating runs in one process, are the robust figure.",
         "",
         "| model | mode | nodes | nodes after | search s | cost before | cost after "
-        "| rules | ORT before ms | ORT after ms | speedup | max rel err |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| rules | ORT before ms | ORT after ms | speedup | A/A | max rel err | checker |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in rows:
         o = r.get("ort") or {}
@@ -79,7 +81,8 @@ def table(rows, runs, cost="cpu"):
             fmt(r.get("search_s")), fmt(r.get("cost_before"), "{:g}"),
             fmt(r.get("cost_after"), "{:g}"), fmt(r.get("rules_applied"), "{}"),
             fmt(o.get("orig_ms")), fmt(o.get("opt_ms")),
-            fmt(o.get("speedup"), "{:.3f}x"), fmt(o.get("max_rel_err"), "{:.1e}"),
+            fmt(o.get("speedup"), "{:.3f}x"), fmt(o.get("aa"), "{:.3f}x"),
+            fmt(o.get("max_rel_err"), "{:.1e}"), o.get("checker", "-"),
         ]) + " |")
     out += ["", "TASO's end-to-end figures for comparison (V100, vs the best of "
             "TF/XLA/TensorRT; DESIGN.md): Inception-v3 1.1x, SqueezeNet 1.3x, "
