@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "win.h"
 
 /* ================= helpers ================= */
 
@@ -122,10 +123,7 @@ static int conv2d_of(const eg_graph *g, const eg_attrs *a, int x, int w, int y, 
         !eg_to_ten_shape(&g->tensor[y].shape, &want) || s[1].rank != 4)
         return 0;
     if ((a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)) || a->stride[0] != a->stride[1]) return 0;
-    int kh = s[1].dim[2], kw = s[1].dim[3], pad = -1;
-    if (!a->pad[0] && !a->pad[1] && !a->pad[2] && !a->pad[3]) pad = OPS_PAD_VALID;
-    else if (kh % 2 && kw % 2 && a->pad[0] == (kh - 1) / 2 && a->pad[1] == (kw - 1) / 2)
-        pad = OPS_PAD_SAME;
+    int pad = ops_pad_of(s[1].dim[2], s[1].dim[3], a->pad);
     int32_t q[OPS_MAX_PARAMS] = {a->stride[0], pad, OPS_ACT_NONE, a->group};
     if (pad < 0 || ops_infer_shape(OP_CONV2D, q, s, &got, oerr) != OPS_OK || !ten_shape_eq(&got, &want))
         return 0;
@@ -138,10 +136,8 @@ static void attrs_of_conv2d(const int32_t *p, const eg_shape *ws, eg_attrs *a) {
     memset(a, 0, sizeof *a);
     a->kernel[0] = (int32_t)ws->dim[2], a->kernel[1] = (int32_t)ws->dim[3];
     a->stride[0] = a->stride[1] = p[0];
-    if (p[1] == OPS_PAD_SAME) {
-        a->pad[0] = a->pad[2] = (int32_t)(ws->dim[2] - 1) / 2;
-        a->pad[1] = a->pad[3] = (int32_t)(ws->dim[3] - 1) / 2;
-    }
+    a->pad[0] = a->pad[2] = ops_pad_begin((int32_t)ws->dim[2], p[1]);
+    a->pad[1] = a->pad[3] = ops_pad_begin((int32_t)ws->dim[3], p[1]);
     a->group = p[3];
     a->alpha = 1.0f, a->beta = 1.0f;
 }

@@ -13,6 +13,7 @@
 
 #include "cost.h"
 #include "cost_impl.h"
+#include "win.h"
 
 struct entry {
     uint64_t hash;
@@ -287,8 +288,7 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OP_CONV2D:
         k->sh = k->sw = p[0], k->group = p[3];
         k->kh = dim(g, n->in[1], 2), k->kw = dim(g, n->in[1], 3);
-        k->pt = p[1] == OPS_PAD_SAME ? (k->kh - 1) / 2 : 0;
-        k->pl = p[1] == OPS_PAD_SAME ? (k->kw - 1) / 2 : 0;
+        k->pt = ops_pad_begin(k->kh, p[1]), k->pl = ops_pad_begin(k->kw, p[1]);
         if (!spatial(g, x, y, k)) return 0;
         conv_flops(k); /* a fused RELU (p[2]) is free */
         return 1;
@@ -300,8 +300,7 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OP_MAXPOOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;
         k->kh = OPS_KERNEL_H(p[0]), k->kw = OPS_KERNEL_W(p[0]), k->sh = k->sw = p[1];
-        k->pt = p[2] == OPS_PAD_SAME ? (k->kh - 1) / 2 : 0;
-        k->pl = p[2] == OPS_PAD_SAME ? (k->kw - 1) / 2 : 0;
+        k->pt = ops_pad_begin(k->kh, p[2]), k->pl = ops_pad_begin(k->kw, p[2]);
         if (!spatial(g, x, y, k)) return 0;
         k->flops = (double)k->out_elems * (double)(k->kh * k->kw);
         return 1;

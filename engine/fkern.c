@@ -1,9 +1,9 @@
 /* fkern.c - float32 reference kernels: every opspecs operator with the
- * conventions of ops.h (mirroring opspecs/sem.c over floats instead of
- * residues), and every model operator with ONNX's meaning, built from the
- * same loops (a Conv is conv2d's cell with its own pads and strides, Gemm
- * and a batched MatMul are matmul with strides, a Split is split0's slice).
- * Plain loops, no allocation. */
+ * conventions of ops.h (opspecs/kern.h's loops, the ones sem.c runs over
+ * residues, instantiated over floats), and every model operator with
+ * ONNX's meaning, built from the same loops (a Conv is conv2d's kernel
+ * with its own pads and strides, Gemm and a batched MatMul are matmul with
+ * strides, a Split is split0's slice). Plain loops, no allocation. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,197 +11,30 @@
 
 #include "fold.h"
 
-/* One spatial dim of a sliding window: input size, kernel, stride and the
- * padding before the first cell (SAME padding is centred). */
-typedef struct {
-    int32_t in, k, s, pb;
-} fwin;
-
-static fwin fwin_make(int32_t in, int32_t k, int32_t s, int32_t pad) {
-    fwin w = {in, k, s, pad == OPS_PAD_SAME ? (k - 1) / 2 : 0};
-    return w;
-}
-
-/* Input coordinate of offset r in output o's window, or -1 when padding. */
-static int32_t fwin_at(const fwin *w, int32_t o, int32_t r) {
-    int32_t i = o * w->s - w->pb + r;
-    return i >= 0 && i < w->in ? i : -1;
-}
-
-static int64_t at4(const int32_t *d, int64_t a, int64_t b, int64_t c, int64_t e) {
-    return ((a * d[1] + b) * d[2] + c) * d[3] + e;
-}
-
-/* out[m,n] = x . y where x[i,t] is x[i*xi + t*xt] and y[t,j] is
- * y[t*yt + j*yj]: a transposed operand just swaps its two steps. */
-static void f_gemm(int64_t m, int64_t k, int64_t n, const float *x, int64_t xi, int64_t xt,
-                   const float *y, int64_t yt, int64_t yj, float *out) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double acc = 0;
-            for (int64_t t = 0; t < k; t++) acc += (double)x[i * xi + t * xt] * y[t * yt + j * yj];
-            out[i * n + j] = (float)acc;
-        }
-}
-
-static void f_relu(int64_t n, const float *x, float *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0.0f;
-}
-
-/* One conv output cell; the group of oc reads channels [g*cin, (g+1)*cin). */
-static float f_conv_cell(const ten_shape *s, const float *x, const float *w, const fwin *h,
-                         const fwin *v, int32_t cout_per_group, int32_t n, int32_t oc,
-                         int32_t oh, int32_t ow) {
-    int32_t cin = s[1].dim[1], cin0 = oc / cout_per_group * cin;
-    double acc = 0;
-    for (int32_t ic = 0; ic < cin; ic++)
-        for (int32_t r = 0; r < h->k; r++) {
-            int32_t ih = fwin_at(h, oh, r);
-            for (int32_t q = 0; ih >= 0 && q < v->k; q++) {
-                int32_t iw = fwin_at(v, ow, q);
-                if (iw >= 0)
-                    acc += (double)x[at4(s[0].dim, n, cin0 + ic, ih, iw)] *
-                           w[at4(s[1].dim, oc, ic, r, q)];
-            }
-        }
-    return (float)acc;
-}
-
-/* A grouped convolution of x (s[0]) by w (s[1]) into os over the windows
- * h (rows) and v (columns). */
-static void f_conv_win(const ten_shape *s, const ten_shape *os, const fwin *h, const fwin *v,
-                       int32_t group, const float *x, const float *w, float *out) {
-    int32_t cpg = s[1].dim[0] / group;
-    for (int32_t n = 0; n < os->dim[0]; n++)
-        for (int32_t oc = 0; oc < os->dim[1]; oc++)
-            for (int32_t oh = 0; oh < os->dim[2]; oh++)
-                for (int32_t ow = 0; ow < os->dim[3]; ow++)
-                    *out++ = f_conv_cell(s, x, w, h, v, cpg, n, oc, oh, ow);
-}
-
-static void f_conv(const int32_t *p, const ten_shape *s, const ten_shape *os, const float *x,
-                   const float *w, float *out) {
-    fwin h = fwin_make(s[0].dim[2], s[1].dim[2], p[0], p[1]);
-    fwin v = fwin_make(s[0].dim[3], s[1].dim[3], p[0], p[1]);
-    f_conv_win(s, os, &h, &v, p[3], x, w, out);
-    if (p[2] == OPS_ACT_RELU) f_relu(ten_numel(os), out, out);
-}
-
-/* avg pool: the window sum over kh*kw (padding counted as zeros) or, when
- * count_pad is 0, over the in-bounds cells; max pool: the max over
- * in-bounds cells (there is always one). */
-static float f_window(ops_op op, int count_pad, const float *plane, const fwin *h, const fwin *v,
-                      int32_t oh, int32_t ow) {
-    double sum = 0;
-    float best = 0;
-    int cells = 0;
-    for (int32_t r = 0; r < h->k; r++) {
-        int32_t ih = fwin_at(h, oh, r);
-        for (int32_t q = 0; ih >= 0 && q < v->k; q++) {
-            int32_t iw = fwin_at(v, ow, q);
-            if (iw < 0) continue;
-            float c = plane[(int64_t)ih * v->in + iw];
-            sum += c;
-            best = cells && best > c ? best : c;
-            cells++;
-        }
-    }
-    if (op != OP_AVGPOOL) return best;
-    return (float)(sum / (count_pad ? h->k * v->k : cells));
-}
-
-static void f_pool_win(ops_op op, int count_pad, const ten_shape *xs, const ten_shape *os,
-                       const fwin *h, const fwin *v, const float *x, float *out) {
-    int64_t planes = (int64_t)xs->dim[0] * xs->dim[1], psize = (int64_t)xs->dim[2] * xs->dim[3];
-    for (int64_t pl = 0; pl < planes; pl++)
-        for (int32_t oh = 0; oh < os->dim[2]; oh++)
-            for (int32_t ow = 0; ow < os->dim[3]; ow++)
-                *out++ = f_window(op, count_pad, x + pl * psize, h, v, oh, ow);
-}
-
-static void f_pool(ops_op op, const int32_t *p, const ten_shape *xs, const ten_shape *os,
-                   const float *x, float *out) {
-    fwin h = fwin_make(xs->dim[2], OPS_KERNEL_H(p[0]), p[1], p[2]);
-    fwin v = fwin_make(xs->dim[3], OPS_KERNEL_W(p[0]), p[1], p[2]);
-    f_pool_win(op, 1, xs, os, &h, &v, x, out);
-}
+/* The float instance of opspecs/kern.h: sums of products in double. */
+#define KN(name) kf_##name
+#define KT float
+#define KACC double
+#define K_ZERO_ACC 0.0
+#define K_MAC(acc, a, b) ((acc) + (double)(a) * (b))
+#define K_FOLD_EVERY INT32_MAX
+#define K_FOLD(acc) (acc)
+#define K_OUT(acc) ((float)(acc))
+#define K_AVG(acc, n, r) ((void)(r), (float)((acc) / (double)(n)))
+#define K_ADD(a, b) ((a) + (b))
+#define K_MUL(a, b) ((a) * (b))
+#define K_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define K_RELU(a) ((a) > 0 ? (a) : 0.0f)
+#define K_ZERO 0.0f
+#define K_ONE 1.0f
+#define K_RECIP(n) (1.0f / (float)(n))
+#include "kern.h"
 
 /* A row-major tensor as [outer, dim[axis] * inner] blocks. */
 static void f_blocks(const eg_shape *s, int axis, int64_t *outer, int64_t *inner) {
     *outer = *inner = 1;
     for (int i = 0; i < axis; i++) *outer *= s->dim[i];
     for (int i = axis + 1; i < s->rank; i++) *inner *= s->dim[i];
-}
-
-/* Concatenation: each of the outer blocks of out is input 0's block
- * (blk[0] floats), then input 1's, ... */
-static void f_concat_n(int n, int64_t outer, const int64_t *blk, const float *const *in, float *out) {
-    for (int64_t i = 0; i < outer; i++)
-        for (int k = 0; k < n; k++) {
-            memcpy(out, in[k] + i * blk[k], sizeof *out * (size_t)blk[k]);
-            out += blk[k];
-        }
-}
-
-/* One part of a split: bout floats from offset skip of each bin-float
- * block of x. */
-static void f_slice(int64_t outer, int64_t bin, int64_t skip, int64_t bout, const float *x,
-                    float *out) {
-    for (int64_t i = 0; i < outer; i++)
-        memcpy(out + i * bout, x + i * bin + skip, sizeof *out * (size_t)bout);
-}
-
-static void f_concat(int axis, const ten_shape *s, const float *x, const float *y, float *out) {
-    eg_shape es;
-    int64_t outer, inner, blk[2];
-    const float *in[2] = {x, y};
-    eg_from_ten_shape(&s[0], &es);
-    f_blocks(&es, axis, &outer, &inner);
-    blk[0] = s[0].dim[axis] * inner, blk[1] = s[1].dim[axis] * inner;
-    f_concat_n(2, outer, blk, in, out);
-}
-
-static void f_split(ops_op op, const int32_t *p, const ten_shape *xs, const ten_shape *os,
-                    const float *x, float *out) {
-    eg_shape es;
-    int64_t outer, inner;
-    eg_from_ten_shape(xs, &es);
-    f_blocks(&es, p[0], &outer, &inner);
-    int64_t skip = op == OP_SPLIT0 ? 0 : p[1] * inner;
-    f_slice(outer, xs->dim[p[0]] * inner, skip, os->dim[p[0]] * inner, x, out);
-}
-
-static void f_transpose(const ten_shape *xs, const float *x, float *out) {
-    int64_t m = xs->dim[0], n = xs->dim[1];
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) out[j * m + i] = x[i * n + j];
-}
-
-static void f_enlarge(const ten_shape *ws, const ten_shape *os, const float *w, float *out) {
-    const int32_t *wd = ws->dim, *od = os->dim;
-    int32_t dh = (od[2] - wd[2]) / 2, dw = (od[3] - wd[3]) / 2;
-    memset(out, 0, sizeof *out * (size_t)ten_numel(os));
-    for (int32_t o = 0; o < wd[0]; o++)
-        for (int32_t i = 0; i < wd[1]; i++)
-            for (int32_t r = 0; r < wd[2]; r++)
-                for (int32_t q = 0; q < wd[3]; q++)
-                    out[at4(od, o, i, r + dh, q + dw)] = w[at4(wd, o, i, r, q)];
-}
-
-/* imm, iconv, poolk, ones for the output shape os. */
-static void f_constant(ops_op op, const ten_shape *os, float *out) {
-    int64_t numel = ten_numel(os);
-    for (int64_t i = 0; i < numel; i++) out[i] = op == OP_ONES ? 1.0f : 0.0f;
-    if (op == OP_IMM)
-        for (int64_t i = 0; i < os->dim[0]; i++) out[i * os->dim[1] + i] = 1.0f;
-    if (op != OP_ICONV && op != OP_POOLK) return;
-    int32_t kh = os->dim[2], kw = os->dim[3];
-    for (int32_t o = 0; o < os->dim[0] && o < os->dim[1]; o++)
-        for (int32_t r = 0; r < kh; r++)
-            for (int32_t q = 0; q < kw; q++) {
-                float v = op == OP_POOLK ? 1.0f / (float)(kh * kw) : r == kh / 2 && q == kw / 2;
-                out[at4(os->dim, o, o, r, q)] = v;
-            }
 }
 
 eg_status eg_fkern_eval(ops_op op, const int32_t *param, const ten_shape *in_shape,
@@ -212,37 +45,7 @@ eg_status eg_fkern_eval(ops_op op, const int32_t *param, const ten_shape *in_sha
         if (err && errlen) snprintf(err, errlen, "%s", op < OP_COUNT ? oerr : "unknown operator");
         return EG_ESHAPE;
     }
-    int64_t n = ten_numel(&os);
-    switch (op) {
-    case OP_MATMUL: {
-        int64_t k = in_shape[0].dim[1], cols = in_shape[1].dim[1];
-        f_gemm(in_shape[0].dim[0], k, cols, in[0], k, 1, in[1], cols, 1, out);
-        break;
-    }
-    case OP_CONV2D: f_conv(param, in_shape, &os, in[0], in[1], out); break;
-    case OP_EWADD:
-        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] + in[1][i];
-        break;
-    case OP_EWMUL:
-        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] * in[1][i];
-        break;
-    case OP_SMUL:
-        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] * in[1][0];
-        break;
-    case OP_RELU: f_relu(n, in[0], out); break;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: f_pool(op, param, &in_shape[0], &os, in[0], out); break;
-    case OP_CONCAT: f_concat(param[0], in_shape, in[0], in[1], out); break;
-    case OP_SPLIT0:
-    case OP_SPLIT1: f_split(op, param, &in_shape[0], &os, in[0], out); break;
-    case OP_TRANSPOSE: f_transpose(&in_shape[0], in[0], out); break;
-    case OP_ENLARGE: f_enlarge(&in_shape[0], &os, in[0], out); break;
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES: f_constant(op, &os, out); break;
-    case OP_COUNT: return EG_ESHAPE; /* refused above */
-    }
+    kf_ops(op, param, in_shape, &os, in, out);
     return EG_OK;
 }
 
@@ -315,9 +118,9 @@ static int m_conv(const eg_attrs *a, const eg_shape *const *s, const float *cons
                   const eg_shape *os, float *out) {
     ten_shape ts[2], tos;
     if (!as_ten4(s[0], &ts[0]) || !as_ten4(s[1], &ts[1]) || !as_ten4(os, &tos)) return 0;
-    fwin h = {ts[0].dim[2], ts[1].dim[2], a->stride[0], a->pad[0]};
-    fwin v = {ts[0].dim[3], ts[1].dim[3], a->stride[1], a->pad[1]};
-    f_conv_win(ts, &tos, &h, &v, a->group, in[0], in[1], out);
+    ops_win h = {ts[0].dim[2], ts[1].dim[2], a->stride[0], a->pad[0], 1};
+    ops_win v = {ts[0].dim[3], ts[1].dim[3], a->stride[1], a->pad[1], 1};
+    kf_conv(ts[0].dim, ts[1].dim, tos.dim, &h, &v, a->group, 0, in[0], in[1], out);
     if (!in[2]) return 1;
     int64_t plane = os->dim[2] * os->dim[3];
     for (int64_t i = 0; i < eg_shape_numel(os); i++) out[i] += in[2][i / plane % os->dim[1]];
@@ -328,10 +131,10 @@ static int m_pool(eg_mop mop, const eg_attrs *a, const eg_shape *xs, const float
                   const eg_shape *os, float *out) {
     ten_shape txs, tos;
     if (!as_ten4(xs, &txs) || !as_ten4(os, &tos)) return 0;
-    fwin h = {txs.dim[2], a->kernel[0], a->stride[0], a->pad[0]};
-    fwin v = {txs.dim[3], a->kernel[1], a->stride[1], a->pad[1]};
-    ops_op op = mop == EG_MOP_MAXPOOL ? OP_MAXPOOL : OP_AVGPOOL;
-    f_pool_win(op, (a->flags & EG_AF_COUNT_PAD) != 0, &txs, &tos, &h, &v, x, out);
+    ops_win h = {txs.dim[2], a->kernel[0], a->stride[0], a->pad[0], 1};
+    ops_win v = {txs.dim[3], a->kernel[1], a->stride[1], a->pad[1], 1};
+    kf_pool(mop == EG_MOP_AVGPOOL, (a->flags & EG_AF_COUNT_PAD) != 0, txs.dim, tos.dim, &h, &v,
+            x, out);
     return 1;
 }
 
@@ -349,12 +152,12 @@ static void m_gemm(const eg_attrs *a, const eg_shape *const *s, const float *con
                    const eg_shape *os, float *out) {
     int ta = (a->flags & EG_AF_TRANS_A) != 0, tb = (a->flags & EG_AF_TRANS_B) != 0;
     int64_t m = os->dim[0], n = os->dim[1], k = s[0]->dim[ta ? 0 : 1];
-    f_gemm(m, k, n, in[0], ta ? 1 : k, ta ? m : 1, in[1], tb ? 1 : n, tb ? k : 1, out);
+    kf_gemm(m, k, n, in[0], ta ? 1 : k, ta ? m : 1, in[1], tb ? 1 : n, tb ? k : 1, out);
     for (int64_t i = 0; i < m * n; i++) out[i] *= a->alpha;
     if (in[2]) m_binary(0, a->beta, os, s[2], out, in[2], os, out);
 }
 
-/* numpy matmul: one f_gemm per index of the output's batch dims, each
+/* numpy matmul: one kf_gemm per index of the output's batch dims, each
  * operand's batch dims broadcast; a rank-1 operand is a row (A) or a
  * column (B) whose unit dim the output lacks. */
 static void m_matmul(const eg_shape *as, const eg_shape *bs, const float *a, const float *b,
@@ -369,12 +172,12 @@ static void m_matmul(const eg_shape *as, const eg_shape *bs, const float *a, con
     bcast_steps(&ba, &ob, m * k, sa);
     bcast_steps(&bb, &ob, k * n, sb);
     for (int64_t i = 0; i < nb; i++, odo_next(idx, &ob))
-        f_gemm(m, k, n, a + dot_idx(idx, sa, ob.rank), k, 1, b + dot_idx(idx, sb, ob.rank), n, 1,
+        kf_gemm(m, k, n, a + dot_idx(idx, sa, ob.rank), k, 1, b + dot_idx(idx, sb, ob.rank), n, 1,
                out + i * m * n);
 }
 
 static void m_unary(eg_mop mop, int64_t n, const float *x, float *out) {
-    if (mop == EG_MOP_RELU) f_relu(n, x, out);
+    for (int64_t i = 0; mop == EG_MOP_RELU && i < n; i++) out[i] = K_RELU(x[i]);
     for (int64_t i = 0; mop == EG_MOP_SIGMOID && i < n; i++) out[i] = 1.0f / (1.0f + expf(-x[i]));
     for (int64_t i = 0; mop == EG_MOP_TANH && i < n; i++) out[i] = tanhf(x[i]);
 }
@@ -387,7 +190,7 @@ static void m_concat(const eg_node *nd, const eg_shape *const *s, const float *c
     int axis = norm_axis(nd->attr.axis, s[0]->rank);
     f_blocks(s[0], axis, &outer, &inner);
     for (int k = 0; k < nd->n_in; k++) blk[k] = s[k]->dim[axis] * inner;
-    f_concat_n(nd->n_in, outer, blk, in, out);
+    kf_concat(nd->n_in, outer, blk, in, out);
 }
 
 /* Split: output k is the slice after outputs 0..k-1 along the axis, its
@@ -399,7 +202,7 @@ static void m_split(const eg_graph *g, const eg_node *nd, const eg_shape *xs, co
     f_blocks(xs, axis, &outer, &inner);
     for (int k = 0; k < nd->n_out; k++) {
         int64_t size = g->tensor[nd->out[k]].shape.dim[axis] * inner;
-        if (out[k]) f_slice(outer, xs->dim[axis] * inner, skip, size, x, out[k]);
+        if (out[k]) kf_slice(outer, xs->dim[axis] * inner, skip, size, x, out[k]);
         skip += size;
     }
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "win.h"
 
 /* A float32 tensor whose shape opspecs can hold. */
 static int ops_tensor(const eg_graph *g, int t, ten_shape *s) {
@@ -41,15 +42,11 @@ static void set_ops(eg_node *n, ops_op op, const int32_t *param, const int *in, 
     memset(&n->attr, 0, sizeof n->attr);
 }
 
-/* OPS_PAD_SAME or OPS_PAD_VALID for these pads, or -1: VALID is no padding;
- * centred SAME is an odd kernel with (k-1)/2 before (the output size is
- * then checked by ops_fits). */
+/* OPS_PAD_SAME or OPS_PAD_VALID for these pads (win.h), or -1 (the
+ * output size is then checked by ops_fits). */
 static int pad_kind(const eg_attrs *a, int64_t kh, int64_t kw) {
-    if (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)) return -1;
-    if (!a->pad[0] && !a->pad[1] && !a->pad[2] && !a->pad[3]) return OPS_PAD_VALID;
-    if (kh % 2 == 1 && kw % 2 == 1 && a->pad[0] == (kh - 1) / 2 && a->pad[1] == (kw - 1) / 2)
-        return OPS_PAD_SAME;
-    return -1;
+    if (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER) || kh > 255 || kw > 255) return -1;
+    return ops_pad_of((int32_t)kh, (int32_t)kw, a->pad);
 }
 
 static int lower_conv(const eg_graph *g, eg_node *n) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "win.h"
 #include "onnx_pb.h"
 
 #if defined(__GNUC__)
@@ -273,7 +274,7 @@ static eg_status nb_emit(octx *c, nbuild *b, const char *want) {
 
 static void window_attrs(nbuild *b, int64_t kh, int64_t kw, int32_t stride, int32_t pad) {
     int64_t k[2] = {kh, kw}, s[2] = {stride, stride};
-    int64_t ph = pad == OPS_PAD_SAME ? (kh - 1) / 2 : 0, pw = pad == OPS_PAD_SAME ? (kw - 1) / 2 : 0;
+    int64_t ph = ops_pad_begin((int32_t)kh, pad), pw = ops_pad_begin((int32_t)kw, pad);
     int64_t p[4] = {ph, pw, ph, pw};
     nb_ints(b, "kernel_shape", k, 2);
     nb_ints(b, "strides", s, 2);
@@ -326,7 +327,8 @@ static eg_status emit_pool(octx *c, const eg_node *n) {
     nbuild b;
     int32_t k = n->param[0], pad = n->param[2];
     int64_t kh = OPS_KERNEL_H(k), kw = OPS_KERNEL_W(k);
-    int64_t pads[8] = {0, 0, (kh - 1) / 2, (kw - 1) / 2, 0, 0, (kh - 1) / 2, (kw - 1) / 2};
+    int64_t ph = ops_same_pad((int32_t)kh), pw = ops_same_pad((int32_t)kw);
+    int64_t pads[8] = {0, 0, ph, pw, 0, 0, ph, pw};
     int pre_pad = n->op == OP_AVGPOOL && pad == OPS_PAD_SAME && c->g->opset < 7 && (kh > 1 || kw > 1);
     const char *x = tname(c, n->in[0]);
     eg_status rc = nb_init(&b, n->op == OP_AVGPOOL ? "AveragePool" : "MaxPool", 1, 1);

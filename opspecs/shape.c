@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "ops.h"
+#include "win.h"
 
 #if defined(__GNUC__)
 #define SHAPE_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -52,14 +53,6 @@ static int kernel_ok(int32_t k) {
 }
 
 static int odd(int32_t v) { return v % 2 == 1; }
-
-/* Output size of one spatial dim under the conv/pool window rule, or -1
- * when a VALID window does not fit. SAME is centred: ceil(in/s). */
-static int32_t window_out(int32_t in, int32_t k, int32_t s, int32_t pad) {
-    if (pad == OPS_PAD_SAME) return (int32_t)(((int64_t)in + s - 1) / s);
-    if (in < k) return -1;
-    return (in - k) / s + 1;
-}
 
 /* Cap on cells so ten_numel and the byte count of ten_alloc cannot
  * overflow (four dims of 65536 would overflow int64). */
@@ -124,8 +117,8 @@ static ops_status shape_conv(const int32_t *p, const ten_shape *in,
                     "w.dim[1]*groups != C (groups %d)", (int)g);
     if (p[1] == OPS_PAD_SAME && (!odd(kh) || !odd(kw)))
         return fail(OP_CONV2D, OPS_ESHAPE, in, err, "SAME needs an odd kernel");
-    int32_t oh = window_out(x->dim[2], kh, p[0], p[1]);
-    int32_t ow = window_out(x->dim[3], kw, p[0], p[1]);
+    int32_t oh = ops_win_out(x->dim[2], kh, p[0], p[1]);
+    int32_t ow = ops_win_out(x->dim[3], kw, p[0], p[1]);
     if (oh < 0 || ow < 0)
         return fail(OP_CONV2D, OPS_ESHAPE, in, err, "input smaller than the VALID kernel");
     set4(out, x->dim[0], w->dim[0], oh, ow);
@@ -163,8 +156,8 @@ static ops_status shape_pool(ops_op op, const int32_t *p, const ten_shape *in,
         return fail(op, OPS_EPARAM, in, err, "SAME needs an odd kernel, got %dx%d",
                     (int)kh, (int)kw);
     if (x->rank != 4) return fail(op, OPS_ESHAPE, in, err, "needs rank 4");
-    int32_t oh = window_out(x->dim[2], kh, p[1], p[2]);
-    int32_t ow = window_out(x->dim[3], kw, p[1], p[2]);
+    int32_t oh = ops_win_out(x->dim[2], kh, p[1], p[2]);
+    int32_t ow = ops_win_out(x->dim[3], kw, p[1], p[2]);
     if (oh < 0 || ow < 0)
         return fail(op, OPS_ESHAPE, in, err, "input smaller than the %dx%d window",
                     (int)kh, (int)kw);

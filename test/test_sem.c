@@ -277,6 +277,41 @@ static void test_diff_conv(void **state) {
         }
 }
 
+/* Residues next to p make the kernels' exact 128-bit sums largest: more
+ * than the 60 products a sum holds before it is folded (a 200-long dot
+ * product, a conv cell of 8 channels x 3x3 taps). Expected values by
+ * plain field arithmetic. */
+static void test_sums_near_p(void **state) {
+    (void)state;
+    ten a, b;
+    ten_shape sa = S2(3, 200), sb = S2(200, 3);
+    assert_int_equal(ten_alloc(&a, &sa), 0);
+    assert_int_equal(ten_alloc(&b, &sb), 0);
+    for (int i = 0; i < 600; i++) a.data[i] = b.data[i] = MP_P - 1 - (uint64_t)(i % 3);
+    ten y = apply(OP_MATMUL, NULL, &a, &b);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            uint64_t want = 0;
+            for (int t = 0; t < 200; t++) want = mp_add(want, mp_mul(a.data[i * 200 + t], b.data[t * 3 + j]));
+            assert_true(y.data[i * 3 + j] == want);
+        }
+    ten_free(&a), ten_free(&b), ten_free(&y);
+    ten x, w;
+    ten_shape sx = {4, {1, 8, 3, 3}}, sw = {4, {2, 8, 3, 3}};
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_VALID, OPS_ACT_NONE, 1};
+    assert_int_equal(ten_alloc(&x, &sx), 0);
+    assert_int_equal(ten_alloc(&w, &sw), 0);
+    for (int i = 0; i < 72; i++) x.data[i] = MP_P - 1 - (uint64_t)(i % 5);
+    for (int i = 0; i < 144; i++) w.data[i] = MP_P - 2 - (uint64_t)(i % 7);
+    y = apply(OP_CONV2D, p, &x, &w);
+    for (int o = 0; o < 2; o++) {
+        uint64_t want = 0;
+        for (int t = 0; t < 72; t++) want = mp_add(want, mp_mul(x.data[t], w.data[o * 72 + t]));
+        assert_true(y.data[o] == want);
+    }
+    ten_free(&x), ten_free(&w), ten_free(&y);
+}
+
 static void test_diff_matmul(void **state) {
     (void)state;
     uint64_t seed = 12;
@@ -630,6 +665,7 @@ int main(void) {
     const struct CMUnitTest other[] = {
         cmocka_unit_test(test_diff_conv),
         cmocka_unit_test(test_diff_matmul),
+        cmocka_unit_test(test_sums_near_p),
         cmocka_unit_test(test_diff_avgpool),
         cmocka_unit_test(test_shape_coverage),
         cmocka_unit_test(test_conv_iconv_identity),

@@ -1,5 +1,5 @@
-/* test_synth.c - cmocka tests of synth: the fast kernels against the
- * reference semantics (F), canonical forms and variable alignment (C),
+/* test_synth.c - cmocka tests of synth: canonical forms and variable
+ * alignment (C),
  * the whole-graph and incremental fingerprints against each other (K),
  * known identities found and non-identities not (I, N), pruning (P), and
  * whole runs: determinism across threads, shards merged, planted hash
@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fastk.h"
 #include "fptable.h"
 #include "gpu.h"
 #include "key.h"
@@ -152,54 +151,6 @@ static int same_class_shaped(const rdb_file *f, const char *a_text, const char *
     return 0;
 }
 
-
-/* ================= F: fast kernels = reference semantics ================= */
-
-static void check_kernel(ops_op op, const int32_t *p, ten_shape s0, ten_shape s1, uint64_t seed) {
-    ten a, b, want, got;
-    ten_shape so;
-    char err[OPS_ERRLEN];
-    if (ops_infer_shape(op, p, (ten_shape[]){s0, s1}, &so, err) != OPS_OK) return;
-    assert_int_equal(ten_alloc(&a, &s0), 0);
-    assert_int_equal(ten_alloc(&b, &s1), 0);
-    assert_int_equal(ten_alloc(&want, &so), 0);
-    assert_int_equal(ten_alloc(&got, &so), 0);
-    ten_fill_random(&a, &seed), ten_fill_random(&b, &seed);
-    const ten *in[2] = {&a, &b};
-    assert_int_equal(ops_eval(op, p, in, &want), OPS_OK);
-    assert_int_equal(fk_eval(op, p, in, &got), 1);
-    assert_true(ten_equal(&want, &got));
-    ten_free(&a), ten_free(&b), ten_free(&want), ten_free(&got);
-}
-
-static void test_fast_kernels(void **state) {
-    (void)state;
-    static const ten_shape xs[] = {{4, {1, 2, 4, 4}}, {4, {2, 4, 5, 3}}, {4, {1, 2, 1, 1}}, {4, {1, 8, 6, 7}}};
-    static const ten_shape ws[] = {{4, {2, 2, 3, 3}}, {4, {2, 2, 1, 3}}, {4, {4, 2, 3, 1}},
-                                   {4, {2, 4, 1, 1}}, {4, {4, 4, 3, 3}}, {4, {2, 8, 3, 3}}};
-    for (int32_t s = 1; s <= 2; s++)
-        for (int32_t pad = 0; pad <= 1; pad++)
-            for (int32_t act = 0; act <= 1; act++)
-                for (int32_t g = 1; g <= 2; g++)
-                    for (size_t i = 0; i < 4; i++)
-                        for (size_t j = 0; j < 6; j++) {
-                            int32_t p[4] = {s, pad, act, g};
-                            check_kernel(OP_CONV2D, p, xs[i], ws[j], 7 + i * 6 + j);
-                        }
-    int32_t none[4] = {0};
-    check_kernel(OP_MATMUL, none, (ten_shape){2, {3, 3}}, (ten_shape){2, {3, 3}}, 1);
-    check_kernel(OP_MATMUL, none, (ten_shape){2, {2, 70}}, (ten_shape){2, {70, 5}}, 2);
-    /* values next to p make the 128-bit sums largest */
-    ten a, b, want, got;
-    ten_shape s = {2, {3, 200}}, t = {2, {200, 3}}, o = {2, {3, 3}};
-    ten_alloc(&a, &s), ten_alloc(&b, &t), ten_alloc(&want, &o), ten_alloc(&got, &o);
-    for (int i = 0; i < 600; i++) a.data[i] = b.data[i] = MP_P - 1 - (uint64_t)(i % 3);
-    const ten *in[2] = {&a, &b};
-    ops_eval(OP_MATMUL, none, in, &want);
-    fk_eval(OP_MATMUL, none, in, &got);
-    assert_true(ten_equal(&want, &got));
-    ten_free(&a), ten_free(&b), ten_free(&want), ten_free(&got);
-}
 
 /* ================= C: canonical forms and alignment ================= */
 
@@ -730,7 +681,6 @@ static void test_bad_options(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fast_kernels),
         cmocka_unit_test_setup_teardown(test_canon_node_order, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_renamed_inputs_collide, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_symmetric_slots, fx_setup, fx_teardown),
