@@ -428,12 +428,13 @@ static Z3_ast gdims_get(zs_dims *self, int input, int axis) {
 }
 
 /* What a well-shaped application says about how its inputs fit; for
- * element-wise operators also the shapes themselves (ones() reads them). */
+ * binary element-wise operators (the table's flag, so a new one needs no
+ * edit here) also that both inputs have one shape (ones() reads them). */
 static void input_facts(ground *g, ops_op op, const zs_params *p, const Z3_ast *in, zs_dims *d) {
     zs_fits f = {{0}, 0};
     zs_op_fits(&g->z->s, &f, op, p, in, d);
     for (int i = 0; i < f.n; i++) fact(g, f.c[i]);
-    if (op == OP_EWADD || op == OP_EWMUL)
+    if ((ops_table[op].flags & OPF_ELEMENTWISE) && ops_table[op].arity == 2)
         eq_fact(g, zs_shape(&g->z->s, in[0]), zs_shape(&g->z->s, in[1]));
 }
 
