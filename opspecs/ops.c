@@ -7,30 +7,40 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define P0 {0}
 #define NOP 0, {0}, {0}
+/* kinds column: what synth may feed an operator and what it gets back */
+#define K_M OPS_KM(OPS_KIND_MATRIX)
+#define K_A OPS_KM(OPS_KIND_ACT)
+#define K_W OPS_KM(OPS_KIND_WEIGHT)
+#define K_S OPS_KM(OPS_KIND_SCALAR)
+#define K_SAME_AS(m) {m, OPS_KM_SAME, OPS_OUT_IN0} /* binary, both one kind */
+#define K_UNARY(m) {m, 0, OPS_OUT_IN0}
 
 const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
-    [OP_MATMUL] = {"matmul", 2, NOP, 0, "MatMul"},
+    [OP_MATMUL] = {"matmul", 2, NOP, 0, "MatMul", {K_M, K_M, OPS_KIND_MATRIX}},
     [OP_CONV2D] = {"conv2d", 2, 4, {PK_STRIDE, PK_PAD, PK_ACT, PK_GROUPS},
-                   {"stride", "pad", "act", "groups"}, 0, "Conv"},
-    [OP_EWADD] = {"ewadd", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Add"},
-    [OP_EWMUL] = {"ewmul", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Mul"},
-    [OP_SMUL] = {"smul", 2, NOP, 0, "Mul"},
-    [OP_RELU] = {"relu", 1, NOP, OPF_ELEMENTWISE, "Relu"},
+                   {"stride", "pad", "act", "groups"}, 0, "Conv", {K_A, K_W, OPS_KIND_ACT}},
+    [OP_EWADD] = {"ewadd", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Add", K_SAME_AS(OPS_KM_TENSOR)},
+    [OP_EWMUL] = {"ewmul", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Mul", K_SAME_AS(OPS_KM_TENSOR)},
+    [OP_SMUL] = {"smul", 2, NOP, 0, "Mul", {OPS_KM_ANY, K_S, OPS_OUT_IN0}},
+    [OP_RELU] = {"relu", 1, NOP, OPF_ELEMENTWISE, "Relu", K_UNARY(K_M | K_A)},
     [OP_AVGPOOL] = {"avgpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
-                    {"kernel", "stride", "pad"}, 0, "AveragePool"},
+                    {"kernel", "stride", "pad"}, 0, "AveragePool", K_UNARY(K_A)},
     [OP_MAXPOOL] = {"maxpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
-                    {"kernel", "stride", "pad"}, 0, "MaxPool"},
-    [OP_CONCAT] = {"concat", 2, 1, {PK_AXIS}, {"axis"}, 0, "Concat"},
-    [OP_SPLIT0] = {"split0", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split"},
-    [OP_SPLIT1] = {"split1", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split"},
-    [OP_TRANSPOSE] = {"transpose", 1, NOP, 0, "Transpose"},
-    [OP_ENLARGE] = {"enlarge", 1, 1, {PK_KERNEL}, {"kernel"}, 0, "Pad"},
-    [OP_IMM] = {"imm", 1, NOP, OPF_CONST, "(initializer)"},
-    [OP_ICONV] = {"iconv", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)"},
-    [OP_POOLK] = {"poolk", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)"},
-    [OP_ONES] = {"ones", 1, NOP, OPF_CONST, "(initializer)"},
+                    {"kernel", "stride", "pad"}, 0, "MaxPool", K_UNARY(K_A)},
+    [OP_CONCAT] = {"concat", 2, 1, {PK_AXIS}, {"axis"}, 0, "Concat", K_SAME_AS(OPS_KM_TENSOR)},
+    [OP_SPLIT0] = {"split0", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split",
+                   K_UNARY(OPS_KM_TENSOR)},
+    [OP_SPLIT1] = {"split1", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split",
+                   K_UNARY(OPS_KM_TENSOR)},
+    [OP_TRANSPOSE] = {"transpose", 1, NOP, 0, "Transpose", K_UNARY(K_M)},
+    [OP_ENLARGE] = {"enlarge", 1, 1, {PK_KERNEL}, {"kernel"}, 0, "Pad", K_UNARY(K_W)},
+    [OP_IMM] = {"imm", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(K_M)},
+    [OP_ICONV] = {"iconv", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)",
+                  {K_A, 0, OPS_KIND_WEIGHT}},
+    [OP_POOLK] = {"poolk", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)",
+                  {K_A, 0, OPS_KIND_WEIGHT}},
+    [OP_ONES] = {"ones", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(OPS_KM_TENSOR)},
 };
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,
               "ops_table needs one entry per operator");

@@ -90,6 +90,29 @@ enum { OPS_ACT_NONE = 0, OPS_ACT_RELU = 1 };
 #define OPF_ELEMENTWISE 2u /* output cell i depends on input cells i only */
 #define OPF_COMMUTATIVE 4u /* f(x, y) == f(y, x) */
 
+/* What a value is, for synth's typed enumeration (a weight never meets an
+ * activation in an ewadd): the `kinds` column says which kinds an
+ * operator takes and which it makes. Not part of the digest: kinds steer
+ * enumeration, never a rule's meaning. */
+typedef enum { /* ORDER KIND */
+    OPS_KIND_SCALAR,
+    OPS_KIND_MATRIX, /* [m,n] */
+    OPS_KIND_ACT,    /* NCHW activation */
+    OPS_KIND_WEIGHT, /* OIHW conv weight */
+    OPS_KIND_COUNT
+} ops_kind;
+
+#define OPS_KM(k) (1u << (k))
+#define OPS_KM_TENSOR (OPS_KM(OPS_KIND_MATRIX) | OPS_KM(OPS_KIND_ACT) | OPS_KM(OPS_KIND_WEIGHT))
+#define OPS_KM_ANY (OPS_KM_TENSOR | OPS_KM(OPS_KIND_SCALAR))
+#define OPS_KM_SAME 0x80u /* in1: exactly input 0's kind */
+#define OPS_OUT_IN0 (-1)  /* out: input 0's kind */
+
+typedef struct {
+    unsigned in0, in1; /* masks of OPS_KM(kind); in1 unused by unary operators */
+    int out;           /* an ops_kind, or OPS_OUT_IN0 */
+} ops_kinds;
+
 typedef struct {
     const char *name;                   /* as written in axioms and ruledb dumps */
     int arity;                          /* tensor inputs */
@@ -98,6 +121,7 @@ typedef struct {
     const char *pname[OPS_MAX_PARAMS];
     unsigned flags;
     const char *onnx;                   /* the ONNX op(s) it maps to */
+    ops_kinds kinds;                    /* what synth may feed it and gets back */
 } ops_info;
 
 extern const ops_info ops_table[OP_COUNT];

@@ -61,31 +61,15 @@ void dom_init(dom *d, uint32_t ops, int groups2) {
         if (ops >> op & 1) op_combos(d, (ops_op)op, groups2);
 }
 
-static int any_tensor(int k) { return k == DOM_MATRIX || k == DOM_ACT || k == DOM_WEIGHT; }
-
-/* ORDER OP: every operator is listed. */
+/* From the operator table's kinds column. */
 int dom_kind(ops_op op, int k0, int k1) {
-    switch (op) {
-    case OP_MATMUL: return k0 == DOM_MATRIX && k1 == DOM_MATRIX ? DOM_MATRIX : DOM_NO_KIND;
-    case OP_CONV2D: return k0 == DOM_ACT && k1 == DOM_WEIGHT ? DOM_ACT : DOM_NO_KIND;
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_CONCAT: return k0 == k1 && any_tensor(k0) ? k0 : DOM_NO_KIND;
-    case OP_SMUL: return k1 == DOM_SCALAR ? k0 : DOM_NO_KIND;
-    case OP_RELU: return k0 == DOM_MATRIX || k0 == DOM_ACT ? k0 : DOM_NO_KIND;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return k0 == DOM_ACT ? k0 : DOM_NO_KIND;
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-    case OP_ONES: return any_tensor(k0) ? k0 : DOM_NO_KIND;
-    case OP_TRANSPOSE:
-    case OP_IMM: return k0 == DOM_MATRIX ? k0 : DOM_NO_KIND;
-    case OP_ENLARGE: return k0 == DOM_WEIGHT ? k0 : DOM_NO_KIND;
-    case OP_ICONV:
-    case OP_POOLK: return k0 == DOM_ACT ? DOM_WEIGHT : DOM_NO_KIND;
-    case OP_COUNT: break;
+    const ops_kinds *t = &ops_table[op].kinds;
+    if (k0 < 0 || k0 >= OPS_KIND_COUNT || !(t->in0 >> k0 & 1)) return DOM_NO_KIND;
+    if (ops_table[op].arity > 1) {
+        if (k1 < 0 || k1 >= OPS_KIND_COUNT) return DOM_NO_KIND;
+        if (t->in1 == OPS_KM_SAME ? k1 != k0 : !(t->in1 >> k1 & 1)) return DOM_NO_KIND;
     }
-    return DOM_NO_KIND;
+    return t->out == OPS_OUT_IN0 ? k0 : t->out;
 }
 
 uint64_t dom_pack(const ten_shape *s) {

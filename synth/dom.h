@@ -38,7 +38,15 @@
 #define DOM_BAD UINT64_MAX
 #define DOM_DIM_MAX 16383 /* dims must fit 14 bits */
 
-typedef enum { DOM_SCALAR, DOM_MATRIX, DOM_ACT, DOM_WEIGHT, DOM_NO_KIND = -1 } dom_kind_t;
+/* The kinds of ops.h (the operator table's kinds column says which an
+ * operator takes), plus "none" for an operand synth may not use. */
+typedef enum {
+    DOM_SCALAR = OPS_KIND_SCALAR,
+    DOM_MATRIX = OPS_KIND_MATRIX,
+    DOM_ACT = OPS_KIND_ACT,
+    DOM_WEIGHT = OPS_KIND_WEIGHT,
+    DOM_NO_KIND = -1
+} dom_kind_t;
 
 typedef struct {
     uint32_t ops; /* bit op set: the operator is enumerated */

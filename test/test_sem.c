@@ -277,6 +277,26 @@ static void test_diff_conv(void **state) {
         }
 }
 
+/* Every operator has every column of the operator table: a new
+ * operator with a forgotten entry fails here, not silently in synth. */
+static void test_table_complete(void **state) {
+    (void)state;
+    for (int op = 0; op < OP_COUNT; op++) {
+        const ops_info *o = &ops_table[op];
+        if (!o->name || !o->onnx || o->arity < 1 || o->arity > OPS_MAX_ARITY ||
+            o->n_params < 0 || o->n_params > OPS_MAX_PARAMS)
+            fail_msg("operator %d: name, onnx, arity or parameter count missing", op);
+        for (int k = 0; k < o->n_params; k++)
+            if (!o->pname[k] || o->pkind[k] >= PK_COUNT)
+                fail_msg("%s: parameter %d has no name or kind", o->name, k);
+        const ops_kinds *t = &o->kinds;
+        if (!t->in0 || (o->arity > 1 && !t->in1) ||
+            (t->out != OPS_OUT_IN0 && (t->out < 0 || t->out >= OPS_KIND_COUNT)))
+            fail_msg("%s: kinds column incomplete", o->name);
+        assert_int_equal(ops_by_name(o->name), op);
+    }
+}
+
 /* Residues next to p make the kernels' exact 128-bit sums largest: more
  * than the 60 products a sum holds before it is folded (a 200-long dot
  * product, a conv cell of 8 channels x 3x3 taps). Expected values by
@@ -666,6 +686,7 @@ int main(void) {
         cmocka_unit_test(test_diff_conv),
         cmocka_unit_test(test_diff_matmul),
         cmocka_unit_test(test_sums_near_p),
+        cmocka_unit_test(test_table_complete),
         cmocka_unit_test(test_diff_avgpool),
         cmocka_unit_test(test_shape_coverage),
         cmocka_unit_test(test_conv_iconv_identity),
