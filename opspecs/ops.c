@@ -20,10 +20,10 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_MATMUL] = {"matmul", 2, NOP, 0, "MatMul", {K_M, K_M, OPS_KIND_MATRIX}},
     [OP_CONV2D] = {"conv2d", 2, 4, {PK_STRIDE, PK_PAD, PK_ACT, PK_GROUPS},
                    {"stride", "pad", "act", "groups"}, 0, "Conv", {K_A, K_W, OPS_KIND_ACT}},
-    [OP_EWADD] = {"ewadd", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Add", K_SAME_AS(OPS_KM_TENSOR)},
-    [OP_EWMUL] = {"ewmul", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Mul", K_SAME_AS(OPS_KM_TENSOR)},
-    [OP_SMUL] = {"smul", 2, NOP, 0, "Mul", {OPS_KM_ANY, K_S, OPS_OUT_IN0}},
-    [OP_RELU] = {"relu", 1, NOP, OPF_ELEMENTWISE, "Relu", K_UNARY(K_M | K_A)},
+    [OP_EWADD] = {"ewadd", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Add", K_SAME_AS(OPS_KM_TENSOR), 1},
+    [OP_EWMUL] = {"ewmul", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Mul", K_SAME_AS(OPS_KM_TENSOR), 1},
+    [OP_SMUL] = {"smul", 2, NOP, 0, "Mul", {OPS_KM_ANY, K_S, OPS_OUT_IN0}, 1},
+    [OP_RELU] = {"relu", 1, NOP, OPF_ELEMENTWISE, "Relu", K_UNARY(K_M | K_A), 1},
     [OP_AVGPOOL] = {"avgpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
                     {"kernel", "stride", "pad"}, 0, "AveragePool", K_UNARY(K_A)},
     [OP_MAXPOOL] = {"maxpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
@@ -35,12 +35,12 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                    K_UNARY(OPS_KM_TENSOR)},
     [OP_TRANSPOSE] = {"transpose", 1, NOP, 0, "Transpose", K_UNARY(K_M)},
     [OP_ENLARGE] = {"enlarge", 1, 1, {PK_KERNEL}, {"kernel"}, 0, "Pad", K_UNARY(K_W)},
-    [OP_IMM] = {"imm", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(K_M)},
+    [OP_IMM] = {"imm", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(K_M), 0, OPS_REF_DIM1},
     [OP_ICONV] = {"iconv", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)",
-                  {K_A, 0, OPS_KIND_WEIGHT}},
+                  {K_A, 0, OPS_KIND_WEIGHT}, 0, OPS_REF_DIM1},
     [OP_POOLK] = {"poolk", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)",
-                  {K_A, 0, OPS_KIND_WEIGHT}},
-    [OP_ONES] = {"ones", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(OPS_KM_TENSOR)},
+                  {K_A, 0, OPS_KIND_WEIGHT}, 0, OPS_REF_DIM1},
+    [OP_ONES] = {"ones", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(OPS_KM_TENSOR), 1, OPS_REF_SHAPE},
 };
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,
               "ops_table needs one entry per operator");
@@ -56,13 +56,13 @@ static const int32_t size_dom[] = {1, 2, 3};
 
 #define DOM(a) a, (int)(sizeof a / sizeof a[0])
 const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
-    [PK_AXIS] = {"axis", DOM(axis_dom)},
-    [PK_STRIDE] = {"stride", DOM(stride_dom)},
-    [PK_PAD] = {"pad", DOM(pad_dom)},
-    [PK_ACT] = {"act", DOM(act_dom)},
-    [PK_KERNEL] = {"kernel", DOM(kernel_dom)},
-    [PK_GROUPS] = {"groups", DOM(groups_dom)},
-    [PK_SIZE] = {"size", DOM(size_dom)},
+    [PK_AXIS] = {"axis", DOM(axis_dom), 1},
+    [PK_STRIDE] = {"stride", DOM(stride_dom), 1},
+    [PK_PAD] = {"pad", DOM(pad_dom), 1},
+    [PK_ACT] = {"act", DOM(act_dom), 0},
+    [PK_KERNEL] = {"kernel", DOM(kernel_dom), 1},
+    [PK_GROUPS] = {"groups", DOM(groups_dom), 0},
+    [PK_SIZE] = {"size", DOM(size_dom), 0}, /* a symbol: split sizes are any dim */
 };
 static_assert(sizeof ops_pkind_table / sizeof ops_pkind_table[0] == PK_COUNT,
               "ops_pkind_table needs one entry per parameter kind");

@@ -113,6 +113,10 @@ typedef struct {
     int out;           /* an ops_kind, or OPS_OUT_IN0 */
 } ops_kinds;
 
+/* What a constant operator (OPF_CONST) reads of its reference input:
+ * prove encodes it as a function of exactly that. */
+typedef enum { OPS_REF_NONE, OPS_REF_DIM1, OPS_REF_SHAPE } ops_ref;
+
 typedef struct {
     const char *name;                   /* as written in axioms and ruledb dumps */
     int arity;                          /* tensor inputs */
@@ -122,6 +126,8 @@ typedef struct {
     unsigned flags;
     const char *onnx;                   /* the ONNX op(s) it maps to */
     ops_kinds kinds;                    /* what synth may feed it and gets back */
+    int shape_of_in0;                   /* 1: the output has input 0's shape */
+    ops_ref ref;                        /* constants: what they read of input 0 */
 } ops_info;
 
 extern const ops_info ops_table[OP_COUNT];
@@ -130,6 +136,8 @@ typedef struct {
     const char *name;
     const int32_t *values;  /* the domain synth enumerates and tests sample */
     int n_values;
+    int shape_literal;      /* 1: shape rules depend on its value, so prove
+                               writes one shape axiom per value of the domain */
 } ops_pkind_info;
 
 extern const ops_pkind_info ops_pkind_table[PK_COUNT];

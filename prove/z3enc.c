@@ -29,10 +29,10 @@ static Z3_func_decl declare_op(ze_ctx *z, ops_op op) {
     Z3_sort dom[OPS_MAX_PARAMS + OPS_MAX_ARITY];
     unsigned n = 0;
     for (int k = 0; k < o->n_params; k++) dom[n++] = z->s.I;
-    switch (zs_const_ref(op)) {
-    case ZS_REF_DIM1: dom[n++] = z->s.I; break;
-    case ZS_REF_SHAPE: dom[n++] = z->s.S; break;
-    case ZS_REF_NONE:
+    switch (ops_table[op].ref) {
+    case OPS_REF_DIM1: dom[n++] = z->s.I; break;
+    case OPS_REF_SHAPE: dom[n++] = z->s.S; break;
+    case OPS_REF_NONE:
         for (int k = 0; k < o->arity; k++) dom[n++] = z->s.T;
         break;
     }
@@ -58,10 +58,10 @@ static Z3_ast mk_app(ze_ctx *z, ops_op op, const zs_params *p, const Z3_ast *in,
     Z3_ast args[OPS_MAX_PARAMS + OPS_MAX_ARITY];
     unsigned n = 0;
     for (int k = 0; k < o->n_params; k++) args[n++] = p->ast[k];
-    switch (zs_const_ref(op)) {
-    case ZS_REF_DIM1: args[n++] = d->get(d, 0, 1); break;
-    case ZS_REF_SHAPE: args[n++] = shape0; break;
-    case ZS_REF_NONE:
+    switch (ops_table[op].ref) {
+    case OPS_REF_DIM1: args[n++] = d->get(d, 0, 1); break;
+    case OPS_REF_SHAPE: args[n++] = shape0; break;
+    case OPS_REF_NONE:
         for (int k = 0; k < o->arity; k++) args[n++] = in[k];
         break;
     }
@@ -161,8 +161,8 @@ static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
     Z3_ast in[OPS_MAX_ARITY] = {0}, shape0 = NULL;
     qdims d = {{qdims_get}, z, a, vars, x->arg + np};
     q_params(z, a, x, vars, &p);
-    if (zs_const_ref(op) == ZS_REF_SHAPE) shape0 = q_shape(z, a, x->arg[np], vars);
-    if (zs_const_ref(op) == ZS_REF_NONE)
+    if (ops_table[op].ref == OPS_REF_SHAPE) shape0 = q_shape(z, a, x->arg[np], vars);
+    if (ops_table[op].ref == OPS_REF_NONE)
         for (int k = 0; k < ops_table[op].arity; k++) in[k] = q_term(z, a, x->arg[np + k], vars);
     return mk_app(z, op, &p, in, &d.base, shape0);
 }
@@ -247,14 +247,14 @@ static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
 typedef struct {
     zs_dims base;
     ze_ctx *z;
-    zs_ref ref;
+    ops_ref ref;
     const Z3_ast *in; /* tensor variables, or the constant's one argument */
 } sdims;
 
 static Z3_ast sdims_get(zs_dims *self, int input, int axis) {
     sdims *d = (sdims *)self;
-    if (d->ref == ZS_REF_DIM1) return d->in[0]; /* the only dim a constant reads */
-    if (d->ref == ZS_REF_SHAPE) return zs_sdim(&d->z->s, zs_num(&d->z->s, axis), d->in[0]);
+    if (d->ref == OPS_REF_DIM1) return d->in[0]; /* the only dim a constant reads */
+    if (d->ref == OPS_REF_SHAPE) return zs_sdim(&d->z->s, zs_num(&d->z->s, axis), d->in[0]);
     return zs_dim(&d->z->s, axis, d->in[input]);
 }
 
@@ -268,11 +268,11 @@ static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zs_params *fixed) {
     Z3_ast var[OPS_MAX_PARAMS + OPS_MAX_ARITY], in[OPS_MAX_ARITY] = {0}, conj[ZS_AXES + 1];
     Z3_app bound[OPS_MAX_PARAMS + OPS_MAX_ARITY];
     unsigned nv = 0, nc = 0;
-    zs_ref ref = zs_const_ref(op);
+    ops_ref ref = ops_table[op].ref;
     for (int k = 0; k < o->n_params; k++)
         if (!zs_lit(&p, k)) var[nv++] = p.ast[k] = Z3_mk_fresh_const(c, "p", z->s.I);
-    int n_in = ref == ZS_REF_NONE ? o->arity : 1;
-    Z3_sort so = ref == ZS_REF_NONE ? z->s.T : ref == ZS_REF_DIM1 ? z->s.I : z->s.S;
+    int n_in = ref == OPS_REF_NONE ? o->arity : 1;
+    Z3_sort so = ref == OPS_REF_NONE ? z->s.T : ref == OPS_REF_DIM1 ? z->s.I : z->s.S;
     for (int k = 0; k < n_in; k++) var[nv++] = in[k] = Z3_mk_fresh_const(c, "x", so);
     sdims d = {{sdims_get}, z, ref, in};
     Z3_ast app = mk_app(z, op, &p, in, &d.base, in[0]);
@@ -280,7 +280,7 @@ static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zs_params *fixed) {
         Z3_ast r = zs_rule_dim(&z->s, op, &p, &d.base, a);
         if (r) conj[nc++] = Z3_mk_eq(c, zs_dim(&z->s, a, app), r);
     }
-    if (ref == ZS_REF_SHAPE) conj[nc++] = Z3_mk_eq(c, zs_shape(&z->s, app), in[0]);
+    if (ref == OPS_REF_SHAPE) conj[nc++] = Z3_mk_eq(c, zs_shape(&z->s, app), in[0]);
     else if (zs_same_shape_input(op) >= 0)
         conj[nc++] =
             Z3_mk_eq(c, zs_shape(&z->s, app), zs_shape(&z->s, in[zs_same_shape_input(op)]));

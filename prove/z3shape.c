@@ -2,53 +2,7 @@
  * z3shape.h): output dims from input dims, and well-shapedness. */
 #include "z3shape.h"
 
-zs_ref zs_const_ref(ops_op op) {
-    switch (op) {
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK: return ZS_REF_DIM1;
-    case OP_ONES: return ZS_REF_SHAPE;
-    case OP_MATMUL:
-    case OP_CONV2D:
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-    case OP_TRANSPOSE:
-    case OP_ENLARGE:
-    case OP_COUNT: break;
-    }
-    return ZS_REF_NONE;
-}
-
-int zs_same_shape_input(ops_op op) {
-    switch (op) {
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_ONES: return 0;
-    case OP_MATMUL:
-    case OP_CONV2D:
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-    case OP_TRANSPOSE:
-    case OP_ENLARGE:
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_COUNT: break;
-    }
-    return -1;
-}
+int zs_same_shape_input(ops_op op) { return ops_table[op].shape_of_in0 ? 0 : -1; }
 
 /* ---- terms ---- */
 
@@ -248,26 +202,9 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
 }
 
 unsigned zs_rule_params(ops_op op) {
-    switch (op) {
-    case OP_CONV2D: return 3u;    /* stride, pad */
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return 7u;   /* kernel, stride, pad */
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1:               /* axis */
-    case OP_ENLARGE:
-    case OP_ICONV:
-    case OP_POOLK: return 1u;     /* kernel */
-    case OP_MATMUL:
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_TRANSPOSE:
-    case OP_IMM:
-    case OP_ONES:
-    case OP_COUNT: break;
-    }
-    return 0;
+    unsigned m = 0;
+    for (int k = 0; k < ops_table[op].n_params; k++)
+        m |= (unsigned)ops_pkind_table[ops_table[op].pkind[k]].shape_literal << k;
+    return m;
 }
 

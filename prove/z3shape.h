@@ -58,18 +58,13 @@ typedef struct {
     int n;
 } zs_fits;
 
-/* How a constant reads its reference input: not a constant, dim 1 of it
- * (imm, iconv, poolk: n or C), or its whole shape (ones). */
-typedef enum { ZS_REF_NONE, ZS_REF_DIM1, ZS_REF_SHAPE } zs_ref;
-
-zs_ref zs_const_ref(ops_op op);
-
 /* The input whose shape the result has whatever the parameters
- * (element-wise operators, ones), or -1. */
+ * (element-wise operators, ones: the table's shape_of_in0), or -1. */
 int zs_same_shape_input(ops_op op);
 
 /* The parameters zs_rule_dim needs as literals (bit k = parameter k):
- * conv stride and pad, pool kernel, stride and pad, an axis, a kernel. */
+ * those whose kind is shape_literal in ops_pkind_table (conv stride and
+ * pad, pool kernel, stride and pad, an axis, a kernel). */
 unsigned zs_rule_params(ops_op op);
 
 /* Dim `axis` of op's result from its inputs' dims d.

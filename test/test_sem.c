@@ -293,6 +293,10 @@ static void test_table_complete(void **state) {
         if (!t->in0 || (o->arity > 1 && !t->in1) ||
             (t->out != OPS_OUT_IN0 && (t->out < 0 || t->out >= OPS_KIND_COUNT)))
             fail_msg("%s: kinds column incomplete", o->name);
+        if ((o->ref != OPS_REF_NONE) != ((o->flags & OPF_CONST) != 0))
+            fail_msg("%s: a constant needs a ref column, and only a constant", o->name);
+        if (o->shape_of_in0 != 0 && o->shape_of_in0 != 1)
+            fail_msg("%s: shape_of_in0 is 0 or 1", o->name);
         assert_int_equal(ops_by_name(o->name), op);
     }
 }
