@@ -420,28 +420,10 @@ static int norm_axis(int64_t axis, int rank, int *out) {
     return 0;
 }
 
-static int64_t bdim(int64_t a, int64_t b) {
-    if (a == 1) return b;
-    if (b == 1) return a;
-    if (a < 0) return b < 0 ? -1 : b;
-    if (b < 0) return a;
-    return a == b ? a : -2;
-}
-
 /* o = broadcast(o, b). @return 0, -1 on a mismatch. */
 static int bcast2(eg_shape *o, const eg_shape *b) {
     eg_shape a = *o;
-    if (a.rank < 0 || b->rank < 0) {
-        *o = unknown();
-        return 0;
-    }
-    o->rank = a.rank > b->rank ? a.rank : b->rank;
-    for (int i = 0; i < o->rank; i++) {
-        int ia = i - (o->rank - a.rank), ib = i - (o->rank - b->rank);
-        o->dim[i] = bdim(ia >= 0 ? a.dim[ia] : 1, ib >= 0 ? b->dim[ib] : 1);
-        if (o->dim[i] == -2) return -1;
-    }
-    return 0;
+    return eg_shape_broadcast(&a, b, o);
 }
 
 static int same_shape(const eg_shape *a, const eg_shape *b) {

@@ -652,6 +652,28 @@ int eg_shape_known(const eg_shape *s) {
     return 1;
 }
 
+static int64_t broadcast_dim(int64_t a, int64_t b) {
+    if (a == 1) return b;
+    if (b == 1) return a;
+    if (a < 0) return b < 0 ? -1 : b;
+    if (b < 0) return a;
+    return a == b ? a : -2;
+}
+
+int eg_shape_broadcast(const eg_shape *a, const eg_shape *b, eg_shape *o) {
+    eg_shape r = {-1, {0}};
+    if (a->rank >= 0 && b->rank >= 0) {
+        r.rank = a->rank > b->rank ? a->rank : b->rank;
+        for (int i = 0; i < r.rank; i++) {
+            int ia = i - (r.rank - a->rank), ib = i - (r.rank - b->rank);
+            r.dim[i] = broadcast_dim(ia >= 0 ? a->dim[ia] : 1, ib >= 0 ? b->dim[ib] : 1);
+            if (r.dim[i] == -2) return -1;
+        }
+    }
+    *o = r;
+    return 0;
+}
+
 const char *eg_shape_str(const eg_shape *s, char *const *names, char *buf, size_t len) {
     size_t n = 0;
     if (s->rank < 0) {

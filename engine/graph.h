@@ -356,6 +356,12 @@ int64_t eg_shape_numel(const eg_shape *s);
 int64_t eg_param_count(const eg_graph *g);
 /* 1 when the rank and every dim are known. */
 int eg_shape_known(const eg_shape *s);
+/* Numpy (multidirectional) broadcast of a and b into o, as far as they are
+ * known: unknown rank in, unknown rank out; an unknown dim against a
+ * known one other than 1 is that one. The one broadcast rule of the shape
+ * inference, the constant folder and the lowering. @return 0, or -1 when
+ * two known dims differ and neither is 1. */
+int eg_shape_broadcast(const eg_shape *a, const eg_shape *b, eg_shape *o);
 /* Give t the dtype (0: keep) and the inferred shape s, where what t knew
  * already (the file's value_info) fills what s leaves unknown; dims out of
  * range read as unknown; symbolic dim names survive only at the same

@@ -231,28 +231,6 @@ static eg_status infer_gap(const ictx *c) {
 /* ================= matrix products and broadcasting ================= */
 
 /* Can dim `from` be broadcast with `to`? @return the result or -2 bad. */
-static int64_t bcast_dim(int64_t a, int64_t b) {
-    if (a == 1) return b;
-    if (b == 1) return a;
-    if (a < 0) return b < 0 ? -1 : b;
-    if (b < 0) return a;
-    return a == b ? a : -2;
-}
-
-/* Multidirectional (numpy) broadcast of a and b into o. @return 0 or -1. */
-static int broadcast(const eg_shape *a, const eg_shape *b, eg_shape *o) {
-    *o = unknown_shape();
-    if (a->rank < 0 || b->rank < 0) return 0;
-    o->rank = a->rank > b->rank ? a->rank : b->rank;
-    for (int i = 0; i < o->rank; i++) {
-        int ia = i - (o->rank - a->rank), ib = i - (o->rank - b->rank);
-        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-        o->dim[i] = bcast_dim(da, db);
-        if (o->dim[i] == -2) return -1;
-    }
-    return 0;
-}
-
 /* Before opset 7, broadcast = 1 stretched b to a (a's shape is the result)
  * at `axis` (default: b's dims are a's last ones). numpy's broadcast means
  * the same when b's dims are a's last dims exactly, or b has one element.
@@ -276,7 +254,7 @@ static eg_status infer_binary(const ictx *c) {
     if ((c->n->attr.flags & EG_AF_LEGACY_BCAST) && !legacy_is_numpy(&c->n->attr, in_s(c, 0), in_s(c, 1)))
         return ifail(c, EG_EUNSUPPORTED, "opset %d broadcast = 1 differs from numpy broadcasting "
                      "(or shapes unknown)", c->g->opset);
-    if (broadcast(in_s(c, 0), in_s(c, 1), &o))
+    if (eg_shape_broadcast(in_s(c, 0), in_s(c, 1), &o))
         return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
                      eg_shape_str(in_s(c, 0), NULL, sa, sizeof sa),
                      eg_shape_str(in_s(c, 1), NULL, sb, sizeof sb));
@@ -295,7 +273,7 @@ static eg_status infer_sum(const ictx *c) {
         if (c->g->opset < 8 && (!eg_shape_known(s) || !eg_shape_known(&o) || s->rank != o.rank ||
                                 memcmp(s->dim, o.dim, sizeof(int64_t) * (size_t)o.rank)))
             return ifail(c, EG_EUNSUPPORTED, "opset %d Sum needs equal known shapes", c->g->opset);
-        if (broadcast(&o, s, &t))
+        if (eg_shape_broadcast(&o, s, &t))
             return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
                          eg_shape_str(&o, NULL, sa, sizeof sa), eg_shape_str(s, NULL, sb, sizeof sb));
         o = t;
@@ -357,7 +335,7 @@ static eg_status infer_matmul(const ictx *c) {
     bb.rank = b->rank > 2 ? b->rank - 2 : 0;
     memcpy(ba.dim, a->dim, sizeof(int64_t) * (size_t)ba.rank);
     memcpy(bb.dim, b->dim, sizeof(int64_t) * (size_t)bb.rank);
-    if (broadcast(&ba, &bb, &o)) return ifail(c, EG_ESHAPE, "batch dimensions do not broadcast");
+    if (eg_shape_broadcast(&ba, &bb, &o)) return ifail(c, EG_ESHAPE, "batch dimensions do not broadcast");
     if (o.rank + (a->rank > 1) + (b->rank > 1) > EG_MAX_RANK)
         return ifail(c, EG_EUNSUPPORTED, "result rank over %d", EG_MAX_RANK);
     if (a->rank > 1) o.dim[o.rank++] = m;

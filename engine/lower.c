@@ -134,19 +134,6 @@ static eg_status lower_split(eg_graph *g, int j, int *done) {
     return EG_OK;
 }
 
-/* Numpy broadcast of two known shapes (unknown when either is). */
-static eg_shape bcast2(const eg_shape *a, const eg_shape *b) {
-    eg_shape o = {-1, {0}};
-    if (!eg_shape_known(a) || !eg_shape_known(b)) return o;
-    o.rank = a->rank > b->rank ? a->rank : b->rank;
-    for (int i = 0; i < o.rank; i++) {
-        int ia = i - (o.rank - a->rank), ib = i - (o.rank - b->rank);
-        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-        o.dim[i] = da == 1 ? db : da;
-    }
-    return o;
-}
-
 /* A fresh tensor "<base>_sum<k>" of that dtype and shape. */
 static eg_status sum_tensor(eg_graph *g, int base, int k, int dtype, const eg_shape *s, int *id) {
     size_t len = strlen(g->tensor[base].name) + 48;
@@ -181,7 +168,8 @@ static eg_status lower_sum(eg_graph *g, int j, int *appended) {
     eg_status rc = EG_OK;
     for (int k = 1; rc == EG_OK && k < m; k++) {
         int out = y;
-        s = bcast2(&s, &g->tensor[in[k]].shape);
+        eg_shape prev_s = s;
+        if (eg_shape_broadcast(&prev_s, &g->tensor[in[k]].shape, &s)) s.rank = -1; /* inference refused it before */
         if (k < m - 1) rc = sum_tensor(g, y, k, g->tensor[y].dtype, &s, &out);
         if (rc == EG_OK && k > 1) rc = eg_add_node(g, EG_KIND_MODEL, g->node[j].name, 2, 0, 1, &id);
         if (rc != EG_OK) break;
