@@ -1373,7 +1373,7 @@ static int f_constant(const cctx *c, cval *o) {
         for (int64_t k = 0; k < o->n; k++) o->f[k] = a->floats[k];
     else if ((a = attr(c, "value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)) &&
              a->n_ints == (size_t)o->n && !o->isf)
-        memcpy(o->i, a->ints, sizeof(int64_t) * (size_t)o->n);
+        for (int64_t k = 0; k < o->n; k++) o->i[k] = a->ints[k]; /* an empty list may be NULL */
     else return -1; /* a `value` tensor the importer did not take: leave it */
     return 0;
 }
