@@ -1557,6 +1557,9 @@ eg_status eg_cfold_node(eg_cfold *f, int id, char *err, size_t errlen) {
     if (n->kind == EG_KIND_OPS || !n->proto || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")))
         return EG_OK;
     c.op = xop_by_type(n->op_type);
+    /* a Dropout the importer reads as an identity folds like one, as it
+     * will when the exported Identity is read again */
+    if (c.op == X_DROPOUT && n->kind == EG_KIND_MODEL && n->n_in == 1 && n->n_out == 1) c.op = X_IDENTITY;
     if (c.op == X_COUNT || (n->kind == EG_KIND_MODEL && !fold_ready(&c))) return EG_OK;
     egp_alloc_init(&a, n->proto_len * 8 + (16u << 20));
     eg_status rc = egp_unpack(&onnx__node_proto__descriptor, &a, 1 << 10, n->proto, n->proto_len,
