@@ -335,16 +335,9 @@ static eg_status cval_store(const cval *v, eg_tensor *t) {
 static double cv_get(const cval *v, int64_t k) { return v->isf ? v->f[k] : (double)v->i[k]; }
 
 /* Input k's tensor, or NULL when omitted. */
-static const eg_tensor *in_t(const cctx *c, int k) {
-    if (k >= c->n->n_in || c->n->in[k] < 0) return NULL;
-    return &c->g->tensor[c->n->in[k]];
-}
+static const eg_tensor *in_t(const cctx *c, int k) { return eg_node_in(c->g, c->n, k); }
 
-static const eg_shape *in_s(const cctx *c, int k) {
-    static const eg_shape unknown = {-1, {0}};
-    const eg_tensor *t = in_t(c, k);
-    return t ? &t->shape : &unknown;
-}
+static const eg_shape *in_s(const cctx *c, int k) { return eg_node_in_shape(c->g, c->n, k); }
 
 static int in_dt(const cctx *c, int k) {
     const eg_tensor *t = in_t(c, k);

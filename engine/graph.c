@@ -652,6 +652,17 @@ int eg_shape_known(const eg_shape *s) {
     return 1;
 }
 
+const eg_tensor *eg_node_in(const eg_graph *g, const eg_node *n, int k) {
+    if (k >= n->n_in || n->in[k] < 0) return NULL;
+    return &g->tensor[n->in[k]];
+}
+
+const eg_shape *eg_node_in_shape(const eg_graph *g, const eg_node *n, int k) {
+    static const eg_shape unknown = {-1, {0}};
+    const eg_tensor *t = eg_node_in(g, n, k);
+    return t ? &t->shape : &unknown;
+}
+
 static int64_t broadcast_dim(int64_t a, int64_t b) {
     if (a == 1) return b;
     if (b == 1) return a;

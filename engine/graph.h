@@ -356,6 +356,10 @@ int64_t eg_shape_numel(const eg_shape *s);
 int64_t eg_param_count(const eg_graph *g);
 /* 1 when the rank and every dim are known. */
 int eg_shape_known(const eg_shape *s);
+/* Input k of node n: its tensor, or NULL when omitted; its shape, or an
+ * unknown one when omitted (the accessors every shape rule starts with). */
+const eg_tensor *eg_node_in(const eg_graph *g, const eg_node *n, int k);
+const eg_shape *eg_node_in_shape(const eg_graph *g, const eg_node *n, int k);
 /* Numpy (multidirectional) broadcast of a and b into o, as far as they are
  * known: unknown rank in, unknown rank out; an unknown dim against a
  * known one other than 1 is that one. The one broadcast rule of the shape

@@ -40,16 +40,9 @@ static eg_status ifail(const ictx *c, eg_status rc, const char *fmt, ...) {
 }
 
 /* Input k's tensor, or NULL when omitted or absent. */
-static const eg_tensor *in_t(const ictx *c, int k) {
-    if (k >= c->n->n_in || c->n->in[k] < 0) return NULL;
-    return &c->g->tensor[c->n->in[k]];
-}
+static const eg_tensor *in_t(const ictx *c, int k) { return eg_node_in(c->g, c->n, k); }
 
-static const eg_shape *in_s(const ictx *c, int k) {
-    static const eg_shape unknown = {-1, {0}};
-    const eg_tensor *t = in_t(c, k);
-    return t ? &t->shape : &unknown;
-}
+static const eg_shape *in_s(const ictx *c, int k) { return eg_node_in_shape(c->g, c->n, k); }
 
 /* Set output k's dtype and shape (a skipped output is fine). What the
  * tensor knew already (the file's value_info) fills what inference leaves
