@@ -275,47 +275,57 @@ static void ewise(eg_cost_kern *k, eg_cost_ew ew, double per_elem) {
     k->flops = per_elem * (double)k->out_elems;
 }
 
-/* opspecs operators. @return 1, or 0 for shapes the formulas cannot use. */
+/* The runtime loop an element-wise operator is timed as: its ONNX kernel
+ * when the backend has one, else relu's loop for a cheap cell (flops 1)
+ * and sigmoid's for a transcendental one (they cost alike). */
+static eg_cost_ew runtime_ew(ops_op op) {
+    const char *onnx = ops_table[op].onnx;
+    if (ops_table[op].form == OPS_FORM_SCALE) return EG_EW_SCALE;
+    if (strcmp(onnx, "Add") == 0) return EG_EW_ADD;
+    if (strcmp(onnx, "Mul") == 0) return EG_EW_MUL;
+    if (strcmp(onnx, "Tanh") == 0) return EG_EW_TANH;
+    return ops_table[op].flops > 1 ? EG_EW_SIGMOID : EG_EW_RELU;
+}
+
+/* opspecs operators, per form. @return 1, or 0 for shapes the formulas
+ * cannot use. */
 static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     const int32_t *p = n->param;
     int x = n->in[0], y = n->out[0];
-    switch (n->op) {
-    case OP_MATMUL:
+    switch (ops_table[n->op].form) {
+    case OPS_FORM_MATMUL:
         k->cls = EG_KC_GEMM, k->batch = 1;
         k->m = dim(g, x, 0), k->k = dim(g, x, 1), k->nn = dim(g, n->in[1], 1);
         k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
         return 1;
-    case OP_CONV2D:
+    case OPS_FORM_CONV:
         k->sh = k->sw = p[0], k->group = p[3];
         k->kh = dim(g, n->in[1], 2), k->kw = dim(g, n->in[1], 3);
         k->pt = ops_pad_begin(k->kh, p[1]), k->pl = ops_pad_begin(k->kw, p[1]);
         if (!spatial(g, x, y, k)) return 0;
         conv_flops(k); /* a fused RELU (p[2]) is free */
         return 1;
-    case OP_EWADD: ewise(k, EG_EW_ADD, 1); return 1;
-    case OP_EWMUL: ewise(k, EG_EW_MUL, 1); return 1;
-    case OP_SMUL: ewise(k, EG_EW_SCALE, 1); return 1;
-    case OP_RELU: ewise(k, EG_EW_RELU, 1); return 1;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
+    case OPS_FORM_MAP:
+    case OPS_FORM_ZIP:
+    case OPS_FORM_SCALE:
+    case OPS_FORM_CHANNEL: ewise(k, runtime_ew(n->op), ops_table[n->op].flops); return 1;
+    case OPS_FORM_POOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;
         k->kh = OPS_KERNEL_H(p[0]), k->kw = OPS_KERNEL_W(p[0]), k->sh = k->sw = p[1];
         k->pt = ops_pad_begin(k->kh, p[2]), k->pl = ops_pad_begin(k->kw, p[2]);
         if (!spatial(g, x, y, k)) return 0;
         k->flops = (double)k->out_elems * (double)(k->kh * k->kw);
         return 1;
-    case OP_CONCAT:
-    case OP_ENLARGE: k->cls = EG_KC_MOVE; return 1;
-    case OP_SPLIT0:
-    case OP_SPLIT1: k->cls = EG_KC_VIEW; return 1;
-    case OP_TRANSPOSE:
+    case OPS_FORM_CONCAT:
+    case OPS_FORM_ENLARGE: k->cls = EG_KC_MOVE; return 1;
+    case OPS_FORM_SPLIT: k->cls = EG_KC_VIEW; return 1;
+    case OPS_FORM_TRANSPOSE:
         k->cls = EG_KC_TRANS, k->batch = 1, k->m = dim(g, x, 0), k->nn = dim(g, x, 1);
         return 1;
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES: k->cls = EG_KC_FREE; return 1;
-    case OP_COUNT: return 0;
+    case OPS_FORM_IMM:
+    case OPS_FORM_CKERNEL:
+    case OPS_FORM_ONES: k->cls = EG_KC_FREE; return 1;
+    case OPS_FORM_COUNT: return 0;
     }
     return 0;
 }
@@ -535,11 +545,12 @@ static int conv_alone(const eg_graph *g, const int *uses, int t) {
  * would look cheaper while it runs slower. */
 static int fused_into_conv(const eg_graph *g, const int *uses, const unsigned char *wo, int j) {
     const eg_node *n = &g->node[j];
-    int is_add = n->kind == EG_KIND_MODEL && n->mop == EG_MOP_ADD && n->n_in == 2;
+    int is_bias = n->kind == EG_KIND_OPS && n->op == OP_BIAS && n->param[0] == 1;
+    int is_add = (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_ADD && n->n_in == 2) || is_bias;
     int is_relu = (n->kind == EG_KIND_OPS && n->op == OP_RELU) ||
                   (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_RELU);
     if (is_add) {
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < (is_bias ? 1 : 2); k++) {
             int t = n->in[k], b = n->in[1 - k];
             if (t < 0 || b < 0 || !conv_alone(g, uses, t)) continue;
             int bp = g->tensor[b].producer;
@@ -554,8 +565,9 @@ static int fused_into_conv(const eg_graph *g, const int *uses, const unsigned ch
     int t = n->in[0], p = g->tensor[t].producer;
     if (conv_alone(g, uses, t)) return 1;
     return p >= 0 && uses[t] == 1 && !(g->tensor[t].flags & EG_TF_OUTPUT) &&
-           fused_into_conv(g, uses, wo, p) && g->node[p].kind == EG_KIND_MODEL &&
-           g->node[p].mop == EG_MOP_ADD;
+           fused_into_conv(g, uses, wo, p) &&
+           ((g->node[p].kind == EG_KIND_MODEL && g->node[p].mop == EG_MOP_ADD) ||
+            (g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_BIAS));
 }
 
 double eg_cost_graph(eg_cost *c, const eg_graph *g) {

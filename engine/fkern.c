@@ -21,8 +21,8 @@
 #define K_FOLD(acc) (acc)
 #define K_OUT(acc) ((float)(acc))
 #define K_AVG(acc, n, r) ((void)(r), (float)((acc) / (double)(n)))
-#define K_ADD(a, b) ((a) + (b))
-#define K_MUL(a, b) ((a) * (b))
+#define K_CELL(op, a) ops_cell_table[op].fcell(a)
+#define K_CELL2(op, a, b) ops_cell_table[op].fcell2(a, b)
 #define K_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define K_RELU(a) ((a) > 0 ? (a) : 0.0f)
 #define K_ZERO 0.0f

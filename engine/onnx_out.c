@@ -44,6 +44,8 @@ typedef struct {
     int counter;
     int *uses;
     int *partner;         /* split0 <-> split1 written as one Split */
+    int *fuse;            /* conv2d <-> the bias written as the Conv's third input */
+    signed char *vtrail;  /* per tensor: trailing 1s its value is written with */
     char *revived;        /* per tensor: an absorbed value the export uses again */
     char **pad_name;      /* per node: the Pad output a pre-padded avgpool reads
                              (emit_pool), given a value_info as a re-import would */
@@ -281,16 +283,18 @@ static void window_attrs(nbuild *b, int64_t kh, int64_t kw, int32_t stride, int3
     nb_ints(b, "pads", p, 4);
 }
 
-/* conv2d; a fused RELU becomes Conv into a fresh tensor, then Relu. */
-static eg_status emit_conv2d(octx *c, const eg_node *n) {
+/* conv2d; a fused RELU becomes Conv into a fresh tensor, then Relu; a
+ * bias node (plan_channels) becomes the Conv's third input and output. */
+static eg_status emit_conv2d(octx *c, const eg_node *n, const eg_node *bias) {
     nbuild b;
     const eg_shape *w = &c->g->tensor[n->in[1]].shape;
-    const char *y = tname(c, n->out[0]);
-    eg_status rc = nb_init(&b, "Conv", 2, 1);
+    const char *y = tname(c, (bias ? bias : n)->out[0]);
+    eg_status rc = nb_init(&b, "Conv", 3, 1);
     if (rc == EG_OK && n->param[2] == OPS_ACT_RELU && !(y = nb_own(&b, fresh_name(c, y, "conv"))))
         rc = EG_ENOMEM;
     if (rc == EG_OK) {
         nb_in(&b, tname(c, n->in[0])), nb_in(&b, tname(c, n->in[1])), nb_out(&b, y);
+        if (bias) nb_in(&b, tname(c, bias->in[1]));
         window_attrs(&b, w->dim[2], w->dim[3], n->param[0], n->param[1]);
         nb_int(&b, "group", n->param[3]);
         rc = nb_emit(c, &b, n->name);
@@ -540,31 +544,92 @@ static eg_status emit_constant(octx *c, const eg_node *n) {
     return rc;
 }
 
+/* bias/scale (axis; x, v) as Add/Mul: numpy aligns trailing dims, so v
+ * needs a 1 for each dim after the axis. A value only such nodes read is
+ * written in that shape (plan_channels); otherwise a Reshape makes it. */
+static eg_status emit_channel(octx *c, int j) {
+    const eg_node *n = &c->g->node[j];
+    const eg_tensor *x = &c->g->tensor[n->in[0]], *v = &c->g->tensor[n->in[1]];
+    int trail = x->shape.rank - 1 - n->param[0];
+    if (c->fuse[j] >= 0) return EG_OK; /* the Conv's bias */
+    if (trail == 0 || c->vtrail[n->in[1]] == trail)
+        return emit_plain(c, n, ops_table[n->op].onnx, NULL, 0);
+    int64_t shape[EG_MAX_RANK] = {v->shape.dim[0]};
+    for (int k = 1; k <= trail; k++) shape[k] = 1;
+    nbuild r, b;
+    char *vr = fresh_name(c, v->name, "bcast");
+    eg_status rc = vr ? nb_init(&r, "Reshape", 2, 1) : EG_ENOMEM;
+    if (rc != EG_OK) return free(vr), rc;
+    nb_in(&r, v->name), nb_out(&r, nb_own(&r, vr));
+    if (c->g->opset < 5) nb_ints(&r, "shape", shape, trail + 1);
+    else if (!nb_in_owned(&r, put_ints(c, v->name, "shape", shape, trail + 1))) rc = EG_ENOMEM;
+    if (rc == EG_OK) rc = nb_emit(c, &r, n->name);
+    if (rc == EG_OK && (rc = nb_init(&b, ops_table[n->op].onnx, 2, 1)) == EG_OK) {
+        nb_in(&b, x->name), nb_in(&b, vr), nb_out(&b, tname(c, n->out[0]));
+        rc = nb_emit(c, &b, n->name);
+        nb_free(&b);
+    }
+    nb_free(&r);
+    return rc;
+}
+
+/* A conv2d without a fused relu whose output only a bias on its channels
+ * reads is written as one Conv with that bias (what the runtimes fuse);
+ * a value read only by bias/scale nodes needing the same trailing 1s is
+ * written in that shape, so an imported [C,1,1] bias goes back as it came. */
+static eg_status plan_channels(octx *c) {
+    const eg_graph *g = c->g;
+    int *reads = calloc((size_t)g->n_tensors + 1, sizeof *reads);
+    if (!reads) return EG_ENOMEM;
+    for (int j = 0; j < g->n_nodes; j++) c->fuse[j] = -1;
+    for (int i = 0; i < g->n_tensors; i++) c->vtrail[i] = -1;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *b = &g->node[j];
+        if (b->kind != EG_KIND_OPS || ops_table[b->op].form != OPS_FORM_CHANNEL) continue;
+        int t = b->in[0], p = g->tensor[t].producer, trail = g->tensor[t].shape.rank - 1 - b->param[0];
+        if (b->op == OP_BIAS && b->param[0] == 1 && p >= 0 && c->fuse[p] < 0 &&
+            g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_CONV2D &&
+            g->node[p].param[2] == OPS_ACT_NONE && c->uses[t] == 1 &&
+            !(g->tensor[t].flags & EG_TF_OUTPUT) && b->in[1] != t)
+            c->fuse[p] = j, c->fuse[j] = p, trail = 0;
+        int v = b->in[1];
+        if (c->vtrail[v] == -1) c->vtrail[v] = (signed char)trail;
+        else if (c->vtrail[v] != trail) c->vtrail[v] = -2;
+        reads[v]++;
+    }
+    for (int i = 0; i < g->n_tensors; i++) {
+        const eg_tensor *t = &g->tensor[i];
+        if (c->vtrail[i] <= 0 || reads[i] != c->uses[i] || !t->data || !(t->flags & EG_TF_INIT) ||
+            (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT)) || t->shape.rank != 1)
+            c->vtrail[i] = 0;
+    }
+    free(reads);
+    return EG_OK;
+}
+
 static eg_status emit_ops(octx *c, int j) {
     const eg_node *n = &c->g->node[j];
-    switch (n->op) {
-    case OP_MATMUL: return emit_plain(c, n, "MatMul", NULL, 0);
-    case OP_CONV2D: return emit_conv2d(c, n);
-    case OP_EWADD: return emit_plain(c, n, "Add", NULL, 0);
-    case OP_EWMUL:
-    case OP_SMUL: return emit_plain(c, n, "Mul", NULL, 0);
-    case OP_RELU: return emit_plain(c, n, "Relu", NULL, 0);
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return emit_pool(c, n);
-    case OP_CONCAT: return emit_plain(c, n, "Concat", "axis", n->param[0]);
-    case OP_SPLIT0:
-    case OP_SPLIT1:
+    const ops_info *o = &ops_table[n->op];
+    switch (o->form) {
+    case OPS_FORM_MATMUL:
+    case OPS_FORM_MAP:
+    case OPS_FORM_ZIP:
+    case OPS_FORM_SCALE: return emit_plain(c, n, o->onnx, NULL, 0);
+    case OPS_FORM_CHANNEL: return emit_channel(c, j);
+    case OPS_FORM_CONV: return emit_conv2d(c, n, c->fuse[j] >= 0 ? &c->g->node[c->fuse[j]] : NULL);
+    case OPS_FORM_POOL: return emit_pool(c, n);
+    case OPS_FORM_CONCAT: return emit_plain(c, n, o->onnx, "axis", n->param[0]);
+    case OPS_FORM_SPLIT:
         if (c->partner[j] < 0) return emit_slice(c, n);
         if (c->partner[j] < j) return EG_OK; /* written with its partner */
         return n->op == OP_SPLIT0 ? emit_split_pair(c, n, &c->g->node[c->partner[j]])
                                   : emit_split_pair(c, &c->g->node[c->partner[j]], n);
-    case OP_TRANSPOSE: return emit_transpose(c, n);
-    case OP_ENLARGE: return emit_enlarge(c, n);
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES: return emit_constant(c, n);
-    case OP_COUNT: break;
+    case OPS_FORM_TRANSPOSE: return emit_transpose(c, n);
+    case OPS_FORM_ENLARGE: return emit_enlarge(c, n);
+    case OPS_FORM_IMM:
+    case OPS_FORM_CKERNEL:
+    case OPS_FORM_ONES: return emit_constant(c, n);
+    case OPS_FORM_COUNT: break;
     }
     return fail(c, EG_EFORMAT, "node '%s': unknown opspecs operator %d", n->name, (int)n->op);
 }
@@ -770,8 +835,10 @@ static eg_status emit_values(octx *c) {
         eg_status rc = EG_OK;
         int added = !(t->flags & EG_TF_INPUT);
         if (!value_live(c, i)) continue;
+        eg_shape ws = t->shape; /* a channel vector gets its trailing 1s */
+        for (int k = 0; k < c->vtrail[i] && ws.rank < EG_MAX_RANK; k++) ws.dim[ws.rank++] = 1;
         if (t->data)
-            rc = put_value(c, t->name, EG_DT_FLOAT, &t->shape, t->data,
+            rc = put_value(c, t->name, EG_DT_FLOAT, &ws, t->data,
                            sizeof(float) * (size_t)eg_shape_numel(&t->shape), added, i);
         else if (t->proto) {
             egp_buf_field(&c->inits, field, t->proto, t->proto_len);
@@ -857,6 +924,8 @@ static eg_status emit_ios(octx *c) {
     /* in node order, which a re-import keeps (tensor ids it does not) */
     for (int j = 0; j < g->n_nodes; j++) {
         if (c->pad_name[j]) emit_pad_vinfo(c, fvi, j);
+        if (g->node[j].kind == EG_KIND_OPS && g->node[j].op == OP_CONV2D && c->fuse[j] >= 0)
+            continue; /* its output is the fused bias's */
         for (int k = 0; k < g->node[j].n_out; k++) {
             int i = g->node[j].out[k];
             if (i >= 0 && !(g->tensor[i].flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_INIT)))
@@ -873,14 +942,17 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
     c->g = g, c->err = err, c->errlen = errlen;
     c->uses = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     c->partner = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c->fuse = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c->vtrail = malloc((size_t)g->n_tensors + 1);
     c->revived = calloc((size_t)g->n_tensors + 1, 1);
     c->pad_name = calloc((size_t)g->n_nodes + 1, sizeof *c->pad_name);
     c->node_names = eg_names_new();
     c->new_names = eg_names_new();
-    if (!c->uses || !c->partner || !c->revived || !c->pad_name || !c->node_names || !c->new_names)
+    if (!c->uses || !c->partner || !c->fuse || !c->vtrail || !c->revived || !c->pad_name || !c->node_names || !c->new_names)
         return EG_ENOMEM;
     eg_count_uses(g, c->uses);
     pair_splits(g, c->partner);
+    if (plan_channels(c) != EG_OK) return EG_ENOMEM;
     /* opaque nodes keep their names, so the generated ones avoid them */
     for (int j = 0; j < g->n_nodes; j++)
         if (g->node[j].kind == EG_KIND_OPAQUE && g->node[j].name[0] &&
@@ -891,7 +963,7 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
 
 static void octx_free(octx *c) {
     free(c->nodes.p), free(c->inits.p), free(c->ios.p);
-    free(c->uses), free(c->partner), free(c->revived);
+    free(c->uses), free(c->partner), free(c->fuse), free(c->vtrail), free(c->revived);
     for (int j = 0; c->pad_name && j < c->g->n_nodes; j++) free(c->pad_name[j]);
     free(c->pad_name);
     eg_names_free(c->node_names), eg_names_free(c->new_names);

@@ -7,16 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Candidate shapes: rank 0, rank 2 in [1..4]^2, rank 4 in
- * [1..4]x[1..4]x[1..5]x[1..5] (spatial dims up to 5 so that 1x1, 3x3 and
- * 5x5 kernels, strides and VALID windows all get exercised). */
+/* Candidate shapes: rank 0, rank 1 in [1..5] (biases, per-channel
+ * scales), rank 2 in [1..4]^2, rank 4 in [1..4]x[1..4]x[1..5]x[1..5]
+ * (spatial dims up to 5 so that 1x1, 3x3 and 5x5 kernels, strides and
+ * VALID windows all get exercised). */
+#define N_RANK1 5
 #define N_RANK2 16
 #define N_RANK4 (4 * 4 * 5 * 5)
-#define N_CAND (1 + N_RANK2 + N_RANK4)
+#define N_CAND (1 + N_RANK1 + N_RANK2 + N_RANK4)
 
 static ten_shape cand_shape(int i) {
     ten_shape s = {0, {0, 0, 0, 0}};
     if (i-- == 0) return s;
+    if (i < N_RANK1) {
+        s.rank = 1;
+        s.dim[0] = 1 + i;
+        return s;
+    }
+    i -= N_RANK1;
     if (i < N_RANK2) {
         s.rank = 2;
         s.dim[0] = 1 + i / 4;
@@ -96,21 +104,23 @@ static void shuffle(int *a, int n, uint64_t *rng) {
 }
 
 /* A random visiting order of the candidates that draws the rank first
- * (weights 1:2:3 for ranks 0, 2, 4 among ranks with candidates left), then
- * a shape of that rank: a scalar or a matrix comes up early although the
- * set holds 400 rank-4 shapes and one scalar. */
+ * (weights 1:2:2:3 for ranks 0, 1, 2, 4 among ranks with candidates left),
+ * then a shape of that rank: a scalar or a matrix comes up early although
+ * the set holds 400 rank-4 shapes and one scalar. */
 static void candidate_order(int *perm, uint64_t *rng) {
-    static const int start[3] = {0, 1, 1 + N_RANK2}, count[3] = {1, N_RANK2, N_RANK4};
-    static const int weight[3] = {1, 2, 3};
-    int cls[3][N_RANK4], left[3];
-    for (int r = 0; r < 3; r++) {
+    enum { NR = 4 };
+    static const int start[NR] = {0, 1, 1 + N_RANK1, 1 + N_RANK1 + N_RANK2};
+    static const int count[NR] = {1, N_RANK1, N_RANK2, N_RANK4};
+    static const int weight[NR] = {1, 2, 2, 3};
+    int cls[NR][N_RANK4], left[NR];
+    for (int r = 0; r < NR; r++) {
         for (int i = 0; i < count[r]; i++) cls[r][i] = start[r] + i;
         shuffle(cls[r], count[r], rng);
         left[r] = count[r];
     }
     for (int i = 0; i < N_CAND; i++) {
         int total = 0, r = 0;
-        for (int k = 0; k < 3; k++) total += left[k] ? weight[k] : 0;
+        for (int k = 0; k < NR; k++) total += left[k] ? weight[k] : 0;
         int pick = (int)(ten_rand_next(rng) % (uint64_t)total);
         while (left[r] == 0 || (pick -= weight[r]) >= 0) r++;
         perm[i] = cls[r][--left[r]];

@@ -16,7 +16,9 @@
  *   K_OUT(acc)      the sum as an element
  *   K_AVG(acc,n,r)  the sum divided by the cell count n, where r is
  *                   K_RECIP(kh*kw) (the count when padding counts)
- *   K_ADD(a,b), K_MUL(a,b), K_MAX(a,b), K_RELU(a)  on elements
+ *   K_MAX(a,b), K_RELU(a)  on elements
+ *   K_CELL(op,a), K_CELL2(op,a,b)  an element-wise operator's cell
+ *                   function (ops_cell_table, cells.c)
  *   K_ZERO, K_ONE   elements
  *   K_RECIP(n)      1/n as an element
  * Windows (conv, pools) come from win.h, so padding is decided there. */
@@ -171,38 +173,41 @@ static inline void KN(constant)(ops_op op, const ten_shape *os, KT *out) {
 static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, const ten_shape *os,
                            const KT *const *in, KT *out) {
     int64_t n = ten_numel(os);
-    switch (op) {
-    case OP_MATMUL: {
+    switch (ops_table[op].form) {
+    case OPS_FORM_MATMUL: {
         int64_t k = s[0].dim[1], cols = s[1].dim[1];
         KN(gemm)(s[0].dim[0], k, cols, in[0], k, 1, in[1], cols, 1, out);
         return;
     }
-    case OP_CONV2D: {
+    case OPS_FORM_CONV: {
         ops_win h = ops_win_make(s[0].dim[2], s[1].dim[2], p[0], p[1]);
         ops_win v = ops_win_make(s[0].dim[3], s[1].dim[3], p[0], p[1]);
         KN(conv)(s[0].dim, s[1].dim, os->dim, &h, &v, p[3], p[2] == OPS_ACT_RELU, in[0], in[1], out);
         return;
     }
-    case OP_EWADD:
-        for (int64_t i = 0; i < n; i++) out[i] = K_ADD(in[0][i], in[1][i]);
+    case OPS_FORM_MAP:
+        for (int64_t i = 0; i < n; i++) out[i] = K_CELL(op, in[0][i]);
         return;
-    case OP_EWMUL:
-        for (int64_t i = 0; i < n; i++) out[i] = K_MUL(in[0][i], in[1][i]);
+    case OPS_FORM_ZIP:
+        for (int64_t i = 0; i < n; i++) out[i] = K_CELL2(op, in[0][i], in[1][i]);
         return;
-    case OP_SMUL:
-        for (int64_t i = 0; i < n; i++) out[i] = K_MUL(in[0][i], in[1][0]);
+    case OPS_FORM_SCALE:
+        for (int64_t i = 0; i < n; i++) out[i] = K_CELL2(op, in[0][i], in[1][0]);
         return;
-    case OP_RELU:
-        for (int64_t i = 0; i < n; i++) out[i] = K_RELU(in[0][i]);
+    case OPS_FORM_CHANNEL: {
+        /* cell i sits at channel (i / inner) % dim along the axis */
+        int64_t inner = 1, dim = s[0].dim[p[0]];
+        for (int i = p[0] + 1; i < s[0].rank; i++) inner *= s[0].dim[i];
+        for (int64_t i = 0; i < n; i++) out[i] = K_CELL2(op, in[0][i], in[1][i / inner % dim]);
         return;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: {
+    }
+    case OPS_FORM_POOL: {
         ops_win h = ops_win_make(s[0].dim[2], OPS_KERNEL_H(p[0]), p[1], p[2]);
         ops_win v = ops_win_make(s[0].dim[3], OPS_KERNEL_W(p[0]), p[1], p[2]);
         KN(pool)(op == OP_AVGPOOL, 1, s[0].dim, os->dim, &h, &v, in[0], out);
         return;
     }
-    case OP_CONCAT: {
+    case OPS_FORM_CONCAT: {
         int64_t outer = 1, inner = 1, blk[2];
         for (int i = 0; i < p[0]; i++) outer *= s[0].dim[i];
         for (int i = p[0] + 1; i < s[0].rank; i++) inner *= s[0].dim[i];
@@ -210,8 +215,7 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
         KN(concat)(2, outer, blk, in, out);
         return;
     }
-    case OP_SPLIT0:
-    case OP_SPLIT1: {
+    case OPS_FORM_SPLIT: {
         int64_t outer = 1, inner = 1;
         for (int i = 0; i < p[0]; i++) outer *= s[0].dim[i];
         for (int i = p[0] + 1; i < s[0].rank; i++) inner *= s[0].dim[i];
@@ -219,12 +223,11 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
         KN(slice)(outer, s[0].dim[p[0]] * inner, skip, os->dim[p[0]] * inner, in[0], out);
         return;
     }
-    case OP_TRANSPOSE: KN(transpose2)(s[0].dim[0], s[0].dim[1], in[0], out); return;
-    case OP_ENLARGE: KN(enlarge)(s[0].dim, os->dim, in[0], out); return;
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES: KN(constant)(op, os, out); return;
-    case OP_COUNT: return; /* excluded by the precondition */
+    case OPS_FORM_TRANSPOSE: KN(transpose2)(s[0].dim[0], s[0].dim[1], in[0], out); return;
+    case OPS_FORM_ENLARGE: KN(enlarge)(s[0].dim, os->dim, in[0], out); return;
+    case OPS_FORM_IMM:
+    case OPS_FORM_CKERNEL:
+    case OPS_FORM_ONES: KN(constant)(op, os, out); return;
+    case OPS_FORM_COUNT: return; /* excluded by the precondition */
     }
 }

@@ -7,40 +7,69 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define NOP 0, {0}, {0}
 /* kinds column: what synth may feed an operator and what it gets back */
 #define K_M OPS_KM(OPS_KIND_MATRIX)
 #define K_A OPS_KM(OPS_KIND_ACT)
 #define K_W OPS_KM(OPS_KIND_WEIGHT)
 #define K_S OPS_KM(OPS_KIND_SCALAR)
+#define K_V OPS_KM(OPS_KIND_VECTOR)
 #define K_SAME_AS(m) {m, OPS_KM_SAME, OPS_OUT_IN0} /* binary, both one kind */
 #define K_UNARY(m) {m, 0, OPS_OUT_IN0}
+#define P1(k, n) .n_params = 1, .pkind = {k}, .pname = {n}
+/* an activation: element-wise, on matrices and activations; flops: its
+ * cost per cell relative to an add (a transcendental cell costs ~4) */
+#define ACT(nm, ox, fl) {.name = nm, .arity = 1, .flags = OPF_ELEMENTWISE, .onnx = ox, \
+                         .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_MAP, .flops = fl}
 
 const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
-    [OP_MATMUL] = {"matmul", 2, NOP, 0, "MatMul", {K_M, K_M, OPS_KIND_MATRIX}},
-    [OP_CONV2D] = {"conv2d", 2, 4, {PK_STRIDE, PK_PAD, PK_ACT, PK_GROUPS},
-                   {"stride", "pad", "act", "groups"}, 0, "Conv", {K_A, K_W, OPS_KIND_ACT}},
-    [OP_EWADD] = {"ewadd", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Add", K_SAME_AS(OPS_KM_TENSOR), 1},
-    [OP_EWMUL] = {"ewmul", 2, NOP, OPF_ELEMENTWISE | OPF_COMMUTATIVE, "Mul", K_SAME_AS(OPS_KM_TENSOR), 1},
-    [OP_SMUL] = {"smul", 2, NOP, 0, "Mul", {OPS_KM_ANY, K_S, OPS_OUT_IN0}, 1},
-    [OP_RELU] = {"relu", 1, NOP, OPF_ELEMENTWISE, "Relu", K_UNARY(K_M | K_A), 1},
-    [OP_AVGPOOL] = {"avgpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
-                    {"kernel", "stride", "pad"}, 0, "AveragePool", K_UNARY(K_A)},
-    [OP_MAXPOOL] = {"maxpool", 1, 3, {PK_KERNEL, PK_STRIDE, PK_PAD},
-                    {"kernel", "stride", "pad"}, 0, "MaxPool", K_UNARY(K_A)},
-    [OP_CONCAT] = {"concat", 2, 1, {PK_AXIS}, {"axis"}, 0, "Concat", K_SAME_AS(OPS_KM_TENSOR)},
-    [OP_SPLIT0] = {"split0", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split",
-                   K_UNARY(OPS_KM_TENSOR)},
-    [OP_SPLIT1] = {"split1", 1, 2, {PK_AXIS, PK_SIZE}, {"axis", "size"}, 0, "Split",
-                   K_UNARY(OPS_KM_TENSOR)},
-    [OP_TRANSPOSE] = {"transpose", 1, NOP, 0, "Transpose", K_UNARY(K_M)},
-    [OP_ENLARGE] = {"enlarge", 1, 1, {PK_KERNEL}, {"kernel"}, 0, "Pad", K_UNARY(K_W)},
-    [OP_IMM] = {"imm", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(K_M), 0, OPS_REF_DIM1},
-    [OP_ICONV] = {"iconv", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)",
-                  {K_A, 0, OPS_KIND_WEIGHT}, 0, OPS_REF_DIM1},
-    [OP_POOLK] = {"poolk", 1, 1, {PK_KERNEL}, {"kernel"}, OPF_CONST, "(initializer)",
-                  {K_A, 0, OPS_KIND_WEIGHT}, 0, OPS_REF_DIM1},
-    [OP_ONES] = {"ones", 1, NOP, OPF_CONST, "(initializer)", K_UNARY(OPS_KM_TENSOR), 1, OPS_REF_SHAPE},
+    [OP_MATMUL] = {.name = "matmul", .arity = 2, .onnx = "MatMul",
+                   .kinds = {K_M, K_M, OPS_KIND_MATRIX}, .form = OPS_FORM_MATMUL},
+    [OP_CONV2D] = {.name = "conv2d", .arity = 2, .n_params = 4,
+                   .pkind = {PK_STRIDE, PK_PAD, PK_ACT, PK_GROUPS},
+                   .pname = {"stride", "pad", "act", "groups"}, .onnx = "Conv",
+                   .kinds = {K_A, K_W, OPS_KIND_ACT}, .form = OPS_FORM_CONV},
+    [OP_EWADD] = {.name = "ewadd", .arity = 2, .flags = OPF_ELEMENTWISE | OPF_COMMUTATIVE,
+                  .onnx = "Add", .kinds = K_SAME_AS(OPS_KM_TENSOR), .form = OPS_FORM_ZIP, .flops = 1},
+    [OP_EWMUL] = {.name = "ewmul", .arity = 2, .flags = OPF_ELEMENTWISE | OPF_COMMUTATIVE,
+                  .onnx = "Mul", .kinds = K_SAME_AS(OPS_KM_TENSOR), .form = OPS_FORM_ZIP, .flops = 1},
+    [OP_SMUL] = {.name = "smul", .arity = 2, .onnx = "Mul", .kinds = {OPS_KM_ANY, K_S, OPS_OUT_IN0},
+                 .form = OPS_FORM_SCALE, .flops = 1},
+    [OP_RELU] = ACT("relu", "Relu", 1),
+    [OP_SIGMOID] = ACT("sigmoid", "Sigmoid", 4),
+    [OP_TANH] = ACT("tanh", "Tanh", 4),
+    [OP_ERF] = ACT("erf", "Erf", 4),
+    [OP_BIAS] = {.name = "bias", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Add",
+                 .kinds = {K_M | K_A | K_W, K_V, OPS_OUT_IN0}, .form = OPS_FORM_CHANNEL, .flops = 1},
+    [OP_SCALE] = {.name = "scale", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Mul",
+                  .kinds = {K_M | K_A | K_W, K_V, OPS_OUT_IN0}, .form = OPS_FORM_CHANNEL, .flops = 1},
+    [OP_AVGPOOL] = {.name = "avgpool", .arity = 1, .n_params = 3,
+                    .pkind = {PK_KERNEL, PK_STRIDE, PK_PAD}, .pname = {"kernel", "stride", "pad"},
+                    .onnx = "AveragePool", .kinds = K_UNARY(K_A), .form = OPS_FORM_POOL},
+    [OP_MAXPOOL] = {.name = "maxpool", .arity = 1, .n_params = 3,
+                    .pkind = {PK_KERNEL, PK_STRIDE, PK_PAD}, .pname = {"kernel", "stride", "pad"},
+                    .onnx = "MaxPool", .kinds = K_UNARY(K_A), .form = OPS_FORM_POOL},
+    [OP_CONCAT] = {.name = "concat", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Concat",
+                   .kinds = K_SAME_AS(OPS_KM_TENSOR), .form = OPS_FORM_CONCAT},
+    [OP_SPLIT0] = {.name = "split0", .arity = 1, .n_params = 2, .pkind = {PK_AXIS, PK_SIZE},
+                   .pname = {"axis", "size"}, .onnx = "Split", .kinds = K_UNARY(OPS_KM_TENSOR),
+                   .form = OPS_FORM_SPLIT},
+    [OP_SPLIT1] = {.name = "split1", .arity = 1, .n_params = 2, .pkind = {PK_AXIS, PK_SIZE},
+                   .pname = {"axis", "size"}, .onnx = "Split", .kinds = K_UNARY(OPS_KM_TENSOR),
+                   .form = OPS_FORM_SPLIT},
+    [OP_TRANSPOSE] = {.name = "transpose", .arity = 1, .onnx = "Transpose", .kinds = K_UNARY(K_M),
+                      .form = OPS_FORM_TRANSPOSE},
+    [OP_ENLARGE] = {.name = "enlarge", .arity = 1, P1(PK_KERNEL, "kernel"), .onnx = "Pad",
+                    .kinds = K_UNARY(K_W), .form = OPS_FORM_ENLARGE},
+    [OP_IMM] = {.name = "imm", .arity = 1, .flags = OPF_CONST, .onnx = "(initializer)",
+                .kinds = K_UNARY(K_M), .ref = OPS_REF_DIM1, .form = OPS_FORM_IMM},
+    [OP_ICONV] = {.name = "iconv", .arity = 1, P1(PK_KERNEL, "kernel"), .flags = OPF_CONST,
+                  .onnx = "(initializer)", .kinds = {K_A, 0, OPS_KIND_WEIGHT}, .ref = OPS_REF_DIM1,
+                  .form = OPS_FORM_CKERNEL},
+    [OP_POOLK] = {.name = "poolk", .arity = 1, P1(PK_KERNEL, "kernel"), .flags = OPF_CONST,
+                  .onnx = "(initializer)", .kinds = {K_A, 0, OPS_KIND_WEIGHT}, .ref = OPS_REF_DIM1,
+                  .form = OPS_FORM_CKERNEL},
+    [OP_ONES] = {.name = "ones", .arity = 1, .flags = OPF_CONST, .onnx = "(initializer)",
+                 .kinds = K_UNARY(OPS_KM_TENSOR), .ref = OPS_REF_SHAPE, .form = OPS_FORM_ONES},
 };
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,
               "ops_table needs one entry per operator");
@@ -66,6 +95,27 @@ const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
 };
 static_assert(sizeof ops_pkind_table / sizeof ops_pkind_table[0] == PK_COUNT,
               "ops_pkind_table needs one entry per parameter kind");
+
+int ops_shape_of_in0(ops_op op) {
+    switch (ops_table[op].form) {
+    case OPS_FORM_MAP:
+    case OPS_FORM_ZIP:
+    case OPS_FORM_SCALE:
+    case OPS_FORM_CHANNEL:
+    case OPS_FORM_ONES: return 1;
+    case OPS_FORM_MATMUL:
+    case OPS_FORM_CONV:
+    case OPS_FORM_POOL:
+    case OPS_FORM_CONCAT:
+    case OPS_FORM_SPLIT:
+    case OPS_FORM_TRANSPOSE:
+    case OPS_FORM_ENLARGE:
+    case OPS_FORM_IMM:
+    case OPS_FORM_CKERNEL:
+    case OPS_FORM_COUNT: return 0;
+    }
+    return 0;
+}
 
 ops_op ops_by_name(const char *name) {
     for (int i = 0; i < OP_COUNT; i++)

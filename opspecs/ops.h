@@ -50,6 +50,11 @@ typedef enum { /* ORDER OP */
     OP_EWMUL,     /* x * y, same shapes */
     OP_SMUL,      /* x * s, s a rank-0 scalar tensor */
     OP_RELU,      /* elementwise: v if v is "non-negative" (v <= (p-1)/2) else 0 */
+    OP_SIGMOID,   /* elementwise; on residues a fixed seeded function (cells.c) */
+    OP_TANH,      /* elementwise; on residues a fixed seeded function */
+    OP_ERF,       /* elementwise; on residues a fixed seeded function */
+    OP_BIAS,      /* (axis; x, v): x + v broadcast along axis, v [x.dim[axis]] */
+    OP_SCALE,     /* (axis; x, v): x * v broadcast along axis */
     OP_AVGPOOL,   /* (kernel, stride, pad; x NCHW) */
     OP_MAXPOOL,   /* (kernel, stride, pad; x NCHW), max over in-bounds cells */
     OP_CONCAT,    /* (axis; x, y) */
@@ -99,11 +104,14 @@ typedef enum { /* ORDER KIND */
     OPS_KIND_MATRIX, /* [m,n] */
     OPS_KIND_ACT,    /* NCHW activation */
     OPS_KIND_WEIGHT, /* OIHW conv weight */
+    OPS_KIND_VECTOR, /* [n]: a bias or a per-channel scale */
     OPS_KIND_COUNT
 } ops_kind;
 
 #define OPS_KM(k) (1u << (k))
-#define OPS_KM_TENSOR (OPS_KM(OPS_KIND_MATRIX) | OPS_KM(OPS_KIND_ACT) | OPS_KM(OPS_KIND_WEIGHT))
+#define OPS_KM_TENSOR                                                                      \
+    (OPS_KM(OPS_KIND_MATRIX) | OPS_KM(OPS_KIND_ACT) | OPS_KM(OPS_KIND_WEIGHT) |             \
+     OPS_KM(OPS_KIND_VECTOR))
 #define OPS_KM_ANY (OPS_KM_TENSOR | OPS_KM(OPS_KIND_SCALAR))
 #define OPS_KM_SAME 0x80u /* in1: exactly input 0's kind */
 #define OPS_OUT_IN0 (-1)  /* out: input 0's kind */
@@ -112,6 +120,42 @@ typedef struct {
     unsigned in0, in1; /* masks of OPS_KM(kind); in1 unused by unary operators */
     int out;           /* an ops_kind, or OPS_OUT_IN0 */
 } ops_kinds;
+
+/* The family an operator belongs to: its shape rule, its kernel, its Z3
+ * shape encoding, synth's split-point bookkeeping, its cost class and its
+ * ONNX export form are decided per form, not per operator, so a new
+ * operator of an existing form (another activation, another element-wise
+ * product) needs no code outside its table row and its cell functions. */
+typedef enum { /* ORDER FORM */
+    OPS_FORM_MAP,       /* unary element-wise: y[i] = cell(x[i]), any shape */
+    OPS_FORM_ZIP,       /* binary element-wise over equal shapes: cell2(x[i], y[i]) */
+    OPS_FORM_SCALE,     /* cell2(x[i], s), s a rank-0 scalar */
+    OPS_FORM_CHANNEL,   /* (axis; x, v): cell2(x[.., c, ..], v[c]), v [x.dim[axis]] */
+    OPS_FORM_MATMUL,    /* [m,k] x [k,n] */
+    OPS_FORM_CONV,      /* conv2d */
+    OPS_FORM_POOL,      /* avgpool, maxpool */
+    OPS_FORM_CONCAT,    /* (axis; x, y) */
+    OPS_FORM_SPLIT,     /* split0, split1 */
+    OPS_FORM_TRANSPOSE, /* rank 2 */
+    OPS_FORM_ENLARGE,   /* zero-pad a conv kernel */
+    OPS_FORM_IMM,       /* identity matrix from a [m,n] reference */
+    OPS_FORM_CKERNEL,   /* [C,C,kh,kw] constant kernels from an NCHW reference */
+    OPS_FORM_ONES,      /* all ones, the shape of the reference */
+    OPS_FORM_COUNT
+} ops_form;
+
+/* The cell functions of the element-wise forms (MAP: cell; ZIP, SCALE,
+ * CHANNEL: cell2), once over residues modulo 2^61-1 (the exact semantics)
+ * and once over float32 (the engine's evaluator). Defined in cells.c,
+ * the one file that holds what an element-wise operator computes. */
+typedef struct {
+    uint64_t (*cell)(uint64_t x);
+    uint64_t (*cell2)(uint64_t x, uint64_t y);
+    float (*fcell)(float x);
+    float (*fcell2)(float x, float y);
+} ops_cells;
+
+extern const ops_cells ops_cell_table[OP_COUNT];
 
 /* What a constant operator (OPF_CONST) reads of its reference input:
  * prove encodes it as a function of exactly that. */
@@ -126,11 +170,15 @@ typedef struct {
     unsigned flags;
     const char *onnx;                   /* the ONNX op(s) it maps to */
     ops_kinds kinds;                    /* what synth may feed it and gets back */
-    int shape_of_in0;                   /* 1: the output has input 0's shape */
     ops_ref ref;                        /* constants: what they read of input 0 */
+    ops_form form;                      /* the family: shape rule, kernel, export */
+    double flops;                       /* element-wise forms: cost per output cell */
 } ops_info;
 
 extern const ops_info ops_table[OP_COUNT];
+
+/* 1 when op's output always has input 0's shape (from its form). */
+int ops_shape_of_in0(ops_op op);
 
 typedef struct {
     const char *name;

@@ -23,8 +23,8 @@ static inline uint64_t red128(unsigned __int128 v) {
 #define K_FOLD(acc) ((unsigned __int128)red128(acc))
 #define K_OUT(acc) red128(acc)
 #define K_AVG(acc, n, r) ((void)(n), mp_mul(red128(acc), r)) /* ops_eval counts padding */
-#define K_ADD(a, b) mp_add(a, b)
-#define K_MUL(a, b) mp_mul(a, b)
+#define K_CELL(op, a) ops_cell_table[op].cell(a)
+#define K_CELL2(op, a, b) ops_cell_table[op].cell2(a, b)
 #define K_MAX(a, b) mp_max(a, b)
 #define K_RELU(a) mp_relu(a)
 #define K_ZERO ((uint64_t)0)

@@ -134,9 +134,9 @@ static ops_status shape_ew(ops_op op, const ten_shape *in, ten_shape *out,
     return OPS_OK;
 }
 
-static ops_status shape_smul(const ten_shape *in, ten_shape *out, char *err) {
+static ops_status shape_smul(ops_op op, const ten_shape *in, ten_shape *out, char *err) {
     if (in[1].rank != 0)
-        return fail(OP_SMUL, OPS_ESHAPE, in, err, "the scalar must have rank 0");
+        return fail(op, OPS_ESHAPE, in, err, "the scalar must have rank 0");
     *out = in[0];
     return OPS_OK;
 }
@@ -166,16 +166,16 @@ static ops_status shape_pool(ops_op op, const int32_t *p, const ten_shape *in,
 }
 
 /* concat(axis; x, y): equal ranks, equal dims off the axis. */
-static ops_status shape_concat(const int32_t *p, const ten_shape *in,
+static ops_status shape_concat(ops_op op, const int32_t *p, const ten_shape *in,
                                ten_shape *out, char *err) {
     const ten_shape *x = &in[0], *y = &in[1];
     if (x->rank != y->rank)
-        return fail(OP_CONCAT, OPS_ESHAPE, in, err, "ranks differ");
+        return fail(op, OPS_ESHAPE, in, err, "ranks differ");
     if (p[0] < 0 || p[0] >= x->rank)
-        return fail(OP_CONCAT, OPS_EPARAM, in, err, "axis %d out of range", (int)p[0]);
+        return fail(op, OPS_EPARAM, in, err, "axis %d out of range", (int)p[0]);
     for (int i = 0; i < x->rank; i++)
         if (i != p[0] && x->dim[i] != y->dim[i])
-            return fail(OP_CONCAT, OPS_ESHAPE, in, err, "dim %d differs", i);
+            return fail(op, OPS_ESHAPE, in, err, "dim %d differs", i);
     *out = *x;
     out->dim[p[0]] = x->dim[p[0]] + y->dim[p[0]]; /* <= 2^17: no overflow */
     return OPS_OK;
@@ -196,32 +196,32 @@ static ops_status shape_split(ops_op op, const int32_t *p, const ten_shape *in,
     return OPS_OK;
 }
 
-static ops_status shape_transpose(const ten_shape *in, ten_shape *out, char *err) {
+static ops_status shape_transpose(ops_op op, const ten_shape *in, ten_shape *out, char *err) {
     if (in[0].rank != 2)
-        return fail(OP_TRANSPOSE, OPS_ESHAPE, in, err, "needs rank 2");
+        return fail(op, OPS_ESHAPE, in, err, "needs rank 2");
     set2(out, in[0].dim[1], in[0].dim[0]);
     return OPS_OK;
 }
 
 /* enlarge(kernel; w [O,I,kh,kw]): the kernel is at least w's and differs
  * from it by an even amount, so w can sit exactly in the centre. */
-static ops_status shape_enlarge(const int32_t *p, const ten_shape *in,
+static ops_status shape_enlarge(ops_op op, const int32_t *p, const ten_shape *in,
                                 ten_shape *out, char *err) {
     const ten_shape *w = &in[0];
     if (!kernel_ok(p[0]))
-        return fail(OP_ENLARGE, OPS_EPARAM, in, err, "bad kernel %d", (int)p[0]);
-    if (w->rank != 4) return fail(OP_ENLARGE, OPS_ESHAPE, in, err, "needs rank 4");
+        return fail(op, OPS_EPARAM, in, err, "bad kernel %d", (int)p[0]);
+    if (w->rank != 4) return fail(op, OPS_ESHAPE, in, err, "needs rank 4");
     int32_t kh = OPS_KERNEL_H(p[0]), kw = OPS_KERNEL_W(p[0]);
     if (w->dim[2] > kh || w->dim[3] > kw || (kh - w->dim[2]) % 2 ||
         (kw - w->dim[3]) % 2)
-        return fail(OP_ENLARGE, OPS_EPARAM, in, err,
+        return fail(op, OPS_EPARAM, in, err,
                     "kernel %dx%d cannot centre the weights", (int)kh, (int)kw);
     set4(out, w->dim[0], w->dim[1], kh, kw);
     return OPS_OK;
 }
 
-static ops_status shape_imm(const ten_shape *in, ten_shape *out, char *err) {
-    if (in[0].rank != 2) return fail(OP_IMM, OPS_ESHAPE, in, err, "needs rank 2");
+static ops_status shape_imm(ops_op op, const ten_shape *in, ten_shape *out, char *err) {
+    if (in[0].rank != 2) return fail(op, OPS_ESHAPE, in, err, "needs rank 2");
     set2(out, in[0].dim[1], in[0].dim[1]);
     return OPS_OK;
 }
@@ -240,27 +240,36 @@ static ops_status shape_ckernel(ops_op op, const int32_t *p, const ten_shape *in
     return OPS_OK;
 }
 
+/* bias/scale(axis; x, v): v is [x.dim[axis]]. */
+static ops_status shape_channel(ops_op op, const int32_t *p, const ten_shape *in,
+                                ten_shape *out, char *err) {
+    const ten_shape *x = &in[0], *v = &in[1];
+    if (p[0] < 0 || p[0] >= x->rank)
+        return fail(op, OPS_EPARAM, in, err, "axis %d out of range", (int)p[0]);
+    if (v->rank != 1 || v->dim[0] != x->dim[p[0]])
+        return fail(op, OPS_ESHAPE, in, err, "needs a vector of dim %d", (int)x->dim[p[0]]);
+    *out = *x;
+    return OPS_OK;
+}
+
 static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
                            ten_shape *out, char *err) {
-    switch (op) {
-    case OP_MATMUL: return shape_matmul(in, out, err);
-    case OP_CONV2D: return shape_conv(p, in, out, err);
-    case OP_EWADD:
-    case OP_EWMUL: return shape_ew(op, in, out, err);
-    case OP_SMUL: return shape_smul(in, out, err);
-    case OP_RELU:
-    case OP_ONES: *out = in[0]; return OPS_OK;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return shape_pool(op, p, in, out, err);
-    case OP_CONCAT: return shape_concat(p, in, out, err);
-    case OP_SPLIT0:
-    case OP_SPLIT1: return shape_split(op, p, in, out, err);
-    case OP_TRANSPOSE: return shape_transpose(in, out, err);
-    case OP_ENLARGE: return shape_enlarge(p, in, out, err);
-    case OP_IMM: return shape_imm(in, out, err);
-    case OP_ICONV:
-    case OP_POOLK: return shape_ckernel(op, p, in, out, err);
-    case OP_COUNT: break;
+    switch (ops_table[op].form) {
+    case OPS_FORM_MATMUL: return shape_matmul(in, out, err);
+    case OPS_FORM_CONV: return shape_conv(p, in, out, err);
+    case OPS_FORM_ZIP: return shape_ew(op, in, out, err);
+    case OPS_FORM_SCALE: return shape_smul(op, in, out, err);
+    case OPS_FORM_CHANNEL: return shape_channel(op, p, in, out, err);
+    case OPS_FORM_MAP:
+    case OPS_FORM_ONES: *out = in[0]; return OPS_OK;
+    case OPS_FORM_POOL: return shape_pool(op, p, in, out, err);
+    case OPS_FORM_CONCAT: return shape_concat(op, p, in, out, err);
+    case OPS_FORM_SPLIT: return shape_split(op, p, in, out, err);
+    case OPS_FORM_TRANSPOSE: return shape_transpose(op, in, out, err);
+    case OPS_FORM_ENLARGE: return shape_enlarge(op, p, in, out, err);
+    case OPS_FORM_IMM: return shape_imm(op, in, out, err);
+    case OPS_FORM_CKERNEL: return shape_ckernel(op, p, in, out, err);
+    case OPS_FORM_COUNT: break;
     }
     snprintf(err, OPS_ERRLEN, "unknown operator %d", (int)op);
     return OPS_EPARAM;

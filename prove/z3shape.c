@@ -2,7 +2,7 @@
  * z3shape.h): output dims from input dims, and well-shapedness. */
 #include "z3shape.h"
 
-int zs_same_shape_input(ops_op op) { return ops_table[op].shape_of_in0 ? 0 : -1; }
+int zs_same_shape_input(ops_op op) { return ops_shape_of_in0(op) ? 0 : -1; }
 
 /* ---- terms ---- */
 
@@ -70,31 +70,28 @@ static Z3_ast split_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims
  * read as 1 (z3shape.h), so transposes and products of matrices can meet
  * the off-axis conditions of a concat or an ewadd. */
 Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, int a) {
-    switch (op) {
-    case OP_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
-    case OP_CONV2D: return conv_dim(z, p, d, a);
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_ONES: return d->get(d, 0, a);
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: return pool_dim(z, p, d, a);
-    case OP_CONCAT:
+    switch (ops_table[op].form) {
+    case OPS_FORM_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
+    case OPS_FORM_CONV: return conv_dim(z, p, d, a);
+    case OPS_FORM_MAP:
+    case OPS_FORM_ZIP:
+    case OPS_FORM_SCALE:
+    case OPS_FORM_CHANNEL:
+    case OPS_FORM_ONES: return d->get(d, 0, a);
+    case OPS_FORM_POOL: return pool_dim(z, p, d, a);
+    case OPS_FORM_CONCAT:
         if (!zs_lit(p, 0)) return NULL;
         return a == p->lit[0] ? add2(z, d->get(d, 0, a), d->get(d, 1, a)) : d->get(d, 0, a);
-    case OP_SPLIT0:
-    case OP_SPLIT1: return split_dim(z, op, p, d, a);
-    case OP_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : zs_num(z, 1);
-    case OP_ENLARGE:
+    case OPS_FORM_SPLIT: return split_dim(z, op, p, d, a);
+    case OPS_FORM_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : zs_num(z, 1);
+    case OPS_FORM_ENLARGE:
         if (a < 2) return d->get(d, 0, a);
         return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
-    case OP_IMM: return a < 2 ? d->get(d, 0, 1) : zs_num(z, 1);
-    case OP_ICONV:
-    case OP_POOLK:
+    case OPS_FORM_IMM: return a < 2 ? d->get(d, 0, 1) : zs_num(z, 1);
+    case OPS_FORM_CKERNEL:
         if (a < 2) return d->get(d, 0, 1);
         return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
-    case OP_COUNT: break;
+    case OPS_FORM_COUNT: break;
     }
     return NULL;
 }
@@ -158,7 +155,7 @@ static void enlarge_fits(const zs_syms *z, zs_fits *f, const zs_params *p, zs_di
 /* concat: equal dims off the axis. split: 1 <= size < dim on the axis. */
 static void axis_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, const Z3_ast *in,
                       zs_dims *d) {
-    if (op == OP_CONCAT) {
+    if (ops_table[op].form == OPS_FORM_CONCAT) {
         for (int a = 0; a < ZS_AXES; a++)
             need(f, Z3_mk_or(z->c, 2, (Z3_ast[]){is(z, p, 0, a),
                                                  eq2(z, d->get(d, 0, a), d->get(d, 1, a))}));
@@ -174,30 +171,30 @@ static void axis_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *
  * construction, and every fact below is true at any rank (z3shape.h). */
 void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, const Z3_ast *in,
                 zs_dims *d) {
-    switch (op) {
-    case OP_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
-    case OP_CONV2D: conv_fits(z, f, p, d); break;
-    case OP_EWADD:
-    case OP_EWMUL:
+    switch (ops_table[op].form) {
+    case OPS_FORM_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
+    case OPS_FORM_CONV: conv_fits(z, f, p, d); break;
+    case OPS_FORM_ZIP:
         for (int a = 0; a < ZS_AXES; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));
         break;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
+    case OPS_FORM_CHANNEL: /* the vector's one dim is the axis's */
+        if (zs_lit(p, 0)) need(f, eq2(z, d->get(d, 1, 0), d->get(d, 0, p->lit[0])));
+        else need(f, eq2(z, d->get(d, 1, 0), zs_sdim(z, p->ast[0], zs_shape(z, in[0]))));
+        break;
+    case OPS_FORM_POOL:
         window_fits(z, f, p, 2, d->get(d, 0, 2), d->get(d, 0, 3), kernel_size(z, p, 0, 2),
                     kernel_size(z, p, 0, 3));
         break;
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1: axis_fits(z, f, op, p, in, d); break;
-    case OP_ENLARGE: enlarge_fits(z, f, p, d); break;
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_TRANSPOSE:
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES:
-    case OP_COUNT: break;
+    case OPS_FORM_CONCAT:
+    case OPS_FORM_SPLIT: axis_fits(z, f, op, p, in, d); break;
+    case OPS_FORM_ENLARGE: enlarge_fits(z, f, p, d); break;
+    case OPS_FORM_MAP:
+    case OPS_FORM_SCALE:
+    case OPS_FORM_TRANSPOSE:
+    case OPS_FORM_IMM:
+    case OPS_FORM_CKERNEL:
+    case OPS_FORM_ONES:
+    case OPS_FORM_COUNT: break;
     }
 }
 

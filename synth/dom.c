@@ -8,49 +8,36 @@
 
 static_assert(OP_COUNT <= 32, "the memo keeps an operator in 5 bits, op sets in 32");
 
-static void add_combo(dom *d, ops_op op, int32_t a, int32_t b, int32_t c, int32_t e) {
-    int k = d->n_combo[op]++;
-    int32_t *p = d->combo[op][k];
-    p[0] = a, p[1] = b, p[2] = c, p[3] = e;
+/* synth's values of each parameter kind (dom.h). ORDER PKIND */
+static int kind_values(ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
+    switch (k) {
+    case PK_AXIS:
+        for (int32_t a = 0; a < TEN_MAX_RANK; a++) v[a] = a;
+        return TEN_MAX_RANK;
+    case PK_STRIDE: v[0] = 1, v[1] = 2; return 2;
+    case PK_PAD: v[0] = OPS_PAD_SAME, v[1] = OPS_PAD_VALID; return 2;
+    case PK_ACT: v[0] = OPS_ACT_NONE, v[1] = OPS_ACT_RELU; return 2;
+    case PK_KERNEL: v[0] = OPS_KERNEL(3, 3); return 1;
+    case PK_GROUPS: v[0] = 1, v[1] = 2; return groups2 ? 2 : 1;
+    case PK_SIZE: v[0] = 0; return 1; /* bound from the concat a split reads */
+    case PK_COUNT: break;
+    }
+    return 0;
 }
 
-static void conv_combos(dom *d, int groups2) {
-    for (int32_t g = 1; g <= (groups2 ? 2 : 1); g++)
-        for (int32_t s = 1; s <= 2; s++)
-            for (int32_t pad = OPS_PAD_SAME; pad <= OPS_PAD_VALID; pad++)
-                for (int32_t act = OPS_ACT_NONE; act <= OPS_ACT_RELU; act++)
-                    add_combo(d, OP_CONV2D, s, pad, act, g);
-}
-
-static void pool_combos(dom *d, ops_op op) {
-    for (int32_t s = 1; s <= 2; s++)
-        for (int32_t pad = OPS_PAD_SAME; pad <= OPS_PAD_VALID; pad++)
-            add_combo(d, op, OPS_KERNEL(3, 3), s, pad, 0);
-}
-
-/* The combos of one operator. ORDER OP: every operator is listed. */
+/* The combos of one operator: the product of its parameters' values, the
+ * first parameter outermost. */
 static void op_combos(dom *d, ops_op op, int groups2) {
-    switch (op) {
-    case OP_CONV2D: conv_combos(d, groups2); return;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL: pool_combos(d, op); return;
-    case OP_CONCAT:
-    case OP_SPLIT0:
-    case OP_SPLIT1: /* the axis; a split's size is bound from its concat */
-        for (int32_t a = 0; a < TEN_MAX_RANK; a++) add_combo(d, op, a, 0, 0, 0);
-        return;
-    case OP_ENLARGE:
-    case OP_ICONV:
-    case OP_POOLK: add_combo(d, op, OPS_KERNEL(3, 3), 0, 0, 0); return;
-    case OP_MATMUL:
-    case OP_EWADD:
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_RELU:
-    case OP_TRANSPOSE:
-    case OP_IMM:
-    case OP_ONES: add_combo(d, op, 0, 0, 0, 0); return;
-    case OP_COUNT: return;
+    const ops_info *o = &ops_table[op];
+    int32_t vals[OPS_MAX_PARAMS][DOM_MAX_COMBOS], n[OPS_MAX_PARAMS], at[OPS_MAX_PARAMS] = {0};
+    for (int k = 0; k < o->n_params; k++) n[k] = kind_values(o->pkind[k], groups2, vals[k]);
+    for (;;) {
+        assert(d->n_combo[op] < DOM_MAX_COMBOS);
+        int32_t *p = d->combo[op][d->n_combo[op]++];
+        for (int k = 0; k < OPS_MAX_PARAMS; k++) p[k] = k < o->n_params ? vals[k][at[k]] : 0;
+        int k = o->n_params - 1; /* odometer: the last parameter turns fastest */
+        while (k >= 0 && ++at[k] == n[k]) at[k--] = 0;
+        if (k < 0) return;
     }
 }
 
@@ -107,7 +94,7 @@ static uint64_t infer(ops_op op, const int32_t p[OPS_MAX_PARAMS], uint64_t s0, u
     dom_unpack(s0, &in[0]);
     dom_unpack(s1, &in[1]);
     if (ops_infer_shape(op, p, in, &out, err) != OPS_OK) return DOM_BAD;
-    if ((op == OP_AVGPOOL || op == OP_MAXPOOL) && (in[0].dim[2] < 2 || in[0].dim[3] < 2))
+    if (ops_table[op].form == OPS_FORM_POOL && (in[0].dim[2] < 2 || in[0].dim[3] < 2))
         return DOM_BAD;
     return dom_pack(&out);
 }

@@ -2,18 +2,20 @@
  * combinations ("combos") it tries, shapes packed into one word, and a
  * memoised shape check so the hot loop never formats an error message.
  *
- * Parameter domains (ops_pkind_table restricted for synth; see synth.h):
- *   conv2d   stride {1,2} x pad {SAME,VALID} x act {NONE,RELU} x groups {1}
- *            (groups {1,2} with dom_init(.., groups2 = 1))
- *   avgpool, maxpool   kernel 3x3 x stride {1,2} x pad {SAME,VALID}
- *   concat   axis {0,1,2,3} (the shape check drops axes >= rank)
- *   split0/1 one combo per axis; the size is not enumerated but bound from
- *            the concat the split reads (sgraph.h)
- *   enlarge, iconv, poolk   kernel 3x3
- *   others   no parameters: one combo
+ * Parameter domains per parameter kind (ops_pkind_table restricted for
+ * synth; see synth.h), and an operator's combos are their product over
+ * its parameters, the first parameter outermost:
+ *   stride {1,2}; pad {SAME,VALID}; act {NONE,RELU}; kernel 3x3;
+ *   groups {1} ({1,2} with dom_init(.., groups2 = 1));
+ *   axis {0,1,2,3} (the shape check drops axes >= rank);
+ *   size: not enumerated but bound from the concat a split reads
+ *   (sgraph.h), one placeholder value.
+ * So conv2d has 8 (16) combos, the pools 4, concat and the splits one per
+ * axis, operators without parameters one.
  *
  * Kinds: what a value is for, on top of its shape. Activations (NCHW),
- * conv weights (OIHW), matrices and scalars; dom_kind says which kinds an
+ * conv weights (OIHW), matrices, vectors (biases, per-channel scales) and
+ * scalars; dom_kind says which kinds an
  * operator takes and makes. It keeps out graphs no model contains and
  * whose equalities are accidents of small shapes: a conv reading a weight
  * tensor as its input, pooling a 1x1 weight, relu of a 1-cell scalar (a coin
@@ -45,6 +47,7 @@ typedef enum {
     DOM_MATRIX = OPS_KIND_MATRIX,
     DOM_ACT = OPS_KIND_ACT,
     DOM_WEIGHT = OPS_KIND_WEIGHT,
+    DOM_VECTOR = OPS_KIND_VECTOR,
     DOM_NO_KIND = -1
 } dom_kind_t;
 

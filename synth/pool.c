@@ -1,6 +1,7 @@
 /* pool.c - the input pool table and its random tensors (see pool.h). */
 #include "pool.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,7 +9,8 @@
 
 /* Square matrices so matmul and transpose compose; activations NCHW and
  * conv weights OIHW with C = O = 2 so convolutions chain; H = W = 4 so a
- * 3x3 VALID window fits. Counts bound the variables of one type in a graph
+ * 3x3 VALID window fits; vectors of each of those dims for biases and
+ * per-channel scales. Counts bound the variables of one type in a graph
  * (matmul chains of 4 operands need 4 matrices). */
 const pool_type_info pool_types[] = {
     {"scalar", {0, {0}}, DOM_SCALAR, 2},
@@ -18,8 +20,11 @@ const pool_type_info pool_types[] = {
     {"w1x1", {4, {2, 2, 1, 1}}, DOM_WEIGHT, 2},
     {"w1x3", {4, {2, 2, 1, 3}}, DOM_WEIGHT, 1},
     {"w3x1", {4, {2, 2, 3, 1}}, DOM_WEIGHT, 1},
+    {"vec2", {1, {2}}, DOM_VECTOR, 2}, /* per channel of act, per O of the weights */
+    {"vec3", {1, {3}}, DOM_VECTOR, 2}, /* per row or column of a matrix */
 };
 const int pool_n_types = (int)(sizeof pool_types / sizeof pool_types[0]);
+static_assert(sizeof pool_types / sizeof pool_types[0] <= POOL_MAX_TYPES, "raise POOL_MAX_TYPES");
 
 /* A tensor of the shape holding POOL_TRIALS random samples. */
 static int alloc_random(ten *t, const ten_shape *s, uint64_t *state) {

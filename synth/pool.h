@@ -19,7 +19,7 @@
 #include "tensor.h"
 
 #define POOL_MAX_VARS 32 /* variable indices stay below sgraph's node refs */
-#define POOL_MAX_TYPES 8
+#define POOL_MAX_TYPES 16
 #define POOL_TRIALS 2
 
 typedef struct {

@@ -28,23 +28,22 @@ static void take(sg_bound *out, int to, const sg_bound *in, int from) {
     out->size[to] = in->size[from], out->leaf[to] = in->leaf[from], out->axis[to] = in->axis[from];
 }
 
-/* The split points of op's output. ORDER OP: every operator is listed. */
+/* The split points of op's output, per form. */
 static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
                       const sg_bound *b0, const sg_bound *b1, sg_bound *out) {
     no_bound(out);
-    switch ((ops_op)n->op) {
-    case OP_MATMUL: take(out, 0, b0, 0), take(out, 1, b1, 1); return;
-    case OP_CONV2D: take(out, 0, b0, 0), take(out, 1, b1, 0); return;
-    case OP_EWADD:
-    case OP_EWMUL:
+    switch (ops_table[n->op].form) {
+    case OPS_FORM_MATMUL: take(out, 0, b0, 0), take(out, 1, b1, 1); return;
+    case OPS_FORM_CONV: take(out, 0, b0, 0), take(out, 1, b1, 0); return;
+    case OPS_FORM_ZIP:
         for (int a = 0; a < TEN_MAX_RANK; a++) take(out, a, b0->size[a] ? b0 : b1, a);
         return;
-    case OP_SMUL:
-    case OP_RELU: *out = *b0; return;
-    case OP_AVGPOOL:
-    case OP_MAXPOOL:
-    case OP_ENLARGE: take(out, 0, b0, 0), take(out, 1, b0, 1); return;
-    case OP_CONCAT: {
+    case OPS_FORM_MAP:
+    case OPS_FORM_SCALE:
+    case OPS_FORM_CHANNEL: *out = *b0; return;
+    case OPS_FORM_POOL:
+    case OPS_FORM_ENLARGE: take(out, 0, b0, 0), take(out, 1, b0, 1); return;
+    case OPS_FORM_CONCAT: {
         ten_shape s;
         dom_unpack(shape[n->in[0]], &s);
         *out = *b0;
@@ -53,17 +52,15 @@ static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
         out->axis[p[0]] = (int8_t)p[0];
         return;
     }
-    case OP_SPLIT0:
-    case OP_SPLIT1:
+    case OPS_FORM_SPLIT:
         *out = *b0;
         out->size[p[0]] = 0, out->leaf[p[0]] = -1;
         return;
-    case OP_TRANSPOSE: take(out, 0, b0, 1), take(out, 1, b0, 0); return;
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK:
-    case OP_ONES:
-    case OP_COUNT: return;
+    case OPS_FORM_TRANSPOSE: take(out, 0, b0, 1), take(out, 1, b0, 0); return;
+    case OPS_FORM_IMM:
+    case OPS_FORM_CKERNEL:
+    case OPS_FORM_ONES:
+    case OPS_FORM_COUNT: return;
     }
 }
 
@@ -73,7 +70,7 @@ uint64_t sg_node_shape(const sg_node *n, const dom *d, dom_memo *m, const uint64
     const sg_bound *b0 = SG_IS_NODE(n->in[0]) ? &bound[n->in[0]] : &none;
     const sg_bound *b1 = ops_table[n->op].arity > 1 && SG_IS_NODE(n->in[1]) ? &bound[n->in[1]] : &none;
     memcpy(p, d->combo[n->op][n->combo], OPS_MAX_PARAMS * sizeof *p);
-    if (n->op == OP_SPLIT0 || n->op == OP_SPLIT1) {
+    if (ops_table[n->op].form == OPS_FORM_SPLIT) {
         p[1] = b0->size[p[0]];
         if (p[1] <= 0) return DOM_BAD;
     }

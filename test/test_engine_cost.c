@@ -147,6 +147,11 @@ static const ops_case ops_cases[] = {
     {"A19 avgpool 3x3 s2 SAME (uneven pads)", OP_AVGPOOL, {OPS_KERNEL(3, 3), 2, OPS_PAD_SAME}, 4,
      0, S(1, 2, 8, 8), S(0)},
     {"A20 matmul [1,1]x[1,1]", OP_MATMUL, {0}, 2, 2, S(1, 1), S(1, 1)},
+    {"A21 sigmoid", OP_SIGMOID, {0}, 4, 0, S(1, 4, 8, 8), S(0)},
+    {"A22 tanh", OP_TANH, {0}, 2, 0, S(16, 64), S(0)},
+    {"A23 erf", OP_ERF, {0}, 2, 0, S(16, 64), S(0)},
+    {"A24 bias axis 1", OP_BIAS, {1}, 4, 1, S(1, 8, 8, 8), S(8)},
+    {"A25 scale axis 1", OP_SCALE, {1}, 2, 1, S(16, 64), S(64)},
 };
 #define N_OPS_CASES (sizeof ops_cases / sizeof ops_cases[0])
 

@@ -233,9 +233,14 @@ static void put(printer *p, const char *t) {
     p->len += n;
 }
 
+/* The first (last) value of the domain; a second variable of the same
+ * sort takes the next one (an axiom over two axes is about distinct ones). */
 static int32_t var_value(const printer *p, int v) {
     const ops_pkind_info *d = &ops_pkind_table[p->a->var[v].sort];
-    return p->last ? d->values[d->n_values - 1] : d->values[0];
+    int k = 0;
+    for (int i = 0; i < v; i++) k += p->a->var[i].sort == p->a->var[v].sort;
+    k %= d->n_values;
+    return p->last ? d->values[d->n_values - 1 - k] : d->values[k];
 }
 
 static int tensor_index(const ax_axiom *a, int v) {

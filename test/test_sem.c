@@ -139,6 +139,12 @@ static const sem_case sem_cases[] = {
      {-2, -4, -6}, 0},
     {"relu.sign-boundary", OP_RELU, {0}, {S1(5)}, {3, -2, 0, HALF, -HALF}, {0}, S1(5),
      {3, 0, 0, HALF, 0}, 0},
+    {"bias.axis1", OP_BIAS, {1}, {S2(2, 3), S1(3)}, {1, 2, 3, 4, 5, 6}, {10, 20, -30}, S2(2, 3),
+     {11, 22, -27, 14, 25, -24}, 0},
+    {"bias.axis0", OP_BIAS, {0}, {S2(2, 3), S1(2)}, {1, 2, 3, 4, 5, 6}, {10, -20}, S2(2, 3),
+     {11, 12, 13, -16, -15, -14}, 0},
+    {"scale.axis1.nchw", OP_SCALE, {1}, {S4(1, 2, 1, 2), S1(2)}, {1, 2, 3, 4}, {-1, 3}, S4(1, 2, 1, 2),
+     {-1, -2, 9, 12}, 0},
     {"avgpool.same.div9", OP_AVGPOOL, {K(3, 3), 1, SAME}, {S4(1, 1, 3, 3)}, X123, {0},
      S4(1, 1, 3, 3), {12, 21, 16, 27, 45, 33, 24, 39, 28}, 9},
     {"avgpool.valid", OP_AVGPOOL, {K(3, 3), 1, VALID}, {S4(1, 1, 3, 3)}, X123, {0},
@@ -295,8 +301,18 @@ static void test_table_complete(void **state) {
             fail_msg("%s: kinds column incomplete", o->name);
         if ((o->ref != OPS_REF_NONE) != ((o->flags & OPF_CONST) != 0))
             fail_msg("%s: a constant needs a ref column, and only a constant", o->name);
-        if (o->shape_of_in0 != 0 && o->shape_of_in0 != 1)
-            fail_msg("%s: shape_of_in0 is 0 or 1", o->name);
+        if (o->form >= OPS_FORM_COUNT)
+            fail_msg("%s: no form", o->name);
+        /* the element-wise forms have their cell functions, the others none */
+        const ops_cells *cl = &ops_cell_table[op];
+        int map = o->form == OPS_FORM_MAP, zip = o->form == OPS_FORM_ZIP ||
+                  o->form == OPS_FORM_SCALE || o->form == OPS_FORM_CHANNEL;
+        if (!cl->cell != !map || !cl->fcell != !map || !cl->cell2 != !zip || !cl->fcell2 != !zip)
+            fail_msg("%s: cells.c has the wrong cell functions for its form", o->name);
+        if ((map || zip) != (o->flops > 0))
+            fail_msg("%s: an element-wise form needs a flops column, and only one", o->name);
+        if ((o->form == OPS_FORM_MAP) != (o->arity == 1 && (o->flags & OPF_ELEMENTWISE)))
+            fail_msg("%s: a map is unary and element-wise", o->name);
         assert_int_equal(ops_by_name(o->name), op);
     }
 }
@@ -454,6 +470,14 @@ static const shape_case shape_cases[] = {
     {"relu.rank5", OP_RELU, {0}, {{5, {1, 1, 1, 1}}}, OPS_ESHAPE, S0},
     {"relu.dim0", OP_RELU, {0}, {S2(2, 0)}, OPS_ESHAPE, S0},
     {"relu.numel-overflow", OP_RELU, {0}, {S4(BIG, BIG, BIG, BIG)}, OPS_ESHAPE, S0},
+    {"sigmoid.rank5", OP_SIGMOID, {0}, {{5, {1, 1, 1, 1}}}, OPS_ESHAPE, S0},
+    {"tanh.dim0", OP_TANH, {0}, {S2(2, 0)}, OPS_ESHAPE, S0},
+    {"erf.dim0", OP_ERF, {0}, {S1(0)}, OPS_ESHAPE, S0},
+    {"bias.vector-dim", OP_BIAS, {1}, {S4(1, 3, 2, 2), S1(2)}, OPS_ESHAPE, S0},
+    {"bias.vector-rank", OP_BIAS, {1}, {S4(1, 3, 2, 2), S2(3, 1)}, OPS_ESHAPE, S0},
+    {"bias.axis-rank", OP_BIAS, {2}, {S2(3, 2), S1(2)}, OPS_EPARAM, S0},
+    {"scale.vector-dim", OP_SCALE, {0}, {S2(3, 2), S1(2)}, OPS_ESHAPE, S0},
+    {"scale.axis-negative", OP_SCALE, {-1}, {S2(3, 2), S1(2)}, OPS_EPARAM, S0},
     {"avgpool.rank3", OP_AVGPOOL, {K(3, 3), 1, SAME}, {S3(1, 5, 5)}, OPS_ESHAPE, S0},
     {"avgpool.valid.small", OP_AVGPOOL, {K(3, 3), 1, VALID}, {S4(1, 1, 5, 2)},
      OPS_ESHAPE, S0},

@@ -1,0 +1,54 @@
+/* cells.c - what each element-wise operator computes on one cell: over
+ * residues modulo 2^61-1 (the exact semantics synth fingerprints and the
+ * axiom checks evaluate) and over float32 (the engine's evaluator).
+ *
+ * Non-polynomial functions (sigmoid, tanh, erf) have no exact residue
+ * counterpart. Their residue semantics is a fixed seeded hash of the cell:
+ * a model of the axioms claimed for them (they act cell by cell, so they
+ * commute with concat, split and transpose) that satisfies nothing else,
+ * so no rule can depend on a property they do not have. Each function has
+ * its own seed: sigmoid and tanh must not look equal.
+ */
+#include <math.h>
+
+#include "modp.h"
+#include "ops.h"
+
+/* A fixed pseudo-random function of the cell (splitmix64's finaliser),
+ * mapped into [0, p). */
+static uint64_t seeded(uint64_t x, uint64_t seed) {
+    uint64_t z = x + seed;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return mp_reduce(z >> 3);
+}
+
+static uint64_t r_add(uint64_t a, uint64_t b) { return mp_add(a, b); }
+static uint64_t r_mul(uint64_t a, uint64_t b) { return mp_mul(a, b); }
+static uint64_t r_relu(uint64_t a) { return mp_relu(a); }
+static uint64_t r_sigmoid(uint64_t a) { return seeded(a, 0x5167u); }
+static uint64_t r_tanh(uint64_t a) { return seeded(a, 0x7a4bu); }
+static uint64_t r_erf(uint64_t a) { return seeded(a, 0xe4fu); }
+
+static float f_add(float a, float b) { return a + b; }
+static float f_mul(float a, float b) { return a * b; }
+static float f_relu(float a) { return a > 0 ? a : 0.0f; }
+static float f_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
+static float f_tanh(float a) { return tanhf(a); }
+static float f_erf(float a) { return erff(a); }
+
+#define MAP(r, f) {.cell = r, .fcell = f}
+#define ZIP(r, f) {.cell2 = r, .fcell2 = f}
+
+const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
+    [OP_EWADD] = ZIP(r_add, f_add),
+    [OP_EWMUL] = ZIP(r_mul, f_mul),
+    [OP_SMUL] = ZIP(r_mul, f_mul),
+    [OP_RELU] = MAP(r_relu, f_relu),
+    [OP_SIGMOID] = MAP(r_sigmoid, f_sigmoid),
+    [OP_TANH] = MAP(r_tanh, f_tanh),
+    [OP_ERF] = MAP(r_erf, f_erf),
+    [OP_BIAS] = ZIP(r_add, f_add),
+    [OP_SCALE] = ZIP(r_mul, f_mul),
+};
