@@ -217,10 +217,11 @@ static int bn_conv(const eg_graph *g, const int *uses, const dropset *d, int x) 
 
 /* W' = W * s[o], b' = (b - mean) * s + B, s = scale / sqrt(var + eps).
  * @return EG_OK with *w2 a new initializer and *bias (O floats, malloc'd). */
-static eg_status bn_weights(eg_graph *g, const eg_node *c, const eg_node *bn, int *w2, float **bias) {
+static eg_status bn_weights(eg_graph *g, const eg_node *c, int bias_t, const eg_node *bn, int *w2,
+                            float **bias) {
     const eg_tensor *w = &g->tensor[c->in[1]];
     int64_t o = w->shape.dim[0], per = eg_shape_numel(&w->shape) / (o ? o : 1);
-    const float *b = c->kind == EG_KIND_MODEL && c->n_in > 2 && c->in[2] >= 0 ? g->tensor[c->in[2]].data : NULL;
+    const float *b = bias_t >= 0 ? g->tensor[bias_t].data : NULL;
     const float *sc = g->tensor[bn->in[1]].data, *bb = g->tensor[bn->in[2]].data;
     const float *mean = g->tensor[bn->in[3]].data, *var = g->tensor[bn->in[4]].data;
     float *nw = malloc(sizeof *nw * (size_t)(o * per + 1)), *nb = malloc(sizeof *nb * (size_t)(o + 1));
@@ -240,11 +241,16 @@ static eg_status bn_weights(eg_graph *g, const eg_node *c, const eg_node *bn, in
     return rc;
 }
 
-static eg_status fold_one_bn(eg_graph *g, dropset *d, int j, int p, eg_builtin_stats *st) {
+/* Fold BatchNormalization j into conv p, through the bias node bnode
+ * (bias(1; conv, b), the importer's form of a Conv with a bias) or -1. */
+static eg_status fold_one_bn(eg_graph *g, dropset *d, int j, int p, int bnode, eg_builtin_stats *st) {
     int w2, split;
     float *bias;
     eg_attrs a;
-    eg_status rc = bn_weights(g, &g->node[p], &g->node[j], &w2, &bias);
+    const eg_node *cv = &g->node[p];
+    int bias_t = bnode >= 0 ? g->node[bnode].in[1]
+                            : cv->kind == EG_KIND_MODEL && cv->n_in > 2 ? cv->in[2] : -1;
+    eg_status rc = bn_weights(g, cv, bias_t, &g->node[j], &w2, &bias);
     if (rc != EG_OK) return rc;
     const eg_node *c = &g->node[p];
     if (c->kind == EG_KIND_OPS) attrs_of_conv2d(c->param, &g->tensor[c->in[1]].shape, &a);
@@ -258,6 +264,7 @@ static eg_status fold_one_bn(eg_graph *g, dropset *d, int j, int p, eg_builtin_s
     rc = emit_conv_bias(g, &a, x, w2, bias, y, name, &split);
     free(name);
     if (rc == EG_OK) rc = drop_node(d, p);
+    if (rc == EG_OK && bnode >= 0) rc = drop_node(d, bnode);
     if (rc == EG_OK) rc = drop_node(d, j);
     if (rc == EG_OK) st->bn_folded++, st->bias_split += split;
     return rc;
@@ -273,10 +280,18 @@ static eg_status fold_batchnorms(eg_graph *g, dropset *d, eg_builtin_stats *st) 
         if (dropped(d, j) || bn->kind != EG_KIND_MODEL || bn->mop != EG_MOP_BATCHNORM ||
             bn->n_in != 5 || bn->out[0] < 0 || bn->n_out != 1)
             continue;
-        int p = bn_conv(g, uses, d, bn->in[0]), ok = p >= 0;
+        int x = bn->in[0], bnode = x >= 0 ? g->tensor[x].producer : -1;
+        const eg_node *b = bnode >= 0 ? &g->node[bnode] : NULL;
+        if (b && !dropped(d, bnode) && b->kind == EG_KIND_OPS && b->op == OP_BIAS && b->param[0] == 1 &&
+            uses[x] == 1 && movable(g, x))
+            x = b->in[0];
+        else
+            bnode = -1;
+        int p = bn_conv(g, uses, d, x), ok = p >= 0;
         int64_t o = ok ? g->tensor[g->node[p].in[1]].shape.dim[0] : 0;
         for (int k = 1; k < 5 && ok; k++) ok = vec_init(g, bn->in[k], o);
-        if (ok) rc = fold_one_bn(g, d, j, p, st);
+        if (ok && bnode >= 0) ok = vec_init(g, g->node[bnode].in[1], o);
+        if (ok) rc = fold_one_bn(g, d, j, p, bnode, st);
     }
     free(uses);
     return rc;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "graph.h"
 #include "win.h"
 
@@ -49,16 +50,59 @@ static int pad_kind(const eg_attrs *a, int64_t kh, int64_t kw) {
     return ops_pad_of((int32_t)kh, (int32_t)kw, a->pad);
 }
 
-static int lower_conv(const eg_graph *g, eg_node *n) {
+/* A fresh tensor "<base>_<tag><k>" of that dtype and shape. */
+static eg_status new_tensor(eg_graph *g, int base, const char *tag, int k, int dtype,
+                            const eg_shape *s, int *id) {
+    size_t len = strlen(g->tensor[base].name) + strlen(tag) + 48;
+    char *name = malloc(len);
+    if (!name) return EG_ENOMEM;
+    snprintf(name, len, "%s_%s%d", g->tensor[base].name, tag, k);
+    for (int r = 0; eg_find_tensor(g, name) != -1; r++)
+        snprintf(name, len, "%s_%s%d_%d", g->tensor[base].name, tag, k, r);
+    eg_status rc = eg_add_tensor(g, name, id);
+    free(name);
+    if (rc == EG_OK) g->tensor[*id].dtype = dtype, g->tensor[*id].shape = *s;
+    return rc;
+}
+
+/* Node j (a model op writing y) becomes `first` writing a fresh tensor t
+ * of y's shape, and an appended node becomes op(param; t, v) -> y. The
+ * caller sets node j's operator. @return EG_OK or EG_ENOMEM; *t set. */
+static eg_status append_after(eg_graph *g, int j, const char *tag, ops_op op, int32_t p0, int v,
+                              int *t) {
+    int y = g->node[j].out[0], id;
+    eg_status rc = new_tensor(g, y, tag, 0, g->tensor[y].dtype, &g->tensor[y].shape, t);
+    if (rc == EG_OK) rc = eg_add_node(g, EG_KIND_OPS, g->node[j].name, 2, 0, 1, &id);
+    if (rc != EG_OK) return rc;
+    int32_t p[OPS_MAX_PARAMS] = {p0, 0, 0, 0};
+    int in[2] = {*t, v};
+    set_ops(&g->node[id], op, p, in, y);
+    return EG_OK;
+}
+
+/* Conv(x, w) -> conv2d; Conv(x, w, b) -> conv2d then bias(1; ., b), which
+ * the export writes back as one Conv. */
+static eg_status lower_conv(eg_graph *g, int j, int *appended) {
+    eg_node *n = &g->node[j];
     const eg_attrs *a = &n->attr;
     const eg_shape *w = n->in[1] >= 0 ? &g->tensor[n->in[1]].shape : NULL;
-    if ((n->n_in > 2 && n->in[2] >= 0) || !w || w->rank != 4 || a->stride[0] != a->stride[1])
-        return 0;
+    int b = n->n_in > 2 ? n->in[2] : -1, y = n->out[0], t;
+    if (!w || w->rank != 4 || a->stride[0] != a->stride[1]) return EG_OK;
     int pad = pad_kind(a, w->dim[2], w->dim[3]);
-    int32_t p[OPS_MAX_PARAMS] = {a->stride[0], pad, OPS_ACT_NONE, a->group};
-    if (pad < 0 || !ops_fits(g, OP_CONV2D, p, n->in, n->out[0])) return 0;
-    set_ops(n, OP_CONV2D, p, n->in, n->out[0]);
-    return 1;
+    int32_t p[OPS_MAX_PARAMS] = {a->stride[0], pad, OPS_ACT_NONE, a->group}, bp[OPS_MAX_PARAMS] = {1};
+    if (pad < 0 || !ops_fits(g, OP_CONV2D, p, n->in, y)) return EG_OK;
+    if (b < 0) {
+        set_ops(n, OP_CONV2D, p, n->in, y);
+        return EG_OK;
+    }
+    int bin[2] = {y, b};
+    if (!ops_fits(g, OP_BIAS, bp, bin, y)) return EG_OK;
+    eg_status rc = append_after(g, j, "conv", OP_BIAS, 1, b, &t);
+    if (rc != EG_OK) return rc;
+    n = &g->node[j];
+    set_ops(n, OP_CONV2D, p, n->in, t);
+    *appended = 1;
+    return EG_OK;
 }
 
 static int lower_pool(const eg_graph *g, eg_node *n, ops_op op) {
@@ -73,17 +117,77 @@ static int lower_pool(const eg_graph *g, eg_node *n, ops_op op) {
     return 1;
 }
 
-/* Same shapes: ewadd/ewmul; a Mul by a rank-0 tensor: smul(x, s). */
-static int lower_binary(const eg_graph *g, eg_node *n, ops_op ew) {
+/* numpy's broadcast of v [d, 1, ..., 1] against y along the axis where
+ * d sits: a per-channel vector. @return the axis, or -1. A value read
+ * only here with 1s around d may be viewed as [d] (*view set: the caller
+ * does it with view_vector once it lowers; export puts the trailing 1s
+ * back, onnx_out.c's plan_channels); anything else must be rank 1. */
+typedef struct {
+    int *of; /* readers per tensor, counted before lowering */
+    int n;   /* tensors then: later ones are the lowering's own */
+} uses_t;
+
+static int channel_axis(const eg_graph *g, int v, int y, const uses_t *uses, int *view) {
+    const eg_tensor *t = &g->tensor[v];
+    *view = 0;
+    const eg_shape *ys = &g->tensor[y].shape;
+    if (t->shape.rank < 1 || t->shape.rank > ys->rank || t->dtype != EG_DT_FLOAT) return -1;
+    int f = 0; /* leading 1s are numpy's padding too */
+    while (f < t->shape.rank - 1 && t->shape.dim[f] == 1) f++;
+    int axis = ys->rank - t->shape.rank + f;
+    if (t->shape.dim[f] != ys->dim[axis]) return -1;
+    for (int k = f + 1; k < t->shape.rank; k++)
+        if (t->shape.dim[k] != 1) return -1;
+    if (t->shape.rank == 1) return axis;
+    if (!t->data || !(t->flags & EG_TF_INIT) || v >= uses->n || uses->of[v] != 1 || t->vinfo || t->dim_name ||
+        (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_BORROWED)))
+        return -1;
+    *view = 1;
+    return axis;
+}
+
+/* v's shape without its 1s: [d]. */
+static void view_vector(eg_graph *g, int v) {
+    eg_shape *s = &g->tensor[v].shape;
+    int64_t d = 1;
+    for (int k = 0; k < s->rank; k++)
+        if (s->dim[k] != 1) d = s->dim[k];
+    s->dim[0] = d, s->rank = 1;
+}
+
+/* Same shapes: ewadd/ewmul; a Mul by a rank-0 tensor: smul(x, s); a
+ * per-channel vector: bias/scale. */
+static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) {
     static const int32_t p[OPS_MAX_PARAMS] = {0};
     if (ops_fits(g, ew, p, n->in, n->out[0])) {
         set_ops(n, ew, p, n->in, n->out[0]);
         return 1;
     }
+    ops_op ch = ew == OP_EWADD ? OP_BIAS : OP_SCALE;
+    /* before opset 7 broadcasting is the importer's reading of the legacy
+     * form, written back as it came (onnx_out.c): left to it */
+    for (int k = 0; k < 2 && g->opset >= 7 && n->n_in == 2 && n->in[0] >= 0 && n->in[1] >= 0; k++) {
+        int in[2] = {n->in[k], n->in[1 - k]}, y = n->out[0];
+        if (!eg_shape_known(&g->tensor[y].shape) || !eg_shape_known(&g->tensor[in[1]].shape) ||
+            g->tensor[in[0]].shape.rank != g->tensor[y].shape.rank ||
+            memcmp(g->tensor[in[0]].shape.dim, g->tensor[y].shape.dim,
+                   sizeof(int64_t) * (size_t)g->tensor[y].shape.rank))
+            continue;
+        eg_shape keep = g->tensor[in[1]].shape;
+        int view;
+        int32_t cp[OPS_MAX_PARAMS] = {channel_axis(g, in[1], y, uses, &view)};
+        if (cp[0] < 0) continue;
+        if (view) view_vector(g, in[1]);
+        if (ops_fits(g, ch, cp, in, y)) {
+            set_ops(n, ch, cp, in, y);
+            return 1;
+        }
+        g->tensor[in[1]].shape = keep;
+    }
     if (ew != OP_EWMUL) return 0;
     int swapped[2] = {n->in[1], n->in[0]};
     for (int k = 0; k < 2; k++) {
-        const int *in = k ? swapped : n->in;
+        int *in = k ? swapped : n->in;
         if (ops_fits(g, OP_SMUL, p, in, n->out[0])) {
             set_ops(n, OP_SMUL, p, in, n->out[0]);
             return 1;
@@ -134,20 +238,6 @@ static eg_status lower_split(eg_graph *g, int j, int *done) {
     return EG_OK;
 }
 
-/* A fresh tensor "<base>_sum<k>" of that dtype and shape. */
-static eg_status sum_tensor(eg_graph *g, int base, int k, int dtype, const eg_shape *s, int *id) {
-    size_t len = strlen(g->tensor[base].name) + 48;
-    char *name = malloc(len);
-    if (!name) return EG_ENOMEM;
-    snprintf(name, len, "%s_sum%d", g->tensor[base].name, k);
-    for (int r = 0; eg_find_tensor(g, name) != -1; r++)
-        snprintf(name, len, "%s_sum%d_%d", g->tensor[base].name, k, r);
-    eg_status rc = eg_add_tensor(g, name, id);
-    free(name);
-    if (rc == EG_OK) g->tensor[*id].dtype = dtype, g->tensor[*id].shape = *s;
-    return rc;
-}
-
 /* Sum(x0..xn-1) -> y: one input is an Identity; more become the chain
  * Add(Add(x0, x1), x2)... of model Adds (node j is the first, the others
  * are appended and lowered in turn), each intermediate of the broadcast
@@ -170,7 +260,7 @@ static eg_status lower_sum(eg_graph *g, int j, int *appended) {
         int out = y;
         eg_shape prev_s = s;
         if (eg_shape_broadcast(&prev_s, &g->tensor[in[k]].shape, &s)) s.rank = -1; /* inference refused it before */
-        if (k < m - 1) rc = sum_tensor(g, y, k, g->tensor[y].dtype, &s, &out);
+        if (k < m - 1) rc = new_tensor(g, y, "sum", k, g->tensor[y].dtype, &s, &out);
         if (rc == EG_OK && k > 1) rc = eg_add_node(g, EG_KIND_MODEL, g->node[j].name, 2, 0, 1, &id);
         if (rc != EG_OK) break;
         eg_node *a = &g->node[k > 1 ? id : j]; /* eg_add_node may move the array */
@@ -184,32 +274,103 @@ static eg_status lower_sum(eg_graph *g, int j, int *appended) {
     return rc;
 }
 
-/* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *split set when a
- * node was appended (a Split's second half, a Sum's later Adds). */
-static eg_status lower_node(eg_graph *g, int j, int *split) {
+/* Gemm(A, B, C) with alpha = beta = 1 and A not transposed: matmul of A
+ * and B (B through a transpose when transB), then bias(1; ., C) for a
+ * [N] bias. */
+static eg_status lower_gemm(eg_graph *g, int j, const uses_t *uses, int *appended) {
     eg_node *n = &g->node[j];
-    *split = 0;
+    const eg_attrs *a = &n->attr;
+    int x = n->in[0], w = n->in[1], c = n->n_in > 2 ? n->in[2] : -1, y = n->out[0], t = y, id;
+    static const int32_t p0[OPS_MAX_PARAMS] = {0};
+    if (a->alpha != 1.0f || (c >= 0 && a->beta != 1.0f) || (a->flags & (EG_AF_TRANS_A | EG_AF_LEGACY_BCAST)) ||
+        x < 0 || w < 0 || !eg_shape_known(&g->tensor[w].shape) || g->tensor[w].shape.rank != 2 ||
+        !eg_shape_known(&g->tensor[y].shape))
+        return EG_OK;
+    if (c >= 0) { /* the bias must be a per-column vector already */
+        int32_t bp[OPS_MAX_PARAMS] = {1};
+        int bin[2] = {y, c}, view;
+        if (channel_axis(g, c, y, uses, &view) != 1 || view || !ops_fits(g, OP_BIAS, bp, bin, y))
+            return EG_OK;
+    }
+    eg_shape ws = g->tensor[w].shape, wt = {2, {ws.dim[1], ws.dim[0]}};
+    int trans = (a->flags & EG_AF_TRANS_B) != 0, b = w, in[2] = {x, w};
+    eg_status rc = EG_OK;
+    if (trans) { /* a check on shapes before anything is added */
+        ten_shape xs, bs = {2, {(int32_t)wt.dim[0], (int32_t)wt.dim[1]}}, os;
+        char err[OPS_ERRLEN];
+        if (!ops_tensor(g, x, &xs) || ops_infer_shape(OP_MATMUL, p0, (ten_shape[]){xs, bs}, &os, err) != OPS_OK)
+            return EG_OK;
+        rc = new_tensor(g, w, "t", 0, EG_DT_FLOAT, &wt, &b);
+        if (rc == EG_OK) rc = eg_add_node(g, EG_KIND_OPS, g->node[j].name, 1, 0, 1, &id);
+        if (rc != EG_OK) return rc;
+        set_ops(&g->node[id], OP_TRANSPOSE, p0, &w, b);
+        in[1] = b, *appended = 1;
+    } else if (!ops_fits(g, OP_MATMUL, p0, in, y))
+        return EG_OK;
+    if (c >= 0 && (rc = append_after(g, j, "gemm", OP_BIAS, 1, c, &t)) != EG_OK) return rc;
+    *appended |= c >= 0;
+    set_ops(&g->node[j], OP_MATMUL, p0, in, t);
+    return EG_OK;
+}
+
+/* An opaque node whose ONNX op is an element-wise operator of the table
+ * (Erf ...): one float input, one output, no subgraph. */
+static void lower_map(const eg_graph *g, eg_node *n) {
+    static const int32_t p[OPS_MAX_PARAMS] = {0};
+    if (!n->op_type || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) ||
+        n->n_in != 1 || n->n_out != 1 || n->n_implicit || g->opset > EG_OPSET_MAX)
+        return;
+    for (int m = 0; m < EG_MOP_COUNT; m++) /* a model op left opaque stays so */
+        if (strcmp(eg_mop_table[m].onnx, n->op_type) == 0) return;
+    for (int op = 0; op < OP_COUNT; op++)
+        if (ops_table[op].form == OPS_FORM_MAP && strcmp(ops_table[op].onnx, n->op_type) == 0 &&
+            ops_fits(g, (ops_op)op, p, n->in, n->out[0])) {
+            set_ops(n, (ops_op)op, p, n->in, n->out[0]);
+            return;
+        }
+}
+
+/* An Identity of a value (torch writes one per duplicated weight) is no
+ * operation at all: its readers read the value itself, so the weight is
+ * visible to rules as a weight. @return 1 when node n can go. */
+static int alias_identity(eg_graph *g, const eg_node *n) {
+    int x = n->in[0], y = n->out[0];
+    if (n->n_in != 1 || n->n_out != 1 || x < 0 || y < 0 || !(g->tensor[x].flags & EG_TF_INIT) ||
+        (g->tensor[y].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
+        return 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_in + g->node[j].n_implicit; k++)
+            if (g->node[j].in[k] == y) g->node[j].in[k] = x;
+    return 1;
+}
+
+/* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *appended set when
+ * a node was appended (a Split's second half, a Sum's later Adds, a bias). */
+static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appended) {
+    eg_node *n = &g->node[j];
+    *appended = 0;
+    if (n->kind == EG_KIND_OPAQUE) lower_map(g, n);
     if (n->kind != EG_KIND_MODEL) return EG_OK;
     switch (n->mop) {
-    case EG_MOP_CONV: lower_conv(g, n); break;
+    case EG_MOP_CONV: return lower_conv(g, j, appended);
     case EG_MOP_MAXPOOL: lower_pool(g, n, OP_MAXPOOL); break;
     case EG_MOP_AVGPOOL: lower_pool(g, n, OP_AVGPOOL); break;
     case EG_MOP_MATMUL: lower_simple(g, n, OP_MATMUL, 0); break;
-    case EG_MOP_ADD: lower_binary(g, n, OP_EWADD); break;
-    case EG_MOP_MUL: lower_binary(g, n, OP_EWMUL); break;
+    case EG_MOP_ADD: lower_binary(g, n, OP_EWADD, uses); break;
+    case EG_MOP_MUL: lower_binary(g, n, OP_EWMUL, uses); break;
     case EG_MOP_RELU: lower_simple(g, n, OP_RELU, 0); break;
+    case EG_MOP_SIGMOID: lower_simple(g, n, OP_SIGMOID, 0); break;
+    case EG_MOP_TANH: lower_simple(g, n, OP_TANH, 0); break;
     case EG_MOP_CONCAT: lower_concat(g, n); break;
     case EG_MOP_TRANSPOSE: lower_transpose(g, n); break;
-    case EG_MOP_SPLIT: return lower_split(g, j, split);
+    case EG_MOP_SPLIT: return lower_split(g, j, appended);
+    case EG_MOP_GEMM: return lower_gemm(g, j, uses, appended);
     case EG_MOP_SUM: {
-        eg_status rc = lower_sum(g, j, split);
-        if (rc == EG_OK && g->node[j].mop == EG_MOP_ADD) lower_binary(g, &g->node[j], OP_EWADD);
+        eg_status rc = lower_sum(g, j, appended);
+        if (rc == EG_OK && g->node[j].mop == EG_MOP_ADD) lower_binary(g, &g->node[j], OP_EWADD, uses);
         return rc;
     }
     case EG_MOP_GLOBALAVGPOOL:
-    case EG_MOP_GEMM:
-    case EG_MOP_SIGMOID:
-    case EG_MOP_TANH:
     case EG_MOP_RESHAPE:
     case EG_MOP_FLATTEN:
     case EG_MOP_BATCHNORM:
@@ -221,15 +382,26 @@ static eg_status lower_node(eg_graph *g, int j, int *split) {
 }
 
 eg_status eg_lower(eg_graph *g) {
-    int appended = 0;
-    for (int j = 0; j < g->n_nodes; j++) { /* appended nodes are lowered too */
-        int split;
-        eg_status rc = lower_node(g, j, &split);
-        if (rc != EG_OK) return rc;
-        appended |= split;
+    int any = 0, dropped = 0;
+    unsigned char *drop = calloc((size_t)g->n_nodes + 1, 1);
+    if (!drop) return EG_ENOMEM;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_MODEL && g->node[j].mop == EG_MOP_IDENTITY && alias_identity(g, &g->node[j]))
+            drop[j] = 1, dropped = 1;
+    eg_status rc = dropped ? eg_remove_nodes(g, drop, NULL, 0) : EG_OK;
+    free(drop);
+    if (rc != EG_OK) return rc;
+    uses_t uses = {malloc(sizeof(int) * ((size_t)g->n_tensors + 1)), g->n_tensors};
+    if (!uses.of) return EG_ENOMEM;
+    eg_count_uses(g, uses.of);
+    for (int j = 0; rc == EG_OK && j < g->n_nodes; j++) { /* appended nodes are lowered too */
+        int appended;
+        rc = lower_node(g, j, &uses, &appended);
+        any |= appended;
     }
-    if (!appended) return EG_OK;
+    free(uses.of);
+    if (rc != EG_OK || !(any || dropped)) return rc;
     /* the graph was valid before, so only memory can fail here */
-    eg_status rc = eg_index(g, NULL, 0);
+    rc = eg_index(g, NULL, 0);
     return rc == EG_OK ? eg_toposort(g, NULL, 0) : rc;
 }

@@ -552,6 +552,17 @@ static eg_status emit_channel(octx *c, int j) {
     const eg_tensor *x = &c->g->tensor[n->in[0]], *v = &c->g->tensor[n->in[1]];
     int trail = x->shape.rank - 1 - n->param[0];
     if (c->fuse[j] >= 0) return EG_OK; /* the Conv's bias */
+    if (c->g->opset < 7 && trail > 0) { /* the legacy form says it directly */
+        nbuild b;
+        eg_status rc = nb_init(&b, ops_table[n->op].onnx, 2, 1);
+        if (rc == EG_OK) {
+            nb_in(&b, x->name), nb_in(&b, v->name), nb_out(&b, tname(c, n->out[0]));
+            nb_int(&b, "broadcast", 1), nb_int(&b, "axis", n->param[0]);
+            rc = nb_emit(c, &b, n->name);
+        }
+        nb_free(&b);
+        return rc;
+    }
     if (trail == 0 || c->vtrail[n->in[1]] == trail)
         return emit_plain(c, n, ops_table[n->op].onnx, NULL, 0);
     int64_t shape[EG_MAX_RANK] = {v->shape.dim[0]};
@@ -593,6 +604,7 @@ static eg_status plan_channels(octx *c) {
             !(g->tensor[t].flags & EG_TF_OUTPUT) && b->in[1] != t)
             c->fuse[p] = j, c->fuse[j] = p, trail = 0;
         int v = b->in[1];
+        if (g->opset < 7) trail = 0; /* emit_channel's legacy form reads [d] */
         if (c->vtrail[v] == -1) c->vtrail[v] = (signed char)trail;
         else if (c->vtrail[v] != trail) c->vtrail[v] = -2;
         reads[v]++;
