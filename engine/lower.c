@@ -71,7 +71,8 @@ static eg_status new_tensor(eg_graph *g, int base, const char *tag, int k, int d
 static eg_status append_after(eg_graph *g, int j, const char *tag, ops_op op, int32_t p0, int v,
                               int *t) {
     int y = g->node[j].out[0], id;
-    eg_status rc = new_tensor(g, y, tag, 0, g->tensor[y].dtype, &g->tensor[y].shape, t);
+    eg_shape ys = g->tensor[y].shape; /* a copy: adding a tensor moves the array */
+    eg_status rc = new_tensor(g, y, tag, 0, g->tensor[y].dtype, &ys, t);
     if (rc == EG_OK) rc = eg_add_node(g, EG_KIND_OPS, g->node[j].name, 2, 0, 1, &id);
     if (rc != EG_OK) return rc;
     int32_t p[OPS_MAX_PARAMS] = {p0, 0, 0, 0};
