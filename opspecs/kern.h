@@ -53,11 +53,9 @@ static inline void KN(conv)(const int32_t *xd, const int32_t *wd, const int32_t 
         for (int32_t oc = 0; oc < od[1]; oc++) {
             int32_t cin0 = oc / cout_per_group * cin;
             for (int32_t oh = 0; oh < od[2]; oh++) {
-                int32_t r0, r1, ih0 = oh * h->s - h->pb;
-                ops_win_taps(h, oh, &r0, &r1);
+                int32_t r0, r1, ih0 = ops_win_taps(h, oh, &r0, &r1);
                 for (int32_t ow = 0; ow < od[3]; ow++) {
-                    int32_t q0, q1, iw0 = ow * v->s - v->pb;
-                    ops_win_taps(v, ow, &q0, &q1);
+                    int32_t q0, q1, iw0 = ops_win_taps(v, ow, &q0, &q1);
                     KACC acc = K_ZERO_ACC;
                     int terms = 0;
                     for (int32_t ic = 0; ic < cin; ic++) {
@@ -88,11 +86,9 @@ static inline void KN(pool)(int avg, int count_pad, const int32_t *xd, const int
     for (int64_t pl = 0; pl < planes; pl++) {
         const KT *plane = x + pl * psize;
         for (int32_t oh = 0; oh < od[2]; oh++) {
-            int32_t r0, r1, ih0 = oh * h->s - h->pb;
-            ops_win_taps(h, oh, &r0, &r1);
+            int32_t r0, r1, ih0 = ops_win_taps(h, oh, &r0, &r1);
             for (int32_t ow = 0; ow < od[3]; ow++) {
-                int32_t q0, q1, iw0 = ow * v->s - v->pb;
-                ops_win_taps(v, ow, &q0, &q1);
+                int32_t q0, q1, iw0 = ops_win_taps(v, ow, &q0, &q1);
                 KACC sum = K_ZERO_ACC;
                 KT best = K_ZERO;
                 int cells = 0;

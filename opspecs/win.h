@@ -64,14 +64,16 @@ static inline int32_t ops_win_at(const ops_win *w, int32_t o, int32_t r) {
 
 /* The offsets [*r0, *r1) of output o's window that read inside the input
  * (the others read padding): kernels loop over these instead of testing
- * every tap. */
-static inline void ops_win_taps(const ops_win *w, int32_t o, int32_t *r0, int32_t *r1) {
+ * every tap. @return the input index of the window's tap 0 (tap r reads
+ * start + r * d). */
+static inline int32_t ops_win_taps(const ops_win *w, int32_t o, int32_t *r0, int32_t *r1) {
     int64_t start = (int64_t)o * w->s - w->pb, d = w->d;
     int64_t lo = start < 0 ? (-start + d - 1) / d : 0;
     int64_t hi = w->in - start <= 0 ? 0 : (w->in - start + d - 1) / d;
     if (hi > w->k) hi = w->k;
     if (lo > hi) lo = hi;
     *r0 = (int32_t)lo, *r1 = (int32_t)hi;
+    return (int32_t)start;
 }
 
 #endif
