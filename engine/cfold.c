@@ -1196,6 +1196,7 @@ static int64_t wrap_int(int dt, int64_t v) {
 
 /* Elementwise binary ops. @return 0, or -1 when not foldable here. */
 static int f_bin(xop op, const cval *a, const cval *b, cval *o) {
+    if (o->n && (!a->n || !b->n)) return -1; /* an absent operand has no cells to give */
     for (int64_t k = 0; k < o->n; k++) {
         int64_t ia = boff(&a->s, &o->s, k), ib = boff(&b->s, &o->s, k);
         if (o->isf) {

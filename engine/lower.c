@@ -331,8 +331,8 @@ static void lower_map(const eg_graph *g, eg_node *n) {
         }
 }
 
-/* An Identity of a value (torch writes one per duplicated weight) is no
- * operation at all: its readers read the value itself, so the weight is
+/* An Identity of a value (torch writes one per duplicated weight), or a
+ * one-input Sum (lower_sum's Identity), is no operation at all: its readers read the value itself, so the weight is
  * visible to rules as a weight. @return 1 when node n can go. */
 static int alias_identity(eg_graph *g, const eg_node *n) {
     int x = n->in[0], y = n->out[0];
@@ -387,7 +387,9 @@ eg_status eg_lower(eg_graph *g) {
     unsigned char *drop = calloc((size_t)g->n_nodes + 1, 1);
     if (!drop) return EG_ENOMEM;
     for (int j = 0; j < g->n_nodes; j++)
-        if (g->node[j].kind == EG_KIND_MODEL && g->node[j].mop == EG_MOP_IDENTITY && alias_identity(g, &g->node[j]))
+        if (g->node[j].kind == EG_KIND_MODEL &&
+            (g->node[j].mop == EG_MOP_IDENTITY || (g->node[j].mop == EG_MOP_SUM && g->node[j].n_in == 1)) &&
+            alias_identity(g, &g->node[j]))
             drop[j] = 1, dropped = 1;
     eg_status rc = dropped ? eg_remove_nodes(g, drop, NULL, 0) : EG_OK;
     free(drop);
