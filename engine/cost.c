@@ -570,19 +570,49 @@ static int fused_into_conv(const eg_graph *g, const int *uses, const unsigned ch
             (g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_BIAS));
 }
 
+/* 1 when node j is written inside the one node reading its output, so it
+ * costs nothing of its own (onnx_out.c writes them so): a concat read only
+ * by a concat along the same axis (one Concat of all the operands), and a
+ * scale on the channels by a constant read only by a bias on them (one
+ * BatchNormalization pass). */
+static int written_inside(const eg_graph *g, const int *uses, const int *reader,
+                          const unsigned char *wo, int j) {
+    const eg_node *n = &g->node[j];
+    int t = n->out[0], r = t >= 0 ? reader[t] : -1;
+    if (n->kind != EG_KIND_OPS || t < 0 || r < 0 || uses[t] != 1 ||
+        (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
+        return 0;
+    const eg_node *o = &g->node[r];
+    if (o->kind != EG_KIND_OPS) return 0;
+    if (n->op == OP_CONCAT) return o->op == OP_CONCAT && o->param[0] == n->param[0];
+    if (n->op != OP_SCALE || n->param[0] != 1 || o->op != OP_BIAS || o->param[0] != 1 ||
+        o->in[0] != t)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        int v = k ? o->in[1] : n->in[1], p = v >= 0 ? g->tensor[v].producer : -1;
+        if (v < 0 || !((g->tensor[v].flags & EG_TF_INIT) || (p >= 0 && wo && wo[p]))) return 0;
+    }
+    return 1;
+}
+
 double eg_cost_graph(eg_cost *c, const eg_graph *g) {
     unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
     int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
+    int *reader = malloc(sizeof *reader * (size_t)(g->n_tensors ? g->n_tensors : 1));
     double sum = 0;
     if (wo) eg_mark_weight_only(g, wo);
     if (uses) eg_count_uses(g, uses);
+    for (int i = 0; reader && i < g->n_tensors; i++) reader[i] = -1;
+    for (int j = 0; reader && j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_in; k++)
+            if (g->node[j].in[k] >= 0) reader[g->node[j].in[k]] = j;
     for (int j = 0; j < g->n_nodes; j++) {
         if (wo && wo[j]) continue;
         if (uses && fused_into_conv(g, uses, wo, j)) continue;
+        if (uses && reader && written_inside(g, uses, reader, wo, j)) continue;
         sum += eg_cost_node(c, g, j);
     }
-    free(wo);
-    free(uses);
+    free(wo), free(uses), free(reader);
     return sum;
 }
 

@@ -412,6 +412,11 @@ int eg_const_ints(const eg_tensor *t, int64_t *out, int max);
 
 /* ---- lowering (lower.c) ---- */
 
+/* 1 when opaque node n's attributes are exactly these float attributes
+ * with exactly these values (read from its NodeProto; onnx_in.c). */
+int eg_opaque_float_attrs_are(const eg_node *n, const char *const *names, const float *values,
+                              int count);
+
 /* Replace every model node whose meaning is exactly an opspecs operator by
  * that operator (see the header comment). Keeps topological order and
  * recomputes producers. @pre shapes inferred.

@@ -4,11 +4,13 @@
  * rule matching sees as much of the graph as possible. Every candidate is
  * re-checked with ops_infer_shape against the inferred output shape; a
  * node that does not fit stays a model operator. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "fold.h"
 #include "graph.h"
 #include "win.h"
 
@@ -204,10 +206,47 @@ static int lower_simple(const eg_graph *g, eg_node *n, ops_op op, int32_t p0) {
     return 1;
 }
 
-static int lower_concat(const eg_graph *g, eg_node *n) {
-    int rank = n->in[0] >= 0 ? g->tensor[n->in[0]].shape.rank : -1;
+/* Concat(x0..xn-1) -> concat(...concat(concat(x0, x1), x2)..., xn-1):
+ * node j is the first, the others are appended, each intermediate of the
+ * concatenated shape so far. Export writes a chain whose inner results
+ * nothing else reads as one Concat again (onnx_out.c, plan_concats). */
+static eg_status lower_concat(eg_graph *g, int j, int *appended) {
+    eg_node *n = &g->node[j];
+    int m = n->n_in, y = n->out[0], rank = n->in[0] >= 0 ? g->tensor[n->in[0]].shape.rank : -1;
     int32_t axis = n->attr.axis < 0 ? n->attr.axis + rank : n->attr.axis;
-    return n->n_in == 2 && rank > 0 && lower_simple(g, n, OP_CONCAT, axis);
+    int32_t p[OPS_MAX_PARAMS] = {axis, 0, 0, 0};
+    ten_shape xs, ks, ys;
+    if (m < 2 || rank <= 0 || axis < 0 || axis >= rank || !ops_tensor(g, y, &ys) ||
+        !ops_tensor(g, n->in[0], &xs))
+        return EG_OK;
+    for (int k = 1; k < m; k++) { /* every operand fits before anything changes */
+        if (!ops_tensor(g, n->in[k], &ks) || ks.rank != xs.rank) return EG_OK;
+        for (int d = 0; d < ks.rank; d++)
+            if (d != axis && ks.dim[d] != xs.dim[d]) return EG_OK;
+    }
+    if (m == 2) {
+        if (ops_fits(g, OP_CONCAT, p, n->in, y)) set_ops(n, OP_CONCAT, p, n->in, y);
+        return EG_OK;
+    }
+    int *in = malloc(sizeof(int) * (size_t)m);
+    if (!in) return EG_ENOMEM;
+    memcpy(in, n->in, sizeof(int) * (size_t)m);
+    eg_shape s = g->tensor[in[0]].shape;
+    int prev = in[0], id;
+    eg_status rc = EG_OK;
+    for (int k = 1; rc == EG_OK && k < m; k++) {
+        int out = y;
+        s.dim[axis] += g->tensor[in[k]].shape.dim[axis];
+        if (k < m - 1) rc = new_tensor(g, y, "cat", k, g->tensor[y].dtype, &s, &out);
+        if (rc == EG_OK && k > 1) rc = eg_add_node(g, EG_KIND_OPS, g->node[j].name, 2, 0, 1, &id);
+        if (rc != EG_OK) break;
+        int two[2] = {prev, in[k]};
+        set_ops(&g->node[k > 1 ? id : j], OP_CONCAT, p, two, out); /* the array may have moved */
+        prev = out;
+        *appended = 1;
+    }
+    free(in);
+    return rc;
 }
 
 static int lower_transpose(const eg_graph *g, eg_node *n) {
@@ -275,6 +314,73 @@ static eg_status lower_sum(eg_graph *g, int j, int *appended) {
     return rc;
 }
 
+/* A float initializer [c] with its data. */
+static int float_vec(const eg_graph *g, int t, int64_t c) {
+    return t >= 0 && (g->tensor[t].flags & EG_TF_INIT) && g->tensor[t].dtype == EG_DT_FLOAT &&
+           g->tensor[t].data && g->tensor[t].shape.rank == 1 && g->tensor[t].shape.dim[0] == c;
+}
+
+/* Is t written by a convolution (a model Conv, conv2d, or conv2d's
+ * bias)? Batch normalization there is folded into the weights later
+ * (builtin.c), which beats a scale and a bias. */
+static int conv_output(const eg_graph *g, int t) {
+    int p = g->tensor[t].producer;
+    const eg_node *n = p >= 0 ? &g->node[p] : NULL;
+    if (n && n->kind == EG_KIND_OPS && n->op == OP_BIAS && n->in[0] >= 0)
+        p = g->tensor[n->in[0]].producer, n = p >= 0 ? &g->node[p] : NULL;
+    return n && ((n->kind == EG_KIND_MODEL && n->mop == EG_MOP_CONV) ||
+                 (n->kind == EG_KIND_OPS && n->op == OP_CONV2D));
+}
+
+/* BatchNormalization(x, scale, B, mean, var) not after a convolution ->
+ * scale(1; x, s) then bias(1; ., b), s = scale / sqrt(var + eps),
+ * b = B - mean * s. When mean is 0 and var + eps is 1 (what the export
+ * writes for such a pair, onnx_out.c) scale and B serve as they are. */
+static eg_status lower_batchnorm(eg_graph *g, int j, int *appended) {
+    eg_node *n = &g->node[j];
+    int x = n->in[0], y = n->out[0], t, sv, bv;
+    if (n->n_in != 5 || n->n_out != 1 || x < 0 || g->tensor[x].shape.rank < 2 || conv_output(g, x) ||
+        g->opset < 9) /* before BatchNormalization-9 the export could not write it back as one */
+        return EG_OK;
+    int64_t c = g->tensor[x].shape.dim[1];
+    for (int k = 1; k < 5; k++)
+        if (!float_vec(g, n->in[k], c)) return EG_OK;
+    int32_t p[OPS_MAX_PARAMS] = {1, 0, 0, 0};
+    int in[2] = {x, n->in[1]};
+    if (!ops_fits(g, OP_SCALE, p, in, y)) return EG_OK;
+    const float *sc = g->tensor[n->in[1]].data, *bb = g->tensor[n->in[2]].data;
+    const float *mean = g->tensor[n->in[3]].data, *var = g->tensor[n->in[4]].data;
+    float eps = n->attr.epsilon;
+    int plain = 1;
+    for (int64_t i = 0; i < c; i++) plain &= mean[i] == 0 && var[i] + eps == 1.0f;
+    sv = n->in[1], bv = n->in[2];
+    if (!plain) {
+        float *s2 = malloc(sizeof *s2 * (size_t)c), *b2 = malloc(sizeof *b2 * (size_t)c);
+        if (!s2 || !b2) return free(s2), free(b2), EG_ENOMEM;
+        for (int64_t i = 0; i < c; i++) {
+            double f = sc[i] / sqrt((double)var[i] + eps);
+            s2[i] = (float)f, b2[i] = (float)(bb[i] - mean[i] * f);
+        }
+        eg_shape vs = g->tensor[n->in[1]].shape;
+        char *base = strdup(n->name ? n->name : g->tensor[y].name);
+        eg_status rc = base ? eg_add_float_init(g, base, "scale", &vs, s2, &sv) : EG_ENOMEM;
+        if (!base) free(s2);
+        if (rc == EG_OK) rc = eg_add_float_init(g, base, "shift", &vs, b2, &bv);
+        else free(b2);
+        free(base);
+        if (rc != EG_OK) return rc;
+    }
+    n = &g->node[j];
+    for (int k = 1; k < 5; k++) g->tensor[n->in[k]].flags |= EG_TF_ABSORBED;
+    eg_status rc = append_after(g, j, "bn", OP_BIAS, 1, bv, &t);
+    if (rc != EG_OK) return rc;
+    n = &g->node[j];
+    in[1] = sv;
+    set_ops(n, OP_SCALE, p, in, t);
+    *appended = 1;
+    return EG_OK;
+}
+
 /* Gemm(A, B, C) with alpha = beta = 1 and A not transposed: matmul of A
  * and B (B through a transpose when transB), then bias(1; ., C) for a
  * [N] bias. */
@@ -316,19 +422,48 @@ static eg_status lower_gemm(eg_graph *g, int j, const uses_t *uses, int *appende
 
 /* An opaque node whose ONNX op is an element-wise operator of the table
  * (Erf ...): one float input, one output, no subgraph. */
-static void lower_map(const eg_graph *g, eg_node *n) {
+/* Does node n carry exactly the float constants of op's ONNX spelling
+ * (ops_info.onnx_const): as scalar initializer inputs after x from the
+ * opset the table names, else as attributes? An absent constant is
+ * taken as not matching (its ONNX default may differ). */
+static int consts_match(const eg_graph *g, const eg_node *n, const ops_info *o) {
+    int count = 0;
+    while (count < 2 && o->onnx_const[count].name) count++;
+    if (o->onnx_const_inputs_since > 0 && g->opset >= o->onnx_const_inputs_since) {
+        if (n->n_in != 1 + count) return 0;
+        for (int k = 0; k < count; k++) {
+            const eg_tensor *t = n->in[1 + k] >= 0 ? &g->tensor[n->in[1 + k]] : NULL;
+            if (!t || !(t->flags & EG_TF_INIT) || !t->data || eg_shape_numel(&t->shape) != 1 ||
+                t->data[0] != o->onnx_const[k].value)
+                return 0;
+        }
+        return 1;
+    }
+    if (n->n_in != 1) return 0;
+    const char *names[2] = {o->onnx_const[0].name, o->onnx_const[1].name};
+    float values[2] = {o->onnx_const[0].value, o->onnx_const[1].value};
+    return eg_opaque_float_attrs_are(n, names, values, count);
+}
+
+/* An opaque node spelled as a map operator's ONNX op with exactly its
+ * constants (Erf; Clip 0..6 as relu6; torch's HardSigmoid) becomes it;
+ * the constant inputs it drops are absorbed. */
+static void lower_map(eg_graph *g, eg_node *n) {
     static const int32_t p[OPS_MAX_PARAMS] = {0};
     if (!n->op_type || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) ||
-        n->n_in != 1 || n->n_out != 1 || n->n_implicit || g->opset > EG_OPSET_MAX)
+        n->n_in < 1 || n->n_out != 1 || n->n_implicit || g->opset > EG_OPSET_MAX)
         return;
     for (int m = 0; m < EG_MOP_COUNT; m++) /* a model op left opaque stays so */
         if (strcmp(eg_mop_table[m].onnx, n->op_type) == 0) return;
-    for (int op = 0; op < OP_COUNT; op++)
-        if (ops_table[op].form == OPS_FORM_MAP && strcmp(ops_table[op].onnx, n->op_type) == 0 &&
-            ops_fits(g, (ops_op)op, p, n->in, n->out[0])) {
-            set_ops(n, (ops_op)op, p, n->in, n->out[0]);
-            return;
-        }
+    for (int op = 0; op < OP_COUNT; op++) {
+        const ops_info *o = &ops_table[op];
+        if (o->form != OPS_FORM_MAP || strcmp(o->onnx, n->op_type) != 0 ||
+            !ops_fits(g, (ops_op)op, p, n->in, n->out[0]) || !consts_match(g, n, o))
+            continue;
+        for (int k = 1; k < n->n_in; k++) g->tensor[n->in[k]].flags |= EG_TF_ABSORBED;
+        set_ops(n, (ops_op)op, p, n->in, n->out[0]);
+        return;
+    }
 }
 
 /* An Identity of a value (torch writes one per duplicated weight), or a
@@ -362,7 +497,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
     case EG_MOP_RELU: lower_simple(g, n, OP_RELU, 0); break;
     case EG_MOP_SIGMOID: lower_simple(g, n, OP_SIGMOID, 0); break;
     case EG_MOP_TANH: lower_simple(g, n, OP_TANH, 0); break;
-    case EG_MOP_CONCAT: lower_concat(g, n); break;
+    case EG_MOP_CONCAT: return lower_concat(g, j, appended);
     case EG_MOP_TRANSPOSE: lower_transpose(g, n); break;
     case EG_MOP_SPLIT: return lower_split(g, j, appended);
     case EG_MOP_GEMM: return lower_gemm(g, j, uses, appended);
@@ -374,7 +509,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
     case EG_MOP_GLOBALAVGPOOL:
     case EG_MOP_RESHAPE:
     case EG_MOP_FLATTEN:
-    case EG_MOP_BATCHNORM:
+    case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, appended);
     case EG_MOP_SOFTMAX:
     case EG_MOP_IDENTITY:
     case EG_MOP_COUNT: break; /* no opspecs operator means the same */

@@ -1328,3 +1328,17 @@ eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, ch
     free(buf);
     return rc;
 }
+
+int eg_opaque_float_attrs_are(const eg_node *n, const char *const *names, const float *values,
+                              int count) {
+    if (n->kind != EG_KIND_OPAQUE || !n->proto) return 0;
+    Onnx__NodeProto *np = onnx__node_proto__unpack(NULL, n->proto_len, n->proto);
+    int ok = np != NULL && np->n_attribute == (size_t)count;
+    for (int k = 0; ok && k < count; k++) {
+        const Onnx__AttributeProto *a = attr(np, names[k]);
+        ok = a && !a->ref_attr_name && attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) &&
+             a->f == values[k];
+    }
+    if (np) onnx__node_proto__free_unpacked(np, NULL);
+    return ok;
+}

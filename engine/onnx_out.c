@@ -44,7 +44,8 @@ typedef struct {
     int counter;
     int *uses;
     int *partner;         /* split0 <-> split1 written as one Split */
-    int *fuse;            /* conv2d <-> the bias written as the Conv's third input */
+    int *fuse;            /* conv2d <-> the bias written as the Conv's third input;
+                             an inner concat of a chain -> the concat it is written in */
     signed char *vtrail;  /* per tensor: trailing 1s its value is written with */
     char *revived;        /* per tensor: an absorbed value the export uses again */
     char **pad_name;      /* per node: the Pad output a pre-padded avgpool reads
@@ -181,6 +182,36 @@ static char *put_ints(octx *c, const char *base, const char *tag, const int64_t 
         free(name);
         return NULL;
     }
+    return name;
+}
+
+/* A float initializer of shape s filled with v: an absorbed one like it
+ * when there is one (a Clip's min and max, a BatchNormalization's mean and
+ * variance come back under their own names), else a new one.
+ * @return its name (malloc'd) or NULL. */
+static char *put_fill(octx *c, const char *base, const char *tag, float v, const eg_shape *s) {
+    int64_t n = eg_shape_numel(s);
+    for (int i = 0; i < c->g->n_tensors; i++) {
+        const eg_tensor *t = &c->g->tensor[i];
+        int same = (t->flags & EG_TF_ABSORBED) && t->dtype == EG_DT_FLOAT && t->data &&
+                   t->shape.rank == s->rank && eg_shape_numel(&t->shape) == n;
+        for (int64_t k = 0; same && k < n; k++) same = t->data[k] == v;
+        if (same) {
+            c->revived[i] = 1;
+            return strdup(t->name);
+        }
+    }
+    uint8_t *raw = malloc(4 * (size_t)(n > 0 ? n : 1));
+    char *name = raw ? fresh_name(c, base, tag) : NULL;
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    for (int64_t k = 0; raw && k < n; k++)
+        for (int b = 0; b < 4; b++) raw[4 * k + b] = (uint8_t)(bits >> (8 * b));
+    if (name && put_value(c, name, EG_DT_FLOAT, s, raw, 4 * (size_t)n, 1, -1) != EG_OK) {
+        free(name);
+        name = NULL;
+    }
+    free(raw);
     return name;
 }
 
@@ -452,6 +483,28 @@ static eg_status emit_plain(octx *c, const eg_node *n, const char *op_type, cons
     return rc;
 }
 
+/* A map whose ONNX spelling carries constants (ops_info.onnx_const): as
+ * scalar inputs after x from the opset the table names, else as float
+ * attributes. */
+static eg_status emit_map(octx *c, const eg_node *n) {
+    const ops_info *o = &ops_table[n->op];
+    int as_inputs = o->onnx_const_inputs_since > 0 && c->g->opset >= o->onnx_const_inputs_since;
+    static const eg_shape scalar = {0, {0}};
+    nbuild b;
+    eg_status rc = nb_init(&b, o->onnx, 3, 1);
+    if (rc != EG_OK) return rc;
+    nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
+    for (int k = 0; k < 2 && o->onnx_const[k].name && rc == EG_OK; k++) {
+        if (!as_inputs) nb_float(&b, o->onnx_const[k].name, o->onnx_const[k].value);
+        else if (!nb_in_owned(&b, put_fill(c, tname(c, n->in[0]), o->onnx_const[k].name,
+                                           o->onnx_const[k].value, &scalar)))
+            rc = EG_ENOMEM;
+    }
+    if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
+    nb_free(&b);
+    return rc;
+}
+
 static eg_status emit_transpose(octx *c, const eg_node *n) {
     static const int64_t perm[2] = {1, 0};
     nbuild b;
@@ -547,11 +600,32 @@ static eg_status emit_constant(octx *c, const eg_node *n) {
 /* bias/scale (axis; x, v) as Add/Mul: numpy aligns trailing dims, so v
  * needs a 1 for each dim after the axis. A value only such nodes read is
  * written in that shape (plan_channels); otherwise a Reshape makes it. */
+/* scale(1; x, s) then bias(1; ., b) as BatchNormalization(x, s, b, 0, 1)
+ * with epsilon 0: x * s / sqrt(1) + b, one pass. */
+static eg_status emit_batchnorm(octx *c, const eg_node *s, const eg_node *b) {
+    const eg_shape *vs = &c->g->tensor[s->in[1]].shape;
+    nbuild nb;
+    eg_status rc = nb_init(&nb, "BatchNormalization", 5, 1);
+    if (rc != EG_OK) return rc;
+    nb_in(&nb, tname(c, s->in[0])), nb_in(&nb, tname(c, s->in[1])), nb_in(&nb, tname(c, b->in[1]));
+    if (!nb_in_owned(&nb, put_fill(c, tname(c, b->out[0]), "mean", 0.0f, vs)) ||
+        !nb_in_owned(&nb, put_fill(c, tname(c, b->out[0]), "var", 1.0f, vs)))
+        rc = EG_ENOMEM;
+    nb_out(&nb, tname(c, b->out[0]));
+    nb_float(&nb, "epsilon", 0.0f);
+    if (rc == EG_OK) rc = nb_emit(c, &nb, s->name);
+    nb_free(&nb);
+    return rc;
+}
+
 static eg_status emit_channel(octx *c, int j) {
     const eg_node *n = &c->g->node[j];
     const eg_tensor *x = &c->g->tensor[n->in[0]], *v = &c->g->tensor[n->in[1]];
     int trail = x->shape.rank - 1 - n->param[0];
-    if (c->fuse[j] >= 0) return EG_OK; /* the Conv's bias */
+    if (c->fuse[j] >= 0 && n->op == OP_BIAS && c->g->node[c->fuse[j]].kind == EG_KIND_OPS &&
+        c->g->node[c->fuse[j]].op == OP_SCALE)
+        return emit_batchnorm(c, &c->g->node[c->fuse[j]], n);
+    if (c->fuse[j] >= 0) return EG_OK; /* the Conv's bias, or the BatchNormalization's scale */
     if (c->g->opset < 7 && trail > 0) { /* the legacy form says it directly */
         nbuild b;
         eg_status rc = nb_init(&b, ops_table[n->op].onnx, 2, 1);
@@ -584,6 +658,31 @@ static eg_status emit_channel(octx *c, int j) {
     return rc;
 }
 
+/* A float initializer [C] with its data, read only where the export
+ * writes it as one. */
+static int const_vec(const octx *c, int v, int64_t n) {
+    const eg_tensor *t = v >= 0 ? &c->g->tensor[v] : NULL;
+    return t && (t->flags & EG_TF_INIT) && t->dtype == EG_DT_FLOAT && t->data &&
+           t->shape.rank == 1 && t->shape.dim[0] == n && !(t->flags & EG_TF_INPUT);
+}
+
+/* Is node j a bias on axis 1 whose input only a scale on axis 1 writes,
+ * both by constant vectors? Written as one BatchNormalization (mean 0,
+ * variance 1), the form lower.c's lower_batchnorm reads back as it is. */
+static int bn_pair(const octx *c, int j) {
+    const eg_graph *g = c->g;
+    const eg_node *b = &g->node[j];
+    if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || b->in[0] < 0) return 0;
+    int t = b->in[0], p = g->tensor[t].producer;
+    const eg_node *s = p >= 0 ? &g->node[p] : NULL;
+    if (!s || s->kind != EG_KIND_OPS || s->op != OP_SCALE || s->param[0] != 1 || s->in[0] < 0 ||
+        c->uses[t] != 1 || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) ||
+        g->tensor[s->in[0]].shape.rank < 2)
+        return 0;
+    int64_t n = g->tensor[s->in[0]].shape.dim[1];
+    return const_vec(c, s->in[1], n) && const_vec(c, b->in[1], n);
+}
+
 /* A conv2d without a fused relu whose output only a bias on its channels
  * reads is written as one Conv with that bias (what the runtimes fuse);
  * a value read only by bias/scale nodes needing the same trailing 1s is
@@ -594,11 +693,15 @@ static eg_status plan_channels(octx *c) {
     if (!reads) return EG_ENOMEM;
     for (int j = 0; j < g->n_nodes; j++) c->fuse[j] = -1;
     for (int i = 0; i < g->n_tensors; i++) c->vtrail[i] = -1;
+    for (int j = 0; g->opset >= 9 && j < g->n_nodes; j++) /* scale + bias: BatchNormalization */
+        if (bn_pair(c, j)) c->fuse[j] = g->tensor[g->node[j].in[0]].producer,
+                           c->fuse[c->fuse[j]] = j;
     for (int j = 0; j < g->n_nodes; j++) {
         const eg_node *b = &g->node[j];
         if (b->kind != EG_KIND_OPS || ops_table[b->op].form != OPS_FORM_CHANNEL) continue;
         int t = b->in[0], p = g->tensor[t].producer, trail = g->tensor[t].shape.rank - 1 - b->param[0];
-        if (b->op == OP_BIAS && b->param[0] == 1 && p >= 0 && c->fuse[p] < 0 &&
+        if (c->fuse[j] >= 0) trail = 0; /* a BatchNormalization's [C] */
+        if (b->op == OP_BIAS && b->param[0] == 1 && p >= 0 && c->fuse[p] < 0 && c->fuse[j] < 0 &&
             g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_CONV2D &&
             g->node[p].param[2] == OPS_ACT_NONE && c->uses[t] == 1 &&
             !(g->tensor[t].flags & EG_TF_OUTPUT) && b->in[1] != t)
@@ -619,18 +722,85 @@ static eg_status plan_channels(octx *c) {
     return EG_OK;
 }
 
+/* A concat whose output only one concat along the same axis reads (the
+ * importer's chain for an n-input Concat, or what rules made) is written
+ * inside that one: fuse[inner] = outer. Runs after plan_channels. */
+static void plan_concats(octx *c) {
+    const eg_graph *g = c->g;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *o = &g->node[j];
+        if (o->kind != EG_KIND_OPS || o->op != OP_CONCAT) continue;
+        for (int k = 0; k < 2; k++) {
+            int t = o->in[k], p = t >= 0 ? g->tensor[t].producer : -1;
+            if (p >= 0 && g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_CONCAT &&
+                g->node[p].param[0] == o->param[0] && c->uses[t] == 1 && o->in[1 - k] != t &&
+                !(g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
+                c->fuse[p] = j;
+        }
+    }
+}
+
+static int inner_concat(const octx *c, int t) {
+    int p = t >= 0 ? c->g->tensor[t].producer : -1;
+    return p >= 0 && c->g->node[p].kind == EG_KIND_OPS && c->g->node[p].op == OP_CONCAT &&
+           c->fuse[p] >= 0;
+}
+
+/* Grow a malloc'd array of n elements of size sz to hold one more. */
+static int grow(void **a, int n, int *cap, size_t sz) {
+    if (n < *cap) return 1;
+    void *b = realloc(*a, sz * (size_t)(*cap * 2));
+    if (!b) return 0;
+    *a = b, *cap *= 2;
+    return 1;
+}
+
+/* Node j's concat chain as one Concat of its leaves, in order (a
+ * depth-first walk with an explicit stack: a chain may be long). */
+static eg_status emit_concat(octx *c, int j) {
+    const eg_node *n = &c->g->node[j];
+    if (c->fuse[j] >= 0) return EG_OK; /* written inside its outer concat */
+    int n_leaves = 0, cap = 8, sp = 0, scap = 8;
+    const char **names = malloc(sizeof *names * (size_t)cap);
+    int *stack = malloc(sizeof *stack * (size_t)scap);
+    eg_status rc = names && stack ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) stack[sp++] = n->in[1], stack[sp++] = n->in[0];
+    while (rc == EG_OK && sp > 0) {
+        int t = stack[--sp];
+        if (inner_concat(c, t)) {
+            const eg_node *p = &c->g->node[c->g->tensor[t].producer];
+            if (!grow((void **)&stack, sp + 1, &scap, sizeof *stack)) rc = EG_ENOMEM;
+            else stack[sp++] = p->in[1], stack[sp++] = p->in[0];
+        } else if (!grow((void **)&names, n_leaves, &cap, sizeof *names)) {
+            rc = EG_ENOMEM;
+        } else {
+            names[n_leaves++] = tname(c, t);
+        }
+    }
+    nbuild b;
+    if (rc == EG_OK && (rc = nb_init(&b, "Concat", n_leaves, 1)) == EG_OK) {
+        for (int k = 0; k < n_leaves; k++) nb_in(&b, names[k]);
+        nb_out(&b, tname(c, n->out[0]));
+        nb_int(&b, "axis", n->param[0]);
+        rc = nb_emit(c, &b, n->name);
+        nb_free(&b);
+    }
+    free(names), free(stack);
+    return rc;
+}
+
 static eg_status emit_ops(octx *c, int j) {
     const eg_node *n = &c->g->node[j];
     const ops_info *o = &ops_table[n->op];
     switch (o->form) {
+    case OPS_FORM_MAP: return emit_map(c, n);
     case OPS_FORM_MATMUL:
-    case OPS_FORM_MAP:
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE: return emit_plain(c, n, o->onnx, NULL, 0);
     case OPS_FORM_CHANNEL: return emit_channel(c, j);
     case OPS_FORM_CONV: return emit_conv2d(c, n, c->fuse[j] >= 0 ? &c->g->node[c->fuse[j]] : NULL);
     case OPS_FORM_POOL: return emit_pool(c, n);
-    case OPS_FORM_CONCAT: return emit_plain(c, n, o->onnx, "axis", n->param[0]);
+    case OPS_FORM_CONCAT: return emit_concat(c, j);
     case OPS_FORM_SPLIT:
         if (c->partner[j] < 0) return emit_slice(c, n);
         if (c->partner[j] < j) return EG_OK; /* written with its partner */
@@ -936,8 +1106,10 @@ static eg_status emit_ios(octx *c) {
     /* in node order, which a re-import keeps (tensor ids it does not) */
     for (int j = 0; j < g->n_nodes; j++) {
         if (c->pad_name[j]) emit_pad_vinfo(c, fvi, j);
-        if (g->node[j].kind == EG_KIND_OPS && g->node[j].op == OP_CONV2D && c->fuse[j] >= 0)
-            continue; /* its output is the fused bias's */
+        if (g->node[j].kind == EG_KIND_OPS &&
+            (g->node[j].op == OP_CONV2D || g->node[j].op == OP_CONCAT || g->node[j].op == OP_SCALE) &&
+            c->fuse[j] >= 0)
+            continue; /* its output is the fused bias's, inside a Concat or a BatchNormalization */
         for (int k = 0; k < g->node[j].n_out; k++) {
             int i = g->node[j].out[k];
             if (i >= 0 && !(g->tensor[i].flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_INIT)))
@@ -965,6 +1137,7 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
     eg_count_uses(g, c->uses);
     pair_splits(g, c->partner);
     if (plan_channels(c) != EG_OK) return EG_ENOMEM;
+    plan_concats(c);
     /* opaque nodes keep their names, so the generated ones avoid them */
     for (int j = 0; j < g->n_nodes; j++)
         if (g->node[j].kind == EG_KIND_OPAQUE && g->node[j].name[0] &&

@@ -2,7 +2,7 @@
  * residues modulo 2^61-1 (the exact semantics synth fingerprints and the
  * axiom checks evaluate) and over float32 (the engine's evaluator).
  *
- * Non-polynomial functions (sigmoid, tanh, erf) have no exact residue
+ * Non-polynomial functions (sigmoid, tanh, erf, hardsigmoid, hardswish) have no exact residue
  * counterpart. Their residue semantics is a fixed seeded hash of the cell:
  * a model of the axioms claimed for them (they act cell by cell, so they
  * commute with concat, split and transpose) that satisfies nothing else,
@@ -30,6 +30,14 @@ static uint64_t r_relu(uint64_t a) { return mp_relu(a); }
 static uint64_t r_sigmoid(uint64_t a) { return seeded(a, 0x5167u); }
 static uint64_t r_tanh(uint64_t a) { return seeded(a, 0x7a4bu); }
 static uint64_t r_erf(uint64_t a) { return seeded(a, 0xe4fu); }
+static uint64_t r_hsigmoid(uint64_t a) { return seeded(a, 0x45c1u); }
+static uint64_t r_hswish(uint64_t a) { return seeded(a, 0x4557u); }
+/* relu6 is piecewise linear, so it has an exact residue form: relu's
+ * "non-negative" half, capped at 6; relu6(relu(x)) = relu6(x) holds. */
+static uint64_t r_relu6(uint64_t a) {
+    uint64_t r = mp_relu(a);
+    return r > 6 ? 6 : r;
+}
 
 static float f_add(float a, float b) { return a + b; }
 static float f_mul(float a, float b) { return a * b; }
@@ -37,6 +45,14 @@ static float f_relu(float a) { return a > 0 ? a : 0.0f; }
 static float f_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
 static float f_tanh(float a) { return tanhf(a); }
 static float f_erf(float a) { return erff(a); }
+static float f_relu6(float a) { return a > 0 ? (a < 6 ? a : 6.0f) : 0.0f; }
+/* torch's hardsigmoid: clamp(x / 6 + 1/2, 0, 1), as ONNX HardSigmoid with
+ * alpha 1/6 and beta 1/2 computes it */
+static float f_hsigmoid(float a) {
+    float v = a * (1.0f / 6.0f) + 0.5f;
+    return v > 0 ? (v < 1 ? v : 1.0f) : 0.0f;
+}
+static float f_hswish(float a) { return a * f_hsigmoid(a); }
 
 #define MAP(r, f) {.cell = r, .fcell = f}
 #define ZIP(r, f) {.cell2 = r, .fcell2 = f}
@@ -49,6 +65,9 @@ const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_SIGMOID] = MAP(r_sigmoid, f_sigmoid),
     [OP_TANH] = MAP(r_tanh, f_tanh),
     [OP_ERF] = MAP(r_erf, f_erf),
+    [OP_RELU6] = MAP(r_relu6, f_relu6),
+    [OP_HSIGMOID] = MAP(r_hsigmoid, f_hsigmoid),
+    [OP_HSWISH] = MAP(r_hswish, f_hswish),
     [OP_BIAS] = ZIP(r_add, f_add),
     [OP_SCALE] = ZIP(r_mul, f_mul),
 };

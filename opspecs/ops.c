@@ -18,8 +18,9 @@
 #define P1(k, n) .n_params = 1, .pkind = {k}, .pname = {n}
 /* an activation: element-wise, on matrices and activations; flops: its
  * cost per cell relative to an add (a transcendental cell costs ~4) */
-#define ACT(nm, ox, fl) {.name = nm, .arity = 1, .flags = OPF_ELEMENTWISE, .onnx = ox, \
-                         .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_MAP, .flops = fl}
+#define ACT_ROW(nm, ox, fl) .name = nm, .arity = 1, .flags = OPF_ELEMENTWISE, .onnx = ox, \
+                            .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_MAP, .flops = fl
+#define ACT(nm, ox, fl) {ACT_ROW(nm, ox, fl)}
 
 const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_MATMUL] = {.name = "matmul", .arity = 2, .onnx = "MatMul",
@@ -38,6 +39,11 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_SIGMOID] = ACT("sigmoid", "Sigmoid", 4),
     [OP_TANH] = ACT("tanh", "Tanh", 4),
     [OP_ERF] = ACT("erf", "Erf", 4),
+    [OP_RELU6] = {ACT_ROW("relu6", "Clip", 1), .onnx_const = {{"min", 0.0f}, {"max", 6.0f}},
+                  .onnx_const_inputs_since = 11},
+    [OP_HSIGMOID] = {ACT_ROW("hardsigmoid", "HardSigmoid", 2),
+                     .onnx_const = {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}},
+    [OP_HSWISH] = ACT("hardswish", "HardSwish", 3),
     [OP_BIAS] = {.name = "bias", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Add",
                  .kinds = {K_M | K_A | K_W, K_V, OPS_OUT_IN0}, .form = OPS_FORM_CHANNEL, .flops = 1},
     [OP_SCALE] = {.name = "scale", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Mul",

@@ -53,6 +53,9 @@ typedef enum { /* ORDER OP */
     OP_SIGMOID,   /* elementwise; on residues a fixed seeded function (cells.c) */
     OP_TANH,      /* elementwise; on residues a fixed seeded function */
     OP_ERF,       /* elementwise; on residues a fixed seeded function */
+    OP_RELU6,     /* elementwise: relu, then at most 6 (ONNX Clip 0..6) */
+    OP_HSIGMOID,  /* elementwise; torch's hardsigmoid; seeded on residues */
+    OP_HSWISH,    /* elementwise; hardswish; seeded on residues */
     OP_BIAS,      /* (axis; x, v): x + v broadcast along axis, v [x.dim[axis]] */
     OP_SCALE,     /* (axis; x, v): x * v broadcast along axis */
     OP_AVGPOOL,   /* (kernel, stride, pad; x NCHW) */
@@ -161,6 +164,13 @@ extern const ops_cells ops_cell_table[OP_COUNT];
  * prove encodes it as a function of exactly that. */
 typedef enum { OPS_REF_NONE, OPS_REF_DIM1, OPS_REF_SHAPE } ops_ref;
 
+/* A float constant the ONNX spelling of an operator carries: Clip's min
+ * and max, HardSigmoid's alpha and beta. */
+typedef struct {
+    const char *name; /* the attribute name; NULL ends the list */
+    float value;
+} ops_onnx_const;
+
 typedef struct {
     const char *name;                   /* as written in axioms and ruledb dumps */
     int arity;                          /* tensor inputs */
@@ -173,6 +183,11 @@ typedef struct {
     ops_ref ref;                        /* constants: what they read of input 0 */
     ops_form form;                      /* the family: shape rule, kernel, export */
     double flops;                       /* element-wise forms: cost per output cell */
+    ops_onnx_const onnx_const[2];       /* maps: the ONNX node's float constants,
+                                           which import requires exactly */
+    int onnx_const_inputs_since;        /* from this opset the constants are
+                                           inputs after x, in order, not
+                                           attributes (Clip: 11); 0: never */
 } ops_info;
 
 extern const ops_info ops_table[OP_COUNT];

@@ -390,6 +390,18 @@ LEGAL_CASES = [
      lambda m: node_attr(m, "pool1", "ceil_mode") == 0 and node_attr(m, "pool_big", "ceil_mode") == 1),
     ("G07", "opset 6 Add/Mul broadcast=1 axis=1 of [C] -> numpy, written back", mk.legal_legacy6,
      False, lambda m: legacy_bias(m, "bias", "b") and legacy_bias(m, "scale", "k")),
+    ("G08", "Clip 0..6, HardSwish, torch's HardSigmoid -> maps, written back with their constants",
+     mk.legal_acts, True,
+     lambda m: [n.op_type for n in m.graph.node] == ["Conv", "Clip", "HardSwish", "HardSigmoid",
+                                                      "Clip", "HardSigmoid"] and
+     list(find_node(m, "clip6").input) == ["c", "zero", "six"] and
+     abs(next(a.f for a in find_node(m, "hsig").attribute if a.name == "alpha") - 1 / 6) < 1e-7),
+    ("G09", "n-input Concat -> concat chain, BatchNormalization after a Concat -> scale + bias; "
+     "written back as one Concat and one BatchNormalization", mk.legal_dense, True,
+     lambda m: [n.op_type for n in m.graph.node] == ["Concat", "Relu", "Concat",
+                                                      "BatchNormalization", "Conv",
+                                                      "BatchNormalization", "Concat"] and
+     len(find_node(m, "cat4").input) == 4),
 ]
 
 

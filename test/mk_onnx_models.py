@@ -750,6 +750,42 @@ def legal_legacy6():
                   [weight("w", 4, 3, 3, 3), weight("b", 4), weight("k", 4)], 6)
 
 
+def legal_acts():
+    """Activations of mobile nets (opset 14): Clip 0..6 -> relu6, torch's
+    HardSigmoid (alpha 1/6) -> hardsigmoid, HardSwish -> hardswish; a Clip
+    to 4 and a HardSigmoid with ONNX's default alpha stay opaque."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("Clip", ["c", "zero", "six"], ["r6"], name="clip6"),
+         helper.make_node("HardSwish", ["r6"], ["hw"], name="hswish"),
+         helper.make_node("HardSigmoid", ["hw"], ["hs"], name="hsig", alpha=1.0 / 6, beta=0.5),
+         helper.make_node("Clip", ["hs", "zero", "four"], ["c4"], name="clip4"),
+         helper.make_node("HardSigmoid", ["c4"], ["y"], name="hsig_default")]
+    return model(n, "legal_acts", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 6, 6])],
+                 [weight("w", 4, 3, 1, 1), f32("zero", 0.0), f32("six", 6.0), f32("four", 4.0)],
+                 opset=14)
+
+
+def legal_dense():
+    """DenseNet's spelling (opset 13): Concat of 1, 3 and 4 inputs, a
+    BatchNormalization after a Concat (-> scale + bias, written back as one
+    BatchNormalization) and one after a Conv (left for folding)."""
+    bn = lambda p, c: [numpy_helper.from_array((rng.random(c) + 0.5).astype(np.float32), p + "_s"),
+                       weight(p + "_b", c), weight(p + "_m", c),
+                       numpy_helper.from_array((rng.random(c) + 0.5).astype(np.float32), p + "_v")]
+    n = [helper.make_node("Concat", ["x"], ["c1"], name="cat1", axis=1),
+         helper.make_node("Relu", ["c1"], ["r"], name="relu"),
+         helper.make_node("Concat", ["x", "r", "x"], ["c3"], name="cat3", axis=1),
+         helper.make_node("BatchNormalization", ["c3", "n1_s", "n1_b", "n1_m", "n1_v"], ["b1"],
+                          name="bn_alone", epsilon=1e-3),
+         helper.make_node("Conv", ["b1", "w"], ["cv"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("BatchNormalization", ["cv", "n2_s", "n2_b", "n2_m", "n2_v"], ["b2"],
+                          name="bn_conv"),
+         helper.make_node("Concat", ["b2", "r", "b1", "x"], ["y"], name="cat4", axis=1)]
+    return model(n, "legal_dense", [vi("x", [1, 4, 5, 5])], [vi("y", [1, 24, 5, 5])],
+                 [weight("w", 4, 12, 1, 1)] + bn("n1", 12) + bn("n2", 4), opset=13)
+
+
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
@@ -771,7 +807,8 @@ MODELS = {
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
-    "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6,
+    "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
+    "legal_dense": legal_dense,
 }
 
 

@@ -150,6 +150,9 @@ static const ops_case ops_cases[] = {
     {"A21 sigmoid", OP_SIGMOID, {0}, 4, 0, S(1, 4, 8, 8), S(0)},
     {"A22 tanh", OP_TANH, {0}, 2, 0, S(16, 64), S(0)},
     {"A23 erf", OP_ERF, {0}, 2, 0, S(16, 64), S(0)},
+    {"A23a relu6", OP_RELU6, {0}, 4, 0, S(1, 4, 8, 8), S(0)},
+    {"A23b hardsigmoid", OP_HSIGMOID, {0}, 2, 0, S(16, 64), S(0)},
+    {"A23c hardswish", OP_HSWISH, {0}, 4, 0, S(1, 8, 4, 4), S(0)},
     {"A24 bias axis 1", OP_BIAS, {1}, 4, 1, S(1, 8, 8, 8), S(8)},
     {"A25 scale axis 1", OP_SCALE, {1}, 2, 1, S(16, 64), S(64)},
 };
@@ -492,6 +495,36 @@ static void test_corpus(void **state) {
     }
 }
 
+/* What the export writes as one node costs as one: in legal_dense.onnx the
+ * inner concats of the 3- and 4-input Concat chains and the scale of the
+ * lone BatchNormalization (scale + bias) cost nothing of their own; every
+ * other node costs what eg_cost_node says. */
+static void test_written_inside(void **state) {
+    (void)state;
+    char err[EG_ERRLEN];
+    eg_graph *g = NULL;
+    eg_status rc = eg_load("test/corpus/onnx/legal_dense.onnx", NULL, &g, err, sizeof err);
+    if (rc != EG_OK) print_error("%s\n", err);
+    assert_int_equal(rc, EG_OK);
+    eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+    double want = 0;
+    int free_nodes = 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        const eg_tensor *o = &g->tensor[n->out[0]];
+        int inner = n->kind == EG_KIND_OPS && n->op == OP_SCALE && !(o->flags & EG_TF_OUTPUT);
+        for (int r = 0; n->kind == EG_KIND_OPS && n->op == OP_CONCAT && r < g->n_nodes; r++)
+            inner |= g->node[r].kind == EG_KIND_OPS && g->node[r].op == OP_CONCAT &&
+                     (g->node[r].in[0] == n->out[0] || g->node[r].in[1] == n->out[0]);
+        if (inner) free_nodes++;
+        else want += eg_cost_node(c, g, j);
+    }
+    assert_int_equal(free_nodes, 1 + 2 + 1); /* cat3's inner, cat4's two, the scale */
+    assert_true(fabs(eg_cost_graph(c, g) - want) < 1e-9 * want);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
 /* ================= cpu backend ================= */
 
 /* Measured costs are finite and positive, measured once and then memoised
@@ -754,6 +787,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_merge_matmuls);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cpu_conv_measures);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_written_inside);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_roundtrip);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_nopath);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_cache_bytes);

@@ -46,6 +46,8 @@ typedef struct {
 static double ref_sigmoid(double x) { return 0.5 * (1 + tanh(x / 2)); }
 static double ref_tanh(double x) { return (exp(2 * x) - 1) / (exp(2 * x) + 1); }
 static double ref_erf(double x) { return 1 - erfc(x); }
+static double ref_hsigmoid(double x) { return fmin(1, fmax(0, (x + 3) / 6)); }
+static double ref_hswish(double x) { return x * fmin(1, fmax(0, (x + 3) / 6)); }
 
 #define S1(a) {1, {a}}
 #define S2(a, b) {2, {a, b}}
@@ -81,6 +83,9 @@ static const kcase kcases[] = {
     {"K26 sigmoid", OP_SIGMOID, {0}, {S2(3, 4)}, ref_sigmoid},
     {"K27 tanh", OP_TANH, {0}, {S4(1, 2, 2, 3)}, ref_tanh},
     {"K28 erf", OP_ERF, {0}, {S2(2, 7)}, ref_erf},
+    {"K28a relu6", OP_RELU6, {0}, {S3(2, 3, 4)}},
+    {"K28b hardsigmoid", OP_HSIGMOID, {0}, {S2(4, 9)}, ref_hsigmoid},
+    {"K28c hardswish", OP_HSWISH, {0}, {S4(1, 2, 3, 5)}, ref_hswish},
     {"K29 bias axis 1 NCHW", OP_BIAS, {1}, {S4(2, 3, 2, 2), S1(3)}},
     {"K30 bias axis 0", OP_BIAS, {0}, {S2(3, 4), S1(3)}},
     {"K31 scale last axis of rank 3", OP_SCALE, {2}, {S3(2, 3, 4), S1(4)}},

@@ -317,6 +317,18 @@ static void test_table_complete(void **state) {
     }
 }
 
+/* relu6 is exact on residues and floats alike: negatives (the upper half
+ * of the residues) give 0, the rest are capped at 6. */
+static void test_relu6_cells(void **state) {
+    (void)state;
+    const ops_cells *c = &ops_cell_table[OP_RELU6];
+    static const uint64_t in[] = {0, 5, 6, 7, 1000, MP_HALF, MP_P - 1, MP_P - 7};
+    static const uint64_t want[] = {0, 5, 6, 6, 6, 6, 0, 0};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        assert_int_equal(c->cell(in[i]), want[i]);
+    assert_true(c->fcell(-1.5f) == 0.0f && c->fcell(2.5f) == 2.5f && c->fcell(7.5f) == 6.0f);
+}
+
 /* Residues next to p make the kernels' exact 128-bit sums largest: more
  * than the 60 products a sum holds before it is folded (a 200-long dot
  * product, a conv cell of 8 channels x 3x3 taps). Expected values by
@@ -473,6 +485,9 @@ static const shape_case shape_cases[] = {
     {"sigmoid.rank5", OP_SIGMOID, {0}, {{5, {1, 1, 1, 1}}}, OPS_ESHAPE, S0},
     {"tanh.dim0", OP_TANH, {0}, {S2(2, 0)}, OPS_ESHAPE, S0},
     {"erf.dim0", OP_ERF, {0}, {S1(0)}, OPS_ESHAPE, S0},
+    {"relu6.dim0", OP_RELU6, {0}, {S3(1, 0, 2)}, OPS_ESHAPE, S0},
+    {"hardsigmoid.rank5", OP_HSIGMOID, {0}, {{5, {1, 1, 1, 1}}}, OPS_ESHAPE, S0},
+    {"hardswish.dim0", OP_HSWISH, {0}, {S1(0)}, OPS_ESHAPE, S0},
     {"bias.vector-dim", OP_BIAS, {1}, {S4(1, 3, 2, 2), S1(2)}, OPS_ESHAPE, S0},
     {"bias.vector-rank", OP_BIAS, {1}, {S4(1, 3, 2, 2), S2(3, 1)}, OPS_ESHAPE, S0},
     {"bias.axis-rank", OP_BIAS, {2}, {S2(3, 2), S1(2)}, OPS_EPARAM, S0},
@@ -714,6 +729,7 @@ int main(void) {
         cmocka_unit_test(test_diff_conv),
         cmocka_unit_test(test_diff_matmul),
         cmocka_unit_test(test_sums_near_p),
+        cmocka_unit_test(test_relu6_cells),
         cmocka_unit_test(test_table_complete),
         cmocka_unit_test(test_diff_avgpool),
         cmocka_unit_test(test_shape_coverage),
