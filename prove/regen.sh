@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# prove/regen.sh - the shipped ruledb's recipe, one place for `ninja ruledb`
+# (prove/module.ninja) and bench/regen.sh.
+#
+#   prove/regen.sh BIN WORKDIR OUT [LOGDIR]
+#
+# synth at depth 3 over every operator, plus depth 4 over matmul, concat
+# and the splits, and over conv2d, concat and the splits (1x1 and 3x3
+# weights): the two-output merges of matmuls or convs sharing an input need
+# four operators on their right side. Merged, then proved with a fixed
+# seed, no timings in the file, so only the deterministic budgets decide a
+# check (the same bytes on any machine and with any --jobs). With LOGDIR,
+# each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them);
+# without it the steps are quiet.
+set -euo pipefail
+[ $# -ge 3 ] || { sed -n '4p' "$0" | sed 's/^# *//' >&2; exit 2; }
+bin=$1 work=$2 out=$3 logs=${4:-}
+mkdir -p "$work"
+step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
+    local name=$1; shift
+    if [ -z "$logs" ]; then "$1" -q "${@:2}"; return; fi
+    local timer=()
+    [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)
+    "${timer[@]}" "$@" >"$logs/$name.log" 2>&1
+}
+step synth-d3 "$bin/synth" --no-timings --max-ops 3 --seed 1 -o "$work/candidates-d3.tasodb"
+step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0,split1 --seed 1 \
+    -o "$work/candidates-d4mm.tasodb"
+step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,split0,split1 \
+    --types act,w1x1,w3x3 --seed 1 -o "$work/candidates-d4conv.tasodb"
+"$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \
+    "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb"
+step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"
