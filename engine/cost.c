@@ -308,7 +308,8 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_MAP:
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE:
-    case OPS_FORM_CHANNEL: ewise(k, runtime_ew(n->op), ops_table[n->op].flops); return 1;
+    case OPS_FORM_CHANNEL:
+    case OPS_FORM_ROW: ewise(k, runtime_ew(n->op), ops_table[n->op].flops); return 1;
     case OPS_FORM_POOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;
         k->kh = OPS_KERNEL_H(p[0]), k->kw = OPS_KERNEL_W(p[0]), k->sh = k->sw = p[1];

@@ -23,6 +23,7 @@
 #define K_AVG(acc, n, r) ((void)(r), (float)((acc) / (double)(n)))
 #define K_CELL(op, a) ops_cell_table[op].fcell(a)
 #define K_CELL2(op, a, b) ops_cell_table[op].fcell2(a, b)
+#define K_ROW(op, x, y, n, stride) ops_cell_table[op].frow(x, y, n, stride)
 #define K_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define K_RELU(a) ((a) > 0 ? (a) : 0.0f)
 #define K_ZERO 0.0f

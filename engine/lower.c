@@ -480,6 +480,14 @@ static int alias_identity(eg_graph *g, const eg_node *n) {
     return 1;
 }
 
+/* Softmax (the importer keeps only the opset-13 meaning: one axis) ->
+ * softmax on that axis. */
+static void lower_softmax(const eg_graph *g, eg_node *n) {
+    int rank = n->in[0] >= 0 ? g->tensor[n->in[0]].shape.rank : -1;
+    int32_t axis = n->attr.axis < 0 ? n->attr.axis + rank : n->attr.axis;
+    if (rank > 0 && axis >= 0 && axis < rank) lower_simple(g, n, OP_SOFTMAX, axis);
+}
+
 /* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *appended set when
  * a node was appended (a Split's second half, a Sum's later Adds, a bias). */
 static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appended) {
@@ -506,11 +514,11 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
         if (rc == EG_OK && g->node[j].mop == EG_MOP_ADD) lower_binary(g, &g->node[j], OP_EWADD, uses);
         return rc;
     }
+    case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, appended);
+    case EG_MOP_SOFTMAX: lower_softmax(g, n); break;
     case EG_MOP_GLOBALAVGPOOL:
     case EG_MOP_RESHAPE:
     case EG_MOP_FLATTEN:
-    case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, appended);
-    case EG_MOP_SOFTMAX:
     case EG_MOP_IDENTITY:
     case EG_MOP_COUNT: break; /* no opspecs operator means the same */
     }

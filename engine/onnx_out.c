@@ -801,6 +801,7 @@ static eg_status emit_ops(octx *c, int j) {
     case OPS_FORM_CONV: return emit_conv2d(c, n, c->fuse[j] >= 0 ? &c->g->node[c->fuse[j]] : NULL);
     case OPS_FORM_POOL: return emit_pool(c, n);
     case OPS_FORM_CONCAT: return emit_concat(c, j);
+    case OPS_FORM_ROW: return emit_plain(c, n, o->onnx, "axis", n->param[0]);
     case OPS_FORM_SPLIT:
         if (c->partner[j] < 0) return emit_slice(c, n);
         if (c->partner[j] < j) return EG_OK; /* written with its partner */

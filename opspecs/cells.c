@@ -39,6 +39,16 @@ static uint64_t r_relu6(uint64_t a) {
     return r > 6 ? 6 : r;
 }
 
+/* softmax on residues: each cell hashed with the sum of its row's hashed
+ * cells, so a cell depends on its whole row and on nothing else (the row
+ * is the slice along the axis: softmax commutes with concat and split on
+ * the other axes, and nothing more is claimed). */
+static void r_softmax(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride) {
+    uint64_t row = 0;
+    for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], 0x50f7u));
+    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], seeded(row, 0x50f8u)), 0x50f9u);
+}
+
 static float f_add(float a, float b) { return a + b; }
 static float f_mul(float a, float b) { return a * b; }
 static float f_relu(float a) { return a > 0 ? a : 0.0f; }
@@ -53,9 +63,17 @@ static float f_hsigmoid(float a) {
     return v > 0 ? (v < 1 ? v : 1.0f) : 0.0f;
 }
 static float f_hswish(float a) { return a * f_hsigmoid(a); }
+/* softmax along a row, shifted by its maximum so no exp overflows */
+static void f_softmax(const float *x, float *y, int64_t n, int64_t stride) {
+    float top = x[0], sum = 0;
+    for (int64_t i = 1; i < n; i++) top = x[i * stride] > top ? x[i * stride] : top;
+    for (int64_t i = 0; i < n; i++) sum += y[i * stride] = expf(x[i * stride] - top);
+    for (int64_t i = 0; i < n; i++) y[i * stride] /= sum;
+}
 
 #define MAP(r, f) {.cell = r, .fcell = f}
 #define ZIP(r, f) {.cell2 = r, .fcell2 = f}
+#define ROW(r, f) {.row = r, .frow = f}
 
 const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_EWADD] = ZIP(r_add, f_add),
@@ -68,6 +86,7 @@ const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_RELU6] = MAP(r_relu6, f_relu6),
     [OP_HSIGMOID] = MAP(r_hsigmoid, f_hsigmoid),
     [OP_HSWISH] = MAP(r_hswish, f_hswish),
+    [OP_SOFTMAX] = ROW(r_softmax, f_softmax),
     [OP_BIAS] = ZIP(r_add, f_add),
     [OP_SCALE] = ZIP(r_mul, f_mul),
 };

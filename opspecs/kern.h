@@ -19,6 +19,7 @@
  *   K_MAX(a,b), K_RELU(a)  on elements
  *   K_CELL(op,a), K_CELL2(op,a,b)  an element-wise operator's cell
  *                   function (ops_cell_table, cells.c)
+ *   K_ROW(op,x,y,n,stride)  a row operator's row function (cells.c)
  *   K_ZERO, K_ONE   elements
  *   K_RECIP(n)      1/n as an element
  * Windows (conv, pools) come from win.h, so padding is decided there. */
@@ -195,6 +196,16 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
         int64_t inner = 1, dim = s[0].dim[p[0]];
         for (int i = p[0] + 1; i < s[0].rank; i++) inner *= s[0].dim[i];
         for (int64_t i = 0; i < n; i++) out[i] = K_CELL2(op, in[0][i], in[1][i / inner % dim]);
+        return;
+    }
+    case OPS_FORM_ROW: {
+        /* the row through cell (o, ., i) starts at o * dim * inner + i */
+        int64_t outer = 1, inner = 1, dim = s[0].dim[p[0]];
+        for (int i = 0; i < p[0]; i++) outer *= s[0].dim[i];
+        for (int i = p[0] + 1; i < s[0].rank; i++) inner *= s[0].dim[i];
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++)
+                K_ROW(op, in[0] + o * dim * inner + i, out + o * dim * inner + i, dim, inner);
         return;
     }
     case OPS_FORM_POOL: {

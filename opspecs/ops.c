@@ -44,6 +44,8 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_HSIGMOID] = {ACT_ROW("hardsigmoid", "HardSigmoid", 2),
                      .onnx_const = {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}},
     [OP_HSWISH] = ACT("hardswish", "HardSwish", 3),
+    [OP_SOFTMAX] = {.name = "softmax", .arity = 1, P1(PK_AXIS, "axis"), .onnx = "Softmax",
+                    .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_ROW, .flops = 5},
     [OP_BIAS] = {.name = "bias", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Add",
                  .kinds = {K_M | K_A | K_W, K_V, OPS_OUT_IN0}, .form = OPS_FORM_CHANNEL, .flops = 1},
     [OP_SCALE] = {.name = "scale", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Mul",
@@ -108,6 +110,7 @@ int ops_shape_of_in0(ops_op op) {
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE:
     case OPS_FORM_CHANNEL:
+    case OPS_FORM_ROW:
     case OPS_FORM_ONES: return 1;
     case OPS_FORM_MATMUL:
     case OPS_FORM_CONV:

@@ -56,6 +56,7 @@ typedef enum { /* ORDER OP */
     OP_RELU6,     /* elementwise: relu, then at most 6 (ONNX Clip 0..6) */
     OP_HSIGMOID,  /* elementwise; torch's hardsigmoid; seeded on residues */
     OP_HSWISH,    /* elementwise; hardswish; seeded on residues */
+    OP_SOFTMAX,   /* (axis; x): each slice along axis as a whole; seeded on residues */
     OP_BIAS,      /* (axis; x, v): x + v broadcast along axis, v [x.dim[axis]] */
     OP_SCALE,     /* (axis; x, v): x * v broadcast along axis */
     OP_AVGPOOL,   /* (kernel, stride, pad; x NCHW) */
@@ -134,6 +135,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_ZIP,       /* binary element-wise over equal shapes: cell2(x[i], y[i]) */
     OPS_FORM_SCALE,     /* cell2(x[i], s), s a rank-0 scalar */
     OPS_FORM_CHANNEL,   /* (axis; x, v): cell2(x[.., c, ..], v[c]), v [x.dim[axis]] */
+    OPS_FORM_ROW,       /* (axis; x): row(the slice of x along axis), x's shape */
     OPS_FORM_MATMUL,    /* [m,k] x [k,n] */
     OPS_FORM_CONV,      /* conv2d */
     OPS_FORM_POOL,      /* avgpool, maxpool */
@@ -148,14 +150,17 @@ typedef enum { /* ORDER FORM */
 } ops_form;
 
 /* The cell functions of the element-wise forms (MAP: cell; ZIP, SCALE,
- * CHANNEL: cell2), once over residues modulo 2^61-1 (the exact semantics)
- * and once over float32 (the engine's evaluator). Defined in cells.c,
- * the one file that holds what an element-wise operator computes. */
+ * CHANNEL: cell2) and the row functions of ROW (n cells, `stride` apart,
+ * into y at the same places), once over residues modulo 2^61-1 (the exact
+ * semantics) and once over float32 (the engine's evaluator). Defined in
+ * cells.c, the one file that holds what these operators compute. */
 typedef struct {
     uint64_t (*cell)(uint64_t x);
     uint64_t (*cell2)(uint64_t x, uint64_t y);
+    void (*row)(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride);
     float (*fcell)(float x);
     float (*fcell2)(float x, float y);
+    void (*frow)(const float *x, float *y, int64_t n, int64_t stride);
 } ops_cells;
 
 extern const ops_cells ops_cell_table[OP_COUNT];

@@ -252,6 +252,15 @@ static ops_status shape_channel(ops_op op, const int32_t *p, const ten_shape *in
     return OPS_OK;
 }
 
+/* softmax(axis; x): x's shape, the axis one of its. */
+static ops_status shape_row(ops_op op, const int32_t *p, const ten_shape *in, ten_shape *out,
+                            char *err) {
+    if (p[0] < 0 || p[0] >= in[0].rank)
+        return fail(op, OPS_EPARAM, in, err, "axis %d out of range", (int)p[0]);
+    *out = in[0];
+    return OPS_OK;
+}
+
 static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
                            ten_shape *out, char *err) {
     switch (ops_table[op].form) {
@@ -260,6 +269,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
     case OPS_FORM_ZIP: return shape_ew(op, in, out, err);
     case OPS_FORM_SCALE: return shape_smul(op, in, out, err);
     case OPS_FORM_CHANNEL: return shape_channel(op, p, in, out, err);
+    case OPS_FORM_ROW: return shape_row(op, p, in, out, err);
     case OPS_FORM_MAP:
     case OPS_FORM_ONES: *out = in[0]; return OPS_OK;
     case OPS_FORM_POOL: return shape_pool(op, p, in, out, err);

@@ -77,6 +77,7 @@ Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, 
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE:
     case OPS_FORM_CHANNEL:
+    case OPS_FORM_ROW:
     case OPS_FORM_ONES: return d->get(d, 0, a);
     case OPS_FORM_POOL: return pool_dim(z, p, d, a);
     case OPS_FORM_CONCAT:
@@ -189,6 +190,7 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
     case OPS_FORM_SPLIT: axis_fits(z, f, op, p, in, d); break;
     case OPS_FORM_ENLARGE: enlarge_fits(z, f, p, d); break;
     case OPS_FORM_MAP:
+    case OPS_FORM_ROW: /* the axis is within the rank by construction */
     case OPS_FORM_SCALE:
     case OPS_FORM_TRANSPOSE:
     case OPS_FORM_IMM:

@@ -40,7 +40,8 @@ static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
         return;
     case OPS_FORM_MAP:
     case OPS_FORM_SCALE:
-    case OPS_FORM_CHANNEL: *out = *b0; return;
+    case OPS_FORM_CHANNEL:
+    case OPS_FORM_ROW: *out = *b0; return;
     case OPS_FORM_POOL:
     case OPS_FORM_ENLARGE: take(out, 0, b0, 0), take(out, 1, b0, 1); return;
     case OPS_FORM_CONCAT: {

@@ -307,9 +307,11 @@ static void test_table_complete(void **state) {
         const ops_cells *cl = &ops_cell_table[op];
         int map = o->form == OPS_FORM_MAP, zip = o->form == OPS_FORM_ZIP ||
                   o->form == OPS_FORM_SCALE || o->form == OPS_FORM_CHANNEL;
-        if (!cl->cell != !map || !cl->fcell != !map || !cl->cell2 != !zip || !cl->fcell2 != !zip)
+        int row = o->form == OPS_FORM_ROW;
+        if (!cl->cell != !map || !cl->fcell != !map || !cl->cell2 != !zip || !cl->fcell2 != !zip ||
+            !cl->row != !row || !cl->frow != !row)
             fail_msg("%s: cells.c has the wrong cell functions for its form", o->name);
-        if ((map || zip) != (o->flops > 0))
+        if ((map || zip || row) != (o->flops > 0))
             fail_msg("%s: an element-wise form needs a flops column, and only one", o->name);
         if ((o->form == OPS_FORM_MAP) != (o->arity == 1 && (o->flags & OPF_ELEMENTWISE)))
             fail_msg("%s: a map is unary and element-wise", o->name);
@@ -488,6 +490,8 @@ static const shape_case shape_cases[] = {
     {"relu6.dim0", OP_RELU6, {0}, {S3(1, 0, 2)}, OPS_ESHAPE, S0},
     {"hardsigmoid.rank5", OP_HSIGMOID, {0}, {{5, {1, 1, 1, 1}}}, OPS_ESHAPE, S0},
     {"hardswish.dim0", OP_HSWISH, {0}, {S1(0)}, OPS_ESHAPE, S0},
+    {"softmax.axis", OP_SOFTMAX, {2}, {S2(3, 4)}, OPS_EPARAM, S0},
+    {"softmax.dim0", OP_SOFTMAX, {0}, {S2(0, 4)}, OPS_ESHAPE, S0},
     {"bias.vector-dim", OP_BIAS, {1}, {S4(1, 3, 2, 2), S1(2)}, OPS_ESHAPE, S0},
     {"bias.vector-rank", OP_BIAS, {1}, {S4(1, 3, 2, 2), S2(3, 1)}, OPS_ESHAPE, S0},
     {"bias.axis-rank", OP_BIAS, {2}, {S2(3, 2), S1(2)}, OPS_EPARAM, S0},
