@@ -596,6 +596,17 @@ static int written_inside(const eg_graph *g, const int *uses, const int *reader,
     return 1;
 }
 
+/* 1 when node j is a bias on the columns of a matmul's only output: one
+ * Gemm at run time (onnx_out.c writes it so), the bias free. */
+static int gemm_bias(const eg_graph *g, const int *uses, int j) {
+    const eg_node *n = &g->node[j];
+    int t = n->in[0], p = t >= 0 ? g->tensor[t].producer : -1;
+    return n->kind == EG_KIND_OPS && n->op == OP_BIAS && n->param[0] == 1 && p >= 0 &&
+           g->tensor[t].shape.rank == 2 && uses[t] == 1 &&
+           !(g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) &&
+           g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_MATMUL && n->in[1] != t;
+}
+
 double eg_cost_graph(eg_cost *c, const eg_graph *g) {
     unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
     int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
@@ -611,6 +622,7 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g) {
         if (wo && wo[j]) continue;
         if (uses && fused_into_conv(g, uses, wo, j)) continue;
         if (uses && reader && written_inside(g, uses, reader, wo, j)) continue;
+        if (uses && gemm_bias(g, uses, j)) continue;
         sum += eg_cost_node(c, g, j);
     }
     free(wo), free(uses), free(reader);

@@ -480,6 +480,17 @@ static int alias_identity(eg_graph *g, const eg_node *n) {
     return 1;
 }
 
+/* GlobalAveragePool over an H x W plane (at most 255 x 255) -> avgpool
+ * with that kernel, stride 1, VALID: the same one window per channel. */
+static void lower_global_pool(const eg_graph *g, eg_node *n) {
+    const eg_shape *x = n->in[0] >= 0 ? &g->tensor[n->in[0]].shape : NULL;
+    if (!x || x->rank != 4 || x->dim[2] < 1 || x->dim[3] < 1 || x->dim[2] > 255 || x->dim[3] > 255)
+        return;
+    int32_t p[OPS_MAX_PARAMS] = {OPS_KERNEL((int32_t)x->dim[2], (int32_t)x->dim[3]), 1,
+                                 OPS_PAD_VALID, 0};
+    if (ops_fits(g, OP_AVGPOOL, p, n->in, n->out[0])) set_ops(n, OP_AVGPOOL, p, n->in, n->out[0]);
+}
+
 /* Softmax (the importer keeps only the opset-13 meaning: one axis) ->
  * softmax on that axis. */
 static void lower_softmax(const eg_graph *g, eg_node *n) {
@@ -516,7 +527,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
     }
     case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, appended);
     case EG_MOP_SOFTMAX: lower_softmax(g, n); break;
-    case EG_MOP_GLOBALAVGPOOL:
+    case EG_MOP_GLOBALAVGPOOL: lower_global_pool(g, n); break;
     case EG_MOP_RESHAPE:
     case EG_MOP_FLATTEN:
     case EG_MOP_IDENTITY:

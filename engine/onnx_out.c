@@ -358,8 +358,25 @@ static eg_status emit_pad(octx *c, const char *x, const char *y, const int64_t *
 /* maxpool/avgpool. An avgpool with SAME padding counts the pads; before
  * opset 7 AveragePool has no count_include_pad and never counts them, so
  * the zeros are padded on by a Pad in front. */
+/* An average pool whose one VALID window is the whole plane: what a
+ * GlobalAveragePool becomes on import (lower.c), written back as one. */
+static int global_pool(const octx *c, const eg_node *n) {
+    const eg_shape *x = &c->g->tensor[n->in[0]].shape;
+    return n->op == OP_AVGPOOL && n->param[1] == 1 && n->param[2] == OPS_PAD_VALID &&
+           x->rank == 4 && OPS_KERNEL_H(n->param[0]) == x->dim[2] &&
+           OPS_KERNEL_W(n->param[0]) == x->dim[3];
+}
+
 static eg_status emit_pool(octx *c, const eg_node *n) {
     nbuild b;
+    if (global_pool(c, n)) {
+        eg_status rc = nb_init(&b, "GlobalAveragePool", 1, 1);
+        if (rc != EG_OK) return rc;
+        nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
+        rc = nb_emit(c, &b, n->name);
+        nb_free(&b);
+        return rc;
+    }
     int32_t k = n->param[0], pad = n->param[2];
     int64_t kh = OPS_KERNEL_H(k), kw = OPS_KERNEL_W(k);
     int64_t ph = ops_same_pad((int32_t)kh), pw = ops_same_pad((int32_t)kw);
@@ -618,6 +635,25 @@ static eg_status emit_batchnorm(octx *c, const eg_node *s, const eg_node *b) {
     return rc;
 }
 
+/* matmul(a, w) then bias(1; ., v) as Gemm(a, w, v); w read through a
+ * transpose that plan_gemms fused becomes transB = 1 of its input. */
+static eg_status emit_gemm(octx *c, const eg_node *m, const eg_node *b) {
+    const eg_graph *g = c->g;
+    int w = m->in[1], t = g->tensor[w].producer, trans = 0;
+    if (t >= 0 && g->node[t].kind == EG_KIND_OPS && g->node[t].op == OP_TRANSPOSE &&
+        c->fuse[t] == (int)(b - g->node))
+        w = g->node[t].in[0], trans = 1;
+    nbuild nb;
+    eg_status rc = nb_init(&nb, "Gemm", 3, 1);
+    if (rc != EG_OK) return rc;
+    nb_in(&nb, tname(c, m->in[0])), nb_in(&nb, tname(c, w)), nb_in(&nb, tname(c, b->in[1]));
+    nb_out(&nb, tname(c, b->out[0]));
+    if (trans) nb_int(&nb, "transB", 1);
+    rc = nb_emit(c, &nb, m->name);
+    nb_free(&nb);
+    return rc;
+}
+
 static eg_status emit_channel(octx *c, int j) {
     const eg_node *n = &c->g->node[j];
     const eg_tensor *x = &c->g->tensor[n->in[0]], *v = &c->g->tensor[n->in[1]];
@@ -625,6 +661,9 @@ static eg_status emit_channel(octx *c, int j) {
     if (c->fuse[j] >= 0 && n->op == OP_BIAS && c->g->node[c->fuse[j]].kind == EG_KIND_OPS &&
         c->g->node[c->fuse[j]].op == OP_SCALE)
         return emit_batchnorm(c, &c->g->node[c->fuse[j]], n);
+    if (c->fuse[j] >= 0 && n->op == OP_BIAS && c->g->node[c->fuse[j]].kind == EG_KIND_OPS &&
+        c->g->node[c->fuse[j]].op == OP_MATMUL)
+        return emit_gemm(c, &c->g->node[c->fuse[j]], n);
     if (c->fuse[j] >= 0) return EG_OK; /* the Conv's bias, or the BatchNormalization's scale */
     if (c->g->opset < 7 && trail > 0) { /* the legacy form says it directly */
         nbuild b;
@@ -740,6 +779,35 @@ static void plan_concats(octx *c) {
     }
 }
 
+/* The single-use producer of t when it is an opspecs op, else -1. */
+static int only_producer(const octx *c, int t, ops_op op) {
+    const eg_graph *g = c->g;
+    int p = t >= 0 ? g->tensor[t].producer : -1;
+    if (p < 0 || g->node[p].kind != EG_KIND_OPS || g->node[p].op != op || c->uses[t] != 1 ||
+        (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) || c->fuse[p] >= 0)
+        return -1;
+    return p;
+}
+
+/* A bias on the columns of a matmul's only output is written with it as
+ * one Gemm (the importer's form of a Gemm, lower.c), the matmul's right
+ * operand read through a transpose as transB: fuse[bias] = matmul,
+ * fuse[matmul] = bias, fuse[transpose] = bias. Runs after plan_channels. */
+static void plan_gemms(octx *c) {
+    const eg_graph *g = c->g;
+    for (int j = 0; g->opset >= 7 && j < g->n_nodes; j++) {
+        const eg_node *b = &g->node[j];
+        if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || c->fuse[j] >= 0 ||
+            b->in[0] < 0 || g->tensor[b->in[0]].shape.rank != 2)
+            continue;
+        int m = only_producer(c, b->in[0], OP_MATMUL);
+        if (m < 0 || g->node[m].in[1] == b->in[1]) continue;
+        c->fuse[j] = m, c->fuse[m] = j;
+        int t = only_producer(c, g->node[m].in[1], OP_TRANSPOSE);
+        if (t >= 0) c->fuse[t] = j;
+    }
+}
+
 static int inner_concat(const octx *c, int t) {
     int p = t >= 0 ? c->g->tensor[t].producer : -1;
     return p >= 0 && c->g->node[p].kind == EG_KIND_OPS && c->g->node[p].op == OP_CONCAT &&
@@ -795,6 +863,8 @@ static eg_status emit_ops(octx *c, int j) {
     switch (o->form) {
     case OPS_FORM_MAP: return emit_map(c, n);
     case OPS_FORM_MATMUL:
+        if (c->fuse[j] >= 0) return EG_OK; /* inside the Gemm its bias writes */
+        return emit_plain(c, n, o->onnx, NULL, 0);
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE: return emit_plain(c, n, o->onnx, NULL, 0);
     case OPS_FORM_CHANNEL: return emit_channel(c, j);
@@ -807,7 +877,9 @@ static eg_status emit_ops(octx *c, int j) {
         if (c->partner[j] < j) return EG_OK; /* written with its partner */
         return n->op == OP_SPLIT0 ? emit_split_pair(c, n, &c->g->node[c->partner[j]])
                                   : emit_split_pair(c, &c->g->node[c->partner[j]], n);
-    case OPS_FORM_TRANSPOSE: return emit_transpose(c, n);
+    case OPS_FORM_TRANSPOSE:
+        if (c->fuse[j] >= 0) return EG_OK; /* a Gemm's transB */
+        return emit_transpose(c, n);
     case OPS_FORM_ENLARGE: return emit_enlarge(c, n);
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
@@ -1108,7 +1180,8 @@ static eg_status emit_ios(octx *c) {
     for (int j = 0; j < g->n_nodes; j++) {
         if (c->pad_name[j]) emit_pad_vinfo(c, fvi, j);
         if (g->node[j].kind == EG_KIND_OPS &&
-            (g->node[j].op == OP_CONV2D || g->node[j].op == OP_CONCAT || g->node[j].op == OP_SCALE) &&
+            (g->node[j].op == OP_CONV2D || g->node[j].op == OP_CONCAT || g->node[j].op == OP_SCALE ||
+             g->node[j].op == OP_MATMUL || g->node[j].op == OP_TRANSPOSE) &&
             c->fuse[j] >= 0)
             continue; /* its output is the fused bias's, inside a Concat or a BatchNormalization */
         for (int k = 0; k < g->node[j].n_out; k++) {
@@ -1139,6 +1212,7 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
     pair_splits(g, c->partner);
     if (plan_channels(c) != EG_OK) return EG_ENOMEM;
     plan_concats(c);
+    plan_gemms(c);
     /* opaque nodes keep their names, so the generated ones avoid them */
     for (int j = 0; j < g->n_nodes; j++)
         if (g->node[j].kind == EG_KIND_OPAQUE && g->node[j].name[0] &&

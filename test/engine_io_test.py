@@ -402,6 +402,10 @@ LEGAL_CASES = [
                                                       "BatchNormalization", "Conv",
                                                       "BatchNormalization", "Concat"] and
      len(find_node(m, "cat4").input) == 4),
+    ("G10", "Gemm transB + bias -> transpose, matmul, bias; MatMul + Add -> matmul, bias; "
+     "both written back as Gemm", mk.legal_gemm, True,
+     lambda m: [n.op_type for n in m.graph.node] == ["Gemm", "Relu", "Gemm"] and
+     node_attr(m, "fc", "transB") == 1 and list(find_node(m, "fc").input) == ["x", "w", "b"]),
 ]
 
 

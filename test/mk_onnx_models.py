@@ -786,6 +786,18 @@ def legal_dense():
                  [weight("w", 4, 12, 1, 1)] + bn("n1", 12) + bn("n2", 4), opset=13)
 
 
+def legal_gemm():
+    """A classifier head (opset 13): Gemm with transB and a bias (-> transpose,
+    matmul, bias; written back as one Gemm), then MatMul + Add of a [N] bias
+    (-> matmul, bias; written as a Gemm too)."""
+    n = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="fc", transB=1),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["m"], name="mm"),
+         helper.make_node("Add", ["m", "b2"], ["y"], name="add")]
+    return model(n, "legal_gemm", [vi("x", [2, 6])], [vi("y", [2, 3])],
+                 [weight("w", 5, 6), weight("b", 5), weight("w2", 5, 3), weight("b2", 3)], opset=13)
+
+
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
@@ -808,7 +820,7 @@ MODELS = {
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
-    "legal_dense": legal_dense,
+    "legal_dense": legal_dense, "legal_gemm": legal_gemm,
 }
 
 

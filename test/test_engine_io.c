@@ -100,7 +100,7 @@ static const model_case model_cases[] = {
     {"M02 inception, symbolic batch", "inception.onnx", 8, 0, 8, 0, "y", "[N,16,6,6]"},
     {"M03 convs and pools", "convs.onnx", 9, 6, 3, 0, "mp", "[1,4,3,4]"},
     {"M04 attention", "attention.onnx", 8, 8, 0, 0, "s", "[4,4]"},
-    {"M05 mixed model ops", "mixed.onnx", 13, 5, 8, 0, "rs", "[2,6]"},
+    {"M05 mixed model ops", "mixed.onnx", 13, 6, 7, 0, "rs", "[2,6]"},
     {"M06 opset 11 split and softmax", "old_opset.onnx", 4, 3, 0, 1, "b", "[3,2]"},
     {"M07 opaque nodes and a subgraph", "opaque.onnx", 6, 0, 1, 5, "foo", "[2,3]"},
     {"M08 nodes out of order", "reg_unsorted.onnx", 3, 3, 0, 0, "y", "[2,3]"},
@@ -108,7 +108,7 @@ static const model_case model_cases[] = {
     {"M10 odd dtype sizes, omitted required input", "reg_odd_values.onnx", 3, 0, 1, 2, "x", "[2,6]"},
     {"M11 no nodes", "reg_empty.onnx", 0, 0, 0, 0, "x", "[3]"},
     {"M12 If and Loop reading outer tensors", "control_flow.onnx", 8, 4, 0, 4, "s1", "[2,3]"},
-    {"M13 opset 6, IR 3: legacy broadcast, BatchNormalization-6", "opset6.onnx", 10, 4, 6, 0, "f",
+    {"M13 opset 6, IR 3: legacy broadcast, BatchNormalization-6", "opset6.onnx", 10, 5, 5, 0, "f",
      "[1,4]"},
     {"M14 opset 3: Reshape-1, Concat-1, consumed_inputs", "opset3.onnx", 9, 8, 1, 0, "rs", "[6,4]"},
     {"M15 opset 28, IR 14 (onnx 1.23's default)", "opset28.onnx", 11, 10, 1, 0, "rs", "[1,64]"},
@@ -238,6 +238,8 @@ static const lower_case lower_cases[] = {
      "bn_alone", EG_KIND_OPS, OP_SCALE, {1}},
     {"L47 BatchNormalization after a Conv stays for folding", "legal_dense.onnx", "bn_conv",
      EG_KIND_MODEL, EG_MOP_BATCHNORM, {0}},
+    {"L48 GlobalAveragePool on 8x8 -> avgpool 8x8 stride 1 VALID", "opset6.onnx", "gap", EG_KIND_OPS,
+     OP_AVGPOOL, {OPS_KERNEL(8, 8), 1, OPS_PAD_VALID, 0}},
 };
 #define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
 
