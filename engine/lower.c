@@ -219,11 +219,14 @@ static eg_status lower_concat(eg_graph *g, int j, int *appended) {
     if (m < 2 || rank <= 0 || axis < 0 || axis >= rank || !ops_tensor(g, y, &ys) ||
         !ops_tensor(g, n->in[0], &xs))
         return EG_OK;
+    int64_t total = xs.dim[axis];
     for (int k = 1; k < m; k++) { /* every operand fits before anything changes */
         if (!ops_tensor(g, n->in[k], &ks) || ks.rank != xs.rank) return EG_OK;
         for (int d = 0; d < ks.rank; d++)
             if (d != axis && ks.dim[d] != xs.dim[d]) return EG_OK;
+        total += ks.dim[axis];
     }
+    if (ys.rank != xs.rank || total != ys.dim[axis]) return EG_OK;
     if (m == 2) {
         if (ops_fits(g, OP_CONCAT, p, n->in, y)) set_ops(n, OP_CONCAT, p, n->in, y);
         return EG_OK;
