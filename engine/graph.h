@@ -412,10 +412,10 @@ int eg_const_ints(const eg_tensor *t, int64_t *out, int max);
 
 /* ---- lowering (lower.c) ---- */
 
-/* 1 when opaque node n's attributes are exactly these float attributes
- * with exactly these values (read from its NodeProto; onnx_in.c). */
-int eg_opaque_float_attrs_are(const eg_node *n, const char *const *names, const float *values,
-                              int count);
+/* 1 when opaque node n's attributes are exactly the count float
+ * constants c with exactly their values, one left out only where its value
+ * is ONNX's default (read from its NodeProto; onnx_in.c). */
+int eg_opaque_consts_are(const eg_node *n, const ops_onnx_const *c, int count);
 
 /* Replace every model node whose meaning is exactly an opspecs operator by
  * that operator (see the header comment). Keeps topological order and

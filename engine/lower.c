@@ -423,12 +423,10 @@ static eg_status lower_gemm(eg_graph *g, int j, const uses_t *uses, int *appende
     return EG_OK;
 }
 
-/* An opaque node whose ONNX op is an element-wise operator of the table
- * (Erf ...): one float input, one output, no subgraph. */
 /* Does node n carry exactly the float constants of op's ONNX spelling
  * (ops_info.onnx_const): as scalar initializer inputs after x from the
- * opset the table names, else as attributes? An absent constant is
- * taken as not matching (its ONNX default may differ). */
+ * opset the table names, else as attributes (one left out where the
+ * table says its value is ONNX's default)? */
 static int consts_match(const eg_graph *g, const eg_node *n, const ops_info *o) {
     int count = 0;
     while (count < 2 && o->onnx_const[count].name) count++;
@@ -442,10 +440,7 @@ static int consts_match(const eg_graph *g, const eg_node *n, const ops_info *o) 
         }
         return 1;
     }
-    if (n->n_in != 1) return 0;
-    const char *names[2] = {o->onnx_const[0].name, o->onnx_const[1].name};
-    float values[2] = {o->onnx_const[0].value, o->onnx_const[1].value};
-    return eg_opaque_float_attrs_are(n, names, values, count);
+    return n->n_in == 1 && eg_opaque_consts_are(n, o->onnx_const, count);
 }
 
 /* An opaque node spelled as a map operator's ONNX op with exactly its

@@ -1329,16 +1329,22 @@ eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, ch
     return rc;
 }
 
-int eg_opaque_float_attrs_are(const eg_node *n, const char *const *names, const float *values,
-                              int count) {
+int eg_opaque_consts_are(const eg_node *n, const ops_onnx_const *c, int count) {
     if (n->kind != EG_KIND_OPAQUE || !n->proto) return 0;
     Onnx__NodeProto *np = onnx__node_proto__unpack(NULL, n->proto_len, n->proto);
-    int ok = np != NULL && np->n_attribute == (size_t)count;
+    size_t present = 0;
+    int ok = np != NULL;
     for (int k = 0; ok && k < count; k++) {
-        const Onnx__AttributeProto *a = attr(np, names[k]);
-        ok = a && !a->ref_attr_name && attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) &&
-             a->f == values[k];
+        const Onnx__AttributeProto *a = attr(np, c[k].name);
+        if (!a) {
+            ok = c[k].is_default;
+            continue;
+        }
+        present++;
+        ok = !a->ref_attr_name && attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) &&
+             a->f == c[k].value;
     }
+    ok = ok && np->n_attribute == present; /* no attribute beyond them */
     if (np) onnx__node_proto__free_unpacked(np, NULL);
     return ok;
 }

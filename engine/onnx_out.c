@@ -512,8 +512,9 @@ static eg_status emit_map(octx *c, const eg_node *n) {
     if (rc != EG_OK) return rc;
     nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
     for (int k = 0; k < 2 && o->onnx_const[k].name && rc == EG_OK; k++) {
-        if (!as_inputs) nb_float(&b, o->onnx_const[k].name, o->onnx_const[k].value);
-        else if (!nb_in_owned(&b, put_fill(c, tname(c, n->in[0]), o->onnx_const[k].name,
+        if (!as_inputs) {
+            if (!o->onnx_const[k].is_default) nb_float(&b, o->onnx_const[k].name, o->onnx_const[k].value);
+        } else if (!nb_in_owned(&b, put_fill(c, tname(c, n->in[0]), o->onnx_const[k].name,
                                            o->onnx_const[k].value, &scalar)))
             rc = EG_ENOMEM;
     }

@@ -42,7 +42,7 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_RELU6] = {ACT_ROW("relu6", "Clip", 1), .onnx_const = {{"min", 0.0f}, {"max", 6.0f}},
                   .onnx_const_inputs_since = 11},
     [OP_HSIGMOID] = {ACT_ROW("hardsigmoid", "HardSigmoid", 2),
-                     .onnx_const = {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}},
+                     .onnx_const = {{"alpha", 1.0f / 6.0f, 0}, {"beta", 0.5f, 1}}},
     [OP_HSWISH] = ACT("hardswish", "HardSwish", 3),
     [OP_SOFTMAX] = {.name = "softmax", .arity = 1, P1(PK_AXIS, "axis"), .onnx = "Softmax",
                     .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_ROW, .flops = 5},

@@ -174,6 +174,8 @@ typedef enum { OPS_REF_NONE, OPS_REF_DIM1, OPS_REF_SHAPE } ops_ref;
 typedef struct {
     const char *name; /* the attribute name; NULL ends the list */
     float value;
+    int is_default;   /* 1: ONNX's default for the attribute is this value, so
+                         an absent attribute means it (torch omits beta 0.5) */
 } ops_onnx_const;
 
 typedef struct {

@@ -393,7 +393,8 @@ LEGAL_CASES = [
     ("G08", "Clip 0..6, HardSwish, torch's HardSigmoid -> maps, written back with their constants",
      mk.legal_acts, True,
      lambda m: [n.op_type for n in m.graph.node] == ["Conv", "Clip", "HardSwish", "HardSigmoid",
-                                                      "Clip", "HardSigmoid"] and
+                                                      "HardSigmoid", "Clip", "HardSigmoid"] and
+     all(len(n.input) == 1 for n in m.graph.node if n.op_type == "HardSigmoid") and
      list(find_node(m, "clip6").input) == ["c", "zero", "six"] and
      abs(next(a.f for a in find_node(m, "hsig").attribute if a.name == "alpha") - 1 / 6) < 1e-7),
     ("G09", "n-input Concat -> concat chain, BatchNormalization after a Concat -> scale + bias; "

@@ -752,14 +752,16 @@ def legal_legacy6():
 
 def legal_acts():
     """Activations of mobile nets (opset 14): Clip 0..6 -> relu6, torch's
-    HardSigmoid (alpha 1/6) -> hardsigmoid, HardSwish -> hardswish; a Clip
+    HardSigmoid (alpha 1/6; beta 1/2 written, or left at its default as torch
+    does) -> hardsigmoid, HardSwish -> hardswish; a Clip
     to 4 and a HardSigmoid with ONNX's default alpha stay opaque."""
     f32 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
     n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
          helper.make_node("Clip", ["c", "zero", "six"], ["r6"], name="clip6"),
          helper.make_node("HardSwish", ["r6"], ["hw"], name="hswish"),
          helper.make_node("HardSigmoid", ["hw"], ["hs"], name="hsig", alpha=1.0 / 6, beta=0.5),
-         helper.make_node("Clip", ["hs", "zero", "four"], ["c4"], name="clip4"),
+         helper.make_node("HardSigmoid", ["hs"], ["ht"], name="hsig_torch", alpha=1.0 / 6),
+         helper.make_node("Clip", ["ht", "zero", "four"], ["c4"], name="clip4"),
          helper.make_node("HardSigmoid", ["c4"], ["y"], name="hsig_default")]
     return model(n, "legal_acts", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 6, 6])],
                  [weight("w", 4, 3, 1, 1), f32("zero", 0.0), f32("six", 6.0), f32("four", 4.0)],

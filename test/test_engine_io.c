@@ -227,6 +227,8 @@ static const lower_case lower_cases[] = {
     {"L40 HardSwish -> hardswish", "legal_acts.onnx", "hswish", EG_KIND_OPS, OP_HSWISH, {0}},
     {"L41 HardSigmoid alpha 1/6 beta 1/2 -> hardsigmoid", "legal_acts.onnx", "hsig", EG_KIND_OPS,
      OP_HSIGMOID, {0}},
+    {"L41a HardSigmoid alpha 1/6, beta left at its default 1/2 (torch) -> hardsigmoid",
+     "legal_acts.onnx", "hsig_torch", EG_KIND_OPS, OP_HSIGMOID, {0}},
     {"L42 Clip 0..4 stays opaque", "legal_acts.onnx", "clip4", EG_KIND_OPAQUE, 0, {0}},
     {"L43 HardSigmoid with ONNX's default alpha stays opaque", "legal_acts.onnx", "hsig_default",
      EG_KIND_OPAQUE, 0, {0}},
