@@ -19,11 +19,6 @@ static int float_init(const eg_graph *g, int t) {
            g->tensor[t].data && eg_shape_known(&g->tensor[t].shape);
 }
 
-/* A rank-1 float initializer of n elements. */
-static int vec_init(const eg_graph *g, int t, int64_t n) {
-    return float_init(g, t) && g->tensor[t].shape.rank == 1 && g->tensor[t].shape.dim[0] == n;
-}
-
 /* Names may be rewired only when no subgraph refers to them by name. */
 static int movable(const eg_graph *g, int t) {
     return t >= 0 && !(g->tensor[t].flags & (EG_TF_PINNED | EG_TF_OUTPUT | EG_TF_INPUT | EG_TF_INIT));
@@ -210,7 +205,7 @@ static int bn_conv(const eg_graph *g, const int *uses, const dropset *d, int x) 
                   (c->kind == EG_KIND_OPS && c->op == OP_CONV2D && c->param[2] == OPS_ACT_NONE);
     if (!is_conv || !float_init(g, c->in[1]) || g->tensor[c->in[1]].shape.rank != 4) return -1;
     int64_t o = g->tensor[c->in[1]].shape.dim[0];
-    if (c->kind == EG_KIND_MODEL && c->n_in > 2 && c->in[2] >= 0 && !vec_init(g, c->in[2], o))
+    if (c->kind == EG_KIND_MODEL && c->n_in > 2 && c->in[2] >= 0 && !eg_float_vec(g, c->in[2], o))
         return -1;
     return p;
 }
@@ -289,8 +284,8 @@ static eg_status fold_batchnorms(eg_graph *g, dropset *d, eg_builtin_stats *st) 
             bnode = -1;
         int p = bn_conv(g, uses, d, x), ok = p >= 0;
         int64_t o = ok ? g->tensor[g->node[p].in[1]].shape.dim[0] : 0;
-        for (int k = 1; k < 5 && ok; k++) ok = vec_init(g, bn->in[k], o);
-        if (ok && bnode >= 0) ok = vec_init(g, g->node[bnode].in[1], o);
+        for (int k = 1; k < 5 && ok; k++) ok = eg_float_vec(g, bn->in[k], o);
+        if (ok && bnode >= 0) ok = eg_float_vec(g, g->node[bnode].in[1], o);
         if (ok) rc = fold_one_bn(g, d, j, p, bnode, st);
     }
     free(uses);
@@ -305,7 +300,7 @@ static eg_status split_biases(eg_graph *g, dropset *d, eg_builtin_stats *st) {
         int32_t p[OPS_MAX_PARAMS];
         if (dropped(d, j) || c->kind != EG_KIND_MODEL || c->mop != EG_MOP_CONV || c->n_in < 3 ||
             c->in[2] < 0 || c->out[0] < 0 || !float_init(g, c->in[1]) ||
-            !vec_init(g, c->in[2], g->tensor[c->in[1]].shape.dim[0]) ||
+            !eg_float_vec(g, c->in[2], g->tensor[c->in[1]].shape.dim[0]) ||
             !conv2d_of(g, &c->attr, c->in[0], c->in[1], c->out[0], p))
             continue;
         int64_t o = g->tensor[c->in[2]].shape.dim[0];

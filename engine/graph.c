@@ -769,3 +769,9 @@ const char *eg_node_opname(const eg_node *n, char *buf, size_t len) {
     }
     return "?";
 }
+
+int eg_float_vec(const eg_graph *g, int t, int64_t n) {
+    const eg_tensor *x = t >= 0 && t < g->n_tensors ? &g->tensor[t] : NULL;
+    return x && (x->flags & EG_TF_INIT) && x->dtype == EG_DT_FLOAT && x->data &&
+           x->shape.rank == 1 && x->shape.dim[0] == n;
+}

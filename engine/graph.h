@@ -405,6 +405,10 @@ eg_status eg_infer_node(eg_graph *g, int id, char *err, size_t errlen);
 /* eg_infer_node over every node in order. @return as eg_infer_node. */
 eg_status eg_infer_all(eg_graph *g, char *err, size_t errlen);
 
+/* 1 when t is a rank-1 float initializer of n elements with its data (a
+ * bias, a per-channel scale, a batch norm's statistics). */
+int eg_float_vec(const eg_graph *g, int t, int64_t n);
+
 /* Read an int64 constant (a value with dtype INT64) into out[max].
  * @return its element count, or -1 when t has no int64 value or more than
  *         max elements. */

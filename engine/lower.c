@@ -317,12 +317,6 @@ static eg_status lower_sum(eg_graph *g, int j, int *appended) {
     return rc;
 }
 
-/* A float initializer [c] with its data. */
-static int float_vec(const eg_graph *g, int t, int64_t c) {
-    return t >= 0 && (g->tensor[t].flags & EG_TF_INIT) && g->tensor[t].dtype == EG_DT_FLOAT &&
-           g->tensor[t].data && g->tensor[t].shape.rank == 1 && g->tensor[t].shape.dim[0] == c;
-}
-
 /* Is t written by a convolution (a model Conv, conv2d, or conv2d's
  * bias)? Batch normalization there is folded into the weights later
  * (builtin.c), which beats a scale and a bias. */
@@ -347,7 +341,7 @@ static eg_status lower_batchnorm(eg_graph *g, int j, int *appended) {
         return EG_OK;
     int64_t c = g->tensor[x].shape.dim[1];
     for (int k = 1; k < 5; k++)
-        if (!float_vec(g, n->in[k], c)) return EG_OK;
+        if (!eg_float_vec(g, n->in[k], c)) return EG_OK;
     int32_t p[OPS_MAX_PARAMS] = {1, 0, 0, 0};
     int in[2] = {x, n->in[1]};
     if (!ops_fits(g, OP_SCALE, p, in, y)) return EG_OK;

@@ -44,8 +44,11 @@ typedef struct {
     int counter;
     int *uses;
     int *partner;         /* split0 <-> split1 written as one Split */
-    int *fuse;            /* conv2d <-> the bias written as the Conv's third input;
-                             an inner concat of a chain -> the concat it is written in */
+    int *fuse;            /* nodes written as one ONNX node, -1 for none:
+                             conv2d <-> its bias (one Conv, at the conv),
+                             scale <-> bias (one BatchNormalization, at the bias),
+                             matmul <-> bias and transpose -> bias (one Gemm, at
+                             the bias), inner concat -> outer concat (one Concat) */
     signed char *vtrail;  /* per tensor: trailing 1s its value is written with */
     char *revived;        /* per tensor: an absorbed value the export uses again */
     char **pad_name;      /* per node: the Pad output a pre-padded avgpool reads
@@ -701,9 +704,7 @@ static eg_status emit_channel(octx *c, int j) {
 /* A float initializer [C] with its data, read only where the export
  * writes it as one. */
 static int const_vec(const octx *c, int v, int64_t n) {
-    const eg_tensor *t = v >= 0 ? &c->g->tensor[v] : NULL;
-    return t && (t->flags & EG_TF_INIT) && t->dtype == EG_DT_FLOAT && t->data &&
-           t->shape.rank == 1 && t->shape.dim[0] == n && !(t->flags & EG_TF_INPUT);
+    return eg_float_vec(c->g, v, n) && !(c->g->tensor[v].flags & EG_TF_INPUT);
 }
 
 /* Is node j a bias on axis 1 whose input only a scale on axis 1 writes,

@@ -46,7 +46,8 @@ static uint64_t r_relu6(uint64_t a) {
 static void r_softmax(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride) {
     uint64_t row = 0;
     for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], 0x50f7u));
-    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], seeded(row, 0x50f8u)), 0x50f9u);
+    uint64_t key = seeded(row, 0x50f8u);
+    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], key), 0x50f9u);
 }
 
 static float f_add(float a, float b) { return a + b; }
@@ -55,13 +56,11 @@ static float f_relu(float a) { return a > 0 ? a : 0.0f; }
 static float f_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
 static float f_tanh(float a) { return tanhf(a); }
 static float f_erf(float a) { return erff(a); }
-static float f_relu6(float a) { return a > 0 ? (a < 6 ? a : 6.0f) : 0.0f; }
+static float clamp0(float a, float hi) { return a > 0 ? (a < hi ? a : hi) : 0.0f; }
+static float f_relu6(float a) { return clamp0(a, 6.0f); }
 /* torch's hardsigmoid: clamp(x / 6 + 1/2, 0, 1), as ONNX HardSigmoid with
  * alpha 1/6 and beta 1/2 computes it */
-static float f_hsigmoid(float a) {
-    float v = a * (1.0f / 6.0f) + 0.5f;
-    return v > 0 ? (v < 1 ? v : 1.0f) : 0.0f;
-}
+static float f_hsigmoid(float a) { return clamp0(a * (1.0f / 6.0f) + 0.5f, 1.0f); }
 static float f_hswish(float a) { return a * f_hsigmoid(a); }
 /* softmax along a row, shifted by its maximum so no exp overflows */
 static void f_softmax(const float *x, float *y, int64_t n, int64_t stride) {
