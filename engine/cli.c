@@ -287,10 +287,11 @@ static void print_costs(const eg_cost *c, const char *cache_path) {
 static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     printf("cost before: %.1f us\n", r->cost_before);
     printf("cost after: %.1f us\n", r->cost_after);
-    printf("search time: %.2f s (stopped: %s; expanded %llu, generated %llu, duplicates %llu, "
-           "over alpha %llu, refused %llu)\n",
+    printf("search time: %.2f s (stopped: %s; expanded %llu, generated %llu (%llu a step ahead), "
+           "duplicates %llu, over alpha %llu, refused %llu)\n",
            r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded,
-           (unsigned long long)r->generated, (unsigned long long)r->duplicates,
+           (unsigned long long)r->generated, (unsigned long long)r->looked_ahead,
+           (unsigned long long)r->duplicates,
            (unsigned long long)r->pruned, (unsigned long long)r->rejected);
     printf("built-ins: %d batchnorm folded, %d biases split, %d biases fused, %d identities removed, "
            "%d relus fused, %d common subexpressions, %d matmuls squeezed, %d weights folded\n",
@@ -367,7 +368,10 @@ static int cmd_optimize(int argc, char **argv) {
 int eg_cli_main(int argc, char **argv) {
     if (argc < 2) return usage_error("missing command");
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    int help = !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help");
+    for (int i = 2; i < argc && !help; i++) /* `engine optimize --help` too */
+        help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+    if (help) {
         fputs(usage_text, stdout);
         return EXIT_OK;
     }

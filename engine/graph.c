@@ -580,16 +580,38 @@ static uint64_t leaf_hash(const eg_tensor *t) {
     return XXH3_64bits_withSeed(t->name, strlen(t->name), 0x6c656166u);
 }
 
+/* 1 when node n is an enlarge to the kernel size its input already has:
+ * the identity, which the cost model also charges nothing. */
+static int enlarge_is_identity(const eg_graph *g, const eg_node *n) {
+    if (n->kind != EG_KIND_OPS || n->op != OP_ENLARGE || n->in[0] < 0) return 0;
+    const eg_shape *s = &g->tensor[n->in[0]].shape;
+    return s->rank == 4 && s->dim[2] == OPS_KERNEL_H(n->param[0]) && s->dim[3] == OPS_KERNEL_W(n->param[0]);
+}
+
+/* Graphs that differ only in the operand order of a commutative operator,
+ * or in an identity enlarge, hash alike: they compute the same values at
+ * the same cost, and the search would otherwise spend its budget on a
+ * plateau of such copies instead of the rewrites that lead somewhere. */
 uint64_t eg_graph_hash(const eg_graph *g) {
     uint64_t *th = malloc(sizeof *th * (size_t)(g->n_tensors ? g->n_tensors : 1));
     if (!th) return 0;
     for (int i = 0; i < g->n_tensors; i++) th[i] = leaf_hash(&g->tensor[i]);
     for (int j = 0; j < g->n_nodes; j++) {
         const eg_node *n = &g->node[j];
+        if (enlarge_is_identity(g, n) && n->out[0] >= 0) {
+            th[n->out[0]] = th[n->in[0]];
+            continue;
+        }
         hash_buf h = {.n = 0};
         hash_node_op(&h, n);
-        for (int k = 0; k < n->n_in + n->n_implicit; k++)
-            hb_i64(&h, n->in[k] >= 0 ? (int64_t)th[n->in[k]] : -1);
+        int64_t in[2];
+        int swap = n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_COMMUTATIVE) && n->n_in == 2 &&
+                   n->n_implicit == 0;
+        for (int k = 0; swap && k < 2; k++) in[k] = n->in[k] >= 0 ? (int64_t)th[n->in[k]] : -1;
+        if (swap && (uint64_t)in[0] > (uint64_t)in[1]) hb_i64(&h, in[1]), hb_i64(&h, in[0]);
+        else
+            for (int k = 0; k < n->n_in + n->n_implicit; k++)
+                hb_i64(&h, n->in[k] >= 0 ? (int64_t)th[n->in[k]] : -1);
         uint64_t nh = XXH3_64bits(h.b, h.n);
         for (int k = 0; k < n->n_out; k++) {
             if (n->out[k] < 0) continue;

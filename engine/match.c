@@ -318,13 +318,18 @@ static eg_status build_index(mctx *c) {
 }
 
 eg_status eg_match_all(const eg_ruleset *rs, const eg_graph *g, eg_match_fn fn, void *arg) {
+    return eg_match_anchored(rs, g, NULL, fn, arg);
+}
+
+eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsigned char *anchor,
+                            eg_match_fn fn, void *arg) {
     mctx c;
     memset(&c, 0, sizeof c);
     c.rs = rs, c.g = g, c.fn = fn, c.arg = arg;
     c.rc = build_index(&c);
     for (int a = 0; c.rc == EG_OK && !c.stop && a < g->n_nodes; a++) {
         const eg_node *n = &g->node[a];
-        if (n->kind != EG_KIND_OPS) continue;
+        if (n->kind != EG_KIND_OPS || (anchor && !anchor[a])) continue;
         for (uint32_t i = rs->op_start[n->op]; i < rs->op_start[n->op + 1] && !c.stop; i++) {
             mstate s;
             state_init(&s, rs, g, rs->by_op[i]);

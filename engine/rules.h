@@ -104,6 +104,11 @@ typedef int (*eg_match_fn)(const eg_match *m, void *arg);
  * @return EG_OK (also when fn stopped early) or EG_ENOMEM. */
 eg_status eg_match_all(const eg_ruleset *rs, const eg_graph *g, eg_match_fn fn, void *arg);
 
+/* eg_match_all for the matches whose first output is at a node j with
+ * anchor[j] set (anchor NULL: every node), in the same order. */
+eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsigned char *anchor,
+                            eg_match_fn fn, void *arg);
+
 /* Check that m is a valid match of its rule in g (as eg_match_all would
  * report it, apart from the 2-output de-duplication).
  * @return EG_OK; EG_EGRAPH (message in err) when it does not fit g;

@@ -141,13 +141,26 @@ static void unqueue(search *S, int64_t i, int64_t best) {
 typedef struct {
     const eg_ruleset *rs;
     const eg_graph *g;
+    const unsigned char *weight_only; /* per node of g (eg_mark_weight_only) */
+    const unsigned char *fresh;       /* NULL, or per node: only matches using one */
     eg_match *m;
     size_t n, cap;
     int oom;
 } match_list;
 
+/* Collect a match, unless it rewrites only weight-only nodes: such an
+ * expression is folded into initializers on export, so all its rewrites
+ * cost the same, and there are endless ones ((ones x) => (relu (ones x)),
+ * a new bias vector (ewadd b1 b2) written another way ...): a plateau the
+ * budget would be spent on. */
 static int collect_match(const eg_match *m, void *arg) {
     match_list *L = arg;
+    int all_weights = 1, uses_fresh = !L->fresh;
+    for (int j = 0; j < m->n_nodes; j++) {
+        all_weights &= L->weight_only[m->node[j]];
+        uses_fresh |= L->fresh && L->fresh[m->node[j]];
+    }
+    if (all_weights || !uses_fresh) return 0;
     if (L->n == L->cap) {
         size_t cap = L->cap ? 2 * L->cap : 64;
         eg_match *t = realloc(L->m, cap * sizeof *t);
@@ -169,14 +182,27 @@ typedef struct {
     eg_search_result *r;
     int64_t best;
     int64_t expanding; /* the state whose graph the matches point into */
+    int64_t pinned;    /* the state looked past (look_ahead): its graph stays */
     double t0, next_progress;
     match_list L;
 } run;
 
-/* Judge one rewritten graph: new, under alpha x best? Queue it, drop the
- * worst queued graph when the queue is full. @return EG_OK or EG_ENOMEM. */
-static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule) {
+/* Take the worst queued graph out when the queue is over its cap; the
+ * graph of a pinned state stays until look_ahead is done with it. */
+static void trim_queue(run *R) {
     search *S = &R->S;
+    if (S->queued <= EG_SEARCH_QUEUE_MAX) return;
+    int64_t w = queue_extreme(S, 1);
+    if (w != R->pinned) unqueue(S, w, R->best);
+    else S->s[w].queued = 0, S->queued--;
+}
+
+/* Judge one rewritten graph: new, under alpha x best? Queue it, drop the
+ * worst queued graph when the queue is full. *queued_as: its index when it was
+ * queued, else -1. @return EG_OK or EG_ENOMEM. */
+static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, int64_t *queued_as) {
+    search *S = &R->S;
+    *queued_as = -1;
     int fresh = seen_add(S, eg_graph_hash(ng));
     if (fresh < 0) {
         eg_free(ng);
@@ -198,32 +224,106 @@ static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule) {
     if (cost < S->s[R->best].cost) {
         int64_t old = R->best;
         R->best = i;
-        if (!S->s[old].queued && old != R->expanding) {
+        if (!S->s[old].queued && old != R->expanding && old != R->pinned) {
             eg_free(S->s[old].g);
             S->s[old].g = NULL;
         }
     }
-    if (S->queued > EG_SEARCH_QUEUE_MAX) unqueue(S, queue_extreme(S, 1), R->best);
+    *queued_as = i;
+    trim_queue(R);
     return EG_OK;
+}
+
+/* ---- one step past a costlier rewrite ---- */
+
+/* How far below a node the rewrite created a match may be rooted and
+ * still read it: a rule's left side has at most this many levels. */
+#define LOOK_DEPTH 3
+
+/* A rewrite that costs more than its parent may be the first half of a
+ * gain: on ResNet, adding two biased convs as one bias after the add
+ * unfuses the biases (dearer), and only then can the two convs become one
+ * (cheaper than the start). A best-first search reaches such a second step
+ * late or never, behind every graph of the first step's cost. So the
+ * search judges the second steps at once: the matches in child c (state
+ * ci, made from p) that use a node p has not (fresh) and are rooted at
+ * most LOOK_DEPTH nodes below one. Their graphs are judged like any other
+ * (consider), with ci as their parent. @return EG_OK or EG_ENOMEM. */
+static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, char *err, size_t errlen) {
+    search *S = &R->S;
+    const eg_graph *c = S->s[ci].g;
+    size_t nn = (size_t)(c->n_nodes ? c->n_nodes : 1);
+    unsigned char *fresh = calloc(nn, 3), *near = fresh + nn, *wo = fresh + 2 * nn;
+    int *depth = malloc(nn * sizeof *depth);
+    match_list L = {.rs = R->rs, .g = c};
+    eg_status rc = fresh && depth ? EG_OK : EG_ENOMEM;
+    for (int j = 0; rc == EG_OK && j < c->n_nodes; j++) { /* producers come first */
+        const eg_node *n = &c->node[j];
+        for (int k = 0; k < n->n_out && !fresh[j]; k++)
+            fresh[j] = n->out[k] >= 0 && eg_find_tensor(p, c->tensor[n->out[k]].name) < 0;
+        depth[j] = fresh[j] ? 0 : LOOK_DEPTH + 1;
+        for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+            int t = n->in[k], q = t >= 0 ? c->tensor[t].producer : -1;
+            if (q >= 0 && q < j && depth[q] + 1 < depth[j]) depth[j] = depth[q] + 1;
+        }
+        near[j] = depth[j] <= LOOK_DEPTH;
+    }
+    if (rc == EG_OK) {
+        eg_mark_weight_only(c, wo);
+        L.weight_only = wo, L.fresh = fresh;
+        rc = eg_match_anchored(R->rs, c, near, collect_match, &L);
+        if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
+    }
+    R->pinned = ci;
+    for (size_t k = 0; k < L.n && rc == EG_OK; k++) {
+        eg_graph *ng = NULL;
+        int64_t st;
+        char aerr[EG_ERRLEN];
+        eg_status ar = eg_apply(R->rs, c, &L.m[k], &ng, aerr, sizeof aerr);
+        if (ar == EG_ENOMEM) rc = EG_ENOMEM;
+        else if (ar != EG_OK) R->r->rejected++;
+        else {
+            R->r->generated++, R->r->looked_ahead++;
+            rc = consider(R, ng, ci, L.m[k].rule, &st);
+        }
+    }
+    R->pinned = -1;
+    if (!S->s[ci].queued && ci != R->best) {
+        eg_free(S->s[ci].g);
+        S->s[ci].g = NULL;
+    }
+    free(fresh);
+    free(depth);
+    free(L.m);
+    if (rc) fail(err, errlen, rc, "search: out of memory");
+    return rc;
 }
 
 static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     search *S = &R->S;
     eg_graph *g = S->s[i].g;
     R->L.n = 0;
+    unsigned char *wo = malloc((size_t)(g->n_nodes ? g->n_nodes : 1));
+    if (!wo) return fail(err, errlen, EG_ENOMEM, "matching rules: out of memory");
+    eg_mark_weight_only(g, wo);
+    R->L.weight_only = wo;
     eg_status rc = eg_match_all(R->rs, g, collect_match, &R->L);
+    free(wo);
     if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
     if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
     for (size_t k = 0; k < R->L.n && rc == EG_OK; k++) {
         eg_graph *ng = NULL;
+        int64_t st;
         char aerr[EG_ERRLEN];
         eg_status ar = eg_apply(R->rs, g, &R->L.m[k], &ng, aerr, sizeof aerr);
         if (ar == EG_ENOMEM) rc = fail(err, errlen, ar, "applying a rule: out of memory");
         else if (ar != EG_OK) R->r->rejected++;
         else {
             R->r->generated++;
-            rc = consider(R, ng, i, R->L.m[k].rule);
+            rc = consider(R, ng, i, R->L.m[k].rule, &st);
             if (rc) fail(err, errlen, rc, "search: out of memory");
+            else if (st >= 0 && S->s[st].g && S->s[st].cost > S->s[i].cost)
+                rc = look_ahead(R, st, g, err, errlen);
         }
     }
     return rc;
@@ -250,7 +350,7 @@ static eg_status fill_applied(run *R) {
 
 eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                     eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
-    run R = {.rs = rs, .c = c, .o = o, .r = r};
+    run R = {.rs = rs, .c = c, .o = o, .r = r, .pinned = -1, .expanding = -1};
     memset(r, 0, sizeof *r);
     *best = NULL;
     R.t0 = now_s(), R.next_progress = 1.0;

@@ -6,7 +6,12 @@
  * (eg_match_all), applies each (eg_apply) and keeps a result when its
  * structural hash is new and its cost is under alpha x the best cost seen
  * (TASO's backtracking: alpha > 1 lets it pass through slightly worse
- * graphs to reach better ones). It stops when the queue is empty
+ * graphs to reach better ones). A rewrite dearer than its parent has the
+ * rewrites that use what it created judged at once (one step further), so
+ * a two-step gain is not left behind every graph of the first step's cost.
+ * Graphs that differ only in the operand order of ewadd/ewmul hash alike,
+ * and matches inside weight-only expressions (folded on export) are not
+ * tried: neither changes what the model runs. It stops when the queue is empty
  * (saturated), after `budget` expansions, or after `time_limit` seconds,
  * whichever comes first; stopping is a value (eg_stop), not an error.
  * With the analytic cost the result is deterministic: matches come in a
@@ -73,6 +78,8 @@ typedef struct {
     double seconds;                 /* search wall time */
     uint64_t expanded;              /* graphs popped and matched */
     uint64_t generated;             /* rewrites applied successfully */
+    uint64_t looked_ahead;          /* of them, second steps past a costlier
+                                       rewrite (look_ahead in search.c) */
     uint64_t duplicates;            /* rewrites whose graph was seen already */
     uint64_t rejected;              /* matches eg_apply refused (shape, cycle) */
     uint64_t pruned;                /* rewrites over alpha x best */

@@ -11,6 +11,8 @@ corpus=test/corpus/onnx
 
 check "--help: exit 0" status_is 0 "$BIN/engine" --help
 check "... lists the commands" grep -q "engine roundtrip" "$tmp/out"
+check "optimize --help: exit 0" status_is 0 "$BIN/engine" optimize --help
+check "... shows the optimize options" grep -q -- "--time-limit S" "$tmp/out"
 check "--version: exit 0" status_is 0 "$BIN/engine" --version
 check "no arguments: usage, exit 2" status_is 2 "$BIN/engine"
 check "unknown command: exit 2" status_is 2 "$BIN/engine" frobnicate
