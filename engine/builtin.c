@@ -137,8 +137,10 @@ static void attrs_of_conv2d(const int32_t *p, const eg_shape *ws, eg_attrs *a) {
     a->alpha = 1.0f, a->beta = 1.0f;
 }
 
-/* y = Conv(x, w) + bias (O floats, owned): conv2d + Add of a [1,O,1,1]
- * initializer when the conv fits conv2d, else a model Conv with bias.
+/* y = Conv(x, w) + bias (O floats, owned): conv2d + bias(1; ., [O]) when
+ * the conv fits conv2d (the importer's form of a Conv with a bias, which
+ * rules see and the export writes as one Conv), else a model Conv with
+ * bias.
  * @return EG_OK with *split set to 1 for the first form; EG_ENOMEM. */
 static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, float *bias, int y,
                                 const char *name, int *split) {
@@ -147,7 +149,6 @@ static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, fl
     int b, tmp = -1, id;
     eg_shape bs = {1, {o}};
     *split = conv2d_of(g, a, x, w, y, p);
-    if (*split) bs = (eg_shape){4, {1, o, 1, 1}};
     eg_status rc = eg_add_float_init(g, g->tensor[y].name, "bias", &bs, bias, &b);
     if (rc != EG_OK) return rc;
     if (!*split) {
@@ -162,9 +163,9 @@ static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, fl
     if (rc == EG_OK) {
         g->node[id].op = OP_CONV2D;
         memcpy(g->node[id].param, p, sizeof p);
-        rc = add_node(g, EG_KIND_MODEL, name, ain, 2, y, &id);
+        rc = add_node(g, EG_KIND_OPS, name, ain, 2, y, &id);
     }
-    if (rc == EG_OK) g->node[id].mop = EG_MOP_ADD;
+    if (rc == EG_OK) g->node[id].op = OP_BIAS, g->node[id].param[0] = 1;
     return rc;
 }
 
