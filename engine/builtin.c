@@ -457,64 +457,6 @@ static eg_status merge_common(eg_graph *g, dropset *d, eg_builtin_stats *st) {
 
 /* ================= after the search ================= */
 
-/* The only reader of tensor t, or -1. */
-static int sole_reader(const eg_graph *g, const int *uses, int t) {
-    if (uses[t] != 1 || !movable(g, t)) return -1;
-    for (int j = 0; j < g->n_nodes; j++)
-        for (int k = 0; k < g->node[j].n_in + g->node[j].n_implicit; k++)
-            if (g->node[j].in[k] == t) return j;
-    return -1;
-}
-
-/* The bias input of an Add reading conv output y, O channels: a float
- * [1,O,1,1] or [O,1,1] initializer, the Add's output of y's shape. */
-static int bias_of_add(const eg_graph *g, const eg_node *r, int y, int64_t o) {
-    int is_add = (r->kind == EG_KIND_MODEL && r->mop == EG_MOP_ADD) ||
-                 (r->kind == EG_KIND_OPS && r->op == OP_EWADD);
-    if (!is_add || r->n_in != 2 || r->out[0] < 0 || (r->in[0] == y) == (r->in[1] == y)) return -1;
-    int b = r->in[0] == y ? r->in[1] : r->in[0];
-    if (!float_init(g, b) || !shape_eq(&g->tensor[r->out[0]].shape, &g->tensor[y].shape)) return -1;
-    const eg_shape *s = &g->tensor[b].shape;
-    int r4 = s->rank == 4 && s->dim[0] == 1 && s->dim[1] == o && s->dim[2] == 1 && s->dim[3] == 1;
-    int r3 = s->rank == 3 && s->dim[0] == o && s->dim[1] == 1 && s->dim[2] == 1;
-    return r4 || r3 ? b : -1;
-}
-
-static eg_status fuse_biases(eg_graph *g, dropset *d, eg_builtin_stats *st) {
-    int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors + 1));
-    if (!uses) return EG_ENOMEM;
-    eg_count_uses(g, uses);
-    eg_status rc = EG_OK;
-    int n = g->n_nodes;
-    for (int j = 0; rc == EG_OK && j < n; j++) {
-        const eg_node *c = &g->node[j];
-        if (dropped(d, j) || c->kind != EG_KIND_OPS || c->op != OP_CONV2D || c->param[2] != OPS_ACT_NONE)
-            continue;
-        int y = c->out[0], r = sole_reader(g, uses, y), id, b;
-        int64_t o = g->tensor[c->in[1]].shape.dim[0];
-        if (r < 0 || dropped(d, r) || (b = bias_of_add(g, &g->node[r], y, o)) < 0) continue;
-        eg_shape bs = {1, {o}};
-        float *bias = malloc(sizeof *bias * (size_t)o);
-        char *name = strdup(c->name);
-        rc = bias && name ? EG_OK : EG_ENOMEM;
-        if (rc == EG_OK) memcpy(bias, g->tensor[b].data, sizeof *bias * (size_t)o);
-        if (rc == EG_OK) rc = eg_add_float_init(g, g->tensor[b].name, "vec", &bs, bias, &b);
-        else free(bias);
-        c = &g->node[j];
-        int in[3] = {c->in[0], c->in[1], b}, out = g->node[r].out[0];
-        eg_attrs a;
-        attrs_of_conv2d(c->param, &g->tensor[c->in[1]].shape, &a);
-        if (rc == EG_OK) rc = add_node(g, EG_KIND_MODEL, name, in, 3, out, &id);
-        if (rc == EG_OK) g->node[id].mop = EG_MOP_CONV, g->node[id].attr = a;
-        if (rc == EG_OK) rc = drop_node(d, j);
-        if (rc == EG_OK) rc = drop_node(d, r);
-        if (rc == EG_OK) st->bias_fused++;
-        free(name);
-    }
-    free(uses);
-    return rc;
-}
-
 static int is_reshape(const eg_graph *g, int j) {
     return j >= 0 && g->node[j].kind == EG_KIND_MODEL && g->node[j].mop == EG_MOP_RESHAPE;
 }
@@ -645,8 +587,6 @@ eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t e
     if (!st) st = &local;
     eg_status rc = uses0 ? eg_fold_weights(g, &folded, err, errlen) : EG_ENOMEM;
     st->weights_folded += folded;
-    if (rc == EG_OK) rc = fuse_biases(g, &d, st);
-    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = unsqueeze_matmuls(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = cancel_reshapes(g, &d, st);

@@ -10,13 +10,13 @@
  *
  * The built-ins run around the search:
  *   eg_builtin_pre   Identity removal; BatchNormalization folded into the
- *                    Conv before it; a Conv's bias split off into an Add of
- *                    a [1,C,1,1] constant, so the conv lowers to conv2d;
+ *                    Conv before it; a Conv's bias split off into
+ *                    bias(1; conv2d, [C]), the importer's form, which
+ *                    rules see and the export writes as one Conv;
  *                    MatMul [1,s,k] x [k,n] as Reshape -> matmul -> Reshape
  *                    (rule-matchable); common subexpressions merged; dead
  *                    nodes dropped.
- *   eg_builtin_post  weight folding; conv2d + bias Add fused back into a
- *                    Conv with bias; Reshape(Reshape(x)) back to x's shape
+ *   eg_builtin_post  weight folding; Reshape(Reshape(x)) back to x's shape
  *                    (and no-op Reshapes) removed; dead nodes dropped.
  * Both keep the graph valid (eg_index, eg_toposort and eg_infer_all
  * succeed; it exports and passes the ONNX checker) and keep the names of
@@ -29,8 +29,8 @@
  *     if (eg_builtin_pre(g, &st, err, sizeof err) != EG_OK) goto fail;
  *     // ... rule-driven search on g ...
  *     if (eg_builtin_post(g, &st, err, sizeof err) != EG_OK) goto fail;
- *     printf("%d batchnorms folded, %d biases fused back\n",
- *            st.bn_folded, st.bias_fused);
+ *     printf("%d batchnorms folded, %d weights folded\n",
+ *            st.bn_folded, st.weights_folded);
  *     eg_save("out.onnx", g, err, sizeof err);
  */
 #ifndef EG_FOLD_H
@@ -100,7 +100,7 @@ eg_status eg_drop_dead(eg_graph *g, int *n_removed, char *err, size_t errlen);
 eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen);
 
 typedef struct {
-    int bn_folded, bias_split, bias_fused, identity_removed, cse_merged, matmul_squeezed,
+    int bn_folded, bias_split, identity_removed, cse_merged, matmul_squeezed,
         reshapes_cancelled, dead_removed, weights_folded, relu_fused, matmul_unsqueezed;
 } eg_builtin_stats;
 
@@ -111,8 +111,8 @@ typedef struct {
  *   conv2d without act) before it when the conv output has no other reader
  *   and weights, bias and BN parameters are float initializers:
  *   W' = W * s[o], b' = (b - mean) * s + B with s = scale / sqrt(var + eps);
- * - a Conv with a bias whose pads/strides fit conv2d becomes conv2d + an Add
- *   of the bias as a [1,C,1,1] initializer;
+ * - a Conv with a bias whose pads/strides fit conv2d becomes conv2d +
+ *   bias(1; ., [C]) (the export writes the pair as one Conv again);
  * - MatMul of A [1,s,k] and a rank-2 B [k,n]: Reshape(A, [s,k]) -> matmul
  *   -> Reshape to [1,s,n];
  * - relu(conv2d) with the relu the conv's only reader: conv2d with act
@@ -126,9 +126,7 @@ typedef struct {
  *         the graph) with a message. */
 eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen);
 
-/* The built-in rewrites after the search: eg_fold_weights; conv2d (no act)
- * whose only reader is an Add of a [1,C,1,1] or [C,1,1] float initializer
- * -> a Conv with bias; a squeezed MatMul no rule changed (Reshape, matmul,
+/* The built-in rewrites after the search: eg_fold_weights; a squeezed MatMul no rule changed (Reshape, matmul,
  * Reshape) -> the 3-D MatMul again; Reshape(Reshape(x)) back to x's shape,
  * and a Reshape to its input's own shape, removed; dead nodes dropped.
  * @return as eg_builtin_pre. */

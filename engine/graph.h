@@ -284,7 +284,9 @@ eg_graph *eg_graph_clone(const eg_graph *g);
  * op_type, domain and name), its input hashes in order and the output
  * index; the graph outputs' hashes are combined in order. So the result
  * does not depend on node order or on the names of internal tensors, and
- * equal computations hash equal. XXH3-64.
+ * equal computations hash equal. The two inputs of a commutative opspecs
+ * operator (OPF_COMMUTATIVE) hash in either order, and an enlarge to the
+ * kernel size its input already has hashes as its input. XXH3-64.
  * @pre nodes in topological order (eg_toposort), producers indexed.
  * @return the hash; 0 when out of memory. */
 uint64_t eg_graph_hash(const eg_graph *g);

@@ -302,8 +302,9 @@ static void test_fold_concat(void **state) {
 
 /* Beyond keeping the values (E5), what the rewrites are for: no
  * BatchNormalization left, biases split off for the search as the bias
- * operator rules see (the importer's form of a Conv with a bias, which
- * the export writes as one Conv). */
+ * operator rules see (the importer's form of a Conv with a bias). That
+ * the export writes each pair back as one Conv with its bias (no Add) is
+ * checked on the exported file by engine_fold_test.py (GONE). */
 static void test_builtin_bn(void **state) {
     (void)state;
     eg_graph *g = load_ok(CORPUS "fold_conv_bn.onnx");
