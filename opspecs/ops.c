@@ -86,7 +86,7 @@ static const int32_t axis_dom[] = {0, 1, 2, 3};
 static const int32_t stride_dom[] = {1, 2};
 static const int32_t pad_dom[] = {OPS_PAD_SAME, OPS_PAD_VALID};
 static const int32_t act_dom[] = {OPS_ACT_NONE, OPS_ACT_RELU};
-static const int32_t kernel_dom[] = {OPS_KERNEL(1, 1), OPS_KERNEL(3, 3),
+static const int32_t kernel_dom[] = {OPS_KERNEL(1, 1), OPS_KERNEL(3, 3), OPS_KERNEL(2, 2),
                                      OPS_KERNEL(1, 3), OPS_KERNEL(3, 1)};
 static const int32_t groups_dom[] = {1, 2};
 static const int32_t size_dom[] = {1, 2, 3};
