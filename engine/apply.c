@@ -22,9 +22,10 @@ static eg_status add_fresh_tensor(eg_graph *c, int *id) {
 }
 
 /* Add dst's nodes to c reading the bound inputs; val[ref] receives the
- * tensor of each dst value. @return EG_OK or EG_ENOMEM. */
-static eg_status add_dst(eg_graph *c, const rg_graph *dst, const eg_match *m, const ten_shape *in,
-                         const ten_shape *shape, int val[RG_MAX_REFS]) {
+ * tensor of each dst value; a free parameter takes the value the match
+ * gave it in src. @return EG_OK or EG_ENOMEM. */
+static eg_status add_dst(eg_graph *c, const rg_graph *src, const rg_graph *dst, const eg_match *m,
+                         const ten_shape *in, const ten_shape *shape, int val[RG_MAX_REFS]) {
     for (int i = 0; i < RG_MAX_INPUTS; i++) val[RG_IN(i)] = m->input[i];
     for (int j = 0; j < dst->n_nodes; j++) {
         const rg_node *dn = &dst->node[j];
@@ -37,8 +38,15 @@ static eg_status add_dst(eg_graph *c, const rg_graph *dst, const eg_match *m, co
         eg_from_ten_shape(&shape[RG_NODE(j)], &c->tensor[t].shape);
         eg_node *n = &c->node[id];
         n->op = dn->op;
-        for (int k = 0; k < ops_table[dn->op].n_params; k++)
+        for (int k = 0; k < ops_table[dn->op].n_params; k++) {
+            if (eg_param_free(dn->op, k)) {
+                if (!eg_free_value(src, c, m->node, ops_table[dn->op].pkind[k], dn->param[k],
+                                   &n->param[k]))
+                    return EG_ESHAPE;
+                continue;
+            }
             if (rg_param_value(dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
+        }
         for (int k = 0; k < ops_table[dn->op].arity; k++) n->in[k] = val[dn->in[k]];
         n->out[0] = t;
         val[RG_NODE(j)] = t;
@@ -125,7 +133,7 @@ static eg_status rewrite(const rdb_rule *r, const eg_graph *g, const eg_match *m
     for (int i = 0; i < r->src.n_inputs; i++) /* unbound: an input no side reads */
         if (m->input[i] >= 0) eg_to_ten_shape(&g->tensor[m->input[i]].shape, &in[i]);
     if (rg_infer_shapes(&r->dst, in, shape, err, errlen) != RG_OK) return EG_ESHAPE;
-    eg_status rc = add_dst(c, &r->dst, m, in, shape, val);
+    eg_status rc = add_dst(c, &r->src, &r->dst, m, in, shape, val);
     if (rc != EG_OK) return a_fail(rc, err, errlen, "out of memory or a bad size");
     unsigned char renamed[RG_MAX_NODES] = {0};
     for (int k = 0; rc == EG_OK && k < r->src.n_outputs; k++) {

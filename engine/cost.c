@@ -418,6 +418,16 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
         k->inner = s->dim[ax];
         return 1;
     }
+    case EG_MOP_LAYERNORM: { /* rows of the normalised size */
+        eg_shape sb;
+        const eg_shape *s = shape_of(g, x, &sb);
+        int ax = s ? (a->axis < 0 ? a->axis + s->rank : a->axis) : -1;
+        if (!s || ax < 0 || ax >= s->rank) return 0;
+        ewise(k, EG_EW_SOFTMAX, 6);
+        k->inner = 1;
+        for (int d = ax; d < s->rank; d++) k->inner *= s->dim[d];
+        return 1;
+    }
     case EG_MOP_COUNT: return 0;
     }
     return 0;

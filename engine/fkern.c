@@ -23,7 +23,7 @@
 #define K_AVG(acc, n, r) ((void)(r), (float)((acc) / (double)(n)))
 #define K_CELL(op, a) ops_cell_table[op].fcell(a)
 #define K_CELL2(op, a, b) ops_cell_table[op].fcell2(a, b)
-#define K_ROW(op, x, y, n, stride) ops_cell_table[op].frow(x, y, n, stride)
+#define K_ROW(op, x, y, n, stride, p) ops_cell_table[op].frow(x, y, n, stride, p)
 #define K_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define K_RELU(a) ((a) > 0 ? (a) : 0.0f)
 #define K_ZERO 0.0f
@@ -240,6 +240,23 @@ static void m_softmax(const eg_attrs *a, const eg_shape *xs, const float *x, flo
         }
 }
 
+/* LayerNormalization: each contiguous block of the normalised axes is a row
+ * of opspecs' layernorm kernel, then Scale and B cell by cell (infer.c
+ * admits them only in the normalised shape). */
+static void m_layernorm(const eg_attrs *a, const eg_shape *xs, const float *const *in, int has_b,
+                        float *out) {
+    int axis = norm_axis(a->axis, xs->rank);
+    int64_t outer, d;
+    f_blocks(xs, axis, &outer, &d);
+    d *= xs->dim[axis];
+    int32_t p[OPS_MAX_PARAMS] = {0, ops_eps_param(a->epsilon), 0, 0};
+    for (int64_t o = 0; o < outer; o++) {
+        float *y = out + o * d;
+        ops_cell_table[OP_LAYERNORM].frow(in[0] + o * d, y, d, 1, p);
+        for (int64_t i = 0; i < d; i++) y[i] = y[i] * in[1][i] + (has_b ? in[2][i] : 0.0f);
+    }
+}
+
 /* The model kernels, one output each except Split. @return 1 when
  * written, 0 when a shape does not fit the loops (an NCHW dim over the
  * opspecs limits). */
@@ -272,6 +289,7 @@ static int model_eval(const eg_graph *g, const eg_node *nd, const eg_shape *cons
     case EG_MOP_SPLIT: m_split(g, nd, s[0], in[0], out); return 1;
     case EG_MOP_BATCHNORM: m_batchnorm(a, s[0], in, out[0]); return 1;
     case EG_MOP_SOFTMAX: m_softmax(a, s[0], in[0], out[0]); return 1;
+    case EG_MOP_LAYERNORM: m_layernorm(a, s[0], in, nd->n_in > 2 && nd->in[2] >= 0, out[0]); return 1;
     case EG_MOP_COUNT: break;
     }
     return 0;
@@ -377,6 +395,7 @@ int eg_fkern_model(const eg_graph *g, const eg_node *n, const float *const *in, 
     case EG_MOP_SPLIT:
     case EG_MOP_BATCHNORM:
     case EG_MOP_SOFTMAX:
+    case EG_MOP_LAYERNORM:
     case EG_MOP_COUNT: return 0; /* left to run time */
     }
     float *const outs[1] = {out};

@@ -30,6 +30,7 @@ const eg_mop_info eg_mop_table[EG_MOP_COUNT] = { /* ORDER MOP */
     [EG_MOP_FLATTEN] = {"Flatten", 1, 1, 1},
     [EG_MOP_BATCHNORM] = {"BatchNormalization", 5, 5, 1},
     [EG_MOP_SOFTMAX] = {"Softmax", 1, 1, 1},
+    [EG_MOP_LAYERNORM] = {"LayerNormalization", 2, 3, 1},
     [EG_MOP_IDENTITY] = {"Identity", 1, 1, 1},
     [EG_MOP_SUM] = {"Sum", 1, -1, 1},
 };

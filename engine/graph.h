@@ -113,6 +113,8 @@ typedef enum {
     EG_MOP_FLATTEN,       /* (X); axis */
     EG_MOP_BATCHNORM,     /* (X, scale, B, mean, var); inference mode */
     EG_MOP_SOFTMAX,       /* (X); axis, opset-13 meaning */
+    EG_MOP_LAYERNORM,     /* (X, Scale [, B]); axis, epsilon; Scale and B of
+                             X's normalised shape; one output */
     EG_MOP_IDENTITY,      /* (X); also an inference-mode Dropout */
     EG_MOP_SUM,           /* (X...); lowered to a chain of two-input Adds */
     EG_MOP_COUNT

@@ -553,6 +553,34 @@ static eg_status infer_softmax(const ictx *c) {
     return infer_same(c);
 }
 
+/* LayerNormalization over the axes from `axis` on, in float32 (what the
+ * kernels compute), with Scale and B of exactly the normalised shape: the
+ * broadcasting the operator also allows stays opaque. */
+static eg_status infer_layernorm(const ictx *c) {
+    const eg_shape *x = in_s(c, 0);
+    int axis, bad = 0;
+    if (x->rank < 1) return ifail(c, EG_EUNSUPPORTED, "X needs a known rank >= 1");
+    if (in_dtype(c) != EG_DT_FLOAT) return ifail(c, EG_EUNSUPPORTED, "only float32 is modelled");
+    if (norm_axis(c->n->attr.axis, x->rank, 0, &axis))
+        return ifail(c, EG_ESHAPE, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
+    for (int k = 1; k < 3; k++) {
+        const eg_shape *p = in_s(c, k);
+        if (!in_t(c, k)) {
+            if (k == 1) return ifail(c, EG_ESHAPE, "Scale is missing");
+            continue;
+        }
+        if (p->rank != x->rank - axis || in_t(c, k)->dtype != EG_DT_FLOAT)
+            return ifail(c, EG_EUNSUPPORTED, "input %d is not float32 of the normalised shape", k);
+        for (int d = 0; d < p->rank; d++) {
+            if (p->dim[d] < 0 || x->dim[axis + d] < 0)
+                return ifail(c, EG_EUNSUPPORTED, "input %d: unknown dims", k);
+            agree(p->dim[d], x->dim[axis + d], &bad);
+        }
+    }
+    if (bad) return ifail(c, EG_EUNSUPPORTED, "Scale or B broadcasts to the normalised shape");
+    return infer_same(c);
+}
+
 /* ================= dispatch ================= */
 
 static eg_status infer_model(const ictx *c) {
@@ -576,6 +604,7 @@ static eg_status infer_model(const ictx *c) {
     case EG_MOP_FLATTEN: return infer_flatten(c);
     case EG_MOP_BATCHNORM: return infer_batchnorm(c);
     case EG_MOP_SOFTMAX: return infer_softmax(c);
+    case EG_MOP_LAYERNORM: return infer_layernorm(c);
     case EG_MOP_SUM: return infer_sum(c);
     case EG_MOP_COUNT: break;
     }

@@ -491,6 +491,34 @@ static void lower_softmax(const eg_graph *g, eg_node *n) {
     if (rank > 0 && axis >= 0 && axis < rank) lower_simple(g, n, OP_SOFTMAX, axis);
 }
 
+/* LayerNormalization over the last axis only -> layernorm(axis, eps), then
+ * scale(axis; ., Scale), then bias(axis; ., B) when B is given: the rules
+ * see the normalisation and the affine part apart; the export writes the
+ * three back as one LayerNormalization (onnx_out.c, plan_layernorms). */
+static eg_status lower_layernorm(eg_graph *g, int j, int *appended) {
+    eg_node *n = &g->node[j];
+    int x = n->in[0], y = n->out[0], sv = n->in[1], bv = n->n_in > 2 ? n->in[2] : -1, t;
+    int rank = x >= 0 ? g->tensor[x].shape.rank : -1;
+    int32_t axis = n->attr.axis < 0 ? n->attr.axis + rank : n->attr.axis;
+    if (rank < 1 || axis != rank - 1 || n->n_out != 1) return EG_OK;
+    int32_t p[OPS_MAX_PARAMS] = {axis, ops_eps_param(n->attr.epsilon), 0, 0};
+    int32_t cp[OPS_MAX_PARAMS] = {axis, 0, 0, 0};
+    int sin[2] = {y, sv}, bin[2] = {y, bv};
+    if (!ops_fits(g, OP_LAYERNORM, p, n->in, y) || !ops_fits(g, OP_SCALE, cp, sin, y) ||
+        (bv >= 0 && !ops_fits(g, OP_BIAS, cp, bin, y)))
+        return EG_OK;
+    eg_status rc = EG_OK;
+    if (bv >= 0) { /* bias last: node j writes its input until set_ops below */
+        if ((rc = append_after(g, j, "ln", OP_BIAS, axis, bv, &t)) != EG_OK) return rc;
+        g->node[j].out[0] = t;
+    }
+    if ((rc = append_after(g, j, "ln", OP_SCALE, axis, sv, &t)) != EG_OK) return rc;
+    n = &g->node[j];
+    set_ops(n, OP_LAYERNORM, p, n->in, t);
+    *appended = 1;
+    return EG_OK;
+}
+
 /* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *appended set when
  * a node was appended (a Split's second half, a Sum's later Adds, a bias). */
 static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appended) {
@@ -519,6 +547,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
     }
     case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, appended);
     case EG_MOP_SOFTMAX: lower_softmax(g, n); break;
+    case EG_MOP_LAYERNORM: return lower_layernorm(g, j, appended);
     case EG_MOP_GLOBALAVGPOOL: lower_global_pool(g, n); break;
     case EG_MOP_RESHAPE:
     case EG_MOP_FLATTEN:

@@ -48,9 +48,20 @@ static int node_fits(const mstate *s, int j, int c) {
         return 0;
     for (int k = 0; k < oi->n_params; k++)
         if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) &&
-            n->param[k] != sn->param[k])
+            !eg_param_free(sn->op, k) && n->param[k] != sn->param[k])
             return 0;
     return 1;
+}
+
+int eg_free_value(const rg_graph *src, const eg_graph *g, const int *nm, ops_pkind kind,
+                  int32_t label, int32_t *v) {
+    for (int j = 0; j < src->n_nodes; j++)
+        for (int k = 0; k < ops_table[src->node[j].op].n_params; k++)
+            if (ops_table[src->node[j].op].pkind[k] == kind && src->node[j].param[k] == label) {
+                *v = g->node[nm[j]].param[k];
+                return 1;
+            }
+    return 0;
 }
 
 /* Bind src node j to graph node c: c not used by another src node, its
@@ -105,7 +116,14 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
             return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: shape out of range", i);
     for (int j = 0; j < src->n_nodes; j++)
         for (int k = 0; k < ops_table[src->node[j].op].n_params; k++) {
-            int32_t v;
+            int32_t v, label = src->node[j].param[k];
+            if (eg_param_free(src->node[j].op, k)) { /* one value wherever src writes label */
+                if (!eg_free_value(src, s->g, s->nm, ops_table[src->node[j].op].pkind[k], label,
+                                   &v) ||
+                    v != s->g->node[s->nm[j]].param[k])
+                    return m_fail(EG_ESHAPE, err, errlen, "src node %d: free parameter differs", j);
+                continue;
+            }
             if (rg_param_value(src, j, k, in, &v) != RG_OK || v != s->g->node[s->nm[j]].param[k])
                 return m_fail(EG_ESHAPE, err, errlen, "src node %d: size differs", j);
         }

@@ -16,6 +16,7 @@
  * input) and graph output defined, no cycle. Nodes out of order are
  * sorted, not refused. Inside an opaque node's subgraphs only a name
  * defined in no scope at all is refused; the rest is passed through. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,6 +597,19 @@ static int parse_batchnorm(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     return 1;
 }
 
+/* LayerNormalization: stash_type 1 (float32 statistics) is what the
+ * kernels compute; the Mean and InvStdDev outputs are refused by arity. */
+static int parse_layernorm(const Onnx__NodeProto *np, eg_attrs *a) {
+    static const char *const ok[] = {"axis", "epsilon", "stash_type", NULL};
+    int64_t axis, stash;
+    if (!only_attrs(np, ok) || get_int(np, "axis", -1, -EG_MAX_RANK, EG_MAX_RANK, &axis) ||
+        get_float(np, "epsilon", 1e-5f, &a->epsilon) || get_int(np, "stash_type", 1, 1, 1, &stash) ||
+        !isfinite(a->epsilon) || a->epsilon < 0)
+        return 0;
+    a->axis = (int32_t)axis;
+    return 1;
+}
+
 static int no_attrs(const Onnx__NodeProto *np) { return np->n_attribute == 0; }
 
 /* The model operator for op_type, or EG_MOP_COUNT. */
@@ -630,6 +644,7 @@ static const struct { int lo, hi; } mop_opsets[EG_MOP_COUNT] = {
     [EG_MOP_FLATTEN] = {1, EG_OPSET_MAX},
     [EG_MOP_BATCHNORM] = {6, EG_OPSET_MAX},     /* 6: is_test = 1 only */
     [EG_MOP_SOFTMAX] = {1, EG_OPSET_MAX},       /* < 13: last axis only (infer.c) */
+    [EG_MOP_LAYERNORM] = {17, EG_OPSET_MAX},    /* 17: the first version */
     [EG_MOP_IDENTITY] = {1, EG_OPSET_MAX},      /* and Dropout (parse_dropout) */
     [EG_MOP_SUM] = {1, EG_OPSET_MAX},           /* < 8: equal shapes (infer.c) */
 };
@@ -648,6 +663,7 @@ static int parse_attrs(const Onnx__NodeProto *np, int opset, eg_mop mop, eg_attr
     case EG_MOP_FLATTEN: return parse_axis(np, a, 1);
     case EG_MOP_BATCHNORM: return parse_batchnorm(np, opset, a);
     case EG_MOP_SOFTMAX: return parse_axis(np, a, opset < 13 ? 1 : -1);
+    case EG_MOP_LAYERNORM: return parse_layernorm(np, a);
     case EG_MOP_ADD:
     case EG_MOP_MUL: return parse_binary(np, opset, a);
     case EG_MOP_RELU:

@@ -724,6 +724,66 @@ static int bn_pair(const octx *c, int j) {
     return const_vec(c, s->in[1], n) && const_vec(c, b->in[1], n);
 }
 
+/* The one reader of node j's output, when that is an opspecs `op` on the
+ * same axis with j's output as x, and the output is no graph output.
+ * @return its node id, or -1. */
+static int sole_channel_reader(const octx *c, int j, ops_op op, int32_t axis) {
+    const eg_graph *g = c->g;
+    int t = g->node[j].out[0];
+    if (c->uses[t] != 1 || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED))) return -1;
+    for (int r = 0; r < g->n_nodes; r++) {
+        const eg_node *n = &g->node[r];
+        if (n->kind == EG_KIND_OPS && n->op == op && n->in[0] == t && n->in[1] != t &&
+            n->param[0] == axis)
+            return r;
+    }
+    return -1;
+}
+
+/* layernorm(axis), the scale on that axis that alone reads it, and the
+ * bias that alone reads that: one LayerNormalization (lower.c's
+ * lower_layernorm reads it back the same way). fuse[layernorm] = the last
+ * of them, fuse[scale] = fuse[bias] = the layernorm. Runs first. */
+static void plan_layernorms(octx *c) {
+    const eg_graph *g = c->g;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        if (n->kind != EG_KIND_OPS || n->op != OP_LAYERNORM) continue;
+        int s = sole_channel_reader(c, j, OP_SCALE, n->param[0]);
+        if (s < 0) continue;
+        int b = sole_channel_reader(c, s, OP_BIAS, n->param[0]);
+        c->fuse[j] = b >= 0 ? b : s;
+        c->fuse[s] = j;
+        if (b >= 0) c->fuse[b] = j;
+    }
+}
+
+/* layernorm, with the scale and bias plan_layernorms fused into it: one
+ * LayerNormalization over the last axis (lower.c lowers no other); without
+ * a fused scale its Scale is ones. */
+static eg_status emit_layernorm(octx *c, int j) {
+    const eg_graph *g = c->g;
+    const eg_node *n = &g->node[j];
+    const eg_node *last = c->fuse[j] >= 0 ? &g->node[c->fuse[j]] : n;
+    const eg_node *b = last != n && last->op == OP_BIAS ? last : NULL;
+    const eg_node *s = b ? &g->node[g->tensor[b->in[0]].producer] : last != n ? last : NULL;
+    const eg_shape *xs = &g->tensor[n->in[0]].shape;
+    eg_shape vs = {1, {xs->dim[n->param[0]]}};
+    nbuild nb;
+    eg_status rc = nb_init(&nb, "LayerNormalization", 3, 1);
+    if (rc != EG_OK) return rc;
+    nb_in(&nb, tname(c, n->in[0]));
+    if (s) nb_in(&nb, tname(c, s->in[1]));
+    else if (!nb_in_owned(&nb, put_fill(c, tname(c, n->out[0]), "scale", 1.0f, &vs))) rc = EG_ENOMEM;
+    if (b) nb_in(&nb, tname(c, b->in[1]));
+    nb_out(&nb, tname(c, last->out[0]));
+    nb_int(&nb, "axis", n->param[0]);
+    nb_float(&nb, "epsilon", ops_eps_value(n->param[1]));
+    if (rc == EG_OK) rc = nb_emit(c, &nb, n->name);
+    nb_free(&nb);
+    return rc;
+}
+
 /* A conv2d without a fused relu whose output only a bias on its channels
  * reads is written as one Conv with that bias (what the runtimes fuse);
  * a value read only by bias/scale nodes needing the same trailing 1s is
@@ -734,9 +794,10 @@ static eg_status plan_channels(octx *c) {
     if (!reads) return EG_ENOMEM;
     for (int j = 0; j < g->n_nodes; j++) c->fuse[j] = -1;
     for (int i = 0; i < g->n_tensors; i++) c->vtrail[i] = -1;
+    plan_layernorms(c);
     for (int j = 0; g->opset >= 9 && j < g->n_nodes; j++) /* scale + bias: BatchNormalization */
-        if (bn_pair(c, j)) c->fuse[j] = g->tensor[g->node[j].in[0]].producer,
-                           c->fuse[c->fuse[j]] = j;
+        if (c->fuse[j] < 0 && bn_pair(c, j) && c->fuse[g->tensor[g->node[j].in[0]].producer] < 0)
+            c->fuse[j] = g->tensor[g->node[j].in[0]].producer, c->fuse[c->fuse[j]] = j;
     for (int j = 0; j < g->n_nodes; j++) {
         const eg_node *b = &g->node[j];
         if (b->kind != EG_KIND_OPS || ops_table[b->op].form != OPS_FORM_CHANNEL) continue;
@@ -873,7 +934,9 @@ static eg_status emit_ops(octx *c, int j) {
     case OPS_FORM_CONV: return emit_conv2d(c, n, c->fuse[j] >= 0 ? &c->g->node[c->fuse[j]] : NULL);
     case OPS_FORM_POOL: return emit_pool(c, n);
     case OPS_FORM_CONCAT: return emit_concat(c, j);
-    case OPS_FORM_ROW: return emit_plain(c, n, o->onnx, "axis", n->param[0]);
+    case OPS_FORM_ROW:
+        if (n->op == OP_LAYERNORM) return emit_layernorm(c, j);
+        return emit_plain(c, n, o->onnx, "axis", n->param[0]);
     case OPS_FORM_SPLIT:
         if (c->partner[j] < 0) return emit_slice(c, n);
         if (c->partner[j] < j) return EG_OK; /* written with its partner */
@@ -978,6 +1041,7 @@ static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
     case EG_MOP_CONCAT:
     case EG_MOP_FLATTEN:
     case EG_MOP_SOFTMAX: nb_int(b, "axis", a->axis); break;
+    case EG_MOP_LAYERNORM: nb_int(b, "axis", a->axis), nb_float(b, "epsilon", a->epsilon); break;
     case EG_MOP_SPLIT: return split_attrs(c, n, b);
     case EG_MOP_TRANSPOSE:
         if (a->flags & EG_AF_INTS) nb_ints(b, "perm", a->ints, a->n_ints);
@@ -1183,7 +1247,8 @@ static eg_status emit_ios(octx *c) {
         if (c->pad_name[j]) emit_pad_vinfo(c, fvi, j);
         if (g->node[j].kind == EG_KIND_OPS &&
             (g->node[j].op == OP_CONV2D || g->node[j].op == OP_CONCAT || g->node[j].op == OP_SCALE ||
-             g->node[j].op == OP_MATMUL || g->node[j].op == OP_TRANSPOSE) &&
+             g->node[j].op == OP_MATMUL || g->node[j].op == OP_TRANSPOSE ||
+             g->node[j].op == OP_LAYERNORM) &&
             c->fuse[j] >= 0)
             continue; /* its output is the fused bias's, inside a Concat or a BatchNormalization */
         for (int k = 0; k < g->node[j].n_out; k++) {

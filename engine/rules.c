@@ -59,6 +59,22 @@ static int sizes_bound(const rg_graph *g, const unsigned char *in_bound) {
     return 1;
 }
 
+/* 1 when every free parameter d writes is written by s too (the match
+ * binds it there; ops.h: free). */
+static int frees_bound(const rg_graph *s, const rg_graph *d) {
+    for (int j = 0; j < d->n_nodes; j++)
+        for (int k = 0; k < ops_table[d->node[j].op].n_params; k++) {
+            if (!eg_param_free(d->node[j].op, k)) continue;
+            int found = 0;
+            for (int q = 0; q < s->n_nodes && !found; q++)
+                for (int r = 0; r < ops_table[s->node[q].op].n_params; r++)
+                    found |= ops_table[s->node[q].op].pkind[r] == ops_table[d->node[j].op].pkind[k] &&
+                             s->node[q].param[r] == d->node[j].param[k];
+            if (!found) return 0;
+        }
+    return 1;
+}
+
 /* Build rule r's plan. @return 1, or 0 when the rule cannot be matched:
  * an output of src that is an input or repeats, an input dst or a size
  * needs that src does not read, output counts that differ. */
@@ -88,7 +104,7 @@ static int make_plan(const rdb_rule *r, eg_plan *p) {
             if (RG_IS_INPUT(d->node[j].in[k]) && !in_bound[d->node[j].in[k]]) return 0;
     for (int k = 0; k < d->n_outputs; k++)
         if (RG_IS_INPUT(d->out[k]) && !in_bound[d->out[k]]) return 0;
-    return sizes_bound(s, in_bound) && sizes_bound(d, in_bound);
+    return sizes_bound(s, in_bound) && sizes_bound(d, in_bound) && frees_bound(s, d);
 }
 
 /* Fill op_start/by_op: rules grouped by anchor op, in ruleset order. */

@@ -34,4 +34,16 @@ struct eg_ruleset {
     uint32_t *by_op;
 };
 
+/* The value graph g gives the free parameter (ops.h: free) that rule graph
+ * src writes as `label` of kind `kind`, read from the first src node that
+ * writes it; nm[j]: the graph node matched by src node j. @return 1, or 0
+ * when src writes no such parameter (make_plan refuses such rules). */
+int eg_free_value(const rg_graph *src, const eg_graph *g, const int *nm, ops_pkind kind,
+                  int32_t label, int32_t *v);
+
+/* 1 when parameter k of op is matched as a free parameter. */
+static inline int eg_param_free(ops_op op, int k) {
+    return ops_pkind_table[ops_table[op].pkind[k]].free;
+}
+
 #endif

@@ -43,11 +43,24 @@ static uint64_t r_relu6(uint64_t a) {
  * cells, so a cell depends on its whole row and on nothing else (the row
  * is the slice along the axis: softmax commutes with concat and split on
  * the other axes, and nothing more is claimed). */
-static void r_softmax(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride) {
+static void r_softmax(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, const int32_t *p) {
+    (void)p;
     uint64_t row = 0;
     for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], 0x50f7u));
     uint64_t key = seeded(row, 0x50f8u);
     for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], key), 0x50f9u);
+}
+
+/* layernorm on residues: the same construction with seeds of its own (it
+ * must not look equal to softmax). eps is not read: no axiom names a
+ * value of it, and prove takes it as an unknown, so the residues need not
+ * tell two values apart. */
+static void r_layernorm(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, const int32_t *p) {
+    (void)p;
+    uint64_t row = 0;
+    for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], 0x1a70u));
+    uint64_t key = seeded(row, 0x1a71u);
+    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], key), 0x1a72u);
 }
 
 static float f_add(float a, float b) { return a + b; }
@@ -63,11 +76,23 @@ static float f_relu6(float a) { return clamp0(a, 6.0f); }
 static float f_hsigmoid(float a) { return clamp0(a * (1.0f / 6.0f) + 0.5f, 1.0f); }
 static float f_hswish(float a) { return a * f_hsigmoid(a); }
 /* softmax along a row, shifted by its maximum so no exp overflows */
-static void f_softmax(const float *x, float *y, int64_t n, int64_t stride) {
+static void f_softmax(const float *x, float *y, int64_t n, int64_t stride, const int32_t *p) {
+    (void)p;
     float top = x[0], sum = 0;
     for (int64_t i = 1; i < n; i++) top = x[i * stride] > top ? x[i * stride] : top;
     for (int64_t i = 0; i < n; i++) sum += y[i * stride] = expf(x[i * stride] - top);
     for (int64_t i = 0; i < n; i++) y[i * stride] /= sum;
+}
+
+/* layer normalisation of a row: (x - mean) / sqrt(variance + eps), the
+ * population variance, accumulated in double (p[1]: eps's bits) */
+static void f_layernorm(const float *x, float *y, int64_t n, int64_t stride, const int32_t *p) {
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) sum += x[i * stride];
+    double mean = sum / (double)n;
+    for (int64_t i = 0; i < n; i++) sq += (x[i * stride] - mean) * (x[i * stride] - mean);
+    double inv = 1.0 / sqrt(sq / (double)n + ops_eps_value(p[1]));
+    for (int64_t i = 0; i < n; i++) y[i * stride] = (float)((x[i * stride] - mean) * inv);
 }
 
 #define MAP(r, f) {.cell = r, .fcell = f}
@@ -86,6 +111,7 @@ const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_HSIGMOID] = MAP(r_hsigmoid, f_hsigmoid),
     [OP_HSWISH] = MAP(r_hswish, f_hswish),
     [OP_SOFTMAX] = ROW(r_softmax, f_softmax),
+    [OP_LAYERNORM] = ROW(r_layernorm, f_layernorm),
     [OP_BIAS] = ZIP(r_add, f_add),
     [OP_SCALE] = ZIP(r_mul, f_mul),
 };

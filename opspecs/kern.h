@@ -19,7 +19,7 @@
  *   K_MAX(a,b), K_RELU(a)  on elements
  *   K_CELL(op,a), K_CELL2(op,a,b)  an element-wise operator's cell
  *                   function (ops_cell_table, cells.c)
- *   K_ROW(op,x,y,n,stride)  a row operator's row function (cells.c)
+ *   K_ROW(op,x,y,n,stride,p) a row operator's row function (cells.c)
  *   K_ZERO, K_ONE   elements
  *   K_RECIP(n)      1/n as an element
  * Windows (conv, pools) come from win.h, so padding is decided there. */
@@ -205,7 +205,7 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
         for (int i = p[0] + 1; i < s[0].rank; i++) inner *= s[0].dim[i];
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < inner; i++)
-                K_ROW(op, in[0] + o * dim * inner + i, out + o * dim * inner + i, dim, inner);
+                K_ROW(op, in[0] + o * dim * inner + i, out + o * dim * inner + i, dim, inner, p);
         return;
     }
     case OPS_FORM_POOL: {

@@ -2,6 +2,7 @@
 #include "ops.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,9 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_HSWISH] = ACT("hardswish", "HardSwish", 3),
     [OP_SOFTMAX] = {.name = "softmax", .arity = 1, P1(PK_AXIS, "axis"), .onnx = "Softmax",
                     .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_ROW, .flops = 5},
+    [OP_LAYERNORM] = {.name = "layernorm", .arity = 1, .n_params = 2, .pkind = {PK_AXIS, PK_EPS},
+                      .pname = {"axis", "eps"}, .onnx = "LayerNormalization",
+                      .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_ROW, .flops = 6},
     [OP_BIAS] = {.name = "bias", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Add",
                  .kinds = {K_M | K_A | K_W, K_V, OPS_OUT_IN0}, .form = OPS_FORM_CHANNEL, .flops = 1},
     [OP_SCALE] = {.name = "scale", .arity = 2, P1(PK_AXIS, "axis"), .onnx = "Mul",
@@ -90,6 +94,7 @@ static const int32_t kernel_dom[] = {OPS_KERNEL(1, 1), OPS_KERNEL(3, 3), OPS_KER
                                      OPS_KERNEL(1, 3), OPS_KERNEL(3, 1)};
 static const int32_t groups_dom[] = {1, 2};
 static const int32_t size_dom[] = {1, 2, 3};
+static const int32_t eps_dom[] = {0x3727c5ac}; /* 1e-5f, ONNX's default: a label */
 
 #define DOM(a) a, (int)(sizeof a / sizeof a[0])
 const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
@@ -100,6 +105,7 @@ const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
     [PK_KERNEL] = {"kernel", DOM(kernel_dom), 1},
     [PK_GROUPS] = {"groups", DOM(groups_dom), 0},
     [PK_SIZE] = {"size", DOM(size_dom), 0}, /* a symbol: split sizes are any dim */
+    [PK_EPS] = {"eps", DOM(eps_dom), 0, 1},
 };
 static_assert(sizeof ops_pkind_table / sizeof ops_pkind_table[0] == PK_COUNT,
               "ops_pkind_table needs one entry per parameter kind");
@@ -144,6 +150,9 @@ const char *ops_param_str(ops_pkind kind, int32_t v, char *buf) {
         break;
     case PK_KERNEL:
         snprintf(buf, 16, "%dx%d", (int)OPS_KERNEL_H(v), (int)OPS_KERNEL_W(v));
+        return buf;
+    case PK_EPS: /* nine significant digits give the same float back */
+        snprintf(buf, 16, "%.9g", (double)ops_eps_value(v));
         return buf;
     case PK_AXIS:
     case PK_STRIDE:
@@ -194,10 +203,30 @@ ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *v) {
     case PK_GROUPS:
     case PK_SIZE:
         return parse_small_int(s, 1, v) ? OPS_EPARAM : OPS_OK;
+    case PK_EPS: {
+        char *end;
+        if ((*s < '0' || *s > '9') && *s != '.') return OPS_EPARAM;
+        float f = strtof(s, &end);
+        if (*end || !isfinite(f) || f < 0) return OPS_EPARAM;
+        *v = ops_eps_param(f);
+        return OPS_OK;
+    }
     case PK_COUNT:
         break;
     }
     return OPS_EPARAM;
+}
+
+float ops_eps_value(int32_t v) {
+    float f;
+    memcpy(&f, &v, sizeof f);
+    return f;
+}
+
+int32_t ops_eps_param(float f) {
+    int32_t v;
+    memcpy(&v, &f, sizeof v);
+    return v;
 }
 
 void ops_digest(uint8_t out[16]) {

@@ -57,6 +57,9 @@ typedef enum { /* ORDER OP */
     OP_HSIGMOID,  /* elementwise; torch's hardsigmoid; seeded on residues */
     OP_HSWISH,    /* elementwise; hardswish; seeded on residues */
     OP_SOFTMAX,   /* (axis; x): each slice along axis as a whole; seeded on residues */
+    OP_LAYERNORM, /* (axis, eps; x): each slice along axis to mean 0 and variance 1,
+                     eps added to the variance (ONNX LayerNormalization without its
+                     scale and bias); seeded on residues */
     OP_BIAS,      /* (axis; x, v): x + v broadcast along axis, v [x.dim[axis]] */
     OP_SCALE,     /* (axis; x, v): x * v broadcast along axis */
     OP_AVGPOOL,   /* (kernel, stride, pad; x NCHW) */
@@ -83,6 +86,7 @@ typedef enum { /* ORDER PKIND */
     PK_KERNEL, /* OPS_KERNEL(kh, kw) */
     PK_GROUPS, /* conv groups, divides C and O */
     PK_SIZE,   /* a split point, bound from shapes */
+    PK_EPS,    /* a float32 constant, held as its bits; free in rules */
     PK_COUNT
 } ops_pkind;
 
@@ -151,16 +155,16 @@ typedef enum { /* ORDER FORM */
 
 /* The cell functions of the element-wise forms (MAP: cell; ZIP, SCALE,
  * CHANNEL: cell2) and the row functions of ROW (n cells, `stride` apart,
- * into y at the same places), once over residues modulo 2^61-1 (the exact
+ * into y at the same places; p: the operator's parameters), once over residues modulo 2^61-1 (the exact
  * semantics) and once over float32 (the engine's evaluator). Defined in
  * cells.c, the one file that holds what these operators compute. */
 typedef struct {
     uint64_t (*cell)(uint64_t x);
     uint64_t (*cell2)(uint64_t x, uint64_t y);
-    void (*row)(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride);
+    void (*row)(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, const int32_t *p);
     float (*fcell)(float x);
     float (*fcell2)(float x, float y);
-    void (*frow)(const float *x, float *y, int64_t n, int64_t stride);
+    void (*frow)(const float *x, float *y, int64_t n, int64_t stride, const int32_t *p);
 } ops_cells;
 
 extern const ops_cells ops_cell_table[OP_COUNT];
@@ -208,6 +212,13 @@ typedef struct {
     int n_values;
     int shape_literal;      /* 1: shape rules depend on its value, so prove
                                writes one shape axiom per value of the domain */
+    int free;               /* 1: a rule holds for every value (no axiom or
+                               shape rule names one): prove takes each value a
+                               rule writes as an unknown constant, and the
+                               engine matches any value, the same wherever the
+                               rule writes the same one, and copies it into
+                               the replacement. The domain is one value, a
+                               label, and the digest leaves it out. */
 } ops_pkind_info;
 
 extern const ops_pkind_info ops_pkind_table[PK_COUNT];
@@ -228,6 +239,10 @@ ops_op ops_by_name(const char *name);
  * "SAME", "RELU", "3x1", or the decimal number.
  * @pre buf has at least 16 bytes. @return buf */
 const char *ops_param_str(ops_pkind kind, int32_t value, char *buf);
+
+/* A PK_EPS parameter's float and back (its bits, so any float32 is exact). */
+float ops_eps_value(int32_t v);
+int32_t ops_eps_param(float f);
 
 /* Parse what ops_param_str writes. @return OPS_OK or OPS_EPARAM */
 ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *value);

@@ -25,7 +25,7 @@ static inline uint64_t red128(unsigned __int128 v) {
 #define K_AVG(acc, n, r) ((void)(n), mp_mul(red128(acc), r)) /* ops_eval counts padding */
 #define K_CELL(op, a) ops_cell_table[op].cell(a)
 #define K_CELL2(op, a, b) ops_cell_table[op].cell2(a, b)
-#define K_ROW(op, x, y, n, stride) ops_cell_table[op].row(x, y, n, stride)
+#define K_ROW(op, x, y, n, stride, p) ops_cell_table[op].row(x, y, n, stride, p)
 #define K_MAX(a, b) mp_max(a, b)
 #define K_RELU(a) mp_relu(a)
 #define K_ZERO ((uint64_t)0)

@@ -73,6 +73,7 @@ static Z3_ast mk_app(ze_ctx *z, ops_op op, const zs_params *p, const Z3_ast *in,
 /* The domain of a parameter kind as a formula over v. */
 static Z3_ast domain(ze_ctx *z, ops_pkind kind, Z3_ast v) {
     if (kind == PK_SIZE) return Z3_mk_ge(z->s.c, v, zs_num(&z->s, 1));
+    if (ops_pkind_table[kind].free) return Z3_mk_true(z->s.c); /* any value */
     const ops_pkind_info *d = &ops_pkind_table[kind];
     Z3_ast alt[16];
     int n = d->n_values < 16 ? d->n_values : 16;
@@ -462,6 +463,15 @@ static Z3_ast input_const(ground *g, int i) {
     return x;
 }
 
+/* A free parameter's value v (ops.h: free) as an unknown Int named by its
+ * kind and value: the same in both graphs of a pair, and nothing is known
+ * of it, so what is proved holds for every value. */
+static Z3_ast free_const(ground *g, ops_pkind kind, int32_t v) {
+    char name[48];
+    snprintf(name, sizeof name, "%s_%ld", ops_pkind_table[kind].name, (long)v);
+    return Z3_mk_const(g->z->s.c, Z3_mk_string_symbol(g->z->s.c, name), g->z->s.I);
+}
+
 /* Every value of graph gr as a ground term; inputs are x0.. shared by
  * every graph of the same call. */
 static void g_graph(ground *g, const rg_graph *gr, Z3_ast val[RG_MAX_REFS]) {
@@ -476,6 +486,10 @@ static void g_graph(ground *g, const rg_graph *gr, Z3_ast val[RG_MAX_REFS]) {
             int32_t v = n->param[k];
             if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(v)) {
                 p.ast[k] = zs_dim(&g->z->s, RG_SYM_AXIS(v), val[RG_IN(RG_SYM_INPUT(v))]);
+                continue;
+            }
+            if (ops_pkind_table[o->pkind[k]].free) { /* an unknown: proved for every value */
+                p.ast[k] = free_const(g, o->pkind[k], v);
                 continue;
             }
             p.ast[k] = zs_num(&g->z->s, v);

@@ -12,7 +12,8 @@ to onnxruntime: on the corpus models it can run and on models built here
 that vary every model operator's attributes (Conv bias, asymmetric pads,
 strides and groups; pools with and without count_include_pad; Gemm
 transposes, alpha, beta and C broadcast; batched and rank-1 MatMul;
-Softmax, Split, Concat, Transpose, Flatten on other axes), the outputs
+Softmax, Split, Concat, Transpose, Flatten on other axes; LayerNormalization
+lowered and over two axes), the outputs
 agree within the same tolerance.
 
     python3 test/engine_fold_test.py FOLD_DRIVER [--start N]
@@ -159,12 +160,17 @@ def ev_matmul():
              N("Concat", ["s2", "s0", "s1"], ["cat"], axis=-1),
              N("Transpose", ["x3"], ["tr"], perm=[3, 1, 0, 2]),
              N("Flatten", ["x3"], ["fl"], axis=2), N("Reshape", ["fl", "shape"], ["rs"]),
-             N("Add", ["x3", "col"], ["ad"]), N("Mul", ["ad", "row"], ["mu"])]
+             N("Add", ["x3", "col"], ["ad"]), N("Mul", ["ad", "row"], ["mu"]),
+             N("LayerNormalization", ["x3", "g4", "b4"], ["ln1"], epsilon=1e-12),
+             N("LayerNormalization", ["x3", "g4"], ["ln2"], axis=3, epsilon=0.5),
+             N("LayerNormalization", ["x3", "g34", "b34"], ["ln3"], axis=-2)]
     ins = [("a", [4, 3]), ("a2", [3, 4]), ("x3", [2, 1, 3, 4]), ("v3", [4]), ("x6", [2, 6])]
     return build("ev_matmul", nodes, ins,
-                 ["g1", "g2", "g3", "mm1", "mm2", "mm3", "sm0", "sm1", "cat", "tr", "rs", "mu"],
+                 ["g1", "g2", "g3", "mm1", "mm2", "mm3", "sm0", "sm1", "cat", "tr", "rs", "mu",
+                  "ln1", "ln2", "ln3"],
                  [w("b", 4, 5), w("c", 5), w("bt", 5, 4), w("crow", 3, 1), w("y3", 3, 4, 5),
-                  w("v4", 4), w("col", 3, 1), w("row", 4), shape, split])
+                  w("v4", 4), w("col", 3, 1), w("row", 4), w("g4", 4), w("b4", 4), w("g34", 3, 4),
+                  w("b34", 3, 4), shape, split])
 
 
 def concrete(m):

@@ -115,6 +115,21 @@ def twin_convs():
                  [weight("wa", c, c, 3, 3), weight("wb", c, c, 3, 3)])
 
 
+def encoder():
+    """Two projections sharing x (they merge), a residual add and a
+    LayerNormalization with BERT's eps 1e-12: lowered to layernorm + scale +
+    bias for the rules, written back as one LayerNormalization with its eps."""
+    d = 32
+    n = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
+         helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
+         helper.make_node("Add", ["q", "k"], ["s"], name="qk"),
+         helper.make_node("Add", ["s", "x"], ["r"], name="residual"),
+         helper.make_node("LayerNormalization", ["r", "g", "b"], ["y"], name="ln", axis=-1,
+                          epsilon=1e-12)]
+    return model(n, "encoder", [vi("x", [16, d])], [vi("y", [16, d])],
+                 [weight("wq", d, d), weight("wk", d, d), weight("g", d), weight("b", d)])
+
+
 def conv_bn():
     """conv (no bias) + batchnorm + relu, twice: the batchnorms fold."""
     c = 16
@@ -207,7 +222,7 @@ def main():
         # convs are free already (fused at run time), so those stay level.
         cases = [("taso_block", taso_block(), "level"), ("attention", attention(), "down"),
                  ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down"),
-                 ("twin_convs", twin_convs(), "down")]
+                 ("twin_convs", twin_convs(), "down"), ("encoder", encoder(), "down")]
         for name, m, want in cases:
             src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".opt.onnx")
             onnx.save(m, src)
@@ -238,6 +253,13 @@ def main():
             if name == "twin_convs":
                 cv0, cv1 = op_count(m, "Conv"), op_count(onnx.load(dst), "Conv")
                 t.check(cv1 == cv0 - 1, f"twin_convs: the two convs merge ({cv0} -> {cv1} Convs)", p.stdout)
+            if name == "encoder":
+                lns = [x for x in onnx.load(dst).graph.node if x.op_type == "LayerNormalization"]
+                eps = [a.f for x in lns for a in x.attribute if a.name == "epsilon"]
+                t.check(len(lns) == 1 and len(lns[0].input) == 3 and eps == [np.float32(1e-12)],
+                        f"encoder: one LayerNormalization with its scale, bias and eps ({len(lns)}, {eps})")
+                t.check(op_count(onnx.load(dst), "MatMul") == 1, "encoder: the projections merge",
+                        p.stdout)
             if name == "conv_bn":
                 t.check(op_count(onnx.load(dst), "BatchNormalization") == 0, "conv_bn: batchnorms folded")
         # determinism: the analytic cost gives the same model twice

@@ -154,6 +154,7 @@ static const ops_case ops_cases[] = {
     {"A23b hardsigmoid", OP_HSIGMOID, {0}, 2, 0, S(16, 64), S(0)},
     {"A23c hardswish", OP_HSWISH, {0}, 4, 0, S(1, 8, 4, 4), S(0)},
     {"A23d softmax last axis", OP_SOFTMAX, {2}, 3, 0, S(2, 8, 16), S(0)},
+    {"A23e layernorm last axis", OP_LAYERNORM, {2, 0x3727c5ac}, 3, 0, S(2, 8, 16), S(0)},
     {"A24 bias axis 1", OP_BIAS, {1}, 4, 1, S(1, 8, 8, 8), S(8)},
     {"A25 scale axis 1", OP_SCALE, {1}, 2, 1, S(16, 64), S(64)},
 };
@@ -263,6 +264,8 @@ static const mop_case mop_cases[] = {
     {"M19 BatchNormalization", EG_MOP_BATCHNORM, {.epsilon = 1e-5f}, 5, 1, {4, 1, 1, 1, 1, 4},
      {S(1, 4, 8, 8), S(4), S(4), S(4), S(4), S(1, 4, 8, 8)}},
     {"M20 Softmax axis -1", EG_MOP_SOFTMAX, {.axis = -1}, 1, 1, {2, 2}, {S(4, 6), S(4, 6)}},
+    {"M20a LayerNormalization axis 1", EG_MOP_LAYERNORM, {.axis = 1, .epsilon = 1e-5f}, 3, 1,
+     {3, 2, 2, 3}, {S(2, 4, 6), S(4, 6), S(4, 6), S(2, 4, 6)}},
     {"M21 Identity", EG_MOP_IDENTITY, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
     {"M22 AveragePool excluding pads", EG_MOP_AVGPOOL,
      {.kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1, 1, 1}}, 1, 1, {4, 4},

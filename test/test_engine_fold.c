@@ -88,6 +88,8 @@ static const kcase kcases[] = {
     {"K28c hardswish", OP_HSWISH, {0}, {S4(1, 2, 3, 5)}, ref_hswish},
     {"K28d softmax axis 1 of 3", OP_SOFTMAX, {1}, {S3(2, 5, 3)}},
     {"K28e softmax last axis", OP_SOFTMAX, {3}, {S4(1, 2, 3, 4)}},
+    {"K28f layernorm last axis, eps 1e-5", OP_LAYERNORM, {2, 0x3727c5ac}, {S3(2, 3, 6)}},
+    {"K28g layernorm axis 1 of 4, eps 0.5", OP_LAYERNORM, {1, 0x3f000000}, {S4(1, 5, 2, 3)}},
     {"K29 bias axis 1 NCHW", OP_BIAS, {1}, {S4(2, 3, 2, 2), S1(3)}},
     {"K30 bias axis 0", OP_BIAS, {0}, {S2(3, 4), S1(3)}},
     {"K31 scale last axis of rank 3", OP_SCALE, {2}, {S3(2, 3, 4), S1(4)}},
@@ -129,19 +131,28 @@ static void run_kcase(const kcase *c) {
     float *fout = malloc(sizeof(float) * (size_t)n);
     assert_int_equal(ops_eval(c->op, c->p, tp, &tout), OPS_OK);
     assert_int_equal(eg_fkern_eval(c->op, c->p, c->in, (const float *const *)fin, fout, NULL, 0), EG_OK);
-    if (ops_table[c->op].form == OPS_FORM_ROW) { /* no exact residue form: softmax in double */
+    if (ops_table[c->op].form == OPS_FORM_ROW) { /* no exact residue form: in double */
         int64_t outer = 1, inner = 1, dim = c->in[0].dim[c->p[0]];
         for (int k = 0; k < c->p[0]; k++) outer *= c->in[0].dim[k];
         for (int k = c->p[0] + 1; k < c->in[0].rank; k++) inner *= c->in[0].dim[k];
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < inner; i++) {
-                double sum = 0;
-                for (int64_t k = 0; k < dim; k++) sum += exp(fin[0][(o * dim + k) * inner + i]);
+                double sum = 0, mean = 0, var = 0;
+                for (int64_t k = 0; k < dim; k++) {
+                    double v = fin[0][(o * dim + k) * inner + i];
+                    sum += exp(v), mean += v / (double)dim;
+                }
+                for (int64_t k = 0; k < dim; k++) {
+                    double v = fin[0][(o * dim + k) * inner + i];
+                    var += (v - mean) * (v - mean) / (double)dim;
+                }
                 for (int64_t k = 0; k < dim; k++) {
                     int64_t at = (o * dim + k) * inner + i;
-                    if (fabs(fout[at] - exp(fin[0][at]) / sum) > 1e-6)
-                        fail_msg("%s: cell %lld: %g, want %g", c->id, (long long)at, fout[at],
-                                 exp(fin[0][at]) / sum);
+                    double want = c->op == OP_SOFTMAX
+                                      ? exp(fin[0][at]) / sum
+                                      : (fin[0][at] - mean) / sqrt(var + ops_eps_value(c->p[1]));
+                    if (fabs(fout[at] - want) > 1e-5)
+                        fail_msg("%s: cell %lld: %g, want %g", c->id, (long long)at, fout[at], want);
                 }
             }
         n = 0; /* nothing else to compare */

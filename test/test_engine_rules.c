@@ -261,6 +261,9 @@ static void test_match(void **state) {
 
 /* ================= A: applying the first match ================= */
 
+#define R_LNCAT                                                                            \
+    "(layernorm 1 1e-05 (concat 0 x0 x1)) => (concat 0 (layernorm 1 1e-05 x0) (layernorm 1 1e-05 x1))"
+
 typedef struct {
     const char *id, *rules, *graph;
     eg_status status;
@@ -286,6 +289,12 @@ static const apply_case apply_cases[] = {
      "in a 2 3; in b 2 3; y = ewadd a b; out y", EG_OK, "ewadd:1", "y=[2,3]", 1},
     {"A8 identity matrix", "(matmul x0 (imm x0)) => x0",
      "in a 3 4; i = imm a; y = matmul a i; z = relu y; out z", EG_OK, "relu:1", "z=[3,4]"},
+    /* eps is free (ops.h): a rule written with 1e-05 rewrites a layernorm
+     * of eps 0.5 (bits 1056964608), and the value check sees that the new
+     * layernorms kept 0.5 */
+    {"A9 free eps carried over", R_LNCAT,
+     "in a 2 3; in b 4 3; c = concat 0 a b; y = layernorm 1 1056964608 c; out y", EG_OK,
+     "layernorm:2 concat:1", "y=[6,3]"},
 };
 #define N_APPLY_CASES (sizeof apply_cases / sizeof apply_cases[0])
 
@@ -791,6 +800,31 @@ static void test_corpus(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* A free parameter (ops.h) matches any value, but one value wherever the
+ * rule writes the same label; a rule whose dst writes a label src does
+ * not is not usable. */
+static void test_free_params(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(ewadd (layernorm 1 1e-05 x0) (layernorm 1 1e-05 x1)) => "
+                           "(ewadd (layernorm 1 1e-05 x1) (layernorm 1 1e-05 x0))");
+    static const char *const graphs[2] = {
+        "in a 2 3; in b 2 3; p = layernorm 1 1056964608 a; q = layernorm 1 1048576000 b; "
+        "y = ewadd p q; out y",
+        "in a 2 3; in b 2 3; p = layernorm 1 1056964608 a; q = layernorm 1 1056964608 b; "
+        "y = ewadd p q; out y"};
+    for (int i = 0; i < 2; i++) {
+        match_list l = {.n = 0};
+        eg_graph *g = build(graphs[i]);
+        assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+        assert_int_equal(l.n, i); /* eps 0.5 and 0.25 differ: no match */
+        eg_free(g);
+    }
+    eg_ruleset_free(rs);
+    rs = rules("(layernorm 1 1e-05 x0) => (layernorm 1 0.5 x0)");
+    assert_int_equal(eg_ruleset_count(rs), 0);
+    eg_ruleset_free(rs);
+}
+
 /* A match altered after the fact is refused by eg_match_check/eg_apply. */
 static void test_bad_match(void **state) {
     (void)state;
@@ -853,6 +887,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shipped);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_free_params);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }
