@@ -39,28 +39,28 @@ static uint64_t r_relu6(uint64_t a) {
     return r > 6 ? 6 : r;
 }
 
-/* softmax on residues: each cell hashed with the sum of its row's hashed
- * cells, so a cell depends on its whole row and on nothing else (the row
- * is the slice along the axis: softmax commutes with concat and split on
- * the other axes, and nothing more is claimed). */
-static void r_softmax(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, const int32_t *p) {
-    (void)p;
+/* A row operator on residues: each cell hashed with the sum of its row's
+ * hashed cells, so a cell depends on its whole row and on nothing else
+ * (the row is the slice along the axis: the operator commutes with concat
+ * and split on the other axes, and nothing more is claimed). seed, seed+1
+ * and seed+2 key the three hashes; each operator has its own. */
+static void seeded_row(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, uint64_t seed) {
     uint64_t row = 0;
-    for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], 0x50f7u));
-    uint64_t key = seeded(row, 0x50f8u);
-    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], key), 0x50f9u);
+    for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], seed));
+    uint64_t key = seeded(row, seed + 1);
+    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], key), seed + 2);
 }
 
-/* layernorm on residues: the same construction with seeds of its own (it
- * must not look equal to softmax). eps is not read: no axiom names a
- * value of it, and prove takes it as an unknown, so the residues need not
- * tell two values apart. */
+static void r_softmax(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, const int32_t *p) {
+    (void)p;
+    seeded_row(x, y, n, stride, 0x50f7u);
+}
+
+/* eps is not read: no axiom names a value of it, and prove takes it as an
+ * unknown, so the residues need not tell two values apart. */
 static void r_layernorm(const uint64_t *x, uint64_t *y, int64_t n, int64_t stride, const int32_t *p) {
     (void)p;
-    uint64_t row = 0;
-    for (int64_t i = 0; i < n; i++) row = mp_add(row, seeded(x[i * stride], 0x1a70u));
-    uint64_t key = seeded(row, 0x1a71u);
-    for (int64_t i = 0; i < n; i++) y[i * stride] = seeded(mp_add(x[i * stride], key), 0x1a72u);
+    seeded_row(x, y, n, stride, 0x1a70u);
 }
 
 static float f_add(float a, float b) { return a + b; }
