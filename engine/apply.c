@@ -24,7 +24,7 @@ static eg_status add_fresh_tensor(eg_graph *c, int *id) {
 /* Add dst's nodes to c reading the bound inputs; val[ref] receives the
  * tensor of each dst value; a free parameter takes the value the match
  * gave it in src. @return EG_OK or EG_ENOMEM. */
-static eg_status add_dst(eg_graph *c, const rg_graph *src, const rg_graph *dst, const eg_match *m,
+static eg_status add_dst(eg_graph *c, const eg_plan *p, const rg_graph *dst, const eg_match *m,
                          const ten_shape *in, const ten_shape *shape, int val[RG_MAX_REFS]) {
     for (int i = 0; i < RG_MAX_INPUTS; i++) val[RG_IN(i)] = m->input[i];
     for (int j = 0; j < dst->n_nodes; j++) {
@@ -39,10 +39,8 @@ static eg_status add_dst(eg_graph *c, const rg_graph *src, const rg_graph *dst, 
         eg_node *n = &c->node[id];
         n->op = dn->op;
         for (int k = 0; k < ops_table[dn->op].n_params; k++) {
-            if (eg_param_free(dn->op, k)) {
-                if (!eg_free_value(src, c, m->node, ops_table[dn->op].pkind[k], dn->param[k],
-                                   &n->param[k]))
-                    return EG_ESHAPE;
+            if (p->dst_site[j][k] >= 0) { /* free: the value the match gave it */
+                n->param[k] = eg_site_value(c, m->node, p->dst_site[j][k]);
                 continue;
             }
             if (rg_param_value(dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
@@ -125,15 +123,15 @@ static eg_status drop_unused(eg_graph *c, const eg_match *m, char *err, size_t e
 }
 
 /* The rewrite itself on the clone c. */
-static eg_status rewrite(const rdb_rule *r, const eg_graph *g, const eg_match *m, eg_graph *c,
-                         char *err, size_t errlen) {
+static eg_status rewrite(const rdb_rule *r, const eg_plan *p, const eg_graph *g, const eg_match *m,
+                         eg_graph *c, char *err, size_t errlen) {
     ten_shape in[RG_MAX_INPUTS], shape[RG_MAX_REFS];
     int val[RG_MAX_REFS];
     memset(in, 0, sizeof in);
     for (int i = 0; i < r->src.n_inputs; i++) /* unbound: an input no side reads */
         if (m->input[i] >= 0) eg_to_ten_shape(&g->tensor[m->input[i]].shape, &in[i]);
     if (rg_infer_shapes(&r->dst, in, shape, err, errlen) != RG_OK) return EG_ESHAPE;
-    eg_status rc = add_dst(c, &r->src, &r->dst, m, in, shape, val);
+    eg_status rc = add_dst(c, p, &r->dst, m, in, shape, val);
     if (rc != EG_OK) return a_fail(rc, err, errlen, "out of memory or a bad size");
     unsigned char renamed[RG_MAX_NODES] = {0};
     for (int k = 0; rc == EG_OK && k < r->src.n_outputs; k++) {
@@ -156,7 +154,7 @@ eg_status eg_apply(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, e
     if (rc != EG_OK) return rc;
     eg_graph *c = eg_graph_clone(g);
     if (!c) return a_fail(EG_ENOMEM, err, errlen, "out of memory");
-    rc = rewrite(&rs->rule[m->rule], g, m, c, err, errlen);
+    rc = rewrite(&rs->rule[m->rule], &rs->plan[m->rule], g, m, c, err, errlen);
     if (rc != EG_OK) {
         eg_free(c);
         return rc;

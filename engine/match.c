@@ -53,17 +53,6 @@ static int node_fits(const mstate *s, int j, int c) {
     return 1;
 }
 
-int eg_free_value(const rg_graph *src, const eg_graph *g, const int *nm, ops_pkind kind,
-                  int32_t label, int32_t *v) {
-    for (int j = 0; j < src->n_nodes; j++)
-        for (int k = 0; k < ops_table[src->node[j].op].n_params; k++)
-            if (ops_table[src->node[j].op].pkind[k] == kind && src->node[j].param[k] == label) {
-                *v = g->node[nm[j]].param[k];
-                return 1;
-            }
-    return 0;
-}
-
 /* Bind src node j to graph node c: c not used by another src node, its
  * inputs agree with bound inputs and nodes (binding new inputs), and bound
  * nodes that read j read c's output. @return 1 when consistent (s->im may
@@ -116,11 +105,10 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
             return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: shape out of range", i);
     for (int j = 0; j < src->n_nodes; j++)
         for (int k = 0; k < ops_table[src->node[j].op].n_params; k++) {
-            int32_t v, label = src->node[j].param[k];
-            if (eg_param_free(src->node[j].op, k)) { /* one value wherever src writes label */
-                if (!eg_free_value(src, s->g, s->nm, ops_table[src->node[j].op].pkind[k], label,
-                                   &v) ||
-                    v != s->g->node[s->nm[j]].param[k])
+            int32_t v;
+            signed char site = s->p->src_site[j][k];
+            if (site >= 0) { /* free: one value wherever src writes the same label */
+                if (eg_site_value(s->g, s->nm, site) != s->g->node[s->nm[j]].param[k])
                     return m_fail(EG_ESHAPE, err, errlen, "src node %d: free parameter differs", j);
                 continue;
             }

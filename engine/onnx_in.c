@@ -16,7 +16,6 @@
  * input) and graph output defined, no cycle. Nodes out of order are
  * sorted, not refused. Inside an opaque node's subgraphs only a name
  * defined in no scope at all is refused; the rest is passed through. */
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,13 +597,13 @@ static int parse_batchnorm(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
 }
 
 /* LayerNormalization: stash_type 1 (float32 statistics) is what the
- * kernels compute; the Mean and InvStdDev outputs are refused by arity. */
+ * kernels compute; the Mean and InvStdDev outputs are refused by arity.
+ * Any epsilon is read; lowering takes only what opspecs accepts. */
 static int parse_layernorm(const Onnx__NodeProto *np, eg_attrs *a) {
     static const char *const ok[] = {"axis", "epsilon", "stash_type", NULL};
     int64_t axis, stash;
     if (!only_attrs(np, ok) || get_int(np, "axis", -1, -EG_MAX_RANK, EG_MAX_RANK, &axis) ||
-        get_float(np, "epsilon", 1e-5f, &a->epsilon) || get_int(np, "stash_type", 1, 1, 1, &stash) ||
-        !isfinite(a->epsilon) || a->epsilon < 0)
+        get_float(np, "epsilon", 1e-5f, &a->epsilon) || get_int(np, "stash_type", 1, 1, 1, &stash))
         return 0;
     a->axis = (int32_t)axis;
     return 1;

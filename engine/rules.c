@@ -59,19 +59,29 @@ static int sizes_bound(const rg_graph *g, const unsigned char *in_bound) {
     return 1;
 }
 
-/* 1 when every free parameter d writes is written by s too (the match
- * binds it there; ops.h: free). */
-static int frees_bound(const rg_graph *s, const rg_graph *d) {
+/* The first parameter of s with the kind and value of parameter k of node
+ * q in g: EG_SITE, or -1 when s writes none. */
+static signed char first_site(const rg_graph *s, const rg_graph *g, int q, int k) {
+    ops_pkind kind = ops_table[g->node[q].op].pkind[k];
+    for (int j = 0; j < s->n_nodes; j++)
+        for (int r = 0; r < ops_table[s->node[j].op].n_params; r++)
+            if (ops_table[s->node[j].op].pkind[r] == kind && s->node[j].param[r] == g->node[q].param[k])
+                return EG_SITE(j, r);
+    return -1;
+}
+
+/* Fill the plan's free-parameter sites (ops.h: free). @return 0 when dst
+ * writes a free parameter src does not: nothing would bind it. */
+static int plan_free_sites(const rg_graph *s, const rg_graph *d, eg_plan *p) {
+    memset(p->src_site, -1, sizeof p->src_site);
+    memset(p->dst_site, -1, sizeof p->dst_site);
+    for (int j = 0; j < s->n_nodes; j++)
+        for (int k = 0; k < ops_table[s->node[j].op].n_params; k++)
+            if (eg_param_free(s->node[j].op, k)) p->src_site[j][k] = first_site(s, s, j, k);
     for (int j = 0; j < d->n_nodes; j++)
-        for (int k = 0; k < ops_table[d->node[j].op].n_params; k++) {
-            if (!eg_param_free(d->node[j].op, k)) continue;
-            int found = 0;
-            for (int q = 0; q < s->n_nodes && !found; q++)
-                for (int r = 0; r < ops_table[s->node[q].op].n_params; r++)
-                    found |= ops_table[s->node[q].op].pkind[r] == ops_table[d->node[j].op].pkind[k] &&
-                             s->node[q].param[r] == d->node[j].param[k];
-            if (!found) return 0;
-        }
+        for (int k = 0; k < ops_table[d->node[j].op].n_params; k++)
+            if (eg_param_free(d->node[j].op, k) && (p->dst_site[j][k] = first_site(s, d, j, k)) < 0)
+                return 0;
     return 1;
 }
 
@@ -104,7 +114,7 @@ static int make_plan(const rdb_rule *r, eg_plan *p) {
             if (RG_IS_INPUT(d->node[j].in[k]) && !in_bound[d->node[j].in[k]]) return 0;
     for (int k = 0; k < d->n_outputs; k++)
         if (RG_IS_INPUT(d->out[k]) && !in_bound[d->out[k]]) return 0;
-    return sizes_bound(s, in_bound) && sizes_bound(d, in_bound) && frees_bound(s, d);
+    return sizes_bound(s, in_bound) && sizes_bound(d, in_bound) && plan_free_sites(s, d, p);
 }
 
 /* Fill op_start/by_op: rules grouped by anchor op, in ruleset order. */

@@ -20,10 +20,21 @@ typedef struct {
     int pos;  /* input position */
 } eg_step;
 
+/* Where a free parameter (ops.h: free) takes its value: parameter k of src
+ * node j, as EG_SITE(j, k); -1 for a parameter that is not free. */
+#define EG_SITE(j, k) ((signed char)((j) * OPS_MAX_PARAMS + (k)))
+#define EG_SITE_NODE(s) ((s) / OPS_MAX_PARAMS)
+#define EG_SITE_PARAM(s) ((s) % OPS_MAX_PARAMS)
+
 typedef struct {
     int n_steps;              /* = src.n_nodes */
     eg_step step[RG_MAX_NODES];
     unsigned char is_out[RG_MAX_NODES]; /* src node j is a rule output */
+    /* free parameters: the first src parameter writing the same label, for
+     * each src and each dst parameter (the match requires src's to agree
+     * with it; the rewrite copies it into dst's) */
+    signed char src_site[RG_MAX_NODES][OPS_MAX_PARAMS];
+    signed char dst_site[RG_MAX_NODES][OPS_MAX_PARAMS];
 } eg_plan;
 
 struct eg_ruleset {
@@ -34,16 +45,15 @@ struct eg_ruleset {
     uint32_t *by_op;
 };
 
-/* The value graph g gives the free parameter (ops.h: free) that rule graph
- * src writes as `label` of kind `kind`, read from the first src node that
- * writes it; nm[j]: the graph node matched by src node j. @return 1, or 0
- * when src writes no such parameter (make_plan refuses such rules). */
-int eg_free_value(const rg_graph *src, const eg_graph *g, const int *nm, ops_pkind kind,
-                  int32_t label, int32_t *v);
-
 /* 1 when parameter k of op is matched as a free parameter. */
 static inline int eg_param_free(ops_op op, int k) {
     return ops_pkind_table[ops_table[op].pkind[k]].free;
+}
+
+/* The value a match gives the free parameter at `site` (nm[j]: the graph
+ * node matched by src node j). */
+static inline int32_t eg_site_value(const eg_graph *g, const int *nm, signed char site) {
+    return g->node[nm[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)];
 }
 
 #endif

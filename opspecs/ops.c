@@ -207,7 +207,7 @@ ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *v) {
         char *end;
         if ((*s < '0' || *s > '9') && *s != '.') return OPS_EPARAM;
         float f = strtof(s, &end);
-        if (*end || !isfinite(f) || f < 0) return OPS_EPARAM;
+        if (*end || !ops_eps_ok(ops_eps_param(f))) return OPS_EPARAM;
         *v = ops_eps_param(f);
         return OPS_OK;
     }
@@ -227,6 +227,11 @@ int32_t ops_eps_param(float f) {
     int32_t v;
     memcpy(&v, &f, sizeof v);
     return v;
+}
+
+int ops_eps_ok(int32_t v) {
+    float f = ops_eps_value(v);
+    return isfinite(f) && f >= 0;
 }
 
 void ops_digest(uint8_t out[16]) {

@@ -243,6 +243,8 @@ const char *ops_param_str(ops_pkind kind, int32_t value, char *buf);
 /* A PK_EPS parameter's float and back (its bits, so any float32 is exact). */
 float ops_eps_value(int32_t v);
 int32_t ops_eps_param(float f);
+/* 1 when v is an eps opspecs accepts: a finite float >= 0. */
+int ops_eps_ok(int32_t v);
 
 /* Parse what ops_param_str writes. @return OPS_OK or OPS_EPARAM */
 ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *value);

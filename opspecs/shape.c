@@ -7,7 +7,6 @@
  * input shapes themselves do not fit (ranks, mismatched dims, an input
  * smaller than a VALID window, an even conv kernel under SAME padding).
  */
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -259,8 +258,7 @@ static ops_status shape_row(ops_op op, const int32_t *p, const ten_shape *in, te
     if (p[0] < 0 || p[0] >= in[0].rank)
         return fail(op, OPS_EPARAM, in, err, "axis %d out of range", (int)p[0]);
     for (int k = 1; k < ops_table[op].n_params; k++) /* layernorm's eps: a variance offset */
-        if (ops_table[op].pkind[k] == PK_EPS &&
-            !(ops_eps_value(p[k]) >= 0 && isfinite(ops_eps_value(p[k]))))
+        if (ops_table[op].pkind[k] == PK_EPS && !ops_eps_ok(p[k]))
             return fail(op, OPS_EPARAM, in, err, "eps must be a finite float >= 0");
     *out = in[0];
     return OPS_OK;
