@@ -287,6 +287,16 @@ static eg_cost_ew runtime_ew(ops_op op) {
     return ops_table[op].flops > 1 ? EG_EW_SIGMOID : EG_EW_RELU;
 }
 
+/* A permutation of x's axes: a transpose of [rest, last dim] blocks. */
+static int kern_permute(const eg_graph *g, int x, eg_cost_kern *k) {
+    eg_shape sb;
+    const eg_shape *s = shape_of(g, x, &sb);
+    if (!s || s->rank < 1) return 0;
+    k->cls = EG_KC_TRANS, k->batch = 1, k->nn = s->dim[s->rank - 1];
+    k->m = k->out_elems / max1(k->nn);
+    return 1;
+}
+
 /* opspecs operators, per form. @return 1, or 0 for shapes the formulas
  * cannot use. */
 static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
@@ -323,6 +333,7 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_TRANSPOSE:
         k->cls = EG_KC_TRANS, k->batch = 1, k->m = dim(g, x, 0), k->nn = dim(g, x, 1);
         return 1;
+    case OPS_FORM_PERMUTE: return kern_permute(g, x, k);
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES: k->cls = EG_KC_FREE; return 1;
@@ -396,14 +407,7 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case EG_MOP_RESHAPE: /* a new shape on the same buffer: runtimes alias it */
     case EG_MOP_FLATTEN:
     case EG_MOP_IDENTITY: k->cls = EG_KC_FREE; return 1;
-    case EG_MOP_TRANSPOSE: {
-        eg_shape sb;
-        const eg_shape *s = shape_of(g, x, &sb);
-        if (!s || s->rank < 1) return 0;
-        k->cls = EG_KC_TRANS, k->batch = 1, k->nn = s->dim[s->rank - 1];
-        k->m = k->out_elems / max1(k->nn);
-        return 1;
-    }
+    case EG_MOP_TRANSPOSE: return kern_permute(g, x, k);
     case EG_MOP_BATCHNORM:
         ewise(k, EG_EW_BNORM, 2);
         k->c = max1(d1), k->inner = k->out_elems / max1(dim(g, x, 0) * k->c);

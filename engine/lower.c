@@ -252,10 +252,20 @@ static eg_status lower_concat(eg_graph *g, int j, int *appended) {
     return rc;
 }
 
+/* Transpose of rank 2 -> transpose; of rank 3 or 4 -> permute(perm) (no
+ * perm: the axes reversed). */
 static int lower_transpose(const eg_graph *g, eg_node *n) {
     const eg_attrs *a = &n->attr;
-    if ((a->flags & EG_AF_INTS) && (a->n_ints != 2 || a->ints[0] != 1 || a->ints[1] != 0)) return 0;
-    return lower_simple(g, n, OP_TRANSPOSE, 0);
+    int rank = n->in[0] >= 0 ? g->tensor[n->in[0]].shape.rank : -1;
+    if (rank < 2 || rank > TEN_MAX_RANK || ((a->flags & EG_AF_INTS) && a->n_ints != rank)) return 0;
+    int32_t perm = rank << 12;
+    for (int k = 0; k < rank; k++) {
+        int64_t v = a->flags & EG_AF_INTS ? a->ints[k] : rank - 1 - k;
+        if (v < 0 || v >= rank) return 0;
+        perm |= (int32_t)v << (9 - 3 * k);
+    }
+    if (rank == 2) return perm == (2 << 12 | 1 << 9) && lower_simple(g, n, OP_TRANSPOSE, 0);
+    return ops_perm_ok(perm) && lower_simple(g, n, OP_PERMUTE, perm);
 }
 
 /* A 2-way Split becomes split0 (node j, in place) and split1 (appended;

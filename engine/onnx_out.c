@@ -526,13 +526,17 @@ static eg_status emit_map(octx *c, const eg_node *n) {
     return rc;
 }
 
+/* transpose, or permute with its perm: one Transpose. */
 static eg_status emit_transpose(octx *c, const eg_node *n) {
-    static const int64_t perm[2] = {1, 0};
+    int64_t perm[TEN_MAX_RANK] = {1, 0};
+    int r = 2;
+    if (n->op == OP_PERMUTE)
+        for (r = 0; r < OPS_PERM_RANK(n->param[0]); r++) perm[r] = OPS_PERM_AT(n->param[0], r);
     nbuild b;
     eg_status rc = nb_init(&b, "Transpose", 1, 1);
     if (rc == EG_OK) {
         nb_in(&b, tname(c, n->in[0])), nb_out(&b, tname(c, n->out[0]));
-        nb_ints(&b, "perm", perm, 2);
+        nb_ints(&b, "perm", perm, r);
         rc = nb_emit(c, &b, n->name);
     }
     nb_free(&b);
@@ -945,6 +949,7 @@ static eg_status emit_ops(octx *c, int j) {
     case OPS_FORM_TRANSPOSE:
         if (c->fuse[j] >= 0) return EG_OK; /* a Gemm's transB */
         return emit_transpose(c, n);
+    case OPS_FORM_PERMUTE: return emit_transpose(c, n);
     case OPS_FORM_ENLARGE: return emit_enlarge(c, n);
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:

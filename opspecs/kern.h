@@ -134,6 +134,26 @@ static inline void KN(transpose2)(int64_t m, int64_t n, const KT *x, KT *out) {
         for (int64_t j = 0; j < n; j++) out[j * m + i] = x[i * n + j];
 }
 
+/* permute(perm; x): out cell (i0..ir-1) is x at i[a] on axis perm[a],
+ * walked with one counter per output axis and x's strides. */
+static inline void KN(permute)(int32_t perm, const ten_shape *s, const ten_shape *os, const KT *x,
+                               KT *out) {
+    int r = s->rank;
+    int64_t xstride[TEN_MAX_RANK], step[TEN_MAX_RANK], at[TEN_MAX_RANK] = {0}, n = ten_numel(os), src = 0;
+    xstride[r - 1] = 1;
+    for (int a = r - 2; a >= 0; a--) xstride[a] = xstride[a + 1] * s->dim[a + 1];
+    for (int a = 0; a < r; a++) step[a] = xstride[OPS_PERM_AT(perm, a)];
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = x[src];
+        for (int a = r - 1; a >= 0; a--) { /* odometer over the output's axes */
+            src += step[a];
+            if (++at[a] < os->dim[a]) break;
+            src -= step[a] * at[a];
+            at[a] = 0;
+        }
+    }
+}
+
 /* Zero-pad each kh x kw kernel of w [O,I,kh,kw] into the centre of the
  * larger one of out [O,I,KH,KW]. */
 static inline void KN(enlarge)(const int32_t *wd, const int32_t *od, const KT *w, KT *out) {
@@ -231,6 +251,7 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
         return;
     }
     case OPS_FORM_TRANSPOSE: KN(transpose2)(s[0].dim[0], s[0].dim[1], in[0], out); return;
+    case OPS_FORM_PERMUTE: KN(permute)(p[0], &s[0], os, in[0], out); return;
     case OPS_FORM_ENLARGE: KN(enlarge)(s[0].dim, os->dim, in[0], out); return;
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:

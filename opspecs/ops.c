@@ -70,6 +70,8 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                    .form = OPS_FORM_SPLIT},
     [OP_TRANSPOSE] = {.name = "transpose", .arity = 1, .onnx = "Transpose", .kinds = K_UNARY(K_M),
                       .form = OPS_FORM_TRANSPOSE},
+    [OP_PERMUTE] = {.name = "permute", .arity = 1, P1(PK_PERM, "perm"), .onnx = "Transpose",
+                    .kinds = K_UNARY(K_A), .form = OPS_FORM_PERMUTE},
     [OP_ENLARGE] = {.name = "enlarge", .arity = 1, P1(PK_KERNEL, "kernel"), .onnx = "Pad",
                     .kinds = K_UNARY(K_W), .form = OPS_FORM_ENLARGE},
     [OP_IMM] = {.name = "imm", .arity = 1, .flags = OPF_CONST, .onnx = "(initializer)",
@@ -95,6 +97,10 @@ static const int32_t kernel_dom[] = {OPS_KERNEL(1, 1), OPS_KERNEL(3, 3), OPS_KER
 static const int32_t groups_dom[] = {1, 2};
 static const int32_t size_dom[] = {1, 2, 3};
 static const int32_t eps_dom[] = {0x3727c5ac}; /* 1e-5f, ONNX's default: a label */
+/* the rank-4 permutations that keep axis 0 (the batch): attention's head
+ * swaps and NCHW <-> NHWC; closed under composition */
+static const int32_t perm_dom[] = {OPS_PERM4(0, 2, 1, 3), OPS_PERM4(0, 1, 3, 2), OPS_PERM4(0, 2, 3, 1),
+                                   OPS_PERM4(0, 3, 1, 2), OPS_PERM4(0, 3, 2, 1)};
 
 #define DOM(a) a, (int)(sizeof a / sizeof a[0])
 const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
@@ -106,6 +112,7 @@ const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
     [PK_GROUPS] = {"groups", DOM(groups_dom), 0},
     [PK_SIZE] = {"size", DOM(size_dom), 0}, /* a symbol: split sizes are any dim */
     [PK_EPS] = {"eps", DOM(eps_dom), 0, 1},
+    [PK_PERM] = {"perm", DOM(perm_dom), 1},
 };
 static_assert(sizeof ops_pkind_table / sizeof ops_pkind_table[0] == PK_COUNT,
               "ops_pkind_table needs one entry per parameter kind");
@@ -124,6 +131,7 @@ int ops_shape_of_in0(ops_op op) {
     case OPS_FORM_CONCAT:
     case OPS_FORM_SPLIT:
     case OPS_FORM_TRANSPOSE:
+    case OPS_FORM_PERMUTE:
     case OPS_FORM_ENLARGE:
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
@@ -150,6 +158,11 @@ const char *ops_param_str(ops_pkind kind, int32_t v, char *buf) {
         break;
     case PK_KERNEL:
         snprintf(buf, 16, "%dx%d", (int)OPS_KERNEL_H(v), (int)OPS_KERNEL_W(v));
+        return buf;
+    case PK_PERM:
+        if (!ops_perm_ok(v)) break;
+        for (int a = 0; a < OPS_PERM_RANK(v); a++) buf[a] = (char)('0' + OPS_PERM_AT(v, a));
+        buf[OPS_PERM_RANK(v)] = 0;
         return buf;
     case PK_EPS: /* nine significant digits give the same float back */
         snprintf(buf, 16, "%.9g", (double)ops_eps_value(v));
@@ -203,6 +216,18 @@ ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *v) {
     case PK_GROUPS:
     case PK_SIZE:
         return parse_small_int(s, 1, v) ? OPS_EPARAM : OPS_OK;
+    case PK_PERM: { /* r distinct digits below r, 2 <= r <= 4 */
+        size_t r = strlen(s);
+        int32_t p = (int32_t)r << 12;
+        if (r < 2 || r > 4) return OPS_EPARAM;
+        for (size_t a = 0; a < r; a++) {
+            if (s[a] < '0' || s[a] >= '0' + (int)r) return OPS_EPARAM;
+            p |= (int32_t)(s[a] - '0') << (9 - 3 * a);
+        }
+        if (!ops_perm_ok(p)) return OPS_EPARAM;
+        *v = p;
+        return OPS_OK;
+    }
     case PK_EPS: {
         char *end;
         if ((*s < '0' || *s > '9') && *s != '.') return OPS_EPARAM;
@@ -227,6 +252,14 @@ int32_t ops_eps_param(float f) {
     int32_t v;
     memcpy(&v, &f, sizeof v);
     return v;
+}
+
+int ops_perm_ok(int32_t v) {
+    int r = v >= 0 ? OPS_PERM_RANK(v) : 0;
+    unsigned seen = 0;
+    if (r < 2 || r > 4 || (v & ((1 << (3 * (4 - r))) - 1))) return 0; /* unused digits 0 */
+    for (int a = 0; a < r; a++) seen |= 1u << OPS_PERM_AT(v, a);
+    return seen == (1u << r) - 1;
 }
 
 int ops_eps_ok(int32_t v) {

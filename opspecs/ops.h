@@ -68,6 +68,8 @@ typedef enum { /* ORDER OP */
     OP_SPLIT0,    /* (axis, size; x): the first `size` slices along axis */
     OP_SPLIT1,    /* (axis, size; x): the rest */
     OP_TRANSPOSE, /* rank 2: [m,n] -> [n,m] */
+    OP_PERMUTE,   /* (perm; x): the axes of x in the order perm names (ONNX
+                     Transpose of rank 3 or 4; rank 2 is transpose) */
     OP_ENLARGE,   /* (kernel; w OIHW): zero-pad kh x kw to the kernel size, centred */
     OP_IMM,       /* (; ref [m,n]): identity matrix [n,n] */
     OP_ICONV,     /* (kernel; ref NCHW): identity conv kernel [C,C,kh,kw] */
@@ -87,11 +89,18 @@ typedef enum { /* ORDER PKIND */
     PK_GROUPS, /* conv groups, divides C and O */
     PK_SIZE,   /* a split point, bound from shapes */
     PK_EPS,    /* a float32 constant, held as its bits; free in rules */
+    PK_PERM,   /* a permutation of the axes, packed (OPS_PERM) */
     PK_COUNT
 } ops_pkind;
 
 enum { OPS_PAD_SAME = 0, OPS_PAD_VALID = 1 };
 enum { OPS_ACT_NONE = 0, OPS_ACT_RELU = 1 };
+
+/* A permutation of rank r <= 4 packed in one parameter: r, then perm[a] in
+ * three bits each, perm[0] highest; written as its digits ("0213"). */
+#define OPS_PERM_RANK(v) ((int)((v) >> 12))
+#define OPS_PERM_AT(v, a) ((int)(((v) >> (9 - 3 * (a))) & 7))
+#define OPS_PERM4(a, b, c, d) ((4 << 12) | ((a) << 9) | ((b) << 6) | ((c) << 3) | (d))
 
 /* A kernel size packed in one parameter: kh in the high byte. */
 #define OPS_KERNEL(kh, kw) (((kh) << 8) | (kw))
@@ -146,6 +155,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_CONCAT,    /* (axis; x, y) */
     OPS_FORM_SPLIT,     /* split0, split1 */
     OPS_FORM_TRANSPOSE, /* rank 2 */
+    OPS_FORM_PERMUTE,   /* (perm; x): axis a of the result is axis perm[a] of x */
     OPS_FORM_ENLARGE,   /* zero-pad a conv kernel */
     OPS_FORM_IMM,       /* identity matrix from a [m,n] reference */
     OPS_FORM_CKERNEL,   /* [C,C,kh,kw] constant kernels from an NCHW reference */
@@ -245,6 +255,8 @@ float ops_eps_value(int32_t v);
 int32_t ops_eps_param(float f);
 /* 1 when v is an eps opspecs accepts: a finite float >= 0. */
 int ops_eps_ok(int32_t v);
+/* 1 when v is a packed permutation of rank 2..4 (OPS_PERM_RANK). */
+int ops_perm_ok(int32_t v);
 
 /* Parse what ops_param_str writes. @return OPS_OK or OPS_EPARAM */
 ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *value);

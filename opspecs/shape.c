@@ -203,6 +203,17 @@ static ops_status shape_transpose(ops_op op, const ten_shape *in, ten_shape *out
     return OPS_OK;
 }
 
+/* permute(perm; x): a permutation of x's rank. */
+static ops_status shape_permute(ops_op op, const int32_t *p, const ten_shape *in, ten_shape *out,
+                                char *err) {
+    if (!ops_perm_ok(p[0])) return fail(op, OPS_EPARAM, in, err, "not a permutation");
+    if (in[0].rank != OPS_PERM_RANK(p[0]))
+        return fail(op, OPS_ESHAPE, in, err, "needs rank %d", OPS_PERM_RANK(p[0]));
+    out->rank = in[0].rank;
+    for (int a = 0; a < out->rank; a++) out->dim[a] = in[0].dim[OPS_PERM_AT(p[0], a)];
+    return OPS_OK;
+}
+
 /* enlarge(kernel; w [O,I,kh,kw]): the kernel is at least w's and differs
  * from it by an even amount, so w can sit exactly in the centre. */
 static ops_status shape_enlarge(ops_op op, const int32_t *p, const ten_shape *in,
@@ -279,6 +290,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
     case OPS_FORM_CONCAT: return shape_concat(op, p, in, out, err);
     case OPS_FORM_SPLIT: return shape_split(op, p, in, out, err);
     case OPS_FORM_TRANSPOSE: return shape_transpose(op, in, out, err);
+    case OPS_FORM_PERMUTE: return shape_permute(op, p, in, out, err);
     case OPS_FORM_ENLARGE: return shape_enlarge(op, p, in, out, err);
     case OPS_FORM_IMM: return shape_imm(op, in, out, err);
     case OPS_FORM_CKERNEL: return shape_ckernel(op, p, in, out, err);

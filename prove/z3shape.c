@@ -85,6 +85,9 @@ Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, 
         return a == p->lit[0] ? add2(z, d->get(d, 0, a), d->get(d, 1, a)) : d->get(d, 0, a);
     case OPS_FORM_SPLIT: return split_dim(z, op, p, d, a);
     case OPS_FORM_TRANSPOSE: return a < 2 ? d->get(d, 0, 1 - a) : zs_num(z, 1);
+    case OPS_FORM_PERMUTE:
+        if (!zs_lit(p, 0)) return NULL;
+        return a < OPS_PERM_RANK(p->lit[0]) ? d->get(d, 0, OPS_PERM_AT(p->lit[0], a)) : zs_num(z, 1);
     case OPS_FORM_ENLARGE:
         if (a < 2) return d->get(d, 0, a);
         return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
@@ -193,6 +196,7 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
     case OPS_FORM_ROW: /* the axis is within the rank by construction */
     case OPS_FORM_SCALE:
     case OPS_FORM_TRANSPOSE:
+    case OPS_FORM_PERMUTE:
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES:

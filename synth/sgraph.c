@@ -58,6 +58,9 @@ static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
         out->size[p[0]] = 0, out->leaf[p[0]] = -1;
         return;
     case OPS_FORM_TRANSPOSE: take(out, 0, b0, 1), take(out, 1, b0, 0); return;
+    case OPS_FORM_PERMUTE:
+        for (int a = 0; a < OPS_PERM_RANK(p[0]); a++) take(out, a, b0, OPS_PERM_AT(p[0], a));
+        return;
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES:

@@ -137,6 +137,7 @@ static const ops_case ops_cases[] = {
     {"A10 split0", OP_SPLIT0, {1, 2}, 2, 0, S(4, 6), S(0)},
     {"A11 split1", OP_SPLIT1, {1, 2}, 2, 0, S(4, 6), S(0)},
     {"A12 transpose", OP_TRANSPOSE, {0}, 2, 0, S(4, 6), S(0)},
+    {"A12a permute 0213", OP_PERMUTE, {OPS_PERM4(0, 2, 1, 3)}, 4, 0, S(1, 8, 16, 4), S(0)},
     {"A13 enlarge 1x1 -> 3x3", OP_ENLARGE, {OPS_KERNEL(3, 3)}, 4, 0, S(4, 4, 1, 1), S(0)},
     {"A14 imm", OP_IMM, {0}, 2, 0, S(4, 4), S(0)},
     {"A15 iconv", OP_ICONV, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
