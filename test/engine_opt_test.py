@@ -130,6 +130,17 @@ def encoder():
                  [weight("wq", d, d), weight("wk", d, d), weight("g", d), weight("b", d)])
 
 
+def permutes():
+    """Attention's head swap done and undone around a Relu, and NCHW -> NHWC
+    -> NCHW: the rules move the Relu and cancel both pairs of Transposes."""
+    n = [helper.make_node("Transpose", ["x"], ["t1"], name="swap", perm=[0, 2, 1, 3]),
+         helper.make_node("Relu", ["t1"], ["r"], name="relu"),
+         helper.make_node("Transpose", ["r"], ["y"], name="unswap", perm=[0, 2, 1, 3]),
+         helper.make_node("Transpose", ["x"], ["t3"], name="nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Transpose", ["t3"], ["z"], name="nchw", perm=[0, 3, 1, 2])]
+    return model(n, "permutes", [vi("x", [1, 8, 4, 6])], [vi("y", [1, 8, 4, 6]), vi("z", [1, 8, 4, 6])], [])
+
+
 def conv_bn():
     """conv (no bias) + batchnorm + relu, twice: the batchnorms fold."""
     c = 16
@@ -222,7 +233,8 @@ def main():
         # convs are free already (fused at run time), so those stay level.
         cases = [("taso_block", taso_block(), "level"), ("attention", attention(), "down"),
                  ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down"),
-                 ("twin_convs", twin_convs(), "down"), ("encoder", encoder(), "down")]
+                 ("twin_convs", twin_convs(), "down"), ("encoder", encoder(), "down"),
+                 ("permutes", permutes(), "down")]
         for name, m, want in cases:
             src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".opt.onnx")
             onnx.save(m, src)
@@ -259,6 +271,9 @@ def main():
                 t.check(len(lns) == 1 and len(lns[0].input) == 3 and eps == [np.float32(1e-12)],
                         f"encoder: one LayerNormalization with its scale, bias and eps ({len(lns)}, {eps})")
                 t.check(op_count(onnx.load(dst), "MatMul") == 1, "encoder: the projections merge",
+                        p.stdout)
+            if name == "permutes":
+                t.check(op_count(onnx.load(dst), "Transpose") == 0, "permutes: every Transpose cancelled",
                         p.stdout)
             if name == "conv_bn":
                 t.check(op_count(onnx.load(dst), "BatchNormalization") == 0, "conv_bn: batchnorms folded")
