@@ -637,6 +637,7 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g) {
         if (uses && fused_into_conv(g, uses, wo, j)) continue;
         if (uses && reader && written_inside(g, uses, reader, wo, j)) continue;
         if (uses && gemm_bias(g, uses, j)) continue;
+        if (uses && eg_layernorm_of(g, uses, j) >= 0) continue; /* inside its LayerNormalization */
         sum += eg_cost_node(c, g, j);
     }
     free(wo), free(uses), free(reader);

@@ -413,6 +413,13 @@ eg_status eg_infer_all(eg_graph *g, char *err, size_t errlen);
  * bias, a per-channel scale, a batch norm's statistics). */
 int eg_float_vec(const eg_graph *g, int t, int64_t n);
 
+/* The layernorm node j belongs to, when j is the scale that alone reads a
+ * layernorm's output on its axis, or the bias that alone reads such a
+ * scale's: the export writes the chain as one LayerNormalization and the
+ * cost model charges it as one (uses: eg_count_uses of g).
+ * @return the layernorm's node id, or -1. */
+int eg_layernorm_of(const eg_graph *g, const int *uses, int j);
+
 /* Read an int64 constant (a value with dtype INT64) into out[max].
  * @return its element count, or -1 when t has no int64 value or more than
  *         max elements. */

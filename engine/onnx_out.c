@@ -728,37 +728,16 @@ static int bn_pair(const octx *c, int j) {
     return const_vec(c, s->in[1], n) && const_vec(c, b->in[1], n);
 }
 
-/* The one reader of node j's output, when that is an opspecs `op` on the
- * same axis with j's output as x, and the output is no graph output.
- * @return its node id, or -1. */
-static int sole_channel_reader(const octx *c, int j, ops_op op, int32_t axis) {
-    const eg_graph *g = c->g;
-    int t = g->node[j].out[0];
-    if (c->uses[t] != 1 || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED))) return -1;
-    for (int r = 0; r < g->n_nodes; r++) {
-        const eg_node *n = &g->node[r];
-        if (n->kind == EG_KIND_OPS && n->op == op && n->in[0] == t && n->in[1] != t &&
-            n->param[0] == axis)
-            return r;
-    }
-    return -1;
-}
-
-/* layernorm(axis), the scale on that axis that alone reads it, and the
- * bias that alone reads that: one LayerNormalization (lower.c's
- * lower_layernorm reads it back the same way). fuse[layernorm] = the last
- * of them, fuse[scale] = fuse[bias] = the layernorm. Runs first. */
+/* layernorm and the scale and bias eg_layernorm_of says belong to it: one
+ * LayerNormalization (lower.c's lower_layernorm reads it back the same
+ * way). fuse[layernorm] = the last of them, fuse[scale] = fuse[bias] = the
+ * layernorm. Runs first. */
 static void plan_layernorms(octx *c) {
-    const eg_graph *g = c->g;
-    for (int j = 0; j < g->n_nodes; j++) {
-        const eg_node *n = &g->node[j];
-        if (n->kind != EG_KIND_OPS || n->op != OP_LAYERNORM) continue;
-        int s = sole_channel_reader(c, j, OP_SCALE, n->param[0]);
-        if (s < 0) continue;
-        int b = sole_channel_reader(c, s, OP_BIAS, n->param[0]);
-        c->fuse[j] = b >= 0 ? b : s;
-        c->fuse[s] = j;
-        if (b >= 0) c->fuse[b] = j;
+    for (int j = 0; j < c->g->n_nodes; j++) {
+        int l = eg_layernorm_of(c->g, c->uses, j);
+        if (l < 0) continue;
+        c->fuse[j] = l;
+        if (c->g->node[j].op == OP_BIAS || c->fuse[l] < 0) c->fuse[l] = j;
     }
 }
 

@@ -530,6 +530,35 @@ static void test_written_inside(void **state) {
     eg_free(g);
 }
 
+/* layernorm + scale + bias is one LayerNormalization when exported, so the
+ * graph costs the layernorm alone; a scale whose output is read twice is a
+ * Mul of its own, and its reader a bias of its own too. */
+static void test_layernorm_charged_once(void **state) {
+    (void)state;
+    for (int shared = 0; shared < 2; shared++) {
+        eg_graph *g = eg_graph_new();
+        int32_t p[OPS_MAX_PARAMS] = {1, 0x3727c5ac}, cp[OPS_MAX_PARAMS] = {1};
+        int x = tensor(g, "x", 2, (int64_t[]){32, 64}, EG_TF_INPUT);
+        int v = tensor(g, "v", 1, (int64_t[]){64}, EG_TF_INPUT);
+        /* adding a node moves the arrays: take each id before reading them */
+        int j = ops_node(g, OP_LAYERNORM, p, x, -1, "l"), l = g->node[j].out[0];
+        j = ops_node(g, OP_SCALE, cp, l, v, "s");
+        int s = g->node[j].out[0];
+        j = ops_node(g, OP_BIAS, cp, s, v, "y");
+        g->tensor[g->node[j].out[0]].flags |= EG_TF_OUTPUT;
+        if (shared) {
+            j = ops_node(g, OP_RELU, cp, s, -1, "r");
+            g->tensor[g->node[j].out[0]].flags |= EG_TF_OUTPUT;
+        }
+        index_ok(g);
+        eg_cost *c = cost_new(EG_COST_ANALYTIC, NULL);
+        double want = eg_cost_node(c, g, 0) + (shared ? eg_cost_node(c, g, 2) + eg_cost_node(c, g, 3) : 0);
+        assert_true(fabs(eg_cost_graph(c, g) - want) < 1e-9 * want);
+        eg_cost_free(c);
+        eg_free(g);
+    }
+}
+
 /* ================= cpu backend ================= */
 
 /* Measured costs are finite and positive, measured once and then memoised
@@ -793,6 +822,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cpu_conv_measures);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_written_inside);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_layernorm_charged_once);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_roundtrip);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_nopath);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_cache_bytes);
