@@ -287,6 +287,20 @@ static eg_cost_ew runtime_ew(ops_op op) {
     return ops_table[op].flops > 1 ? EG_EW_SIGMOID : EG_EW_RELU;
 }
 
+/* numpy-style MatMul: batch x [m,k] x [k,n] from the input ranks. */
+static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
+    eg_shape ab, bb;
+    const eg_shape *a = shape_of(g, n->in[0], &ab), *b = shape_of(g, n->in[1], &bb);
+    if (!a || !b || a->rank < 1 || b->rank < 1) return 0;
+    k->cls = EG_KC_GEMM;
+    k->k = a->dim[a->rank - 1];
+    k->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
+    k->nn = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
+    k->batch = k->out_elems / max1(k->m * k->nn);
+    k->flops = 2.0 * (double)k->batch * (double)k->m * (double)k->nn * (double)k->k;
+    return 1;
+}
+
 /* A permutation of x's axes: a transpose of [rest, last dim] blocks. */
 static int kern_permute(const eg_graph *g, int x, eg_cost_kern *k) {
     eg_shape sb;
@@ -308,6 +322,7 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
         k->m = dim(g, x, 0), k->k = dim(g, x, 1), k->nn = dim(g, n->in[1], 1);
         k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
         return 1;
+    case OPS_FORM_BMM: return kern_matmul(g, n, k);
     case OPS_FORM_CONV:
         k->sh = k->sw = p[0], k->group = p[3];
         k->kh = dim(g, n->in[1], 2), k->kw = dim(g, n->in[1], 3);
@@ -340,20 +355,6 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_COUNT: return 0;
     }
     return 0;
-}
-
-/* numpy-style MatMul: batch x [m,k] x [k,n] from the input ranks. */
-static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
-    eg_shape ab, bb;
-    const eg_shape *a = shape_of(g, n->in[0], &ab), *b = shape_of(g, n->in[1], &bb);
-    if (!a || !b || a->rank < 1 || b->rank < 1) return 0;
-    k->cls = EG_KC_GEMM;
-    k->k = a->dim[a->rank - 1];
-    k->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
-    k->nn = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
-    k->batch = k->out_elems / max1(k->m * k->nn);
-    k->flops = 2.0 * (double)k->batch * (double)k->m * (double)k->nn * (double)k->k;
-    return 1;
 }
 
 static int kern_gemm(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {

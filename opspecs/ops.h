@@ -45,6 +45,8 @@
 
 typedef enum { /* ORDER OP */
     OP_MATMUL,    /* [m,k] x [k,n] -> [m,n] */
+    OP_BMM,       /* [b,h,m,k] x [b,h,k,n] -> [b,h,m,n]: a matmul per (b, h), the
+                     batched MatMul of attention */
     OP_CONV2D,    /* (stride, pad, act, groups; x NCHW, w OIHW) */
     OP_EWADD,     /* x + y, same shapes */
     OP_EWMUL,     /* x * y, same shapes */
@@ -150,6 +152,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_CHANNEL,   /* (axis; x, v): cell2(x[.., c, ..], v[c]), v [x.dim[axis]] */
     OPS_FORM_ROW,       /* (axis; x): row(the slice of x along axis), x's shape */
     OPS_FORM_MATMUL,    /* [m,k] x [k,n] */
+    OPS_FORM_BMM,       /* [b,h,m,k] x [b,h,k,n] */
     OPS_FORM_CONV,      /* conv2d */
     OPS_FORM_POOL,      /* avgpool, maxpool */
     OPS_FORM_CONCAT,    /* (axis; x, y) */

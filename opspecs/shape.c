@@ -88,6 +88,18 @@ static ops_status shape_matmul(const ten_shape *in, ten_shape *out, char *err) {
     return OPS_OK;
 }
 
+static ops_status shape_bmm(const ten_shape *in, ten_shape *out, char *err) {
+    const ten_shape *x = &in[0], *y = &in[1];
+    if (x->rank != 4 || y->rank != 4) return fail(OP_BMM, OPS_ESHAPE, in, err, "needs rank 4 x rank 4");
+    if (x->dim[0] != y->dim[0] || x->dim[1] != y->dim[1])
+        return fail(OP_BMM, OPS_ESHAPE, in, err, "batch dims differ");
+    if (x->dim[3] != y->dim[2])
+        return fail(OP_BMM, OPS_ESHAPE, in, err, "inner dims %d != %d", (int)x->dim[3], (int)y->dim[2]);
+    *out = *x;
+    out->dim[3] = y->dim[3];
+    return OPS_OK;
+}
+
 static ops_status conv_params(const int32_t *p, const ten_shape *in, char *err) {
     if (!stride_ok(p[0]))
         return fail(OP_CONV2D, OPS_EPARAM, in, err, "bad stride %d", (int)p[0]);
@@ -279,6 +291,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
                            ten_shape *out, char *err) {
     switch (ops_table[op].form) {
     case OPS_FORM_MATMUL: return shape_matmul(in, out, err);
+    case OPS_FORM_BMM: return shape_bmm(in, out, err);
     case OPS_FORM_CONV: return shape_conv(p, in, out, err);
     case OPS_FORM_ZIP: return shape_ew(op, in, out, err);
     case OPS_FORM_SCALE: return shape_smul(op, in, out, err);

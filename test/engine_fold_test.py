@@ -11,7 +11,7 @@ fold_driver --eval), which the C tests use to check every rewrite, is held
 to onnxruntime: on the corpus models it can run and on models built here
 that vary every model operator's attributes (Conv bias, asymmetric pads,
 strides and groups; pools with and without count_include_pad; Gemm
-transposes, alpha, beta and C broadcast; batched and rank-1 MatMul;
+transposes, alpha, beta and C broadcast; batched (bmm among them) and rank-1 MatMul;
 Softmax, Split, Concat, Transpose, Flatten on other axes; LayerNormalization
 lowered and over two axes), the outputs
 agree within the same tolerance.
@@ -154,7 +154,7 @@ def ev_matmul():
              N("Gemm", ["a2", "bt", "crow"], ["g2"], transB=1),
              N("Gemm", ["a2", "b"], ["g3"]),
              N("MatMul", ["x3", "y3"], ["mm1"]), N("MatMul", ["x3", "v4"], ["mm2"]),
-             N("MatMul", ["v3", "y3"], ["mm3"]),
+             N("MatMul", ["v3", "y3"], ["mm3"]), N("MatMul", ["x3", "q4"], ["mm4"]),
              N("Softmax", ["x3"], ["sm0"], axis=0), N("Softmax", ["x3"], ["sm1"], axis=-2),
              N("Split", ["x6", "split"], ["s0", "s1", "s2"], axis=1),
              N("Concat", ["s2", "s0", "s1"], ["cat"], axis=-1),
@@ -166,10 +166,10 @@ def ev_matmul():
              N("LayerNormalization", ["x3", "g34", "b34"], ["ln3"], axis=-2)]
     ins = [("a", [4, 3]), ("a2", [3, 4]), ("x3", [2, 1, 3, 4]), ("v3", [4]), ("x6", [2, 6])]
     return build("ev_matmul", nodes, ins,
-                 ["g1", "g2", "g3", "mm1", "mm2", "mm3", "sm0", "sm1", "cat", "tr", "rs", "mu",
+                 ["g1", "g2", "g3", "mm1", "mm2", "mm3", "mm4", "sm0", "sm1", "cat", "tr", "rs", "mu",
                   "ln1", "ln2", "ln3"],
                  [w("b", 4, 5), w("c", 5), w("bt", 5, 4), w("crow", 3, 1), w("y3", 3, 4, 5),
-                  w("v4", 4), w("col", 3, 1), w("row", 4), w("g4", 4), w("b4", 4), w("g34", 3, 4),
+                  w("v4", 4), w("col", 3, 1), w("row", 4), w("g4", 4), w("b4", 4), w("g34", 3, 4), w("q4", 2, 1, 4, 3),
                   w("b34", 3, 4), shape, split])
 
 

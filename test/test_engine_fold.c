@@ -56,6 +56,7 @@ static double ref_hswish(double x) { return x * fmin(1, fmax(0, (x + 3) / 6)); }
 
 static const kcase kcases[] = {
     {"K01 matmul", OP_MATMUL, {0}, {S2(3, 4), S2(4, 5)}},
+    {"K01a bmm", OP_BMM, {0}, {S4(2, 3, 2, 4), S4(2, 3, 4, 5)}},
     {"K02 conv2d s1 SAME", OP_CONV2D, {1, OPS_PAD_SAME, OPS_ACT_NONE, 1}, {S4(1, 4, 5, 5), S4(6, 4, 3, 3)}},
     {"K03 conv2d s2 VALID relu", OP_CONV2D, {2, OPS_PAD_VALID, OPS_ACT_RELU, 1}, {S4(2, 2, 6, 5), S4(3, 2, 2, 3)}},
     {"K04 conv2d s2 SAME g2 relu", OP_CONV2D, {2, OPS_PAD_SAME, OPS_ACT_RELU, 2}, {S4(1, 4, 5, 5), S4(4, 2, 3, 3)}},

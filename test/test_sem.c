@@ -456,6 +456,9 @@ static const shape_case shape_cases[] = {
 
     {"matmul.inner", OP_MATMUL, {0}, {S2(2, 3), S2(2, 3)}, OPS_ESHAPE, S0},
     {"matmul.rank3", OP_MATMUL, {0}, {S3(1, 2, 3), S2(3, 3)}, OPS_ESHAPE, S0},
+    {"bmm.rank", OP_BMM, {0}, {S3(2, 3, 4), S3(2, 4, 3)}, OPS_ESHAPE, S0},
+    {"bmm.batch", OP_BMM, {0}, {S4(1, 2, 3, 4), S4(1, 3, 4, 3)}, OPS_ESHAPE, S0},
+    {"bmm.inner", OP_BMM, {0}, {S4(1, 2, 3, 4), S4(1, 2, 3, 4)}, OPS_ESHAPE, S0},
     {"conv.rank3", OP_CONV2D, {1, SAME, NONE, 1}, {S3(1, 3, 5), S4(4, 3, 3, 3)},
      OPS_ESHAPE, S0},
     {"conv.cin", OP_CONV2D, {1, SAME, NONE, 1}, {S4(1, 4, 5, 5), S4(2, 3, 3, 3)},
