@@ -54,7 +54,7 @@ syn() { # graphs classes candidates
     echo
     echo "| step | graphs | classes | candidates | proved | rules | wall s | CPU s | peak RSS MB |"
     echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
-    for s in synth-d3 synth-d4mm synth-d4conv; do
+    for s in synth-d3 synth-d4mm synth-d4lin synth-d4conv; do
         read -r g c k <<<"$(syn "$tmp/logs/$s.log")"
         echo "| $s | $g | $c | $k | | | $(wall "$tmp/logs/$s.log") | $(cpu "$tmp/logs/$s.log") | $(rss "$tmp/logs/$s.log") |"
     done

@@ -1,6 +1,6 @@
 /* builtin.c - the engine's few built-in rewrites around the rule-driven
  * search (fold.h): before it, Identity removal, BatchNormalization folding,
- * Conv bias split, rank-3 MatMul squeezing and CSE; after it, weight
+ * Conv bias split, ReLU fusion and CSE; after it, weight
  * folding, Conv bias fusion and Reshape-pair removal. Each pass marks the
  * nodes it replaces, appends the new ones, then the graph is rebuilt
  * (drop, index, sort, infer). */
@@ -43,23 +43,6 @@ static eg_status new_tensor(eg_graph *g, int base, const char *tag, const eg_sha
     free(name);
     if (rc == EG_OK) g->tensor[*id].dtype = EG_DT_FLOAT, g->tensor[*id].shape = *s;
     return rc;
-}
-
-/* An int64 vector initializer (a Reshape target). */
-static eg_status new_ints(eg_graph *g, int base, const char *tag, const int64_t *v, int n, int *id) {
-    eg_shape s = {1, {n}};
-    uint8_t *raw = malloc(8 * (size_t)n);
-    if (!raw) return EG_ENOMEM;
-    for (int i = 0; i < n; i++)
-        for (int b = 0; b < 8; b++) raw[8 * i + b] = (uint8_t)((uint64_t)v[i] >> (8 * b));
-    eg_status rc = new_tensor(g, base, tag, &s, id);
-    if (rc != EG_OK) {
-        free(raw);
-        return rc;
-    }
-    eg_tensor *t = &g->tensor[*id];
-    t->dtype = EG_DT_INT64, t->flags = EG_TF_INIT, t->raw = raw, t->raw_len = 8 * (size_t)n;
-    return EG_OK;
 }
 
 /* Append a node with inputs in[0..n_in) and output out. */
@@ -352,56 +335,6 @@ static eg_status fuse_relus(eg_graph *g, dropset *d, eg_builtin_stats *st) {
     return EG_OK;
 }
 
-/* MatMul(A [1,s,k], B [k,n]) -> Reshape(A,[s,k]) -> matmul -> Reshape([1,s,n]). */
-static eg_status squeeze_one(eg_graph *g, dropset *d, int j) {
-    const eg_node *m = &g->node[j];
-    int a = m->in[0], b = m->in[1], y = m->out[0], s2 = -1, s3 = -1, a2 = -1, m2 = -1, id;
-    const eg_shape *as = &g->tensor[a].shape, *bs = &g->tensor[b].shape;
-    int64_t t2[2] = {as->dim[1], as->dim[2]}, t3[3] = {1, as->dim[1], bs->dim[1]};
-    eg_shape sa = {2, {t2[0], t2[1]}}, sm = {2, {t3[1], t3[2]}};
-    char *name = strdup(m->name);
-    eg_status rc = name ? EG_OK : EG_ENOMEM;
-    if (rc == EG_OK) rc = new_ints(g, y, "shape2", t2, 2, &s2);
-    if (rc == EG_OK) rc = new_ints(g, y, "shape3", t3, 3, &s3);
-    if (rc == EG_OK) rc = new_tensor(g, y, "a2", &sa, &a2);
-    if (rc == EG_OK) rc = new_tensor(g, y, "mm", &sm, &m2);
-    int r1[2] = {a, s2}, mm[2] = {a2, b}, r2[2] = {m2, s3};
-    if (rc == EG_OK) rc = add_node(g, EG_KIND_MODEL, name, r1, 2, a2, &id);
-    if (rc == EG_OK) g->node[id].mop = EG_MOP_RESHAPE;
-    if (rc == EG_OK) rc = add_node(g, EG_KIND_OPS, name, mm, 2, m2, &id);
-    if (rc == EG_OK) g->node[id].op = OP_MATMUL;
-    if (rc == EG_OK) rc = add_node(g, EG_KIND_MODEL, name, r2, 2, y, &id);
-    if (rc == EG_OK) g->node[id].mop = EG_MOP_RESHAPE;
-    if (rc == EG_OK) rc = drop_node(d, j);
-    free(name);
-    return rc;
-}
-
-static eg_status squeeze_matmuls(eg_graph *g, dropset *d, eg_builtin_stats *st) {
-    int n = g->n_nodes;
-    for (int j = 0; j < n; j++) {
-        const eg_node *m = &g->node[j];
-        if (dropped(d, j) || m->kind != EG_KIND_MODEL || m->mop != EG_MOP_MATMUL || m->in[0] < 0 ||
-            m->in[1] < 0 || m->out[0] < 0)
-            continue;
-        const eg_tensor *a = &g->tensor[m->in[0]], *b = &g->tensor[m->in[1]];
-        ten_shape ts[2], out;
-        char oerr[OPS_ERRLEN];
-        static const int32_t p[OPS_MAX_PARAMS] = {0};
-        if (a->dtype != EG_DT_FLOAT || b->dtype != EG_DT_FLOAT || a->shape.rank != 3 ||
-            a->shape.dim[0] != 1 || b->shape.rank != 2 || !eg_shape_known(&a->shape))
-            continue;
-        eg_shape sa = {2, {a->shape.dim[1], a->shape.dim[2]}};
-        if (!eg_to_ten_shape(&sa, &ts[0]) || !eg_to_ten_shape(&b->shape, &ts[1]) ||
-            ops_infer_shape(OP_MATMUL, p, ts, &out, oerr) != OPS_OK)
-            continue;
-        eg_status rc = squeeze_one(g, d, j);
-        if (rc != EG_OK) return rc;
-        st->matmul_squeezed++;
-    }
-    return EG_OK;
-}
-
 /* ================= common subexpressions ================= */
 
 static int same_attrs(const eg_attrs *a, const eg_attrs *b) {
@@ -459,41 +392,6 @@ static eg_status merge_common(eg_graph *g, dropset *d, eg_builtin_stats *st) {
 
 static int is_reshape(const eg_graph *g, int j) {
     return j >= 0 && g->node[j].kind == EG_KIND_MODEL && g->node[j].mop == EG_MOP_RESHAPE;
-}
-
-/* Reshape(A [1,s,k] -> [s,k]) -> matmul(., B) -> Reshape([1,s,n]) that
- * no rule changed: the 3-D MatMul again, as the model had it. Runtimes
- * fuse a MatMul with the bias Add after it; the reshapes in between would
- * stop that and cost more than the squeeze ever bought. */
-static eg_status unsqueeze_matmuls(eg_graph *g, dropset *d, eg_builtin_stats *st) {
-    int *uses = calloc((size_t)g->n_tensors + 1, sizeof *uses);
-    if (!uses) return EG_ENOMEM;
-    eg_count_uses(g, uses);
-    eg_status rc = EG_OK;
-    for (int j = 0; j < g->n_nodes && rc == EG_OK; j++) {
-        if (dropped(d, j) || !is_reshape(g, j)) continue;
-        int m2 = g->node[j].in[0], y = g->node[j].out[0];
-        int mj = m2 >= 0 ? g->tensor[m2].producer : -1;
-        if (mj < 0 || dropped(d, mj) || uses[m2] != 1 || y < 0) continue;
-        eg_node *mm = &g->node[mj];
-        if (mm->kind != EG_KIND_OPS || mm->op != OP_MATMUL) continue;
-        int a2 = mm->in[0], b = mm->in[1], rj = g->tensor[a2].producer;
-        if (rj < 0 || dropped(d, rj) || !is_reshape(g, rj) || g->node[rj].in[0] < 0) continue;
-        int a = g->node[rj].in[0];
-        const eg_shape *as = &g->tensor[a].shape, *ys = &g->tensor[y].shape;
-        if (as->rank != 3 || as->dim[0] != 1 || ys->rank != 3 || ys->dim[0] != 1 ||
-            ys->dim[1] != as->dim[1])
-            continue;
-        /* the matmul becomes the model MatMul(A, B) writing y */
-        mm->kind = EG_KIND_MODEL, mm->mop = EG_MOP_MATMUL;
-        memset(&mm->attr, 0, sizeof mm->attr);
-        mm->in[0] = a, mm->in[1] = b, mm->out[0] = y;
-        g->node[j].out[0] = -1;
-        rc = drop_node(d, j);
-        st->matmul_unsqueezed++;
-    }
-    free(uses);
-    return rc;
 }
 
 /* Reshape(x) of x's shape, or Reshape(Reshape(x)) back to x's shape:
@@ -569,7 +467,6 @@ eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t er
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = fold_batchnorms(g, &d, st);
     if (rc == EG_OK) rc = split_biases(g, &d, st);
-    if (rc == EG_OK) rc = squeeze_matmuls(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = fuse_relus(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
@@ -587,8 +484,6 @@ eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t e
     if (!st) st = &local;
     eg_status rc = uses0 ? eg_fold_weights(g, &folded, err, errlen) : EG_ENOMEM;
     st->weights_folded += folded;
-    if (rc == EG_OK) rc = unsqueeze_matmuls(g, &d, st);
-    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = cancel_reshapes(g, &d, st);
     if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
     free(d.drop);

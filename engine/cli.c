@@ -294,11 +294,11 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
            (unsigned long long)r->duplicates,
            (unsigned long long)r->pruned, (unsigned long long)r->rejected);
     printf("built-ins: %d batchnorm folded, %d biases split, %d identities removed, "
-           "%d relus fused, %d common subexpressions, %d matmuls squeezed, %d weights folded\n",
+           "%d relus fused, %d common subexpressions, %d weights folded\n",
            r->pre.bn_folded, r->pre.bias_split,
            r->pre.identity_removed + r->post.identity_removed, r->pre.relu_fused,
            r->pre.cse_merged + r->post.cse_merged,
-           r->pre.matmul_squeezed, r->post.weights_folded);
+           r->post.weights_folded);
     uint64_t total = 0;
     int none = r->kept_input || r->rules_dropped;
     for (size_t i = 0; i < r->n_rules && !none; i++) total += r->applied[i];

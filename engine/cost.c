@@ -322,7 +322,8 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
         k->m = dim(g, x, 0), k->k = dim(g, x, 1), k->nn = dim(g, n->in[1], 1);
         k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
         return 1;
-    case OPS_FORM_BMM: return kern_matmul(g, n, k);
+    case OPS_FORM_BMM:
+    case OPS_FORM_LINEAR: return kern_matmul(g, n, k);
     case OPS_FORM_CONV:
         k->sh = k->sw = p[0], k->group = p[3];
         k->kh = dim(g, n->in[1], 2), k->kw = dim(g, n->in[1], 3);

@@ -100,8 +100,8 @@ eg_status eg_drop_dead(eg_graph *g, int *n_removed, char *err, size_t errlen);
 eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen);
 
 typedef struct {
-    int bn_folded, bias_split, identity_removed, cse_merged, matmul_squeezed,
-        reshapes_cancelled, dead_removed, weights_folded, relu_fused, matmul_unsqueezed;
+    int bn_folded, bias_split, identity_removed, cse_merged, reshapes_cancelled, dead_removed,
+        weights_folded, relu_fused;
 } eg_builtin_stats;
 
 /* The built-in rewrites before the search (see the overview):
@@ -113,8 +113,6 @@ typedef struct {
  *   W' = W * s[o], b' = (b - mean) * s + B with s = scale / sqrt(var + eps);
  * - a Conv with a bias whose pads/strides fit conv2d becomes conv2d +
  *   bias(1; ., [C]) (the export writes the pair as one Conv again);
- * - MatMul of A [1,s,k] and a rank-2 B [k,n]: Reshape(A, [s,k]) -> matmul
- *   -> Reshape to [1,s,n];
  * - relu(conv2d) with the relu the conv's only reader: conv2d with act
  *   RELU (one kernel; exported as Conv + Relu, which runtimes fuse);
  * - common-subexpression elimination: identical non-opaque nodes on the
@@ -126,8 +124,7 @@ typedef struct {
  *         the graph) with a message. */
 eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen);
 
-/* The built-in rewrites after the search: eg_fold_weights; a squeezed MatMul no rule changed (Reshape, matmul,
- * Reshape) -> the 3-D MatMul again; Reshape(Reshape(x)) back to x's shape,
+/* The built-in rewrites after the search: eg_fold_weights; Reshape(Reshape(x)) back to x's shape,
  * and a Reshape to its input's own shape, removed; dead nodes dropped.
  * @return as eg_builtin_pre. */
 eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen);

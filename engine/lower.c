@@ -540,8 +540,8 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
     case EG_MOP_CONV: return lower_conv(g, j, appended);
     case EG_MOP_MAXPOOL: lower_pool(g, n, OP_MAXPOOL); break;
     case EG_MOP_AVGPOOL: lower_pool(g, n, OP_AVGPOOL); break;
-    case EG_MOP_MATMUL: /* rank 2 x rank 2, or rank 4 x rank 4 of equal batch dims */
-        if (!lower_simple(g, n, OP_MATMUL, 0)) lower_simple(g, n, OP_BMM, 0);
+    case EG_MOP_MATMUL: /* rank 2 x rank 2, rank 4 x rank 4 of equal batch dims, rank 3 x rank 2 */
+        if (!lower_simple(g, n, OP_MATMUL, 0) && !lower_simple(g, n, OP_BMM, 0)) lower_simple(g, n, OP_LINEAR, 0);
         break;
     case EG_MOP_ADD: lower_binary(g, n, OP_EWADD, uses); break;
     case EG_MOP_MUL: lower_binary(g, n, OP_EWMUL, uses); break;

@@ -912,6 +912,7 @@ static eg_status emit_ops(octx *c, int j) {
         if (c->fuse[j] >= 0) return EG_OK; /* inside the Gemm its bias writes */
         return emit_plain(c, n, o->onnx, NULL, 0);
     case OPS_FORM_BMM:
+    case OPS_FORM_LINEAR:
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE: return emit_plain(c, n, o->onnx, NULL, 0);
     case OPS_FORM_CHANNEL: return emit_channel(c, j);

@@ -8,13 +8,15 @@
 #include <string.h>
 
 /* Candidate shapes: rank 0, rank 1 in [1..5] (biases, per-channel
- * scales), rank 2 in [1..4]^2, rank 4 in [1..4]x[1..4]x[1..5]x[1..5]
+ * scales), rank 2 in [1..4]^2, rank 3 in [1..3]x[1..4]x[1..4] (token
+ * sequences), rank 4 in [1..4]x[1..4]x[1..5]x[1..5]
  * (spatial dims up to 5 so that 1x1, 3x3 and 5x5 kernels, strides and
  * VALID windows all get exercised). */
 #define N_RANK1 5
 #define N_RANK2 16
+#define N_RANK3 (3 * 4 * 4)
 #define N_RANK4 (4 * 4 * 5 * 5)
-#define N_CAND (1 + N_RANK1 + N_RANK2 + N_RANK4)
+#define N_CAND (1 + N_RANK1 + N_RANK2 + N_RANK3 + N_RANK4)
 
 static ten_shape cand_shape(int i) {
     ten_shape s = {0, {0, 0, 0, 0}};
@@ -32,6 +34,14 @@ static ten_shape cand_shape(int i) {
         return s;
     }
     i -= N_RANK2;
+    if (i < N_RANK3) {
+        s.rank = 3;
+        s.dim[2] = 1 + i % 4, i /= 4;
+        s.dim[1] = 1 + i % 4, i /= 4;
+        s.dim[0] = 1 + i;
+        return s;
+    }
+    i -= N_RANK3;
     s.rank = 4;
     s.dim[3] = 1 + i % 5, i /= 5;
     s.dim[2] = 1 + i % 5, i /= 5;
@@ -104,14 +114,15 @@ static void shuffle(int *a, int n, uint64_t *rng) {
 }
 
 /* A random visiting order of the candidates that draws the rank first
- * (weights 1:2:2:3 for ranks 0, 1, 2, 4 among ranks with candidates left),
+ * (weights 1:2:2:2:3 for ranks 0, 1, 2, 3, 4 among ranks with candidates left),
  * then a shape of that rank: a scalar or a matrix comes up early although
  * the set holds 400 rank-4 shapes and one scalar. */
 static void candidate_order(int *perm, uint64_t *rng) {
-    enum { NR = 4 };
-    static const int start[NR] = {0, 1, 1 + N_RANK1, 1 + N_RANK1 + N_RANK2};
-    static const int count[NR] = {1, N_RANK1, N_RANK2, N_RANK4};
-    static const int weight[NR] = {1, 2, 2, 3};
+    enum { NR = 5 };
+    static const int start[NR] = {0, 1, 1 + N_RANK1, 1 + N_RANK1 + N_RANK2,
+                                  1 + N_RANK1 + N_RANK2 + N_RANK3};
+    static const int count[NR] = {1, N_RANK1, N_RANK2, N_RANK3, N_RANK4};
+    static const int weight[NR] = {1, 2, 2, 2, 3};
     int cls[NR][N_RANK4], left[NR];
     for (int r = 0; r < NR; r++) {
         for (int i = 0; i < count[r]; i++) cls[r][i] = start[r] + i;

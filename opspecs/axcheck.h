@@ -4,11 +4,13 @@
  *
  * Overview. An instance binds every parameter variable to a value from its
  * ops_pkind_table domain (at random) and every tensor variable to a shape
- * from a small finite candidate set: rank 0, rank 2 with dims 1..4, rank 4
- * with dims 1..4 x 1..4 x 1..5 x 1..5. Shapes are found by a randomised
+ * from a small finite candidate set: rank 0, rank 1 with dims 1..5, rank 2
+ * with dims 1..4, rank 3 with dims 1..3 x 1..4 x 1..4, rank 4 with dims
+ * 1..4 x 1..4 x 1..5 x 1..5. Shapes are found by a randomised
  * backtracking search that visits tensor variables in order of first
  * occurrence, tries each one's candidates in a random order that draws the
- * rank first (weights 1:2:3 for ranks 0, 2, 4, so the lone scalar comes up early),
+ * rank first (weights 1:2:2:2:3 for ranks 0 to 4, so the lone scalar comes
+ * up early),
  * and prunes as soon as a subterm whose variables are all bound
  * fails ops_infer_shape (a `(dim A T)` term takes its value from T's
  * shape). Each attempt has a node budget; a failed attempt retries with

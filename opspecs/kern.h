@@ -202,6 +202,10 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
             KN(gemm)(m, k, cols, in[0] + b * m * k, k, 1, in[1] + b * k * cols, cols, 1, out + b * m * cols);
         return;
     }
+    case OPS_FORM_LINEAR: /* the [m,k] blocks are one [b*m,k] matrix */
+        KN(gemm)((int64_t)s[0].dim[0] * s[0].dim[1], s[0].dim[2], s[1].dim[1], in[0], s[0].dim[2], 1,
+                 in[1], s[1].dim[1], 1, out);
+        return;
     case OPS_FORM_CONV: {
         ops_win h = ops_win_make(s[0].dim[2], s[1].dim[2], p[0], p[1]);
         ops_win v = ops_win_make(s[0].dim[3], s[1].dim[3], p[0], p[1]);

@@ -28,6 +28,8 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                    .kinds = {K_M, K_M, OPS_KIND_MATRIX}, .form = OPS_FORM_MATMUL},
     [OP_BMM] = {.name = "bmm", .arity = 2, .onnx = "MatMul", .kinds = {K_A, K_A, OPS_KIND_ACT},
                 .form = OPS_FORM_BMM},
+    [OP_LINEAR] = {.name = "linear", .arity = 2, .onnx = "MatMul", .kinds = {K_A, K_M, OPS_KIND_ACT},
+                   .form = OPS_FORM_LINEAR},
     [OP_CONV2D] = {.name = "conv2d", .arity = 2, .n_params = 4,
                    .pkind = {PK_STRIDE, PK_PAD, PK_ACT, PK_GROUPS},
                    .pname = {"stride", "pad", "act", "groups"}, .onnx = "Conv",
@@ -129,6 +131,7 @@ int ops_shape_of_in0(ops_op op) {
     case OPS_FORM_ONES: return 1;
     case OPS_FORM_MATMUL:
     case OPS_FORM_BMM:
+    case OPS_FORM_LINEAR:
     case OPS_FORM_CONV:
     case OPS_FORM_POOL:
     case OPS_FORM_CONCAT:

@@ -47,6 +47,8 @@ typedef enum { /* ORDER OP */
     OP_MATMUL,    /* [m,k] x [k,n] -> [m,n] */
     OP_BMM,       /* [b,h,m,k] x [b,h,k,n] -> [b,h,m,n]: a matmul per (b, h), the
                      batched MatMul of attention */
+    OP_LINEAR,    /* [b,m,k] x [k,n] -> [b,m,n]: every [m,k] block by one matrix, the
+                     projections of a transformer (ONNX MatMul of rank 3 by rank 2) */
     OP_CONV2D,    /* (stride, pad, act, groups; x NCHW, w OIHW) */
     OP_EWADD,     /* x + y, same shapes */
     OP_EWMUL,     /* x * y, same shapes */
@@ -153,6 +155,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_ROW,       /* (axis; x): row(the slice of x along axis), x's shape */
     OPS_FORM_MATMUL,    /* [m,k] x [k,n] */
     OPS_FORM_BMM,       /* [b,h,m,k] x [b,h,k,n] */
+    OPS_FORM_LINEAR,    /* [b,m,k] x [k,n] */
     OPS_FORM_CONV,      /* conv2d */
     OPS_FORM_POOL,      /* avgpool, maxpool */
     OPS_FORM_CONCAT,    /* (axis; x, y) */

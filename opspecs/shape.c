@@ -100,6 +100,16 @@ static ops_status shape_bmm(const ten_shape *in, ten_shape *out, char *err) {
     return OPS_OK;
 }
 
+static ops_status shape_linear(const ten_shape *in, ten_shape *out, char *err) {
+    const ten_shape *x = &in[0], *w = &in[1];
+    if (x->rank != 3 || w->rank != 2) return fail(OP_LINEAR, OPS_ESHAPE, in, err, "needs rank 3 x rank 2");
+    if (x->dim[2] != w->dim[0])
+        return fail(OP_LINEAR, OPS_ESHAPE, in, err, "inner dims %d != %d", (int)x->dim[2], (int)w->dim[0]);
+    *out = *x;
+    out->dim[2] = w->dim[1];
+    return OPS_OK;
+}
+
 static ops_status conv_params(const int32_t *p, const ten_shape *in, char *err) {
     if (!stride_ok(p[0]))
         return fail(OP_CONV2D, OPS_EPARAM, in, err, "bad stride %d", (int)p[0]);
@@ -292,6 +302,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
     switch (ops_table[op].form) {
     case OPS_FORM_MATMUL: return shape_matmul(in, out, err);
     case OPS_FORM_BMM: return shape_bmm(in, out, err);
+    case OPS_FORM_LINEAR: return shape_linear(in, out, err);
     case OPS_FORM_CONV: return shape_conv(p, in, out, err);
     case OPS_FORM_ZIP: return shape_ew(op, in, out, err);
     case OPS_FORM_SCALE: return shape_smul(op, in, out, err);

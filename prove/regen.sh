@@ -6,8 +6,10 @@
 #
 # synth at depth 3 over every operator, plus depth 4 over matmul, concat
 # and the splits, and over conv2d, concat and the splits (1x1 and 3x3
-# weights): the two-output merges of matmuls or convs sharing an input need
-# four operators on their right side. Merged, then proved with a fixed
+# weights), and over linear, bias, scale, concat and the splits (token
+# sequences): the two-output merges of matmuls, convs or projections sharing
+# an input, and of the biases after them, need four operators on their
+# right side. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
 # check (the same bytes on any machine and with any --jobs). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them);
@@ -26,8 +28,10 @@ step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
 step synth-d3 "$bin/synth" --no-timings --max-ops 3 --seed 1 -o "$work/candidates-d3.tasodb"
 step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0,split1 --seed 1 \
     -o "$work/candidates-d4mm.tasodb"
+step synth-d4lin "$bin/synth" --no-timings --max-ops 4 --ops linear,bias,scale,concat,split0,split1 \
+    --types seq,matrix,vec3 --seed 1 -o "$work/candidates-d4lin.tasodb"
 step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,split0,split1 \
     --types act,w1x1,w3x3 --seed 1 -o "$work/candidates-d4conv.tasodb"
 "$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \
-    "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb"
+    "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb"
 step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"

@@ -73,6 +73,7 @@ Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, 
     switch (ops_table[op].form) {
     case OPS_FORM_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
     case OPS_FORM_BMM: return d->get(d, a == 3, a);
+    case OPS_FORM_LINEAR: return a == 2 ? d->get(d, 1, 1) : d->get(d, 0, a);
     case OPS_FORM_CONV: return conv_dim(z, p, d, a);
     case OPS_FORM_MAP:
     case OPS_FORM_ZIP:
@@ -181,6 +182,10 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
     case OPS_FORM_BMM:
         for (int a = 0; a < 2; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));
         need(f, eq2(z, d->get(d, 0, 3), d->get(d, 1, 2)));
+        break;
+    case OPS_FORM_LINEAR: /* x of rank 3: its missing axis 3 reads as 1 */
+        need(f, eq2(z, d->get(d, 0, 2), d->get(d, 1, 0)));
+        need(f, eq2(z, d->get(d, 0, 3), zs_num(z, 1)));
         break;
     case OPS_FORM_CONV: conv_fits(z, f, p, d); break;
     case OPS_FORM_ZIP:

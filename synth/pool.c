@@ -7,8 +7,9 @@
 
 #include "dom.h"
 
-/* Square matrices so matmul and transpose compose; activations NCHW and
- * conv weights OIHW with C = O = 2 so convolutions chain; H = W = 4 so a
+/* Square matrices so matmul and transpose compose; activations NCHW, and
+ * token sequences [b,m,k] (rank 3, of the activation kind) whose k meets
+ * the matrices; conv weights OIHW with C = O = 2 so convolutions chain; H = W = 4 so a
  * 3x3 VALID window fits; vectors of each of those dims for biases and
  * per-channel scales. Counts bound the variables of one type in a graph
  * (matmul chains of 4 operands need 4 matrices). */
@@ -22,6 +23,7 @@ const pool_type_info pool_types[] = {
     {"w3x1", {4, {2, 2, 3, 1}}, DOM_WEIGHT, 1},
     {"vec2", {1, {2}}, DOM_VECTOR, 2}, /* per channel of act, per O of the weights */
     {"vec3", {1, {3}}, DOM_VECTOR, 2}, /* per row or column of a matrix */
+    {"seq", {3, {1, 2, 3}}, DOM_ACT, 2}, /* [b,m,k] tokens: linear by a matrix */
 };
 const int pool_n_types = (int)(sizeof pool_types / sizeof pool_types[0]);
 static_assert(sizeof pool_types / sizeof pool_types[0] <= POOL_MAX_TYPES, "raise POOL_MAX_TYPES");

@@ -38,6 +38,7 @@ static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
         for (int a = 0; a < 3; a++) take(out, a, b0, a);
         take(out, 3, b1, 3);
         return;
+    case OPS_FORM_LINEAR: take(out, 0, b0, 0), take(out, 1, b0, 1), take(out, 2, b1, 1); return;
     case OPS_FORM_CONV: take(out, 0, b0, 0), take(out, 1, b1, 0); return;
     case OPS_FORM_ZIP:
         for (int a = 0; a < TEN_MAX_RANK; a++) take(out, a, b0->size[a] ? b0 : b1, a);

@@ -29,9 +29,9 @@ static int fold(const char *in, const char *out) {
     if (rc != EG_OK) fprintf(stderr, "fold_driver: %s\n", err);
     else
         printf("bn_folded %d bias_split %d identity_removed %d cse_merged %d "
-               "matmul_squeezed %d reshapes_cancelled %d dead_removed %d weights_folded %d\n",
+               "reshapes_cancelled %d dead_removed %d weights_folded %d\n",
                st.bn_folded, st.bias_split, st.identity_removed, st.cse_merged,
-               st.matmul_squeezed, st.reshapes_cancelled, st.dead_removed, st.weights_folded);
+               st.reshapes_cancelled, st.dead_removed, st.weights_folded);
     eg_free(g);
     return rc == EG_OK ? 0 : 2;
 }

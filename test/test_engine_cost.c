@@ -124,6 +124,7 @@ typedef struct {
 static const ops_case ops_cases[] = {
     {"A01 matmul [8,16]x[16,4]", OP_MATMUL, {0}, 2, 2, S(8, 16), S(16, 4)},
     {"A01a bmm [1,4,8,16]x[1,4,16,8]", OP_BMM, {0}, 4, 4, S(1, 4, 8, 16), S(1, 4, 16, 8)},
+    {"A01b linear [2,8,16]x[16,4]", OP_LINEAR, {0}, 3, 2, S(2, 8, 16), S(16, 4)},
     {"A02 conv2d 3x3 SAME", OP_CONV2D, {1, OPS_PAD_SAME, OPS_ACT_NONE, 1}, 4, 4, S(1, 4, 8, 8),
      S(8, 4, 3, 3)},
     {"A03 ewadd", OP_EWADD, {0}, 2, 2, S(4, 4), S(4, 4)},
