@@ -400,7 +400,8 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case EG_MOP_MATMUL: return kern_matmul(g, n, k);
     case EG_MOP_ADD:
     case EG_MOP_SUM: ewise(k, EG_EW_ADD, 1); return 1;
-    case EG_MOP_MUL: ewise(k, EG_EW_MUL, 1); return 1;
+    case EG_MOP_MUL:
+    case EG_MOP_DIV: ewise(k, EG_EW_MUL, 1); return 1;
     case EG_MOP_RELU: ewise(k, EG_EW_RELU, 1); return 1;
     case EG_MOP_SIGMOID: ewise(k, EG_EW_SIGMOID, 4); return 1;
     case EG_MOP_TANH: ewise(k, EG_EW_TANH, 4); return 1;

@@ -95,16 +95,16 @@ static void m_transpose(const eg_shape *xs, const eg_attrs *a, const float *x, c
     for (int64_t i = 0; i < n; i++, odo_next(idx, os)) out[i] = x[dot_idx(idx, step, r)];
 }
 
-/* Numpy-broadcast out = a * b (mul) or a + beta * b. out may be a when a
+/* Numpy-broadcast out = a * b (Mul), a / b (Div) or a + beta * b (Add). out may be a when a
  * has the output's shape (each a[i] is read before out[i] is written). */
-static void m_binary(int mul, float beta, const eg_shape *as, const eg_shape *bs, const float *a,
+static void m_binary(eg_mop op, float beta, const eg_shape *as, const eg_shape *bs, const float *a,
                      const float *b, const eg_shape *os, float *out) {
     int64_t sa[EG_MAX_RANK], sb[EG_MAX_RANK], idx[EG_MAX_RANK] = {0}, n = eg_shape_numel(os);
     bcast_steps(as, os, 1, sa);
     bcast_steps(bs, os, 1, sb);
     for (int64_t i = 0; i < n; i++, odo_next(idx, os)) {
         float x = a[dot_idx(idx, sa, os->rank)], y = b[dot_idx(idx, sb, os->rank)];
-        out[i] = mul ? x * y : x + beta * y;
+        out[i] = op == EG_MOP_MUL ? x * y : op == EG_MOP_DIV ? x / y : x + beta * y;
     }
 }
 
@@ -155,7 +155,7 @@ static void m_gemm(const eg_attrs *a, const eg_shape *const *s, const float *con
     int64_t m = os->dim[0], n = os->dim[1], k = s[0]->dim[ta ? 0 : 1];
     kf_gemm(m, k, n, in[0], ta ? 1 : k, ta ? m : 1, in[1], tb ? 1 : n, tb ? k : 1, out);
     for (int64_t i = 0; i < m * n; i++) out[i] *= a->alpha;
-    if (in[2]) m_binary(0, a->beta, os, s[2], out, in[2], os, out);
+    if (in[2]) m_binary(EG_MOP_ADD, a->beta, os, s[2], out, in[2], os, out);
 }
 
 /* numpy matmul: one kf_gemm per index of the output's batch dims, each
@@ -271,10 +271,11 @@ static int model_eval(const eg_graph *g, const eg_node *nd, const eg_shape *cons
     case EG_MOP_FLATTEN: memcpy(out[0], in[0], sizeof *out[0] * (size_t)numel); return 1;
     case EG_MOP_TRANSPOSE: m_transpose(s[0], a, in[0], os, out[0]); return 1;
     case EG_MOP_ADD:
-    case EG_MOP_MUL: m_binary(nd->mop == EG_MOP_MUL, 1.0f, s[0], s[1], in[0], in[1], os, out[0]); return 1;
+    case EG_MOP_MUL:
+    case EG_MOP_DIV: m_binary(nd->mop, 1.0f, s[0], s[1], in[0], in[1], os, out[0]); return 1;
     case EG_MOP_SUM: /* lowered on import; kept for completeness */
         memset(out[0], 0, sizeof *out[0] * (size_t)numel);
-        for (int k = 0; k < nd->n_in; k++) m_binary(0, 1.0f, os, s[k], out[0], in[k], os, out[0]);
+        for (int k = 0; k < nd->n_in; k++) m_binary(EG_MOP_ADD, 1.0f, os, s[k], out[0], in[k], os, out[0]);
         return 1;
     case EG_MOP_CONV: return m_conv(a, s, in, os, out[0]);
     case EG_MOP_MAXPOOL:
@@ -380,7 +381,8 @@ int eg_fkern_model(const eg_graph *g, const eg_node *n, const float *const *in, 
     case EG_MOP_FLATTEN:
     case EG_MOP_TRANSPOSE:
     case EG_MOP_ADD:
-    case EG_MOP_MUL: break;
+    case EG_MOP_MUL:
+    case EG_MOP_DIV: break;
     case EG_MOP_CONV:
     case EG_MOP_MAXPOOL:
     case EG_MOP_AVGPOOL:

@@ -20,6 +20,7 @@ const eg_mop_info eg_mop_table[EG_MOP_COUNT] = { /* ORDER MOP */
     [EG_MOP_MATMUL] = {"MatMul", 2, 2, 1},
     [EG_MOP_ADD] = {"Add", 2, 2, 1},
     [EG_MOP_MUL] = {"Mul", 2, 2, 1},
+    [EG_MOP_DIV] = {"Div", 2, 2, 1},
     [EG_MOP_RELU] = {"Relu", 1, 1, 1},
     [EG_MOP_SIGMOID] = {"Sigmoid", 1, 1, 1},
     [EG_MOP_TANH] = {"Tanh", 1, 1, 1},

@@ -102,6 +102,7 @@ typedef enum {
     EG_MOP_MATMUL,        /* (A, B); numpy-style batching */
     EG_MOP_ADD,           /* (A, B); multidirectional broadcasting */
     EG_MOP_MUL,
+    EG_MOP_DIV,
     EG_MOP_RELU,
     EG_MOP_SIGMOID,
     EG_MOP_TANH,

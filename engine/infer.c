@@ -592,7 +592,8 @@ static eg_status infer_model(const ictx *c) {
     case EG_MOP_GEMM: return infer_gemm(c);
     case EG_MOP_MATMUL: return infer_matmul(c);
     case EG_MOP_ADD:
-    case EG_MOP_MUL: return infer_binary(c);
+    case EG_MOP_MUL:
+    case EG_MOP_DIV: return infer_binary(c);
     case EG_MOP_RELU:
     case EG_MOP_SIGMOID:
     case EG_MOP_TANH:

@@ -158,8 +158,8 @@ static void view_vector(eg_graph *g, int v) {
     s->dim[0] = d, s->rank = 1;
 }
 
-/* Same shapes: ewadd/ewmul; a Mul by a rank-0 tensor: smul(x, s); a
- * per-channel vector: bias/scale. */
+/* Same shapes: ewadd/ewmul; an Add or a Mul by a rank-0 tensor: sadd or
+ * smul(x, s); a per-channel vector: bias/scale. */
 static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) {
     static const int32_t p[OPS_MAX_PARAMS] = {0};
     if (ops_fits(g, ew, p, n->in, n->out[0])) {
@@ -187,12 +187,13 @@ static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) 
         }
         g->tensor[in[1]].shape = keep;
     }
-    if (ew != OP_EWMUL) return 0;
+    /* by a scalar, on either side */
+    ops_op sc = ew == OP_EWADD ? OP_SADD : OP_SMUL;
     int swapped[2] = {n->in[1], n->in[0]};
     for (int k = 0; k < 2; k++) {
         int *in = k ? swapped : n->in;
-        if (ops_fits(g, OP_SMUL, p, in, n->out[0])) {
-            set_ops(n, OP_SMUL, p, in, n->out[0]);
+        if (ops_fits(g, sc, p, in, n->out[0])) {
+            set_ops(n, sc, p, in, n->out[0]);
             return 1;
         }
     }
@@ -545,6 +546,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appende
         break;
     case EG_MOP_ADD: lower_binary(g, n, OP_EWADD, uses); break;
     case EG_MOP_MUL: lower_binary(g, n, OP_EWMUL, uses); break;
+    case EG_MOP_DIV: lower_simple(g, n, OP_SDIV, 0); break; /* by a scalar */
     case EG_MOP_RELU: lower_simple(g, n, OP_RELU, 0); break;
     case EG_MOP_SIGMOID: lower_simple(g, n, OP_SIGMOID, 0); break;
     case EG_MOP_TANH: lower_simple(g, n, OP_TANH, 0); break;

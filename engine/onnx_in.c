@@ -633,6 +633,7 @@ static const struct { int lo, hi; } mop_opsets[EG_MOP_COUNT] = {
     [EG_MOP_MATMUL] = {1, EG_OPSET_MAX},        /* 1, 9, 13 */
     [EG_MOP_ADD] = {1, EG_OPSET_MAX},           /* < 7: legacy broadcast checked */
     [EG_MOP_MUL] = {1, EG_OPSET_MAX},
+    [EG_MOP_DIV] = {1, EG_OPSET_MAX},
     [EG_MOP_RELU] = {1, EG_OPSET_MAX},          /* < 6: consumed_inputs ignored */
     [EG_MOP_SIGMOID] = {1, EG_OPSET_MAX},
     [EG_MOP_TANH] = {1, EG_OPSET_MAX},
@@ -664,7 +665,8 @@ static int parse_attrs(const Onnx__NodeProto *np, int opset, eg_mop mop, eg_attr
     case EG_MOP_SOFTMAX: return parse_axis(np, a, opset < 13 ? 1 : -1);
     case EG_MOP_LAYERNORM: return parse_layernorm(np, a);
     case EG_MOP_ADD:
-    case EG_MOP_MUL: return parse_binary(np, opset, a);
+    case EG_MOP_MUL:
+    case EG_MOP_DIV: return parse_binary(np, opset, a);
     case EG_MOP_RELU:
     case EG_MOP_SIGMOID:
     case EG_MOP_TANH:
@@ -1166,7 +1168,7 @@ static int channel_value(const eg_tensor *a, const eg_tensor *b, int ax, int ir)
 static eg_status legacy_channel(ictx *c, int j) {
     eg_node *n = &c->g->node[j];
     int id;
-    if ((n->mop != EG_MOP_ADD && n->mop != EG_MOP_MUL) || n->in[0] < 0 || n->in[1] < 0 ||
+    if ((n->mop != EG_MOP_ADD && n->mop != EG_MOP_MUL && n->mop != EG_MOP_DIV) || n->in[0] < 0 || n->in[1] < 0 ||
         (n->attr.flags & (EG_AF_LEGACY_BCAST | EG_AF_HAS_AXIS)) != (EG_AF_LEGACY_BCAST | EG_AF_HAS_AXIS))
         return EG_OK;
     const eg_tensor *a = &c->g->tensor[n->in[0]], *b = &c->g->tensor[n->in[1]];

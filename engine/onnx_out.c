@@ -1038,7 +1038,8 @@ static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
         if (c->g->opset < 7) nb_int(b, "is_test", 1); /* opset 6 (1..5 are never lowered) */
         break;
     case EG_MOP_ADD:
-    case EG_MOP_MUL: return c->g->opset < 7 ? legacy_broadcast(c, n, b) : EG_OK;
+    case EG_MOP_MUL:
+    case EG_MOP_DIV: return c->g->opset < 7 ? legacy_broadcast(c, n, b) : EG_OK;
     case EG_MOP_GLOBALAVGPOOL:
     case EG_MOP_MATMUL:
     case EG_MOP_RELU:

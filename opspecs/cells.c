@@ -26,6 +26,8 @@ static uint64_t seeded(uint64_t x, uint64_t seed) {
 
 static uint64_t r_add(uint64_t a, uint64_t b) { return mp_add(a, b); }
 static uint64_t r_mul(uint64_t a, uint64_t b) { return mp_mul(a, b); }
+/* division is exact on residues (p is prime); by 0 it gives 0 */
+static uint64_t r_div(uint64_t a, uint64_t b) { return mp_mul(a, mp_inv(b)); }
 static uint64_t r_relu(uint64_t a) { return mp_relu(a); }
 static uint64_t r_sigmoid(uint64_t a) { return seeded(a, 0x5167u); }
 static uint64_t r_tanh(uint64_t a) { return seeded(a, 0x7a4bu); }
@@ -65,6 +67,7 @@ static void r_layernorm(const uint64_t *x, uint64_t *y, int64_t n, int64_t strid
 
 static float f_add(float a, float b) { return a + b; }
 static float f_mul(float a, float b) { return a * b; }
+static float f_div(float a, float b) { return a / b; }
 static float f_relu(float a) { return a > 0 ? a : 0.0f; }
 static float f_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
 static float f_tanh(float a) { return tanhf(a); }
@@ -103,6 +106,8 @@ const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_EWADD] = ZIP(r_add, f_add),
     [OP_EWMUL] = ZIP(r_mul, f_mul),
     [OP_SMUL] = ZIP(r_mul, f_mul),
+    [OP_SADD] = ZIP(r_add, f_add),
+    [OP_SDIV] = ZIP(r_div, f_div),
     [OP_RELU] = MAP(r_relu, f_relu),
     [OP_SIGMOID] = MAP(r_sigmoid, f_sigmoid),
     [OP_TANH] = MAP(r_tanh, f_tanh),

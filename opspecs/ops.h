@@ -53,6 +53,9 @@ typedef enum { /* ORDER OP */
     OP_EWADD,     /* x + y, same shapes */
     OP_EWMUL,     /* x * y, same shapes */
     OP_SMUL,      /* x * s, s a rank-0 scalar tensor */
+    OP_SADD,      /* x + s, s a rank-0 scalar tensor */
+    OP_SDIV,      /* x / s, s a rank-0 scalar tensor; on residues x times the inverse
+                     of s (of 0: 0) */
     OP_RELU,      /* elementwise: v if v is "non-negative" (v <= (p-1)/2) else 0 */
     OP_SIGMOID,   /* elementwise; on residues a fixed seeded function (cells.c) */
     OP_TANH,      /* elementwise; on residues a fixed seeded function */

@@ -39,6 +39,8 @@
 #define DOM_MAX_COMBOS 16
 #define DOM_BAD UINT64_MAX
 #define DOM_DIM_MAX 16383 /* dims must fit 14 bits */
+/* Every operator as a bit op set (the sets are 32 bits wide: dom.c). */
+#define DOM_ALL_OPS ((uint32_t)(((uint64_t)1 << OP_COUNT) - 1))
 
 /* The kinds of ops.h (the operator table's kinds column says which an
  * operator takes), plus "none" for an operand synth may not use. */

@@ -52,7 +52,7 @@ static syn_status fail(run *r, syn_status rc, const char *fmt, ...) {
 void syn_options_init(syn_options *o) {
     memset(o, 0, sizeof *o);
     o->max_ops = 3;
-    o->ops = (1u << OP_COUNT) - 1;
+    o->ops = DOM_ALL_OPS;
     o->types = (1u << pool_n_types) - 1;
     o->seed = 1;
     o->shard_n = 1;
@@ -106,7 +106,7 @@ static syn_status check_options(run *r) {
     const syn_options *o = r->o;
     if (o->max_ops < 0 || o->max_ops > SYN_MAX_OPS)
         return fail(r, SYN_EINVAL, "max-ops %d out of range 0..%d", o->max_ops, SYN_MAX_OPS);
-    if (!o->ops || o->ops >> OP_COUNT)
+    if (!o->ops || (o->ops & ~DOM_ALL_OPS))
         return fail(r, SYN_EINVAL, "no operators (or unknown operator bits) selected");
     if (!o->types || o->types >> pool_n_types)
         return fail(r, SYN_EINVAL, "no pool types (or unknown type bits) selected");

@@ -130,6 +130,8 @@ static const ops_case ops_cases[] = {
     {"A03 ewadd", OP_EWADD, {0}, 2, 2, S(4, 4), S(4, 4)},
     {"A04 ewmul", OP_EWMUL, {0}, 2, 2, S(4, 4), S(4, 4)},
     {"A05 smul", OP_SMUL, {0}, 2, 0, S(4, 4), S(0)},
+    {"A05a sadd", OP_SADD, {0}, 2, 0, S(4, 4), S(0)},
+    {"A05b sdiv", OP_SDIV, {0}, 3, 0, S(2, 4, 4), S(0)},
     {"A06 relu", OP_RELU, {0}, 2, 0, S(4, 4), S(0)},
     {"A07 avgpool 3x3", OP_AVGPOOL, {OPS_KERNEL(3, 3), 1, OPS_PAD_SAME}, 4, 0, S(1, 2, 8, 8),
      S(0)},
@@ -253,6 +255,7 @@ static const mop_case mop_cases[] = {
      {S(2, 8, 16), S(16, 4), S(2, 8, 4)}},
     {"M09 Add broadcast", EG_MOP_ADD, {.group = 0}, 2, 1, {2, 1, 2}, {S(4, 4), S(4), S(4, 4)}},
     {"M10 Mul", EG_MOP_MUL, {.group = 0}, 2, 1, {2, 2, 2}, {S(4, 4), S(4, 4), S(4, 4)}},
+    {"M10a Div broadcast", EG_MOP_DIV, {.group = 0}, 2, 1, {2, 1, 2}, {S(4, 4), S(4), S(4, 4)}},
     {"M11 Relu", EG_MOP_RELU, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
     {"M12 Sigmoid", EG_MOP_SIGMOID, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
     {"M13 Tanh", EG_MOP_TANH, {.group = 0}, 1, 1, {2, 2}, {S(4, 4), S(4, 4)}},
@@ -809,7 +812,9 @@ static void test_kind_names(void **state) {
 
 
 int main(void) {
-    struct CMUnitTest tests[96];
+    /* the tables' rows, then the single tests below (a fixed size overflowed
+     * once the tables grew) */
+    struct CMUnitTest tests[N_OPS_CASES + N_MOP_CASES + N_BAD_CASES + 32];
     size_t n = 0;
     ADD_TABLE(tests, n, ops_cases, N_OPS_CASES, test_ops);
     ADD_TABLE(tests, n, mop_cases, N_MOP_CASES, test_mop);

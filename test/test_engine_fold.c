@@ -65,6 +65,8 @@ static const kcase kcases[] = {
     {"K06 ewadd", OP_EWADD, {0}, {S3(2, 3, 4), S3(2, 3, 4)}},
     {"K07 ewmul", OP_EWMUL, {0}, {S3(2, 3, 4), S3(2, 3, 4)}},
     {"K08 smul", OP_SMUL, {0}, {S2(3, 4), {0, {0}}}},
+    {"K08a sadd", OP_SADD, {0}, {S3(2, 3, 4), {0, {0}}}},
+    {"K08b sdiv", OP_SDIV, {0}, {S2(3, 4), {0, {0}}}},
     {"K09 relu", OP_RELU, {0}, {S2(2, 7)}},
     {"K10 avgpool 3x3 s1 SAME", OP_AVGPOOL, {K(3, 3), 1, OPS_PAD_SAME}, {S4(1, 2, 5, 5)}},
     {"K11 avgpool 2x2 s2 VALID", OP_AVGPOOL, {K(2, 2), 2, OPS_PAD_VALID}, {S4(2, 1, 5, 4)}},
@@ -109,6 +111,7 @@ static uint64_t residue(int64_t v) { return v < 0 ? MP_P - (uint64_t)(-v) : (uin
 /* The divisor that makes an operator's result an integer. */
 static int64_t divisor(const kcase *c) {
     if (c->op == OP_AVGPOOL) return OPS_KERNEL_H(c->p[0]) * OPS_KERNEL_W(c->p[0]);
+    if (c->op == OP_SDIV) return small(0, 1); /* the scalar divisor */
     return 1;
 }
 
