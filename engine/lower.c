@@ -530,12 +530,39 @@ static eg_status lower_layernorm(eg_graph *g, int j, int *appended) {
     return EG_OK;
 }
 
+static int opaque_is(const eg_node *n, const char *op_type, int n_in) {
+    return n->kind == EG_KIND_OPAQUE && n->op_type && !strcmp(n->op_type, op_type) &&
+           (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) && n->n_in == n_in &&
+           n->n_out == 1 && !n->n_implicit;
+}
+
+/* Where(IsNaN(x), 0, x), the IsNaN read by nothing else: nanzero(x); the
+ * IsNaN node is marked in drop and the zero constant absorbed. */
+static void lower_nanzero(eg_graph *g, eg_node *n, const uses_t *uses, unsigned char *drop) {
+    static const int32_t p[OPS_MAX_PARAMS] = {0};
+    if (!drop || !opaque_is(n, "Where", 3) || n->in[0] < 0 || n->in[1] < 0 || n->in[2] < 0 || n->out[0] < 0 ||
+        n->in[0] >= uses->n || n->in[1] >= uses->n)
+        return;
+    int c = n->in[0], zero = n->in[1], x = n->in[2], isnan_j = g->tensor[c].producer;
+    const eg_tensor *z = &g->tensor[zero];
+    if (isnan_j < 0 || !opaque_is(&g->node[isnan_j], "IsNaN", 1) || g->node[isnan_j].in[0] != x ||
+        uses->of[c] != 1 || (g->tensor[c].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) ||
+        !(z->flags & EG_TF_INIT) || !z->data || eg_shape_numel(&z->shape) != 1 || z->data[0] != 0.0f ||
+        signbit(z->data[0]) || !ops_fits(g, OP_NANZERO, p, &x, n->out[0]))
+        return;
+    if (uses->of[zero] == 1) g->tensor[zero].flags |= EG_TF_ABSORBED;
+    set_ops(n, OP_NANZERO, p, &x, n->out[0]);
+    drop[isnan_j] = 1;
+}
+
 /* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *appended set when
  * a node was appended (a Split's second half, a Sum's later Adds, a bias). */
-static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, int *appended) {
+static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, unsigned char *drop,
+                            int *appended) {
     eg_node *n = &g->node[j];
     *appended = 0;
     if (n->kind == EG_KIND_OPAQUE) lower_map(g, n);
+    if (n->kind == EG_KIND_OPAQUE) lower_nanzero(g, n, uses, drop);
     if (n->kind != EG_KIND_MODEL) return EG_OK;
     switch (n->mop) {
     case EG_MOP_CONV: return lower_conv(g, j, appended);
@@ -584,15 +611,29 @@ eg_status eg_lower(eg_graph *g) {
     free(drop);
     if (rc != EG_OK) return rc;
     uses_t uses = {malloc(sizeof(int) * ((size_t)g->n_tensors + 1)), g->n_tensors};
-    if (!uses.of) return EG_ENOMEM;
+    int n0 = g->n_nodes;
+    drop = calloc((size_t)n0 + 1, 1); /* nodes a lowering absorbed (IsNaN) */
+    if (!uses.of || !drop) {
+        free(uses.of), free(drop);
+        return EG_ENOMEM;
+    }
     eg_count_uses(g, uses.of);
     for (int j = 0; rc == EG_OK && j < g->n_nodes; j++) { /* appended nodes are lowered too */
         int appended;
-        rc = lower_node(g, j, &uses, &appended);
+        rc = lower_node(g, j, &uses, j < n0 ? drop : NULL, &appended);
         any |= appended;
     }
     free(uses.of);
-    if (rc != EG_OK || !(any || dropped)) return rc;
+    int absorbed = 0;
+    for (int j = 0; j < n0; j++) absorbed |= drop[j];
+    if (rc == EG_OK && absorbed) { /* drop covers the nodes before the appended ones */
+        unsigned char *all = calloc((size_t)g->n_nodes + 1, 1);
+        if (all) memcpy(all, drop, (size_t)n0);
+        rc = all ? eg_remove_nodes(g, all, NULL, 0) : EG_ENOMEM;
+        free(all);
+    }
+    free(drop);
+    if (rc != EG_OK || !(any || dropped || absorbed)) return rc;
     /* the graph was valid before, so only memory can fail here */
     rc = eg_index(g, NULL, 0);
     return rc == EG_OK ? eg_toposort(g, NULL, 0) : rc;

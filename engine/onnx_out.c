@@ -506,8 +506,33 @@ static eg_status emit_plain(octx *c, const eg_node *n, const char *op_type, cons
 /* A map whose ONNX spelling carries constants (ops_info.onnx_const): as
  * scalar inputs after x from the opset the table names, else as float
  * attributes. */
+/* nanzero: IsNaN(x) into a fresh tensor, then Where(it, 0, x). */
+static eg_status emit_nanzero(octx *c, const eg_node *n) {
+    static const eg_shape scalar = {0, {0}};
+    const char *x = tname(c, n->in[0]), *y = tname(c, n->out[0]);
+    nbuild b, w;
+    eg_status rc = nb_init(&b, "IsNaN", 1, 1);
+    if (rc != EG_OK) return rc;
+    const char *isnan = nb_own(&b, fresh_name(c, y, "isnan"));
+    if (!isnan) rc = EG_ENOMEM;
+    if (rc == EG_OK) {
+        nb_in(&b, x), nb_out(&b, isnan);
+        rc = nb_emit(c, &b, n->name);
+    }
+    if (rc == EG_OK && (rc = nb_init(&w, "Where", 3, 1)) == EG_OK) {
+        nb_in(&w, isnan);
+        if (!nb_in_owned(&w, put_fill(c, y, "zero", 0.0f, &scalar))) rc = EG_ENOMEM;
+        nb_in(&w, x), nb_out(&w, y);
+        if (rc == EG_OK) rc = nb_emit(c, &w, n->name);
+        nb_free(&w);
+    }
+    nb_free(&b);
+    return rc;
+}
+
 static eg_status emit_map(octx *c, const eg_node *n) {
     const ops_info *o = &ops_table[n->op];
+    if (n->op == OP_NANZERO) return emit_nanzero(c, n);
     int as_inputs = o->onnx_const_inputs_since > 0 && c->g->opset >= o->onnx_const_inputs_since;
     static const eg_shape scalar = {0, {0}};
     nbuild b;

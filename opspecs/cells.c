@@ -2,7 +2,8 @@
  * residues modulo 2^61-1 (the exact semantics synth fingerprints and the
  * axiom checks evaluate) and over float32 (the engine's evaluator).
  *
- * Non-polynomial functions (sigmoid, tanh, erf, hardsigmoid, hardswish) have no exact residue
+ * Non-polynomial functions (sigmoid, tanh, erf, hardsigmoid, hardswish) and
+ * nanzero (residues have no NaN, yet nanzero is no identity on floats) have no exact residue
  * counterpart. Their residue semantics is a fixed seeded hash of the cell:
  * a model of the axioms claimed for them (they act cell by cell, so they
  * commute with concat, split and transpose) that satisfies nothing else,
@@ -34,6 +35,7 @@ static uint64_t r_tanh(uint64_t a) { return seeded(a, 0x7a4bu); }
 static uint64_t r_erf(uint64_t a) { return seeded(a, 0xe4fu); }
 static uint64_t r_hsigmoid(uint64_t a) { return seeded(a, 0x45c1u); }
 static uint64_t r_hswish(uint64_t a) { return seeded(a, 0x4557u); }
+static uint64_t r_nanzero(uint64_t a) { return seeded(a, 0x9a70u); }
 /* relu6 is piecewise linear, so it has an exact residue form: relu's
  * "non-negative" half, capped at 6; relu6(relu(x)) = relu6(x) holds. */
 static uint64_t r_relu6(uint64_t a) {
@@ -78,6 +80,7 @@ static float f_relu6(float a) { return clamp0(a, 6.0f); }
  * alpha 1/6 and beta 1/2 computes it */
 static float f_hsigmoid(float a) { return clamp0(a * (1.0f / 6.0f) + 0.5f, 1.0f); }
 static float f_hswish(float a) { return a * f_hsigmoid(a); }
+static float f_nanzero(float a) { return isnan(a) ? 0.0f : a; }
 /* softmax along a row, shifted by its maximum so no exp overflows */
 static void f_softmax(const float *x, float *y, int64_t n, int64_t stride, const int32_t *p) {
     (void)p;
@@ -115,6 +118,7 @@ const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_RELU6] = MAP(r_relu6, f_relu6),
     [OP_HSIGMOID] = MAP(r_hsigmoid, f_hsigmoid),
     [OP_HSWISH] = MAP(r_hswish, f_hswish),
+    [OP_NANZERO] = MAP(r_nanzero, f_nanzero),
     [OP_SOFTMAX] = ROW(r_softmax, f_softmax),
     [OP_LAYERNORM] = ROW(r_layernorm, f_layernorm),
     [OP_BIAS] = ZIP(r_add, f_add),

@@ -53,6 +53,7 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_HSIGMOID] = {ACT_ROW("hardsigmoid", "HardSigmoid", 2),
                      .onnx_const = {{"alpha", 1.0f / 6.0f, 0}, {"beta", 0.5f, 1}}},
     [OP_HSWISH] = ACT("hardswish", "HardSwish", 3),
+    [OP_NANZERO] = ACT("nanzero", "IsNaN+Where", 1), /* two ONNX nodes: lower.c, onnx_out.c */
     [OP_SOFTMAX] = {.name = "softmax", .arity = 1, P1(PK_AXIS, "axis"), .onnx = "Softmax",
                     .kinds = K_UNARY(K_M | K_A), .form = OPS_FORM_ROW, .flops = 5},
     [OP_LAYERNORM] = {.name = "layernorm", .arity = 1, .n_params = 2, .pkind = {PK_AXIS, PK_EPS},

@@ -63,6 +63,9 @@ typedef enum { /* ORDER OP */
     OP_RELU6,     /* elementwise: relu, then at most 6 (ONNX Clip 0..6) */
     OP_HSIGMOID,  /* elementwise; torch's hardsigmoid; seeded on residues */
     OP_HSWISH,    /* elementwise; hardswish; seeded on residues */
+    OP_NANZERO,   /* elementwise: 0 where x is NaN, else x (ONNX Where(IsNaN(x), 0, x),
+                     the guard exporters put after attention's softmax); seeded on
+                     residues, which have no NaN */
     OP_SOFTMAX,   /* (axis; x): each slice along axis as a whole; seeded on residues */
     OP_LAYERNORM, /* (axis, eps; x): each slice along axis to mean 0 and variance 1,
                      eps added to the variance (ONNX LayerNormalization without its
@@ -221,6 +224,12 @@ typedef struct {
 } ops_info;
 
 extern const ops_info ops_table[OP_COUNT];
+
+/* A set of operators, one bit each (synth's --ops, a ruledb's generator). */
+typedef uint64_t ops_set;
+#define OPS_SET_BIT(op) ((ops_set)1 << (op))
+#define OPS_SET_ALL ((ops_set)(((ops_set)1 << (OP_COUNT - 1)) * 2 - 1))
+_Static_assert(OP_COUNT <= 64, "ops_set holds 64 operators");
 
 /* 1 when op's output always has input 0's shape (from its form). */
 int ops_shape_of_in0(ops_op op);

@@ -19,7 +19,6 @@
 #include "modp.h"
 #include "mpread.h"
 
-static_assert(OP_COUNT <= 32, "rdb_generator.ops is a 32-bit operator set");
 
 /* Files larger than this are refused before reading (a rule set of a
  * million rules is ~100 MB). */
@@ -217,7 +216,7 @@ static rdb_status check_class(const rdb_class *c, size_t i, char *err, size_t er
 static rdb_status check_generator(const rdb_generator *g, char *err, size_t errlen) {
     if (!str_ok(g->tool, RDB_NAME_LEN) || !str_ok(g->version, RDB_NAME_LEN))
         return efmt(err, errlen, RDB_EINVAL, "generator: tool or version not terminated");
-    if (g->ops >> (OP_COUNT - 1) >> 1)
+    if (g->ops & ~OPS_SET_ALL)
         return efmt(err, errlen, RDB_EINVAL, "generator.ops: unknown operator bits");
     if (g->shard_count > RDB_MAX_SHARDS ||
         (g->shard_count < 64 && g->shard_have >> g->shard_count))
@@ -642,13 +641,13 @@ static rdb_status uint_field(reader *r, int key, void *ctx) {
     return rd_uint(r, slot[key], UINT64_MAX, "a uint");
 }
 
-static rdb_status read_ops(reader *r, uint32_t *ops) {
+static rdb_status read_ops(reader *r, ops_set *ops) {
     uint32_t n;
     if (mpr_array(&r->c, &n)) return cfail(r, "an array of operator names");
     for (uint32_t i = 0; i < n; i++) {
         rg_node node;
         if (read_op(r, &node)) return r->rc;
-        *ops |= 1u << node.op;
+        *ops |= OPS_SET_BIT(node.op);
     }
     return RDB_OK;
 }
@@ -925,7 +924,7 @@ static int pk_shard(msgpack_packer *pk, const rdb_generator *g) {
     return 0;
 }
 
-static int pk_ops(msgpack_packer *pk, uint32_t ops) {
+static int pk_ops(msgpack_packer *pk, ops_set ops) {
     size_t n = 0;
     for (int i = 0; i < OP_COUNT; i++) n += ops >> i & 1;
     if (pk_str(pk, "ops") || msgpack_pack_array(pk, n)) return -1;

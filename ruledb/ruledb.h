@@ -150,7 +150,7 @@ typedef struct {
     char version[RDB_NAME_LEN];
     uint32_t max_ops;
     uint64_t seed;
-    uint32_t ops;         /* bit op set: that operator was enumerated */
+    ops_set ops;          /* the operators enumerated */
     uint32_t shard_count; /* 0 unknown, 1 unsharded; --shard K/N: N */
     uint64_t shard_have;  /* bit k set: shard k of shard_count included */
     struct { uint64_t graphs, classes, proved, failed, pruned; } counts;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-static_assert(OP_COUNT <= 32, "the memo keeps an operator in 5 bits, op sets in 32");
+static_assert(OP_COUNT <= 1024, "the memo keeps an operator in 10 bits");
 
 /* synth's values of each parameter kind (dom.h). ORDER PKIND */
 static int kind_values(ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
@@ -45,7 +45,7 @@ static void op_combos(dom *d, ops_op op, int groups2) {
     }
 }
 
-void dom_init(dom *d, uint32_t ops, int groups2) {
+void dom_init(dom *d, ops_set ops, int groups2) {
     memset(d, 0, sizeof *d);
     d->ops = ops;
     for (int op = 0; op < OP_COUNT; op++)
@@ -108,12 +108,12 @@ void dom_memo_init(dom_memo *m) { memset(m, 0xff, sizeof *m); }
 uint64_t dom_infer(dom_memo *m, ops_op op, const int32_t p[OPS_MAX_PARAMS],
                    uint64_t s0, uint64_t s1) {
     if (ops_table[op].arity < 2) s1 = 0;
-    /* shape words use 59 bits: the operator goes above them */
-    uint64_t k0 = s0 | (uint64_t)op << 59, par = pack_params(p);
-    uint64_t key[3] = {k0, s1, par};
+    /* shape words use 59 bits: the operator's 10 bits go above them, 5 in each */
+    uint64_t k0 = s0 | ((uint64_t)op & 31) << 59, k1 = s1 | ((uint64_t)op >> 5) << 59;
+    uint64_t par = pack_params(p), key[3] = {k0, k1, par};
     uint64_t h = XXH3_64bits(key, sizeof key) & ((1u << DOM_MEMO_BITS) - 1);
-    if (m->e[h].in0 == k0 && m->e[h].in1 == s1 && m->e[h].par == par) return m->e[h].out;
+    if (m->e[h].in0 == k0 && m->e[h].in1 == k1 && m->e[h].par == par) return m->e[h].out;
     uint64_t out = infer(op, p, s0, s1);
-    m->e[h].in0 = k0, m->e[h].in1 = s1, m->e[h].par = par, m->e[h].out = out;
+    m->e[h].in0 = k0, m->e[h].in1 = k1, m->e[h].par = par, m->e[h].out = out;
     return out;
 }

@@ -39,8 +39,6 @@
 #define DOM_MAX_COMBOS 16
 #define DOM_BAD UINT64_MAX
 #define DOM_DIM_MAX 16383 /* dims must fit 14 bits */
-/* Every operator as a bit op set (the sets are 32 bits wide: dom.c). */
-#define DOM_ALL_OPS ((uint32_t)(((uint64_t)1 << OP_COUNT) - 1))
 
 /* The kinds of ops.h (the operator table's kinds column says which an
  * operator takes), plus "none" for an operand synth may not use. */
@@ -54,14 +52,14 @@ typedef enum {
 } dom_kind_t;
 
 typedef struct {
-    uint32_t ops; /* bit op set: the operator is enumerated */
+    ops_set ops; /* the operators enumerated */
     int n_combo[OP_COUNT];
     int32_t combo[OP_COUNT][DOM_MAX_COMBOS][OPS_MAX_PARAMS];
 } dom;
 
 /* Fill the combos of every operator in ops (bit set over ops_op).
  * @pre ops != 0. */
-void dom_init(dom *d, uint32_t ops, int groups2);
+void dom_init(dom *d, ops_set ops, int groups2);
 
 /* The kind op makes from input kinds k0, k1 (k1 ignored for unary
  * operators), or DOM_NO_KIND when it does not take them. */

@@ -52,7 +52,7 @@ static syn_status fail(run *r, syn_status rc, const char *fmt, ...) {
 void syn_options_init(syn_options *o) {
     memset(o, 0, sizeof *o);
     o->max_ops = 3;
-    o->ops = DOM_ALL_OPS;
+    o->ops = OPS_SET_ALL;
     o->types = (1u << pool_n_types) - 1;
     o->seed = 1;
     o->shard_n = 1;
@@ -61,7 +61,7 @@ void syn_options_init(syn_options *o) {
 /* Parse a comma-separated list of names into a bit set; lookup gives a
  * name's bit or -1. */
 static int parse_list(const char *list, const char *what, int (*lookup)(const char *),
-                      uint32_t *bits, char *err, size_t errlen) {
+                      uint64_t *bits, char *err, size_t errlen) {
     char name[64];
     *bits = 0;
     for (const char *p = list; *p;) {
@@ -76,7 +76,7 @@ static int parse_list(const char *list, const char *what, int (*lookup)(const ch
             snprintf(err, errlen, "unknown %s '%s'", what, name);
             return -1;
         }
-        *bits |= 1u << bit;
+        *bits |= (uint64_t)1 << bit;
         p += n + (p[n] == ',');
     }
     if (!*bits) snprintf(err, errlen, "no %s in '%s'", what, list);
@@ -94,19 +94,22 @@ static int type_bit(const char *name) {
     return -1;
 }
 
-int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen) {
+int syn_parse_ops(const char *list, ops_set *ops, char *err, size_t errlen) {
     return parse_list(list, "operator", op_bit, ops, err, errlen);
 }
 
 int syn_parse_types(const char *list, uint32_t *types, char *err, size_t errlen) {
-    return parse_list(list, "pool type", type_bit, types, err, errlen);
+    uint64_t bits;
+    int rc = parse_list(list, "pool type", type_bit, &bits, err, errlen);
+    *types = (uint32_t)bits; /* pool.h: at most POOL_MAX_TYPES */
+    return rc;
 }
 
 static syn_status check_options(run *r) {
     const syn_options *o = r->o;
     if (o->max_ops < 0 || o->max_ops > SYN_MAX_OPS)
         return fail(r, SYN_EINVAL, "max-ops %d out of range 0..%d", o->max_ops, SYN_MAX_OPS);
-    if (!o->ops || (o->ops & ~DOM_ALL_OPS))
+    if (!o->ops || (o->ops & ~OPS_SET_ALL))
         return fail(r, SYN_EINVAL, "no operators (or unknown operator bits) selected");
     if (!o->types || o->types >> pool_n_types)
         return fail(r, SYN_EINVAL, "no pool types (or unknown type bits) selected");

@@ -69,7 +69,7 @@
  *     char err[SYN_ERRLEN];
  *     syn_options_init(&o);
  *     o.max_ops = 2;
- *     o.ops = 1u << OP_MATMUL;
+ *     o.ops = OPS_SET_BIT(OP_MATMUL);
  *     if (syn_run(&o, &f, &st, err, sizeof err) != SYN_OK ||
  *         rdb_write("mm.tasodb", f, err, sizeof err) != RDB_OK)
  *         fprintf(stderr, "%s\n", err);
@@ -102,7 +102,7 @@ typedef enum { SYN_CPU, SYN_CUDA } syn_backend;
 
 typedef struct {
     int max_ops;           /* 0..SYN_MAX_OPS; default 3 */
-    uint32_t ops;          /* bit op set: enumerated; default all operators */
+    ops_set ops;           /* enumerated; default all operators */
     uint32_t types;        /* bit t set: pool type t is used; default all */
     uint64_t seed;         /* default 1 */
     uint32_t shard_k, shard_n; /* default 0 of 1 */
@@ -146,7 +146,7 @@ void syn_options_init(syn_options *o);
 
 /* Parse "matmul,relu" into an op bit set.
  * @return 0, or -1 with the unknown name in err. */
-int syn_parse_ops(const char *list, uint32_t *ops, char *err, size_t errlen);
+int syn_parse_ops(const char *list, ops_set *ops, char *err, size_t errlen);
 
 /* Parse "act,w3x3" (pool type names, pool.c) into a type bit set.
  * @return 0, or -1 with the unknown name in err. */

@@ -407,6 +407,10 @@ LEGAL_CASES = [
      "both written back as Gemm", mk.legal_gemm, True,
      lambda m: [n.op_type for n in m.graph.node] == ["Gemm", "Relu", "Gemm"] and
      node_attr(m, "fc", "transB") == 1 and list(find_node(m, "fc").input) == ["x", "w", "b"]),
+    ("G11", "Where(IsNaN(s), 0, s) -> nanzero, written back as IsNaN + Where; a guard to 1 kept",
+     mk.legal_nanzero, True,
+     lambda m: [n.op_type for n in m.graph.node] == ["Softmax", "IsNaN", "Where", "IsNaN", "Where"] and
+     list(find_node(m, "guard_one").input) == ["nan1", "one", "g"]),
 ]
 
 

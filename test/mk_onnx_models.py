@@ -768,6 +768,20 @@ def legal_acts():
                  opset=14)
 
 
+def legal_nanzero():
+    """The guard transformers' exports put after attention's softmax (opset
+    17): Where(IsNaN(s), 0, s) -> nanzero; the same guard writing 1 for a
+    NaN stays opaque."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    n = [helper.make_node("Softmax", ["x"], ["s"], name="sm", axis=-1),
+         helper.make_node("IsNaN", ["s"], ["nan"], name="isnan"),
+         helper.make_node("Where", ["nan", "zero", "s"], ["g"], name="guard"),
+         helper.make_node("IsNaN", ["g"], ["nan1"], name="isnan_one"),
+         helper.make_node("Where", ["nan1", "one", "g"], ["y"], name="guard_one")]
+    return model(n, "legal_nanzero", [vi("x", [1, 2, 4, 4])], [vi("y", [1, 2, 4, 4])],
+                 [f32("zero", 0.0), f32("one", 1.0)], opset=17)
+
+
 def legal_dense():
     """DenseNet's spelling (opset 13): Concat of 1, 3 and 4 inputs, a
     BatchNormalization after a Concat (-> scale + bias, written back as one
@@ -822,7 +836,7 @@ MODELS = {
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
-    "legal_dense": legal_dense, "legal_gemm": legal_gemm,
+    "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
 }
 
 

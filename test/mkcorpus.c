@@ -86,8 +86,8 @@ static rdb_file *make_candidates(void) {
     if (!f) return NULL;
     snprintf(f->gen.tool, sizeof f->gen.tool, "mkcorpus");
     f->gen.max_ops = 2;
-    f->gen.ops = 1u << OP_EWADD | 1u << OP_CONV2D | 1u << OP_RELU | 1u << OP_SPLIT0 |
-                 1u << OP_SPLIT1;
+    f->gen.ops = OPS_SET_BIT(OP_EWADD) | OPS_SET_BIT(OP_CONV2D) | OPS_SET_BIT(OP_RELU) | OPS_SET_BIT(OP_SPLIT0) |
+                 OPS_SET_BIT(OP_SPLIT1);
     f->gen.counts.graphs = 1000;
     f->gen.counts.classes = n;
     f->gen.timings.wall_ms = 42;

@@ -158,6 +158,7 @@ static const ops_case ops_cases[] = {
     {"A23a relu6", OP_RELU6, {0}, 4, 0, S(1, 4, 8, 8), S(0)},
     {"A23b hardsigmoid", OP_HSIGMOID, {0}, 2, 0, S(16, 64), S(0)},
     {"A23c hardswish", OP_HSWISH, {0}, 4, 0, S(1, 8, 4, 4), S(0)},
+    {"A23d nanzero", OP_NANZERO, {0}, 3, 0, S(1, 8, 16), S(0)},
     {"A23d softmax last axis", OP_SOFTMAX, {2}, 3, 0, S(2, 8, 16), S(0)},
     {"A23e layernorm last axis", OP_LAYERNORM, {2, 0x3727c5ac}, 3, 0, S(2, 8, 16), S(0)},
     {"A24 bias axis 1", OP_BIAS, {1}, 4, 1, S(1, 8, 8, 8), S(8)},

@@ -48,6 +48,7 @@ static double ref_tanh(double x) { return (exp(2 * x) - 1) / (exp(2 * x) + 1); }
 static double ref_erf(double x) { return 1 - erfc(x); }
 static double ref_hsigmoid(double x) { return fmin(1, fmax(0, (x + 3) / 6)); }
 static double ref_hswish(double x) { return x * fmin(1, fmax(0, (x + 3) / 6)); }
+static double ref_identity(double x) { return x; } /* nanzero of cells that are no NaN */
 
 #define S1(a) {1, {a}}
 #define S2(a, b) {2, {a, b}}
@@ -92,6 +93,7 @@ static const kcase kcases[] = {
     {"K28a relu6", OP_RELU6, {0}, {S3(2, 3, 4)}},
     {"K28b hardsigmoid", OP_HSIGMOID, {0}, {S2(4, 9)}, ref_hsigmoid},
     {"K28c hardswish", OP_HSWISH, {0}, {S4(1, 2, 3, 5)}, ref_hswish},
+    {"K28h nanzero", OP_NANZERO, {0}, {S3(2, 3, 4)}, ref_identity},
     {"K28d softmax axis 1 of 3", OP_SOFTMAX, {1}, {S3(2, 5, 3)}},
     {"K28e softmax last axis", OP_SOFTMAX, {3}, {S4(1, 2, 3, 4)}},
     {"K28f layernorm last axis, eps 1e-5", OP_LAYERNORM, {2, 0x3727c5ac}, {S3(2, 3, 6)}},
@@ -192,6 +194,19 @@ static void test_every_op_covered(void **state) {
     for (size_t i = 0; i < sizeof kcases / sizeof kcases[0]; i++) seen[kcases[i].op] = 1;
     for (int op = 0; op < OP_COUNT; op++)
         if (!seen[op]) fail_msg("no kernel case for %s", ops_table[op].name);
+}
+
+/* nanzero on floats: a NaN cell becomes 0, every other cell (infinities
+ * too) stays. */
+static void test_nanzero_nan(void **state) {
+    (void)state;
+    static const int32_t p[OPS_MAX_PARAMS] = {0};
+    ten_shape s = {1, {4}};
+    float x[4] = {NAN, -2.5f, INFINITY, -NAN}, y[4];
+    const float *in[1] = {x};
+    assert_int_equal(eg_fkern_eval(OP_NANZERO, p, &s, in, y, NULL, 0), EG_OK);
+    assert_true(y[0] == 0.0f && !signbit(y[0]));
+    assert_true(y[1] == -2.5f && isinf(y[2]) && y[3] == 0.0f);
 }
 
 static void test_kernel_bad_shape(void **state) {
@@ -384,10 +399,11 @@ static void test_builtin_noop(void **state) {
 }
 
 int main(void) {
-    struct CMUnitTest tests[32];
+    struct CMUnitTest tests[EC_N_MODELS + 32];
     size_t n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kernels);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_every_op_covered);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_nanzero_nan);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kernel_bad_shape);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_eval_refuses);
     ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_builtin_values);

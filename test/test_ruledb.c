@@ -107,7 +107,7 @@ static rdb_file *rules_file(const rule_case *t, size_t n) {
     snprintf(f->gen.version, sizeof f->gen.version, "0.1");
     f->gen.max_ops = 4;
     f->gen.seed = 0xfeedfacecafebeefull;
-    f->gen.ops = 1u << OP_MATMUL | 1u << OP_ONES;
+    f->gen.ops = OPS_SET_BIT(OP_MATMUL) | OPS_SET_BIT(OP_ONES);
     f->gen.shard_count = 4;
     f->gen.shard_have = 1u << 2;
     f->gen.counts.proved = n;

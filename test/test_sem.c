@@ -501,6 +501,7 @@ static const shape_case shape_cases[] = {
     {"relu6.dim0", OP_RELU6, {0}, {S3(1, 0, 2)}, OPS_ESHAPE, S0},
     {"hardsigmoid.rank5", OP_HSIGMOID, {0}, {{5, {1, 1, 1, 1}}}, OPS_ESHAPE, S0},
     {"hardswish.dim0", OP_HSWISH, {0}, {S1(0)}, OPS_ESHAPE, S0},
+    {"nanzero.dim0", OP_NANZERO, {0}, {S1(0)}, OPS_ESHAPE, S0},
     {"softmax.axis", OP_SOFTMAX, {2}, {S2(3, 4)}, OPS_EPARAM, S0},
     {"layernorm.axis", OP_LAYERNORM, {2, 0x3727c5ac}, {S2(3, 4)}, OPS_EPARAM, S0},
     {"layernorm.eps", OP_LAYERNORM, {1, (int32_t)0xbf800000}, {S2(3, 4)}, OPS_EPARAM, S0},

@@ -163,7 +163,7 @@ typedef struct {
 static int fx_setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     if (!f || pool_init(&f->pool, 1)) return -1;
-    dom_init(&f->dom, DOM_ALL_OPS, 0);
+    dom_init(&f->dom, OPS_SET_ALL, 0);
     if (!(f->c = key_ctx_new(&f->pool, &f->dom, 0))) return -1;
     *state = f;
     return 0;
@@ -659,7 +659,7 @@ static void test_bad_options(void **state) {
     syn_stats st;
     rdb_file *f;
     char err[SYN_ERRLEN];
-    uint32_t ops;
+    ops_set ops;
     assert_int_equal(syn_parse_ops("matmul,bogus", &ops, err, sizeof err), -1);
     assert_non_null(strstr(err, "bogus"));
     syn_options_init(&o);
