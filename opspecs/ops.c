@@ -94,6 +94,7 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
     [OP_ONES] = {.name = "ones", .arity = 1, .flags = OPF_CONST, .onnx = "(initializer)",
                  .kinds = K_UNARY(OPS_KM_TENSOR), .ref = OPS_REF_SHAPE, .form = OPS_FORM_ONES},
 };
+static_assert(OP_COUNT <= 64, "ops_set holds 64 operators");
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,
               "ops_table needs one entry per operator");
 

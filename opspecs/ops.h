@@ -229,7 +229,7 @@ extern const ops_info ops_table[OP_COUNT];
 typedef uint64_t ops_set;
 #define OPS_SET_BIT(op) ((ops_set)1 << (op))
 #define OPS_SET_ALL ((ops_set)(((ops_set)1 << (OP_COUNT - 1)) * 2 - 1))
-_Static_assert(OP_COUNT <= 64, "ops_set holds 64 operators");
+/* ops.c asserts OP_COUNT <= 64 (this header is also read by nvcc). */
 
 /* 1 when op's output always has input 0's shape (from its form). */
 int ops_shape_of_in0(ops_op op);
