@@ -312,7 +312,10 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
         char src[512], dst[512];
         rg_format(&rule->src, src, sizeof src);
         rg_format(&rule->dst, dst, sizeof dst);
-        printf("  %ux rule %llu: %s => %s\n", r->applied[i], (unsigned long long)rule->id, src, dst);
+        printf("  %ux rule %llu: %s => %s", r->applied[i], (unsigned long long)rule->id, src, dst);
+        for (unsigned k1 = eg_ruleset_kernel1(rs, i), k = 0; k1 >> k; k++)
+            if (k1 >> k & 1) printf(" [x%u 1x1]", k);
+        printf("\n");
     }
 }
 

@@ -117,6 +117,31 @@ static int make_plan(const rdb_rule *r, eg_plan *p) {
     return sizes_bound(s, in_bound) && sizes_bound(d, in_bound) && plan_free_sites(s, d, p);
 }
 
+/* Replace each (enlarge 1x1 xi) of g by xi and set bit i of *guard. An
+ * enlargement to 1x1 is well shaped only for a 1x1 kernel and is then the
+ * identity: prove writes a rule that holds for 1x1 kernels only that way
+ * (prove/kernel1.h), and models hold their 1x1 kernels bare, so the match
+ * binds xi to the kernel itself and checks that it is 1x1 (match.c). */
+static void strip_unit_enlarges(rg_graph *g, uint8_t *guard) {
+    rg_ref to[RG_MAX_REFS];
+    int n = 0;
+    for (int i = 0; i < RG_MAX_INPUTS; i++) to[RG_IN(i)] = RG_IN(i);
+    for (int j = 0; j < g->n_nodes; j++) {
+        rg_node nd = g->node[j];
+        for (int k = 0; k < ops_table[nd.op].arity; k++) nd.in[k] = to[nd.in[k]];
+        if (nd.op == OP_ENLARGE && nd.param[0] == OPS_KERNEL(1, 1) && RG_IS_INPUT(nd.in[0])) {
+            to[RG_NODE(j)] = nd.in[0];
+            *guard |= (uint8_t)(1u << nd.in[0]);
+            continue;
+        }
+        to[RG_NODE(j)] = RG_NODE(n);
+        g->node[n++] = nd;
+    }
+    for (int j = n; j < g->n_nodes; j++) memset(&g->node[j], 0, sizeof g->node[j]);
+    g->n_nodes = n;
+    for (int k = 0; k < g->n_outputs; k++) g->out[k] = to[g->out[k]];
+}
+
 /* Fill op_start/by_op: rules grouped by anchor op, in ruleset order. */
 static eg_status index_rules(eg_ruleset *rs) {
     rs->by_op = malloc(sizeof *rs->by_op * (rs->n ? rs->n : 1));
@@ -151,12 +176,17 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
     rs->plan = malloc(sizeof *rs->plan * cap);
     eg_status rc = rs->rule && rs->plan ? EG_OK : EG_ENOMEM;
     for (size_t i = 0; rc == EG_OK && i < f->n_rules; i++) {
-        const rdb_rule *r = &f->rules[i];
-        if (r->prover.status == RDB_PROVED && rg_validate(&r->src, NULL, 0) == RG_OK &&
-            rg_validate(&r->dst, NULL, 0) == RG_OK && make_plan(r, &rs->plan[rs->n]))
-            rs->rule[rs->n++] = *r;
-        else
+        rdb_rule r = f->rules[i];
+        uint8_t guard = 0;
+        int ok = r.prover.status == RDB_PROVED && rg_validate(&r.src, NULL, 0) == RG_OK &&
+                 rg_validate(&r.dst, NULL, 0) == RG_OK;
+        if (ok) strip_unit_enlarges(&r.src, &guard), strip_unit_enlarges(&r.dst, &guard);
+        if (ok && make_plan(&r, &rs->plan[rs->n])) {
+            rs->plan[rs->n].kernel1 = guard;
+            rs->rule[rs->n++] = r;
+        } else {
             rs->n_skipped++;
+        }
     }
     if (rc == EG_OK) rc = index_rules(rs);
     if (rc != EG_OK) {
@@ -205,6 +235,10 @@ size_t eg_ruleset_count(const eg_ruleset *rs) {
 
 const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i) {
     return i < rs->n ? &rs->rule[i] : NULL;
+}
+
+unsigned eg_ruleset_kernel1(const eg_ruleset *rs, size_t i) {
+    return rs->plan[i].kernel1;
 }
 
 size_t eg_ruleset_skipped(const eg_ruleset *rs) {

@@ -81,6 +81,11 @@ size_t eg_ruleset_count(const eg_ruleset *rs);
 /* Rule i (< eg_ruleset_count), valid until eg_ruleset_free. */
 const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i);
 
+/* The inputs of rule i that must be 1x1 kernels, as a bit mask (bit k:
+ * xk). The ruledb writes such an input (enlarge 1x1 xk); rule i as given
+ * by eg_ruleset_rule has xk bare instead. */
+unsigned eg_ruleset_kernel1(const eg_ruleset *rs, size_t i);
+
 /* Rules of the source file left out (not proved, or not matchable). */
 size_t eg_ruleset_skipped(const eg_ruleset *rs);
 

@@ -35,6 +35,9 @@ typedef struct {
      * with it; the rewrite copies it into dst's) */
     signed char src_site[RG_MAX_NODES][OPS_MAX_PARAMS];
     signed char dst_site[RG_MAX_NODES][OPS_MAX_PARAMS];
+    /* bit i: rule input xi must be a 1x1 kernel (rank 4, dims 2 and 3 of
+     * 1): the rule wrote it (enlarge 1x1 xi), which rules.c strips */
+    uint8_t kernel1;
 } eg_plan;
 
 struct eg_ruleset {

@@ -140,6 +140,9 @@ typedef struct {
     size_t distinct;       /* candidates up to renaming: the Z3 questions */
     size_t proved, refuted, unknown, timeout, errors;
     size_t refuted_at[4];  /* refutations by stage (index 1..3) */
+    size_t kernel1_retried, kernel1_proved; /* pairs decided again with
+                                               1x1-kernel guards (kernel1.h);
+                                               those proved are in proved */
     struct {
         size_t emitted, after_dup, after_rename, after_input, after_output;
     } prune;

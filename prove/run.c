@@ -13,6 +13,7 @@
 
 #include "batch.h"
 #include "emit.h"
+#include "kernel1.h"
 #include "reduce.h"
 #include "trig.h"
 
@@ -70,6 +71,12 @@ typedef struct {
     bt_pair *pairs;
     dc_result *res;
     bt_stats bst;
+    /* the pairs decided again with 1x1-kernel guards (kernel1.h): their
+     * graphs, and per pair of `pairs` the index of its guarded version that
+     * was proved, or SIZE_MAX */
+    rg_graph *k1_graphs;
+    bt_pair *k1_pairs;
+    size_t *k1_of;
     uint64_t t0;
     int tty;
 } run_ctx;
@@ -123,6 +130,53 @@ static int decide_all(run_ctx *r, size_t n) {
     return rc;
 }
 
+/* Decide again, with 1x1-kernel guards, the pairs not proved as they stand
+ * (none refuted at the class shapes: there the graphs differ whatever w
+ * is) from classes with a 1x1 kernel input. A guarded pair that is proved
+ * replaces the pair's verdict, and its graphs are the rule's. */
+static int retry_kernel1(run_ctx *r, size_t n, size_t *retried) {
+    const rdb_file *f = r->cands;
+    size_t k = 0;
+    *retried = 0;
+    r->k1_of = malloc((n + 1) * sizeof *r->k1_of);
+    r->k1_graphs = malloc((2 * n + 1) * sizeof *r->k1_graphs);
+    r->k1_pairs = malloc((n + 1) * sizeof *r->k1_pairs);
+    if (!r->k1_of || !r->k1_graphs || !r->k1_pairs) return -1;
+    size_t *which = malloc((n + 1) * sizeof *which);
+    if (!which) return -1;
+    uint32_t mask = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rdb_class *cl = &f->classes[r->items[i].cls];
+        r->k1_of[i] = SIZE_MAX;
+        if (i == 0 || r->items[i].cls != r->items[i - 1].cls) mask = k1_inputs(cl);
+        const dc_result *d = &r->res[i];
+        if (!mask || d->status == RDB_PROVED || (d->status == RDB_REFUTED && d->stage == 1))
+            continue;
+        rg_graph *ga = &r->k1_graphs[2 * k], *gb = &r->k1_graphs[2 * k + 1];
+        int wa = k1_wrap(r->pairs[i].a, mask, ga), wb = k1_wrap(r->pairs[i].b, mask, gb);
+        if (wa < 0 || wb < 0 || (wa == 0 && wb == 0)) continue;
+        r->k1_pairs[k] = r->pairs[i];
+        r->k1_pairs[k].a = ga, r->k1_pairs[k].b = gb;
+        r->k1_pairs[k].seed ^= 0x6b31; /* a seed of its own */
+        which[k++] = i;
+    }
+    dc_result *res = calloc(k + 1, sizeof *res);
+    bt_stats bst;
+    int rc = -1;
+    if (res && bt_decide(&r->cfg, r->k1_pairs, k, r->o->jobs, r->o->quiet ? NULL : progress, r,
+                         r->tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS, res, &bst) == 0) {
+        if (r->tty) fprintf(log_of(r->o), "\r%*s\r", 100, "");
+        for (size_t q = 0; q < k; q++)
+            if (res[q].status == RDB_PROVED) r->res[which[q]] = res[q], r->k1_of[which[q]] = q;
+        r->bst.errors += bst.errors;
+        *retried = k;
+        rc = 0;
+    }
+    free(res);
+    free(which);
+    return rc;
+}
+
 /* ---- statistics ---- */
 
 static void tally(const run_ctx *r, size_t n, pv_stats *st) {
@@ -133,7 +187,10 @@ static void tally(const run_ctx *r, size_t n, pv_stats *st) {
     for (size_t i = 0; i < n; i++) {
         const dc_result *d = &r->res[i];
         switch (d->status) {
-        case RDB_PROVED: st->proved++; break;
+        case RDB_PROVED:
+            st->proved++;
+            st->kernel1_proved += r->k1_of[i] != SIZE_MAX;
+            break;
         case RDB_REFUTED:
             st->refuted++;
             st->refuted_at[d->stage >= 1 && d->stage <= 3 ? d->stage : 0]++;
@@ -165,6 +222,32 @@ static int keep_pairs(const run_ctx *r, size_t n, pv_stats *st) {
 
 /* ---- rules ---- */
 
+/* The rules of class c, whose pairs start at index first: from its
+ * members, or for a member proved only with guards, from the guarded pair. */
+static int class_rules(const run_ctx *r, size_t c, size_t first, const uint8_t *proved,
+                       const rdb_prover *pv, em_rule **rules, size_t *n_rules, size_t *cap) {
+    const rdb_class *cl = &r->cands->classes[c];
+    uint8_t plain[2] = {0, 1};
+    rg_graph two[2];
+    rdb_class pair = *cl;
+    pair.members = two;
+    pair.n_members = pair.cap_members = 2;
+    for (size_t m = 1; m < cl->n_members; m++) {
+        size_t q = r->k1_of[first + m - 1];
+        if (!proved[m] || q == SIZE_MAX) continue;
+        two[0] = r->k1_graphs[2 * q], two[1] = r->k1_graphs[2 * q + 1];
+        rdb_prover p2[2] = {pv[m], pv[m]};
+        if (em_class_rules(&pair, c, plain, p2, rules, n_rules, cap)) return -1;
+    }
+    uint8_t *rest = malloc(cl->n_members + 1);
+    if (!rest) return -1;
+    for (size_t m = 1; m < cl->n_members; m++)
+        rest[m] = proved[m] && r->k1_of[first + m - 1] == SIZE_MAX;
+    int rc = em_class_rules(cl, c, rest, pv, rules, n_rules, cap);
+    free(rest);
+    return rc;
+}
+
 static int emit_rules(const run_ctx *r, em_rule **rules, size_t *n_rules) {
     const rdb_file *f = r->cands;
     size_t cap = 0, i = 0;
@@ -174,7 +257,7 @@ static int emit_rules(const run_ctx *r, em_rule **rules, size_t *n_rules) {
     *rules = NULL;
     *n_rules = 0;
     for (size_t c = 0; c < f->n_classes && rc == 0; c++) {
-        size_t nm = f->classes[c].n_members;
+        size_t nm = f->classes[c].n_members, first = i;
         uint8_t *np = realloc(proved, nm);
         rdb_prover *npv = realloc(pv, nm * sizeof *pv);
         if (np) proved = np;
@@ -188,7 +271,7 @@ static int emit_rules(const run_ctx *r, em_rule **rules, size_t *n_rules) {
             pv[m].millis = r->o->no_timings ? 0 : r->res[i].millis;
             pv[m].status = RDB_PROVED;
         }
-        if (rc == 0) rc = em_class_rules(&f->classes[c], c, proved, pv, rules, n_rules, &cap);
+        if (rc == 0) rc = class_rules(r, c, first, proved, pv, rules, n_rules, &cap);
     }
     free(proved);
     free(pv);
@@ -225,6 +308,7 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
          o->timeout_ms, o->max_instances, o->rlimit, o->general);
     note(g, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
          st->candidates, st->distinct, st->proved, st->refuted, st->unknown, st->timeout);
+    note(g, "kernel1 retried=%zu proved=%zu", st->kernel1_retried, st->kernel1_proved);
     note(g, "rules emitted=%zu after_dup=%zu after_rename=%zu after_input=%zu after_output=%zu",
          st->prune.emitted, st->prune.after_dup, st->prune.after_rename, st->prune.after_input,
          st->prune.after_output);
@@ -255,6 +339,8 @@ static void summary(const pv_options *o, const pv_stats *st) {
             st->candidates, st->classes, st->distinct, st->proved, st->refuted,
             st->refuted_at[1], st->refuted_at[2], st->unknown, st->timeout);
     if (st->errors) fprintf(l, ", %zu internal errors", st->errors);
+    fprintf(l, "\nprove: %zu pairs decided again with 1x1-kernel guards, %zu of them proved",
+            st->kernel1_retried, st->kernel1_proved);
     fprintf(l, "\nprove: rules %zu emitted, %zu after duplicates, %zu after renamings, "
                "%zu after input-side context, %zu after output-side context\n",
             st->prune.emitted, st->prune.after_dup, st->prune.after_rename,
@@ -290,7 +376,7 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
     if (tg_plan_axioms(axioms, &r.plan) != 0 || make_pairs(&r, &n) != 0) goto cleanup;
     r.cfg = (dc_config){axioms, &r.plan, {o->timeout_ms, o->max_instances, o->rlimit},
                         o->general};
-    if (decide_all(&r, n) != 0) goto cleanup;
+    if (decide_all(&r, n) != 0 || retry_kernel1(&r, n, &st->kernel1_retried) != 0) goto cleanup;
     tally(&r, n, st);
     if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;
     if (emit_rules(&r, &rules, &n_rules) != 0 || rd_prune(rules, &n_rules, &pc) != 0)
@@ -307,6 +393,9 @@ cleanup:
     free(r.items);
     free(r.pairs);
     free(r.res);
+    free(r.k1_of);
+    free(r.k1_graphs);
+    free(r.k1_pairs);
     tg_free(&r.plan);
     return rc;
 }

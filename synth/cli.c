@@ -19,7 +19,7 @@ static const char usage_text[] =
     "  --max-ops N          operators per graph, 0..5 (default 3)\n"
     "  --ops LIST           comma-separated operators to enumerate (default all)\n"
     "  --types LIST         input pool types to use (default all): scalar, matrix,\n"
-    "                       act, w3x3, w1x1, w1x3, w3x1\n"
+    "                       act, w3x3, w1x1, w1x3, w3x1, vec2, vec3, seq (pool.c)\n"
     "  --seed S             seed of the random input tensors (default 1)\n"
     "  --shard K/N          write only the classes of shard K of N (0 <= K < N <= 64)\n"
     "  --memory-limit SIZE  stay under SIZE bytes (suffix K, M, G, T): the last\n"

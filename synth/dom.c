@@ -8,8 +8,8 @@
 
 static_assert(OP_COUNT <= 1024, "the memo keeps an operator in 10 bits");
 
-/* synth's values of each parameter kind (dom.h). ORDER PKIND */
-static int kind_values(ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
+/* synth's values of each parameter kind of op (dom.h). ORDER PKIND */
+static int kind_values(ops_op op, ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
     switch (k) {
     case PK_AXIS:
         for (int32_t a = 0; a < TEN_MAX_RANK; a++) v[a] = a;
@@ -17,7 +17,9 @@ static int kind_values(ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
     case PK_STRIDE: v[0] = 1, v[1] = 2; return 2;
     case PK_PAD: v[0] = OPS_PAD_SAME, v[1] = OPS_PAD_VALID; return 2;
     case PK_ACT: v[0] = OPS_ACT_NONE, v[1] = OPS_ACT_RELU; return 2;
-    case PK_KERNEL: v[0] = OPS_KERNEL(3, 3); return 1;
+    case PK_KERNEL: /* pools also 2x2, the stride-2 downsampling of DenseNet's transitions */
+        v[0] = OPS_KERNEL(3, 3), v[1] = OPS_KERNEL(2, 2);
+        return ops_table[op].form == OPS_FORM_POOL ? 2 : 1;
     case PK_GROUPS: v[0] = 1, v[1] = 2; return groups2 ? 2 : 1;
     case PK_SIZE: v[0] = 0; return 1; /* bound from the concat a split reads */
     case PK_EPS: v[0] = ops_pkind_table[k].values[0]; return 1; /* a label: free in rules */
@@ -34,7 +36,7 @@ static int kind_values(ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
 static void op_combos(dom *d, ops_op op, int groups2) {
     const ops_info *o = &ops_table[op];
     int32_t vals[OPS_MAX_PARAMS][DOM_MAX_COMBOS], n[OPS_MAX_PARAMS], at[OPS_MAX_PARAMS] = {0};
-    for (int k = 0; k < o->n_params; k++) n[k] = kind_values(o->pkind[k], groups2, vals[k]);
+    for (int k = 0; k < o->n_params; k++) n[k] = kind_values(op, o->pkind[k], groups2, vals[k]);
     for (;;) {
         assert(d->n_combo[op] < DOM_MAX_COMBOS);
         int32_t *p = d->combo[op][d->n_combo[op]++];

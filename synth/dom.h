@@ -5,12 +5,13 @@
  * Parameter domains per parameter kind (ops_pkind_table restricted for
  * synth; see synth.h), and an operator's combos are their product over
  * its parameters, the first parameter outermost:
- *   stride {1,2}; pad {SAME,VALID}; act {NONE,RELU}; kernel 3x3;
+ *   stride {1,2}; pad {SAME,VALID}; act {NONE,RELU}; kernel 3x3 (pools:
+ *   3x3 and 2x2);
  *   groups {1} ({1,2} with dom_init(.., groups2 = 1));
  *   axis {0,1,2,3} (the shape check drops axes >= rank);
  *   size: not enumerated but bound from the concat a split reads
  *   (sgraph.h), one placeholder value.
- * So conv2d has 8 (16) combos, the pools 4, concat and the splits one per
+ * So conv2d has 8 (16) combos, the pools 8, concat and the splits one per
  * axis, operators without parameters one.
  *
  * Kinds: what a value is for, on top of its shape. Activations (NCHW),

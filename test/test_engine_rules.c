@@ -196,6 +196,12 @@ static void out_summary(const eg_graph *g, char *buf, size_t len) {
 #define R_RELUCAT "(relu (concat 0 x0 x1)) => (concat 0 (relu x0) (relu x1))"
 #define R_SPLIT "(split0 1 (dim 1 x0) (concat 1 x0 x1)) => x0"
 #define R_TT "(transpose (transpose x0)) => x0"
+/* true for 1x1 kernels only: prove writes x1 as (enlarge 1x1 x1) */
+#define R_K1POOL                                                                       \
+    "(avgpool 2x2 2 VALID (conv2d 1 SAME NONE 1 x0 (enlarge 1x1 x1))) => "            \
+    "(conv2d 1 SAME NONE 1 (avgpool 2x2 2 VALID x0) (enlarge 1x1 x1))"
+#define G_K1POOL(k) \
+    "in x 1 4 6 6; init w 3 4 " k "; c = conv2d 1 0 0 1 x w; y = avgpool 514 2 1 c; out y"
 
 #define G_ASSOC "in a 4 8; in b 8 16; in c 16 2; t = matmul b c; y = matmul a t; out y"
 #define G_MERGE "in a 4 8; in b 8 3; in c 8 5; y1 = matmul a b; y2 = matmul a c; out y1; out y2"
@@ -241,6 +247,8 @@ static const match_case match_cases[] = {
      "in a 3 4; i = imm a; y = matmul a i; out y", 1},
     {"M19 a constant's reference must agree", "(matmul x0 (imm x0)) => x0",
      "in a 3 4; in b 3 4; i = imm b; y = matmul a i; out y", 0},
+    {"M20 a 1x1-kernel rule binds a bare 1x1 kernel", R_K1POOL, G_K1POOL("1 1"), 1},
+    {"M21 a 1x1-kernel rule leaves a 3x3 kernel", R_K1POOL, G_K1POOL("3 3"), 0},
 };
 #define N_MATCH_CASES (sizeof match_cases / sizeof match_cases[0])
 
@@ -295,6 +303,8 @@ static const apply_case apply_cases[] = {
     {"A9 free eps carried over", R_LNCAT,
      "in a 2 3; in b 4 3; c = concat 0 a b; y = layernorm 1 1056964608 c; out y", EG_OK,
      "layernorm:2 concat:1", "y=[6,3]"},
+    {"A10 a 1x1 conv after its pool", R_K1POOL, G_K1POOL("1 1"), EG_OK, "conv2d:1 avgpool:1",
+     "y=[1,3,3,3]"},
 };
 #define N_APPLY_CASES (sizeof apply_cases / sizeof apply_cases[0])
 
@@ -353,6 +363,10 @@ static const wrong_case wrong_cases[] = {
      "in a 3 3; in b 3 3; y = ewmul a b; out y"},
     {"W4 split at the wrong size", "(split0 1 (dim 1 x0) (concat 1 x0 x1)) => x1",
      "in a 4 3; in b 4 3; c = concat 1 a b; y = split0 1 3 c; out y"},
+    {"W5 R_K1POOL without its 1x1 guard, on a 3x3 kernel",
+     "(avgpool 2x2 2 VALID (conv2d 1 SAME NONE 1 x0 x1)) => "
+     "(conv2d 1 SAME NONE 1 (avgpool 2x2 2 VALID x0) x1)",
+     G_K1POOL("3 3")},
 };
 #define N_WRONG_CASES (sizeof wrong_cases / sizeof wrong_cases[0])
 
@@ -873,7 +887,7 @@ static void test_stop(void **state) {
 
 
 int main(void) {
-    struct CMUnitTest tests[64];
+    struct CMUnitTest tests[N_MATCH_CASES + N_APPLY_CASES + N_WRONG_CASES + EC_N_MODELS + 16];
     size_t n = 0;
     ADD_TABLE(tests, n, match_cases, N_MATCH_CASES, test_match);
     ADD_TABLE(tests, n, apply_cases, N_APPLY_CASES, test_apply);

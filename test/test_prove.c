@@ -24,6 +24,7 @@
 
 #include "decide.h"
 #include "emit.h"
+#include "kernel1.h"
 #include "prove.h"
 #include "reduce.h"
 #include "trig.h"
@@ -391,6 +392,56 @@ static void test_false_class(void **state) {
     pv_stats_free(&st);
     rdb_free(out);
     rdb_free(f);
+}
+
+/* 1x1-kernel guards (kernel1.h): a pool commutes with a 1x1 conv only,
+ * so the pair is proved as (enlarge 1x1 x1) on both sides; with a 3x3
+ * kernel it is refuted; a pair true for any kernel gets no guard. */
+static void test_kernel1(void **state) {
+    (void)state;
+    static const class_case k1 = {"K1 pool and 1x1 conv",
+                                  {"(avgpool 2x2 2 VALID (conv2d 1 SAME NONE 1 x0 x1))",
+                                   "(conv2d 1 SAME NONE 1 (avgpool 2x2 2 VALID x0) x1)"},
+                                  "[1,2,4,4] [3,2,1,1]"};
+    static const class_case k3 = {"K3 pool and 3x3 conv", {k1.members[0], k1.members[1]},
+                                  "[1,2,4,4] [3,2,3,3]"};
+    static const class_case kany = {"K4 relu fused, 1x1",
+                                    {"(relu (conv2d 1 SAME NONE 1 x0 x1))",
+                                     "(conv2d 1 SAME RELU 1 x0 x1)"},
+                                    "[1,2,4,4] [3,2,1,1]"};
+    const class_case *cases[3] = {&k1, &k3, &kany};
+    const size_t want_proved[3] = {1, 0, 1}, want_k1[3] = {1, 0, 0};
+    for (int c = 0; c < 3; c++) {
+        rdb_file *f = make_cands(&cases[c], 1), *out;
+        pv_options o;
+        pv_stats st;
+        quiet_options(&o);
+        run(f, &o, &out, &st);
+        if (st.proved != want_proved[c] || st.kernel1_proved != want_k1[c])
+            fail_msg("%s: proved %zu (%zu with guards)", cases[c]->id, st.proved,
+                     st.kernel1_proved);
+        assert_int_equal(out->n_rules, 2 * want_proved[c]);
+        for (size_t i = 0; i < out->n_rules; i++) {
+            char a[256], b[256];
+            rg_format(&out->rules[i].src, a, sizeof a);
+            rg_format(&out->rules[i].dst, b, sizeof b);
+            int guarded = strstr(a, "(enlarge 1x1 x1)") && strstr(b, "(enlarge 1x1 x1)");
+            if (guarded != (int)want_k1[c]) fail_msg("%s: rule %s => %s", cases[c]->id, a, b);
+            /* the rule as written is a theorem: Z3 alone proves it */
+            assert_int_equal(prove_texts(a, b, &test_limits), ZE_PROVED);
+        }
+        pv_stats_free(&st);
+        rdb_free(out);
+        rdb_free(f);
+    }
+    /* wrapping: one enlarge per input read; none left to grow into */
+    rg_graph g, w;
+    parse_graph("(ewadd (conv2d 1 SAME NONE 1 x0 x1) (conv2d 1 SAME NONE 1 x0 x1))", &g);
+    assert_int_equal(k1_wrap(&g, 1u << 1, &w), 1);
+    assert_int_equal(w.n_nodes, g.n_nodes + 1);
+    assert_int_equal(k1_wrap(&g, 1u << 2, &w), 0);
+    parse_graph("(relu (relu (relu (relu (relu (relu (relu (conv2d 1 SAME NONE 1 x0 x1))))))))", &g);
+    assert_int_equal(k1_wrap(&g, 1u << 1, &w), -1);
 }
 
 /* A planted candidate with concrete checks off: Z3 decides alone. */
@@ -799,6 +850,7 @@ int main(int argc, char **argv) {
     ADD("G03 no general stage: Z3 alone", test_no_general_stage);
     ADD("G04 a budget ends one candidate, the run goes on", test_timeout_continues);
     ADD("G05 same bytes with --jobs 1 and 2", test_jobs_deterministic);
+    ADD("G06 1x1-kernel guards", test_kernel1);
     ADD("E01 canonical renaming", test_canon_renaming);
     ADD("E02 rule directions", test_emit_directions);
     ADD("E03 pruning steps (P table)", test_prune_steps);
