@@ -346,6 +346,7 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_CONCAT:
     case OPS_FORM_ENLARGE: k->cls = EG_KC_MOVE; return 1;
     case OPS_FORM_SPLIT: k->cls = EG_KC_VIEW; return 1;
+    case OPS_FORM_HEADS: k->cls = EG_KC_FREE; return 1; /* a Reshape: runtimes alias it */
     case OPS_FORM_TRANSPOSE:
         k->cls = EG_KC_TRANS, k->batch = 1, k->m = dim(g, x, 0), k->nn = dim(g, x, 1);
         return 1;

@@ -483,6 +483,59 @@ static int alias_identity(eg_graph *g, const eg_node *n) {
     return 1;
 }
 
+/* A Reshape or Flatten to its input's own shape (attention's head merge
+ * after a fused kernel keeps one): readers read the input instead, as
+ * for an Identity. */
+static int alias_noop_reshape(eg_graph *g, const eg_node *n) {
+    if (n->kind != EG_KIND_MODEL || (n->mop != EG_MOP_RESHAPE && n->mop != EG_MOP_FLATTEN) ||
+        n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->out[0] < 0)
+        return 0;
+    const eg_tensor *x = &g->tensor[n->in[0]], *y = &g->tensor[n->out[0]];
+    if (!eg_shape_known(&x->shape) || !eg_shape_known(&y->shape) || x->shape.rank != y->shape.rank ||
+        x->dtype != y->dtype || (y->flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
+        return 0;
+    for (int a = 0; a < x->shape.rank; a++)
+        if (x->shape.dim[a] != y->shape.dim[a]) return 0;
+    int from = n->in[0], to = n->out[0];
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_in + g->node[j].n_implicit; k++)
+            if (g->node[j].in[k] == to) g->node[j].in[k] = from;
+    return 1;
+}
+
+/* Reshape [b,m,k] -> [b,m,h,k/h] -> heads(h); [b,m,h,d] -> [b,m,h*d] ->
+ * unheads(h): attention's split of the features into heads and the merge
+ * back. The target shape (input 1 or an attribute) is no longer read. */
+static void lower_reshape(const eg_graph *g, eg_node *n) {
+    const eg_shape *x = n->in[0] >= 0 ? &g->tensor[n->in[0]].shape : NULL;
+    const eg_shape *y = n->out[0] >= 0 ? &g->tensor[n->out[0]].shape : NULL;
+    if (!x || !y || !eg_shape_known(x) || !eg_shape_known(y) || x->dim[0] != y->dim[0] ||
+        x->rank < 2 || y->rank < 2 || x->dim[1] != y->dim[1])
+        return;
+    int32_t p[OPS_MAX_PARAMS] = {0};
+    ops_op op;
+    if (x->rank == 3 && y->rank == 4) op = OP_HEADS, p[0] = (int32_t)y->dim[2];
+    else if (x->rank == 4 && y->rank == 3) op = OP_UNHEADS, p[0] = (int32_t)x->dim[2];
+    else return;
+    if (ops_fits(g, op, p, n->in, n->out[0])) set_ops(n, op, p, n->in, n->out[0]);
+}
+
+/* Initializers read before lowering and by nothing after it (a Reshape's
+ * target shape): absorbed, so export writes them only where a node needs
+ * them again (onnx_out.c's put_ints finds them by value). */
+static void absorb_unread(eg_graph *g, const uses_t *before) {
+    int *now = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
+    if (!now) return; /* they stay written: a larger file, nothing wrong */
+    eg_count_uses(g, now);
+    for (int t = 0; t < before->n && t < g->n_tensors; t++) {
+        eg_tensor *x = &g->tensor[t];
+        if (before->of[t] > 0 && now[t] == 0 && (x->flags & EG_TF_INIT) &&
+            !(x->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED)))
+            x->flags |= EG_TF_ABSORBED;
+    }
+    free(now);
+}
+
 /* GlobalAveragePool over an H x W plane (at most 255 x 255) -> avgpool
  * with that kernel, stride 1, VALID: the same one window per channel. */
 static void lower_global_pool(const eg_graph *g, eg_node *n) {
@@ -590,7 +643,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, unsigned cha
     case EG_MOP_SOFTMAX: lower_softmax(g, n); break;
     case EG_MOP_LAYERNORM: return lower_layernorm(g, j, appended);
     case EG_MOP_GLOBALAVGPOOL: lower_global_pool(g, n); break;
-    case EG_MOP_RESHAPE:
+    case EG_MOP_RESHAPE: lower_reshape(g, n); break;
     case EG_MOP_FLATTEN:
     case EG_MOP_IDENTITY:
     case EG_MOP_COUNT: break; /* no opspecs operator means the same */
@@ -606,6 +659,8 @@ eg_status eg_lower(eg_graph *g) {
         if (g->node[j].kind == EG_KIND_MODEL &&
             (g->node[j].mop == EG_MOP_IDENTITY || (g->node[j].mop == EG_MOP_SUM && g->node[j].n_in == 1)) &&
             alias_identity(g, &g->node[j]))
+            drop[j] = 1, dropped = 1;
+        else if (alias_noop_reshape(g, &g->node[j]))
             drop[j] = 1, dropped = 1;
     eg_status rc = dropped ? eg_remove_nodes(g, drop, NULL, 0) : EG_OK;
     free(drop);
@@ -623,6 +678,7 @@ eg_status eg_lower(eg_graph *g) {
         rc = lower_node(g, j, &uses, j < n0 ? drop : NULL, &appended);
         any |= appended;
     }
+    if (rc == EG_OK) absorb_unread(g, &uses);
     free(uses.of);
     int absorbed = 0;
     for (int j = 0; j < n0; j++) absorbed |= drop[j];

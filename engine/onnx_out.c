@@ -515,9 +515,14 @@ static eg_status emit_nanzero(octx *c, const eg_node *n) {
     if (rc != EG_OK) return rc;
     const char *isnan = nb_own(&b, fresh_name(c, y, "isnan"));
     if (!isnan) rc = EG_ENOMEM;
-    if (rc == EG_OK) {
+    if (rc == EG_OK) { /* the Where keeps the node's name, so reading the file back and
+                          writing it again gives the same names */
+        size_t len = strlen(n->name) + 8;
+        char *name = malloc(len);
         nb_in(&b, x), nb_out(&b, isnan);
-        rc = nb_emit(c, &b, n->name);
+        if (name) snprintf(name, len, "%s_isnan", n->name);
+        rc = name ? nb_emit(c, &b, name) : EG_ENOMEM;
+        free(name);
     }
     if (rc == EG_OK && (rc = nb_init(&w, "Where", 3, 1)) == EG_OK) {
         nb_in(&w, isnan);
@@ -602,6 +607,23 @@ static eg_status emit_slice(octx *c, const eg_node *n) {
                    !nb_in_owned(&b, put_ints(c, y, "ends", &end, 1)) ||
                    !nb_in_owned(&b, put_ints(c, y, "axes", &axis, 1)))
             rc = EG_ENOMEM;
+        if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
+    }
+    nb_free(&b);
+    return rc;
+}
+
+/* heads, unheads: one Reshape to the output's shape (an attribute before
+ * opset 5, then an int64 input). */
+static eg_status emit_reshape(octx *c, const eg_node *n) {
+    nbuild b;
+    const eg_shape *s = &c->g->tensor[n->out[0]].shape;
+    const char *y = tname(c, n->out[0]);
+    eg_status rc = nb_init(&b, "Reshape", 2, 1);
+    if (rc == EG_OK) {
+        nb_in(&b, tname(c, n->in[0])), nb_out(&b, y);
+        if (c->g->opset < 5) nb_ints(&b, "shape", s->dim, s->rank);
+        else if (!nb_in_owned(&b, put_ints(c, y, "shape", s->dim, s->rank))) rc = EG_ENOMEM;
         if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
     }
     nb_free(&b);
@@ -956,6 +978,7 @@ static eg_status emit_ops(octx *c, int j) {
         if (c->fuse[j] >= 0) return EG_OK; /* a Gemm's transB */
         return emit_transpose(c, n);
     case OPS_FORM_PERMUTE: return emit_transpose(c, n);
+    case OPS_FORM_HEADS: return emit_reshape(c, n);
     case OPS_FORM_ENLARGE: return emit_enlarge(c, n);
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:

@@ -8,13 +8,13 @@
 #include <string.h>
 
 /* Candidate shapes: rank 0, rank 1 in [1..5] (biases, per-channel
- * scales), rank 2 in [1..4]^2, rank 3 in [1..3]x[1..4]x[1..4] (token
- * sequences), rank 4 in [1..4]x[1..4]x[1..5]x[1..5]
+ * scales), rank 2 in [1..4]^2, rank 3 in [1..3]x[1..4]x{1,2,3,4,6} (token
+ * sequences; 6 features split into 2 or 3 heads), rank 4 in [1..4]x[1..4]x[1..5]x[1..5]
  * (spatial dims up to 5 so that 1x1, 3x3 and 5x5 kernels, strides and
  * VALID windows all get exercised). */
 #define N_RANK1 5
 #define N_RANK2 16
-#define N_RANK3 (3 * 4 * 4)
+#define N_RANK3 (3 * 4 * 5)
 #define N_RANK4 (4 * 4 * 5 * 5)
 #define N_CAND (1 + N_RANK1 + N_RANK2 + N_RANK3 + N_RANK4)
 
@@ -35,8 +35,9 @@ static ten_shape cand_shape(int i) {
     }
     i -= N_RANK2;
     if (i < N_RANK3) {
+        static const int32_t features[5] = {1, 2, 3, 4, 6};
         s.rank = 3;
-        s.dim[2] = 1 + i % 4, i /= 4;
+        s.dim[2] = features[i % 5], i /= 5;
         s.dim[1] = 1 + i % 4, i /= 4;
         s.dim[0] = 1 + i;
         return s;

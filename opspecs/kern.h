@@ -262,6 +262,7 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
     }
     case OPS_FORM_TRANSPOSE: KN(transpose2)(s[0].dim[0], s[0].dim[1], in[0], out); return;
     case OPS_FORM_PERMUTE: KN(permute)(p[0], &s[0], os, in[0], out); return;
+    case OPS_FORM_HEADS: KN(slice)(1, 0, 0, ten_numel(os), in[0], out); return; /* a copy */
     case OPS_FORM_ENLARGE: KN(enlarge)(s[0].dim, os->dim, in[0], out); return;
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:

@@ -81,6 +81,10 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                       .form = OPS_FORM_TRANSPOSE},
     [OP_PERMUTE] = {.name = "permute", .arity = 1, P1(PK_PERM, "perm"), .onnx = "Transpose",
                     .kinds = K_UNARY(K_A), .form = OPS_FORM_PERMUTE},
+    [OP_HEADS] = {.name = "heads", .arity = 1, P1(PK_HEADS, "heads"), .onnx = "Reshape",
+                  .kinds = K_UNARY(K_A), .form = OPS_FORM_HEADS},
+    [OP_UNHEADS] = {.name = "unheads", .arity = 1, P1(PK_HEADS, "heads"), .onnx = "Reshape",
+                    .kinds = K_UNARY(K_A), .form = OPS_FORM_HEADS},
     [OP_ENLARGE] = {.name = "enlarge", .arity = 1, P1(PK_KERNEL, "kernel"), .onnx = "Pad",
                     .kinds = K_UNARY(K_W), .form = OPS_FORM_ENLARGE},
     [OP_IMM] = {.name = "imm", .arity = 1, .flags = OPF_CONST, .onnx = "(initializer)",
@@ -107,6 +111,7 @@ static const int32_t kernel_dom[] = {OPS_KERNEL(1, 1), OPS_KERNEL(3, 3), OPS_KER
 static const int32_t groups_dom[] = {1, 2};
 static const int32_t size_dom[] = {1, 2, 3};
 static const int32_t eps_dom[] = {0x3727c5ac}; /* 1e-5f, ONNX's default: a label */
+static const int32_t heads_dom[] = {3}; /* a label; 3 divides synth's token features */
 /* the rank-4 permutations that keep axis 0 (the batch): attention's head
  * swaps and NCHW <-> NHWC; closed under composition */
 static const int32_t perm_dom[] = {OPS_PERM4(0, 2, 1, 3), OPS_PERM4(0, 1, 3, 2), OPS_PERM4(0, 2, 3, 1),
@@ -123,6 +128,7 @@ const ops_pkind_info ops_pkind_table[PK_COUNT] = { /* ORDER PKIND */
     [PK_SIZE] = {"size", DOM(size_dom), 0}, /* a symbol: split sizes are any dim */
     [PK_EPS] = {"eps", DOM(eps_dom), 0, 1},
     [PK_PERM] = {"perm", DOM(perm_dom), 1},
+    [PK_HEADS] = {"heads", DOM(heads_dom), 0, 1},
 };
 static_assert(sizeof ops_pkind_table / sizeof ops_pkind_table[0] == PK_COUNT,
               "ops_pkind_table needs one entry per parameter kind");
@@ -144,6 +150,7 @@ int ops_shape_of_in0(ops_op op) {
     case OPS_FORM_SPLIT:
     case OPS_FORM_TRANSPOSE:
     case OPS_FORM_PERMUTE:
+    case OPS_FORM_HEADS:
     case OPS_FORM_ENLARGE:
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
@@ -183,6 +190,7 @@ const char *ops_param_str(ops_pkind kind, int32_t v, char *buf) {
     case PK_STRIDE:
     case PK_GROUPS:
     case PK_SIZE:
+    case PK_HEADS:
     case PK_COUNT:
         break;
     }
@@ -227,6 +235,7 @@ ops_status ops_param_parse(ops_pkind kind, const char *s, int32_t *v) {
     case PK_STRIDE:
     case PK_GROUPS:
     case PK_SIZE:
+    case PK_HEADS:
         return parse_small_int(s, 1, v) ? OPS_EPARAM : OPS_OK;
     case PK_PERM: { /* r distinct digits below r, 2 <= r <= 4 */
         size_t r = strlen(s);

@@ -80,6 +80,10 @@ typedef enum { /* ORDER OP */
     OP_TRANSPOSE, /* rank 2: [m,n] -> [n,m] */
     OP_PERMUTE,   /* (perm; x): the axes of x in the order perm names (ONNX
                      Transpose of rank 3 or 4; rank 2 is transpose) */
+    OP_HEADS,     /* (heads; x [b,m,k]) -> [b,m,heads,k/heads], the same cells
+                     (ONNX Reshape): attention's split of features into heads */
+    OP_UNHEADS,   /* (heads; x [b,m,heads,d]) -> [b,m,heads*d], the same cells
+                     (ONNX Reshape): the merge of the heads back */
     OP_ENLARGE,   /* (kernel; w OIHW): zero-pad kh x kw to the kernel size, centred */
     OP_IMM,       /* (; ref [m,n]): identity matrix [n,n] */
     OP_ICONV,     /* (kernel; ref NCHW): identity conv kernel [C,C,kh,kw] */
@@ -100,6 +104,7 @@ typedef enum { /* ORDER PKIND */
     PK_SIZE,   /* a split point, bound from shapes */
     PK_EPS,    /* a float32 constant, held as its bits; free in rules */
     PK_PERM,   /* a permutation of the axes, packed (OPS_PERM) */
+    PK_HEADS,  /* attention heads, >= 1; free in rules */
     PK_COUNT
 } ops_pkind;
 
@@ -168,6 +173,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_SPLIT,     /* split0, split1 */
     OPS_FORM_TRANSPOSE, /* rank 2 */
     OPS_FORM_PERMUTE,   /* (perm; x): axis a of the result is axis perm[a] of x */
+    OPS_FORM_HEADS,     /* heads, unheads: x's cells in a new shape (a reshape) */
     OPS_FORM_ENLARGE,   /* zero-pad a conv kernel */
     OPS_FORM_IMM,       /* identity matrix from a [m,n] reference */
     OPS_FORM_CKERNEL,   /* [C,C,kh,kw] constant kernels from an NCHW reference */

@@ -236,6 +236,30 @@ static ops_status shape_permute(ops_op op, const int32_t *p, const ten_shape *in
     return OPS_OK;
 }
 
+/* heads(h; x [b,m,k]) -> [b,m,h,k/h], h dividing k; unheads(h; x
+ * [b,m,h,d]) -> [b,m,h*d]: the same cells, in row-major order. */
+static ops_status shape_heads(ops_op op, const int32_t *p, const ten_shape *in, ten_shape *out,
+                              char *err) {
+    const ten_shape *x = &in[0];
+    if (p[0] < 1) return fail(op, OPS_EPARAM, in, err, "needs at least 1 head, got %d", (int)p[0]);
+    if (op == OP_HEADS) {
+        if (x->rank != 3) return fail(op, OPS_ESHAPE, in, err, "needs rank 3");
+        if (x->dim[2] % p[0])
+            return fail(op, OPS_ESHAPE, in, err, "%d heads do not divide %d features", (int)p[0],
+                        (int)x->dim[2]);
+        set4(out, x->dim[0], x->dim[1], p[0], x->dim[2] / p[0]);
+        return OPS_OK;
+    }
+    if (x->rank != 4) return fail(op, OPS_ESHAPE, in, err, "needs rank 4");
+    if (x->dim[2] != p[0])
+        return fail(op, OPS_ESHAPE, in, err, "needs %d heads on axis 2, got %d", (int)p[0],
+                    (int)x->dim[2]);
+    if ((int64_t)x->dim[2] * x->dim[3] > INT32_MAX) return fail(op, OPS_ESHAPE, in, err, "too large");
+    out->rank = 3;
+    out->dim[0] = x->dim[0], out->dim[1] = x->dim[1], out->dim[2] = x->dim[2] * x->dim[3];
+    return OPS_OK;
+}
+
 /* enlarge(kernel; w [O,I,kh,kw]): the kernel is at least w's and differs
  * from it by an even amount, so w can sit exactly in the centre. */
 static ops_status shape_enlarge(ops_op op, const int32_t *p, const ten_shape *in,
@@ -315,6 +339,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
     case OPS_FORM_SPLIT: return shape_split(op, p, in, out, err);
     case OPS_FORM_TRANSPOSE: return shape_transpose(op, in, out, err);
     case OPS_FORM_PERMUTE: return shape_permute(op, p, in, out, err);
+    case OPS_FORM_HEADS: return shape_heads(op, p, in, out, err);
     case OPS_FORM_ENLARGE: return shape_enlarge(op, p, in, out, err);
     case OPS_FORM_IMM: return shape_imm(op, in, out, err);
     case OPS_FORM_CKERNEL: return shape_ckernel(op, p, in, out, err);

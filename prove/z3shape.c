@@ -65,6 +65,16 @@ static Z3_ast split_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims
     return op == OP_SPLIT0 ? p->ast[1] : sub2(z, d->get(d, 0, a), p->ast[1]);
 }
 
+/* heads(h; [b,m,k]) -> [b,m,h,k div h]; unheads(h; [b,m,h,d]) -> [b,m,h*d]
+ * (axis 3 of a rank-3 result reads as 1). h may be an unknown (free):
+ * the terms are then nonlinear, which Z3's arithmetic takes. */
+static Z3_ast heads_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, int a) {
+    if (a < 2) return d->get(d, 0, a);
+    if (op == OP_HEADS) return a == 2 ? p->ast[0] : Z3_mk_div(z->c, d->get(d, 0, 2), p->ast[0]);
+    Z3_ast m[2] = {p->ast[0], d->get(d, 0, 3)};
+    return a == 2 ? Z3_mk_mul(z->c, 2, m) : zs_num(z, 1);
+}
+
 /* Dim a of op's output from its inputs' dims; NULL when the rule needs a
  * parameter that is not a literal. The missing axes of a rank-2 result
  * read as 1 (z3shape.h), so transposes and products of matrices can meet
@@ -90,6 +100,7 @@ Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, 
     case OPS_FORM_PERMUTE:
         if (!zs_lit(p, 0)) return NULL;
         return a < OPS_PERM_RANK(p->lit[0]) ? d->get(d, 0, OPS_PERM_AT(p->lit[0], a)) : zs_num(z, 1);
+    case OPS_FORM_HEADS: return heads_dim(z, op, p, d, a);
     case OPS_FORM_ENLARGE:
         if (a < 2) return d->get(d, 0, a);
         return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
@@ -202,6 +213,15 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
     case OPS_FORM_CONCAT:
     case OPS_FORM_SPLIT: axis_fits(z, f, op, p, in, d); break;
     case OPS_FORM_ENLARGE: enlarge_fits(z, f, p, d); break;
+    case OPS_FORM_HEADS: /* heads: x of rank 3 (axis 3 reads as 1), h divides k */
+        need(f, Z3_mk_ge(z->c, p->ast[0], zs_num(z, 1)));
+        if (op == OP_UNHEADS) {
+            need(f, eq2(z, d->get(d, 0, 2), p->ast[0]));
+            break;
+        }
+        need(f, eq2(z, d->get(d, 0, 3), zs_num(z, 1)));
+        need(f, eq2(z, Z3_mk_mod(z->c, d->get(d, 0, 2), p->ast[0]), zs_num(z, 0)));
+        break;
     case OPS_FORM_MAP:
     case OPS_FORM_ROW: /* the axis is within the rank by construction */
     case OPS_FORM_SCALE:

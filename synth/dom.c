@@ -22,7 +22,8 @@ static int kind_values(ops_op op, ops_pkind k, int groups2, int32_t v[DOM_MAX_CO
         return ops_table[op].form == OPS_FORM_POOL ? 2 : 1;
     case PK_GROUPS: v[0] = 1, v[1] = 2; return groups2 ? 2 : 1;
     case PK_SIZE: v[0] = 0; return 1; /* bound from the concat a split reads */
-    case PK_EPS: v[0] = ops_pkind_table[k].values[0]; return 1; /* a label: free in rules */
+    case PK_EPS: /* labels: free in rules */
+    case PK_HEADS: v[0] = ops_pkind_table[k].values[0]; return 1;
     case PK_PERM:
         for (int i = 0; i < ops_pkind_table[k].n_values; i++) v[i] = ops_pkind_table[k].values[i];
         return ops_pkind_table[k].n_values;

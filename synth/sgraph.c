@@ -66,6 +66,7 @@ static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
     case OPS_FORM_PERMUTE:
         for (int a = 0; a < OPS_PERM_RANK(p[0]); a++) take(out, a, b0, OPS_PERM_AT(p[0], a));
         return;
+    case OPS_FORM_HEADS: take(out, 0, b0, 0), take(out, 1, b0, 1); return; /* batch, tokens */
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES:

@@ -411,6 +411,9 @@ LEGAL_CASES = [
      mk.legal_nanzero, True,
      lambda m: [n.op_type for n in m.graph.node] == ["Softmax", "IsNaN", "Where", "IsNaN", "Where"] and
      list(find_node(m, "guard_one").input) == ["nan1", "one", "g"]),
+    ("G12", "a Reshape to its input's own shape dropped at load, a real Reshape kept",
+     mk.legal_noop_reshape, True,
+     lambda m: [n.op_type for n in m.graph.node] == ["Relu", "Relu", "Reshape"]),
 ]
 
 

@@ -782,6 +782,18 @@ def legal_nanzero():
                  [f32("zero", 0.0), f32("one", 1.0)], opset=17)
 
 
+def legal_noop_reshape():
+    """A Reshape to its input's own shape (attention's head merge after a
+    fused kernel keeps one), dropped at load; a real Reshape kept."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    n = [helper.make_node("Relu", ["x"], ["r"], name="relu1"),
+         helper.make_node("Reshape", ["r", "same"], ["s"], name="noop"),
+         helper.make_node("Relu", ["s"], ["t"], name="relu2"),
+         helper.make_node("Reshape", ["t", "flat"], ["y"], name="flatten")]
+    return model(n, "legal_noop_reshape", [vi("x", [1, 2, 4, 4])], [vi("y", [1, 32])],
+                 [i64("same", [1, 2, -1, 4]), i64("flat", [1, 32])], opset=14)
+
+
 def legal_dense():
     """DenseNet's spelling (opset 13): Concat of 1, 3 and 4 inputs, a
     BatchNormalization after a Concat (-> scale + bias, written back as one
@@ -837,6 +849,7 @@ MODELS = {
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
+    "legal_noop_reshape": legal_noop_reshape,
 }
 
 

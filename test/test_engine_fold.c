@@ -80,6 +80,8 @@ static const kcase kcases[] = {
     {"K18 split1 axis 0", OP_SPLIT1, {0, 1}, {S3(3, 2, 2)}},
     {"K19 transpose", OP_TRANSPOSE, {0}, {S2(3, 4)}},
     {"K19a permute 0231", OP_PERMUTE, {OPS_PERM4(0, 2, 3, 1)}, {S4(2, 3, 4, 5)}},
+    {"K19c heads 4", OP_HEADS, {4}, {S3(2, 3, 8)}},
+    {"K19d unheads 2", OP_UNHEADS, {2}, {S4(1, 3, 2, 5)}},
     {"K19b permute 021 (rank 3)", OP_PERMUTE, {(3 << 12) | (2 << 6) | (1 << 3)}, {S3(2, 3, 4)}},
     {"K20 enlarge 5x5", OP_ENLARGE, {K(5, 5)}, {S4(2, 3, 3, 1)}},
     {"K21 enlarge 3x3", OP_ENLARGE, {K(3, 3)}, {S4(2, 2, 1, 1)}},
