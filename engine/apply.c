@@ -46,6 +46,7 @@ static eg_status add_dst(eg_graph *c, const eg_plan *p, const rg_graph *dst, con
             if (rg_param_value(dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
         }
         for (int k = 0; k < ops_table[dn->op].arity; k++) n->in[k] = val[dn->in[k]];
+        if (eg_conv_1x1(c, n)) n->param[1] = OPS_PAD_SAME;
         n->out[0] = t;
         val[RG_NODE(j)] = t;
     }

@@ -687,6 +687,12 @@ const eg_shape *eg_node_in_shape(const eg_graph *g, const eg_node *n, int k) {
     return t ? &t->shape : &unknown;
 }
 
+int eg_conv_1x1(const eg_graph *g, const eg_node *n) {
+    const eg_shape *w = eg_node_in_shape(g, n, 1);
+    return n->kind == EG_KIND_OPS && n->op == OP_CONV2D && w->rank == 4 && w->dim[2] == 1 &&
+           w->dim[3] == 1;
+}
+
 static int64_t broadcast_dim(int64_t a, int64_t b) {
     if (a == 1) return b;
     if (b == 1) return a;

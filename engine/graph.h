@@ -365,6 +365,12 @@ int eg_shape_known(const eg_shape *s);
  * unknown one when omitted (the accessors every shape rule starts with). */
 const eg_tensor *eg_node_in(const eg_graph *g, const eg_node *n, int k);
 const eg_shape *eg_node_in_shape(const eg_graph *g, const eg_node *n, int k);
+/* 1 when n is a conv2d whose kernel is known to be 1x1. SAME and VALID
+ * padding are then the same operator (no padding at any stride), so the
+ * engine writes such a conv SAME (at load and in every rewrite) and a
+ * rule's conv of either padding matches it: one graph, not a plateau of
+ * two spellings the search would wander. */
+int eg_conv_1x1(const eg_graph *g, const eg_node *n);
 /* Numpy (multidirectional) broadcast of a and b into o, as far as they are
  * known: unknown rank in, unknown rank out; an unknown dim against a
  * known one other than 1 is that one. The one broadcast rule of the shape

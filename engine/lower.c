@@ -92,6 +92,7 @@ static eg_status lower_conv(eg_graph *g, int j, int *appended) {
     int b = n->n_in > 2 ? n->in[2] : -1, y = n->out[0], t;
     if (!w || w->rank != 4 || a->stride[0] != a->stride[1]) return EG_OK;
     int pad = pad_kind(a, w->dim[2], w->dim[3]);
+    if (pad >= 0 && w->dim[2] == 1 && w->dim[3] == 1) pad = OPS_PAD_SAME; /* eg_conv_1x1 */
     int32_t p[OPS_MAX_PARAMS] = {a->stride[0], pad, OPS_ACT_NONE, a->group}, bp[OPS_MAX_PARAMS] = {1};
     if (pad < 0 || !ops_fits(g, OP_CONV2D, p, n->in, y)) return EG_OK;
     if (b < 0) {

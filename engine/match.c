@@ -36,6 +36,13 @@ static int out0(const eg_graph *g, int c) {
     return g->node[c].out[0];
 }
 
+/* 1 when graph node n's parameter k may stand for the value v a rule
+ * writes: equal, or a pad of a 1x1 conv (SAME and VALID are then one
+ * operator, eg_conv_1x1). */
+static int param_agrees(const eg_graph *g, const eg_node *n, int k, int32_t v) {
+    return n->param[k] == v || (ops_table[n->op].pkind[k] == PK_PAD && eg_conv_1x1(g, n));
+}
+
 /* 1 when graph node c can stand for src node j by itself: an opspecs node
  * with j's operator, arity and literal parameters. */
 static int node_fits(const mstate *s, int j, int c) {
@@ -48,7 +55,7 @@ static int node_fits(const mstate *s, int j, int c) {
         return 0;
     for (int k = 0; k < oi->n_params; k++)
         if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) &&
-            !eg_param_free(sn->op, k) && n->param[k] != sn->param[k])
+            !eg_param_free(sn->op, k) && !param_agrees(s->g, n, k, sn->param[k]))
             return 0;
     return 1;
 }
@@ -115,7 +122,7 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
                     return m_fail(EG_ESHAPE, err, errlen, "src node %d: free parameter differs", j);
                 continue;
             }
-            if (rg_param_value(src, j, k, in, &v) != RG_OK || v != s->g->node[s->nm[j]].param[k])
+            if (rg_param_value(src, j, k, in, &v) != RG_OK || !param_agrees(s->g, &s->g->node[s->nm[j]], k, v))
                 return m_fail(EG_ESHAPE, err, errlen, "src node %d: size differs", j);
         }
     char rerr[RG_ERRLEN];

@@ -35,6 +35,12 @@ typedef struct {
 } new_value; /* an initializer IR < 4 must also list as a graph input */
 
 typedef struct {
+    char *name;
+    int n;
+    uint8_t raw[8 * EG_MAX_INTS];
+} new_ints; /* an int64 vector the export wrote (put_ints) */
+
+typedef struct {
     const eg_graph *g;
     char *err;
     size_t errlen;
@@ -55,6 +61,8 @@ typedef struct {
                              (emit_pool), given a value_info as a re-import would */
     new_value *added;
     int n_added, cap_added;
+    new_ints *ints;       /* the int64 vectors put_ints wrote */
+    int n_ints, cap_ints;
 } octx;
 
 /* Field numbers, from the descriptors rather than copied by hand. */
@@ -153,12 +161,14 @@ static eg_status put_value(octx *c, const char *name, int dtype, const eg_shape 
     return added ? note_added(c, name, dtype, s, tensor) : EG_OK;
 }
 
-/* An absorbed int64 vector holding exactly raw (the importer folded it
- * into a node; the node now needs it again), or -1. */
+/* An int64 initializer holding exactly raw, absorbed (the importer folded
+ * it into a node; the node now needs it again) or read by a node the
+ * export writes, or -1. */
 static int absorbed_match(const octx *c, const uint8_t *raw, int n) {
     for (int i = 0; i < c->g->n_tensors; i++) {
         const eg_tensor *t = &c->g->tensor[i];
-        if ((t->flags & EG_TF_ABSORBED) && t->dtype == EG_DT_INT64 && t->raw &&
+        int kept = (t->flags & EG_TF_ABSORBED) || ((t->flags & EG_TF_INIT) && c->uses[i] > 0);
+        if (kept && t->dtype == EG_DT_INT64 && t->raw &&
             t->shape.rank == 1 && t->shape.dim[0] == n && t->raw_len == 8 * (size_t)n &&
             memcmp(t->raw, raw, t->raw_len) == 0)
             return i;
@@ -179,12 +189,27 @@ static char *put_ints(octx *c, const char *base, const char *tag, const int64_t 
         c->revived[old] = 1;
         return strdup(c->g->tensor[old].name);
     }
+    /* One new vector per value: two Reshapes to one shape share it, as
+     * they share the absorbed one when the file is read again (a round
+     * trip is a fixed point). */
+    for (int k = 0; k < c->n_ints; k++)
+        if (c->ints[k].n == n && memcmp(c->ints[k].raw, raw, 8 * (size_t)n) == 0)
+            return strdup(c->ints[k].name);
+    if (c->n_ints == c->cap_ints) {
+        int nc = c->cap_ints ? 2 * c->cap_ints : 8;
+        new_ints *p = realloc(c->ints, sizeof *p * (size_t)nc);
+        if (!p) return NULL;
+        c->ints = p, c->cap_ints = nc;
+    }
     char *name = fresh_name(c, base, tag);
     if (!name) return NULL;
-    if (put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1, -1) != EG_OK) {
+    if (put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1, -1) != EG_OK ||
+        !(c->ints[c->n_ints].name = strdup(name))) {
         free(name);
         return NULL;
     }
+    c->ints[c->n_ints].n = n;
+    memcpy(c->ints[c->n_ints++].raw, raw, 8 * (size_t)n);
     return name;
 }
 
@@ -1331,6 +1356,8 @@ static void octx_free(octx *c) {
     eg_names_free(c->node_names), eg_names_free(c->new_names);
     for (int k = 0; k < c->n_added; k++) free(c->added[k].name);
     free(c->added);
+    for (int k = 0; k < c->n_ints; k++) free(c->ints[k].name);
+    free(c->ints);
 }
 
 /* model shell + graph field (graph shell + nodes + values + ios), written

@@ -21,6 +21,7 @@ typedef struct {
     int64_t parent;  /* state index, -1 for the input */
     uint32_t rule;   /* the rule that made it from its parent */
     int queued;
+    int held;        /* a look past it is pending: its graph stays */
 } state;
 
 typedef struct {
@@ -108,7 +109,7 @@ static int64_t add_state(search *S, eg_graph *g, double cost, int64_t parent, ui
         }
         S->s = t, S->cap = cap;
     }
-    S->s[S->n] = (state){g, cost, parent, rule, 1};
+    S->s[S->n] = (state){g, cost, parent, rule, 1, 0};
     S->queued++;
     return (int64_t)S->n++;
 }
@@ -124,16 +125,6 @@ static int64_t queue_extreme(const search *S, int want_max) {
         if (pick < 0 || (want_max ? c >= p : c < p)) pick = (int64_t)i;
     }
     return pick;
-}
-
-/* Take state i out of the queue; its graph goes unless it is the best. */
-static void unqueue(search *S, int64_t i, int64_t best) {
-    S->s[i].queued = 0;
-    S->queued--;
-    if (i != best) {
-        eg_free(S->s[i].g);
-        S->s[i].g = NULL;
-    }
 }
 
 /* ---- one expansion ---- */
@@ -174,6 +165,15 @@ static int collect_match(const eg_match *m, void *arg) {
     return 0;
 }
 
+/* How far below a node the rewrite created a match may be rooted and
+ * still read it: a rule's left side has at most this many levels. */
+#define LOOK_DEPTH 3
+
+/* How many costlier steps in a row the search looks past: SqueezeNet's
+ * fire module needs two (its relu, then its bias, moved past the concat of
+ * its two convs, each unfusing an epilogue) before the convs merge. */
+#define LOOK_STEPS 2
+
 typedef struct {
     search S;
     const eg_ruleset *rs;
@@ -182,19 +182,28 @@ typedef struct {
     eg_search_result *r;
     int64_t best;
     int64_t expanding; /* the state whose graph the matches point into */
-    int64_t pinned;    /* the state looked past (look_ahead): its graph stays */
     double t0, next_progress;
     match_list L;
 } run;
 
-/* Take the worst queued graph out when the queue is over its cap; the
- * graph of a pinned state stays until look_ahead is done with it. */
+/* A state's graph goes once nothing needs it: not queued, not the best,
+ * not being expanded, not held for a look past it. */
+static void drop_graph(run *R, int64_t i) {
+    state *st = &R->S.s[i];
+    if (!st->queued && !st->held && i != R->best && i != R->expanding) {
+        eg_free(st->g);
+        st->g = NULL;
+    }
+}
+
+/* Take the worst queued graph out when the queue is over its cap (its graph
+ * stays while it is held). */
 static void trim_queue(run *R) {
     search *S = &R->S;
     if (S->queued <= EG_SEARCH_QUEUE_MAX) return;
     int64_t w = queue_extreme(S, 1);
-    if (w != R->pinned) unqueue(S, w, R->best);
-    else S->s[w].queued = 0, S->queued--;
+    S->s[w].queued = 0, S->queued--;
+    drop_graph(R, w);
 }
 
 /* Judge one rewritten graph: new, under alpha x best? Queue it, drop the
@@ -224,32 +233,70 @@ static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, i
     if (cost < S->s[R->best].cost) {
         int64_t old = R->best;
         R->best = i;
-        if (!S->s[old].queued && old != R->expanding && old != R->pinned) {
-            eg_free(S->s[old].g);
-            S->s[old].g = NULL;
-        }
+        drop_graph(R, old);
     }
     *queued_as = i;
     trim_queue(R);
     return EG_OK;
 }
 
-/* ---- one step past a costlier rewrite ---- */
+/* ---- rewriting the matches of one graph ---- */
 
-/* How far below a node the rewrite created a match may be rooted and
- * still read it: a rule's left side has at most this many levels. */
-#define LOOK_DEPTH 3
+static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level);
+
+/* Phase 1: apply every match of L to g (state gi) and judge the results;
+ * a result that costs more than gi is held when steps past it are to be
+ * judged (look_next). Phase 2: judge those steps (look_ahead), then let the
+ * held graphs go. Judging all of one level before any of the next keeps a
+ * graph's first sighting at its shallowest level, where it is looked past.
+ * @return EG_OK, EG_ENOMEM. */
+static eg_status rewrite_all(run *R, int64_t gi, const eg_graph *g, const match_list *L,
+                             int look_next, int level, int counted_ahead) {
+    search *S = &R->S;
+    int64_t *held = NULL;
+    size_t n_held = 0;
+    eg_status rc = EG_OK;
+    if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
+    for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
+        eg_graph *ng = NULL;
+        int64_t st;
+        char aerr[EG_ERRLEN];
+        eg_status ar = eg_apply(R->rs, g, &L->m[k], &ng, aerr, sizeof aerr);
+        if (ar == EG_ENOMEM) rc = EG_ENOMEM;
+        else if (ar != EG_OK) R->r->rejected++;
+        else {
+            R->r->generated++;
+            R->r->looked_ahead += counted_ahead;
+            rc = consider(R, ng, gi, L->m[k].rule, &st);
+            if (rc == EG_OK && look_next && st >= 0 && S->s[st].g && S->s[st].cost > S->s[gi].cost) {
+                S->s[st].held = 1;
+                held[n_held++] = st;
+            }
+        }
+    }
+    for (size_t k = 0; k < n_held; k++) {
+        if (rc == EG_OK) rc = look_ahead(R, held[k], g, level);
+        S->s[held[k]].held = 0;
+        drop_graph(R, held[k]);
+    }
+    free(held);
+    return rc;
+}
+
+/* ---- steps past a costlier rewrite ---- */
 
 /* A rewrite that costs more than its parent may be the first half of a
  * gain: on ResNet, adding two biased convs as one bias after the add
  * unfuses the biases (dearer), and only then can the two convs become one
  * (cheaper than the start). A best-first search reaches such a second step
  * late or never, behind every graph of the first step's cost. So the
- * search judges the second steps at once: the matches in child c (state
- * ci, made from p) that use a node p has not (fresh) and are rooted at
+ * search judges the next steps at once: the matches in child c (state ci,
+ * held, made from p) that use a node p has not (fresh) and are rooted at
  * most LOOK_DEPTH nodes below one. Their graphs are judged like any other
- * (consider), with ci as their parent. @return EG_OK or EG_ENOMEM. */
-static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, char *err, size_t errlen) {
+ * (consider), with ci as their parent; one that costs more than ci again is
+ * looked past in turn, up to LOOK_STEPS levels (level counts from 0).
+ * @return EG_OK or EG_ENOMEM. */
+static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     search *S = &R->S;
     const eg_graph *c = S->s[ci].g;
     size_t nn = (size_t)(c->n_nodes ? c->n_nodes : 1);
@@ -274,28 +321,10 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, char *err, si
         rc = eg_match_anchored(R->rs, c, near, collect_match, &L);
         if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     }
-    R->pinned = ci;
-    for (size_t k = 0; k < L.n && rc == EG_OK; k++) {
-        eg_graph *ng = NULL;
-        int64_t st;
-        char aerr[EG_ERRLEN];
-        eg_status ar = eg_apply(R->rs, c, &L.m[k], &ng, aerr, sizeof aerr);
-        if (ar == EG_ENOMEM) rc = EG_ENOMEM;
-        else if (ar != EG_OK) R->r->rejected++;
-        else {
-            R->r->generated++, R->r->looked_ahead++;
-            rc = consider(R, ng, ci, L.m[k].rule, &st);
-        }
-    }
-    R->pinned = -1;
-    if (!S->s[ci].queued && ci != R->best) {
-        eg_free(S->s[ci].g);
-        S->s[ci].g = NULL;
-    }
+    if (rc == EG_OK) rc = rewrite_all(R, ci, c, &L, level + 1 < LOOK_STEPS, level + 1, 1);
     free(fresh);
     free(depth);
     free(L.m);
-    if (rc) fail(err, errlen, rc, "search: out of memory");
     return rc;
 }
 
@@ -311,21 +340,8 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     free(wo);
     if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
     if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
-    for (size_t k = 0; k < R->L.n && rc == EG_OK; k++) {
-        eg_graph *ng = NULL;
-        int64_t st;
-        char aerr[EG_ERRLEN];
-        eg_status ar = eg_apply(R->rs, g, &R->L.m[k], &ng, aerr, sizeof aerr);
-        if (ar == EG_ENOMEM) rc = fail(err, errlen, ar, "applying a rule: out of memory");
-        else if (ar != EG_OK) R->r->rejected++;
-        else {
-            R->r->generated++;
-            rc = consider(R, ng, i, R->L.m[k].rule, &st);
-            if (rc) fail(err, errlen, rc, "search: out of memory");
-            else if (st >= 0 && S->s[st].g && S->s[st].cost > S->s[i].cost)
-                rc = look_ahead(R, st, g, err, errlen);
-        }
-    }
+    rc = rewrite_all(R, i, g, &R->L, 1, 0, 0);
+    if (rc) fail(err, errlen, rc, "search: out of memory");
     return rc;
 }
 
@@ -350,7 +366,7 @@ static eg_status fill_applied(run *R) {
 
 eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                     eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
-    run R = {.rs = rs, .c = c, .o = o, .r = r, .pinned = -1, .expanding = -1};
+    run R = {.rs = rs, .c = c, .o = o, .r = r, .expanding = -1};
     memset(r, 0, sizeof *r);
     *best = NULL;
     R.t0 = now_s(), R.next_progress = 1.0;

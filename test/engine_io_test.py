@@ -414,6 +414,10 @@ LEGAL_CASES = [
     ("G12", "a Reshape to its input's own shape dropped at load, a real Reshape kept",
      mk.legal_noop_reshape, True,
      lambda m: [n.op_type for n in m.graph.node] == ["Relu", "Relu", "Reshape"]),
+    ("G13", "two Reshapes into heads sharing a shape with an opaque node: one shape written for both",
+     mk.legal_heads_shared, True,
+     lambda m: sorted(n.op_type for n in m.graph.node) == ["Expand", "Reshape", "Reshape"] and
+     find_node(m, "rs_a").input[1] == find_node(m, "rs_b").input[1] == "hs" and len(m.graph.initializer) == 2),
 ]
 
 

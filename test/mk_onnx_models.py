@@ -794,6 +794,20 @@ def legal_noop_reshape():
                  [i64("same", [1, 2, -1, 4]), i64("flat", [1, 32])], opset=14)
 
 
+def legal_heads_shared():
+    """Two Reshapes into heads sharing their shape with an opaque Expand
+    (fuzzing found it): the Reshapes become heads; the export writes one
+    shape for both, the same again when its output is read back."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    one = numpy_helper.from_array(np.ones([1], dtype=np.float32), "one")
+    n = [helper.make_node("Reshape", ["x", "hs"], ["a"], name="rs_a"),
+         helper.make_node("Reshape", ["z", "hs"], ["b"], name="rs_b"),
+         helper.make_node("Expand", ["one", "hs"], ["e"], name="expand")]
+    return model(n, "legal_heads_shared", [vi("x", [1, 8, 16]), vi("z", [1, 8, 16])],
+                 [vi("a", [1, 8, 4, 4]), vi("b", [1, 8, 4, 4]), vi("e", [1, 8, 4, 4])],
+                 [i64("hs", [1, 8, 4, 4]), one], opset=14)
+
+
 def legal_dense():
     """DenseNet's spelling (opset 13): Concat of 1, 3 and 4 inputs, a
     BatchNormalization after a Concat (-> scale + bias, written back as one
@@ -849,7 +863,7 @@ MODELS = {
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
-    "legal_noop_reshape": legal_noop_reshape,
+    "legal_noop_reshape": legal_noop_reshape, "legal_heads_shared": legal_heads_shared,
 }
 
 

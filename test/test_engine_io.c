@@ -158,8 +158,8 @@ typedef struct {
 static const lower_case lower_cases[] = {
     {"L01 Conv pads (k-1)/2 -> conv2d SAME", "convs.onnx", "same", EG_KIND_OPS, OP_CONV2D,
      {1, OPS_PAD_SAME, OPS_ACT_NONE, 1}},
-    {"L02 Conv 1x1 stride 2 -> conv2d VALID", "convs.onnx", "valid", EG_KIND_OPS, OP_CONV2D,
-     {2, OPS_PAD_VALID, OPS_ACT_NONE, 1}},
+    {"L02 Conv 1x1 stride 2, no pads -> conv2d SAME (one spelling for 1x1)", "convs.onnx", "valid",
+     EG_KIND_OPS, OP_CONV2D, {2, OPS_PAD_SAME, OPS_ACT_NONE, 1}},
     {"L03 grouped Conv -> conv2d groups 2", "convs.onnx", "grouped", EG_KIND_OPS, OP_CONV2D,
      {1, OPS_PAD_SAME, OPS_ACT_NONE, 2}},
     {"L04 asymmetric pads stay a model op", "convs.onnx", "asym", EG_KIND_MODEL, EG_MOP_CONV, {0}},

@@ -547,6 +547,47 @@ static void test_look_ahead(void **state) {
     eg_ruleset_free(rw);
 }
 
+/* SqueezeNet's fire module: two biased, relu'd convs (1x1 and 3x3) of one
+ * input, concatenated. Moving the relu, then the bias, past the concat
+ * each cost more (they no longer fuse into the convs); only then do the
+ * convs become one. With one expansion the search gets there only by
+ * looking two steps past the first. The 1x1 conv is VALID and the rule's
+ * SAME: for a 1x1 kernel they are one operator (eg_conv_1x1). */
+#define R_RELUS "(concat 1 (relu x0) (relu x1)) => (relu (concat 1 x0 x1))"
+#define R_BIASCAT "(concat 1 (bias 1 x0 x1) (bias 1 x2 x3)) => (bias 1 (concat 1 x0 x2) (concat 0 x1 x3))"
+#define R_FIRE \
+    "(concat 1 (conv2d 1 SAME NONE 1 x0 x1) (conv2d 1 SAME NONE 1 x0 x2)) => " \
+    "(conv2d 1 SAME NONE 1 x0 (concat 0 (enlarge 3x3 x1) x2))"
+static void test_look_two_ahead(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules(R_RELUS "|" R_BIASCAT "|" R_FIRE);
+    eg_graph *g = build("in x 1 16 27 27; init w1 32 16 1 1; init w3 32 16 3 3; init b1 32; init b3 32; "
+                        "c1 = conv2d 1 1 0 1 x w1; c3 = conv2d 1 0 0 1 x w3; p = bias 1 c1 b1; "
+                        "q = bias 1 c3 b3; r = relu p; s = relu q; y = concat 1 r s; out y"),
+             *best = NULL;
+    eg_cost *c = NULL;
+    eg_search_opts o;
+    eg_search_result r;
+    char err[EG_ERRLEN];
+    if (eg_cost_new(EG_COST_ANALYTIC, NULL, &c, err, sizeof err)) fail_msg("%s", err);
+    eg_search_opts_init(&o);
+    o.budget = 1, o.time_limit = 600, o.alpha = 3; /* the unfused steps are dear beside one module */
+    if (eg_search(g, rs, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("%s", err);
+    print_message("# two ahead: cost %.2f -> %.2f us, %llu generated, %llu ahead\n", r.cost_before,
+                  r.cost_after, (unsigned long long)r.generated, (unsigned long long)r.looked_ahead);
+    assert_true(r.cost_after < r.cost_before);
+    for (int k = 0; k < 3; k++) assert_int_equal(r.applied[k], 1);
+    int convs = 0;
+    for (int j = 0; j < best->n_nodes; j++)
+        convs += best->node[j].kind == EG_KIND_OPS && best->node[j].op == OP_CONV2D;
+    assert_int_equal(convs, 1);
+    ec_check(g, best, "two ahead");
+    eg_search_result_free(&r);
+    eg_free(best), eg_free(g);
+    eg_cost_free(c);
+    eg_ruleset_free(rs);
+}
+
 /* Applying assoc both ways gives back a graph that hashes like the
  * original (internal names differ). */
 static void test_hash_roundtrip(void **state) {
@@ -897,6 +938,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_look_ahead);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_look_two_ahead);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_load_errors);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shipped);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
