@@ -354,6 +354,11 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES: k->cls = EG_KC_FREE; return 1;
+    case OPS_FORM_KMUL: /* [O,M] x [M,I]; on weights only, folded before it runs */
+        k->cls = EG_KC_GEMM, k->batch = 1;
+        k->m = dim(g, x, 0), k->k = dim(g, x, 1), k->nn = max1(k->out_elems / max1(k->m));
+        k->flops = 2.0 * (double)k->m * (double)k->nn * (double)k->k;
+        return 1;
     case OPS_FORM_COUNT: return 0;
     }
     return 0;

@@ -640,18 +640,54 @@ static eg_status emit_slice(octx *c, const eg_node *n) {
 
 /* heads, unheads: one Reshape to the output's shape (an attribute before
  * opset 5, then an int64 input). */
-static eg_status emit_reshape(octx *c, const eg_node *n) {
+static eg_status reshape_to(octx *c, const char *x, const char *y, const eg_shape *s, const char *name) {
     nbuild b;
-    const eg_shape *s = &c->g->tensor[n->out[0]].shape;
-    const char *y = tname(c, n->out[0]);
     eg_status rc = nb_init(&b, "Reshape", 2, 1);
     if (rc == EG_OK) {
-        nb_in(&b, tname(c, n->in[0])), nb_out(&b, y);
+        nb_in(&b, x), nb_out(&b, y);
         if (c->g->opset < 5) nb_ints(&b, "shape", s->dim, s->rank);
         else if (!nb_in_owned(&b, put_ints(c, y, "shape", s->dim, s->rank))) rc = EG_ENOMEM;
-        if (rc == EG_OK) rc = nb_emit(c, &b, n->name);
+        if (rc == EG_OK) rc = nb_emit(c, &b, name);
     }
     nb_free(&b);
+    return rc;
+}
+
+static eg_status emit_reshape(octx *c, const eg_node *n) {
+    return reshape_to(c, tname(c, n->in[0]), tname(c, n->out[0]), &c->g->tensor[n->out[0]].shape,
+                      n->name);
+}
+
+/* kmul(v, w): w's 1x1 kernel transposed to [I,M,1,1] (a vector: reshaped
+ * to [1,M,1,1]) is a batch of 1x1 images, so it is Conv(w', v), turned
+ * back. (It reads weights only, so the export has usually folded it.) */
+static eg_status emit_kmul(octx *c, const eg_node *n) {
+    const eg_shape *w = &c->g->tensor[n->in[1]].shape;
+    const char *y = tname(c, n->out[0]);
+    static const int64_t swap01[4] = {1, 0, 2, 3};
+    char *t1 = fresh_name(c, y, "kin"), *t2 = fresh_name(c, y, "kconv");
+    eg_status rc = t1 && t2 ? EG_OK : EG_ENOMEM;
+    nbuild b;
+    for (int step = 0; step < 3 && rc == EG_OK; step++) {
+        const char *from = step == 0 ? tname(c, n->in[1]) : step == 1 ? t1 : t2;
+        const char *to = step == 0 ? t1 : step == 1 ? t2 : y;
+        if (step == 1) { /* Conv(w', v) */
+            if ((rc = nb_init(&b, "Conv", 2, 1)) != EG_OK) break;
+            nb_in(&b, from), nb_in(&b, tname(c, n->in[0])), nb_out(&b, to);
+            rc = nb_emit(c, &b, to);
+            nb_free(&b);
+        } else if (w->rank == 4) { /* Transpose of the first two axes */
+            if ((rc = nb_init(&b, "Transpose", 1, 1)) != EG_OK) break;
+            nb_in(&b, from), nb_out(&b, to), nb_ints(&b, "perm", swap01, 4);
+            rc = nb_emit(c, &b, step ? n->name : to);
+            nb_free(&b);
+        } else { /* [M] -> [1,M,1,1] and [1,O,1,1] -> [O] */
+            eg_shape s = {4, {1, w->dim[0], 1, 1}};
+            if (step == 2) s = c->g->tensor[n->out[0]].shape;
+            rc = reshape_to(c, from, to, &s, step ? n->name : to);
+        }
+    }
+    free(t1), free(t2);
     return rc;
 }
 
@@ -1008,6 +1044,7 @@ static eg_status emit_ops(octx *c, int j) {
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES: return emit_constant(c, n);
+    case OPS_FORM_KMUL: return emit_kmul(c, n);
     case OPS_FORM_COUNT: break;
     }
     return fail(c, EG_EFORMAT, "node '%s': unknown opspecs operator %d", n->name, (int)n->op);

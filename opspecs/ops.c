@@ -97,6 +97,8 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                   .form = OPS_FORM_CKERNEL},
     [OP_ONES] = {.name = "ones", .arity = 1, .flags = OPF_CONST, .onnx = "(initializer)",
                  .kinds = K_UNARY(OPS_KM_TENSOR), .ref = OPS_REF_SHAPE, .form = OPS_FORM_ONES},
+    [OP_KMUL] = {.name = "kmul", .arity = 2, .onnx = "Conv", .kinds = {K_W, K_W | K_V, OPS_OUT_IN1},
+                 .form = OPS_FORM_KMUL},
 };
 static_assert(OP_COUNT <= 64, "ops_set holds 64 operators");
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,
@@ -154,6 +156,7 @@ int ops_shape_of_in0(ops_op op) {
     case OPS_FORM_ENLARGE:
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
+    case OPS_FORM_KMUL:
     case OPS_FORM_COUNT: return 0;
     }
     return 0;

@@ -89,6 +89,10 @@ typedef enum { /* ORDER OP */
     OP_ICONV,     /* (kernel; ref NCHW): identity conv kernel [C,C,kh,kw] */
     OP_POOLK,     /* (kernel; ref NCHW): avg-pool kernel [C,C,kh,kw], 1/(kh*kw) on o==i */
     OP_ONES,      /* (; ref): all ones, the shape of ref */
+    OP_KMUL,      /* (; v [O,M,1,1], w [M,I,1,1] or [M]) -> [O,I,1,1] or [O]: the
+                     1x1 kernel v applied to w, sum over m of v[o,m] w[m,..]: two
+                     1x1 convs in a row as one kernel, a bias moved through a
+                     1x1 conv */
     OP_COUNT
 } ops_op;
 
@@ -147,10 +151,11 @@ typedef enum { /* ORDER KIND */
 #define OPS_KM_ANY (OPS_KM_TENSOR | OPS_KM(OPS_KIND_SCALAR))
 #define OPS_KM_SAME 0x80u /* in1: exactly input 0's kind */
 #define OPS_OUT_IN0 (-1)  /* out: input 0's kind */
+#define OPS_OUT_IN1 (-2)  /* out: input 1's kind */
 
 typedef struct {
     unsigned in0, in1; /* masks of OPS_KM(kind); in1 unused by unary operators */
-    int out;           /* an ops_kind, or OPS_OUT_IN0 */
+    int out;           /* an ops_kind, OPS_OUT_IN0 or OPS_OUT_IN1 */
 } ops_kinds;
 
 /* The family an operator belongs to: its shape rule, its kernel, its Z3
@@ -178,6 +183,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_IMM,       /* identity matrix from a [m,n] reference */
     OPS_FORM_CKERNEL,   /* [C,C,kh,kw] constant kernels from an NCHW reference */
     OPS_FORM_ONES,      /* all ones, the shape of the reference */
+    OPS_FORM_KMUL,      /* a 1x1 kernel [O,M,1,1] x [M,I,1,1] or [M] */
     OPS_FORM_COUNT
 } ops_form;
 

@@ -260,6 +260,23 @@ static ops_status shape_heads(ops_op op, const int32_t *p, const ten_shape *in, 
     return OPS_OK;
 }
 
+/* kmul(v [O,M,1,1], w [M,I,1,1]) -> [O,I,1,1]; kmul(v, w [M]) -> [O]. */
+static ops_status shape_kmul(ops_op op, const ten_shape *in, ten_shape *out, char *err) {
+    const ten_shape *v = &in[0], *w = &in[1];
+    if (v->rank != 4 || v->dim[2] != 1 || v->dim[3] != 1)
+        return fail(op, OPS_ESHAPE, in, err, "needs a 1x1 kernel first");
+    if (w->rank != 1 && (w->rank != 4 || w->dim[2] != 1 || w->dim[3] != 1))
+        return fail(op, OPS_ESHAPE, in, err, "needs a 1x1 kernel or a vector second");
+    if (w->dim[0] != v->dim[1])
+        return fail(op, OPS_ESHAPE, in, err, "inner dims %d != %d", (int)v->dim[1], (int)w->dim[0]);
+    if (w->rank == 1) {
+        out->rank = 1, out->dim[0] = v->dim[0];
+        return OPS_OK;
+    }
+    set4(out, v->dim[0], w->dim[1], 1, 1);
+    return OPS_OK;
+}
+
 /* enlarge(kernel; w [O,I,kh,kw]): the kernel is at least w's and differs
  * from it by an even amount, so w can sit exactly in the centre. */
 static ops_status shape_enlarge(ops_op op, const int32_t *p, const ten_shape *in,
@@ -343,6 +360,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
     case OPS_FORM_ENLARGE: return shape_enlarge(op, p, in, out, err);
     case OPS_FORM_IMM: return shape_imm(op, in, out, err);
     case OPS_FORM_CKERNEL: return shape_ckernel(op, p, in, out, err);
+    case OPS_FORM_KMUL: return shape_kmul(op, in, out, err);
     case OPS_FORM_COUNT: break;
     }
     snprintf(err, OPS_ERRLEN, "unknown operator %d", (int)op);

@@ -63,7 +63,7 @@ int dom_kind(ops_op op, int k0, int k1) {
         if (k1 < 0 || k1 >= OPS_KIND_COUNT) return DOM_NO_KIND;
         if (t->in1 == OPS_KM_SAME ? k1 != k0 : !(t->in1 >> k1 & 1)) return DOM_NO_KIND;
     }
-    return t->out == OPS_OUT_IN0 ? k0 : t->out;
+    return t->out == OPS_OUT_IN0 ? k0 : t->out == OPS_OUT_IN1 ? k1 : t->out;
 }
 
 uint64_t dom_pack(const ten_shape *s) {

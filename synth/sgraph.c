@@ -33,7 +33,8 @@ static void propagate(const sg_node *n, const int32_t *p, const uint64_t *shape,
                       const sg_bound *b0, const sg_bound *b1, sg_bound *out) {
     no_bound(out);
     switch (ops_table[n->op].form) {
-    case OPS_FORM_MATMUL: take(out, 0, b0, 0), take(out, 1, b1, 1); return;
+    case OPS_FORM_MATMUL:
+    case OPS_FORM_KMUL: take(out, 0, b0, 0), take(out, 1, b1, 1); return;
     case OPS_FORM_BMM:
         for (int a = 0; a < 3; a++) take(out, a, b0, a);
         take(out, 3, b1, 3);

@@ -808,6 +808,17 @@ def legal_heads_shared():
                  [i64("hs", [1, 8, 4, 4]), one], opset=14)
 
 
+def kmul_inputs():
+    """Two biased 1x1 convs in a row whose weights are graph inputs: what
+    the rules make of them (kmul of non-constant kernels) must be written
+    as ONNX, not folded."""
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1"),
+         helper.make_node("Conv", ["c1", "w2", "b2"], ["y"], name="conv2")]
+    return model(n, "kmul_inputs", [vi("x", [1, 4, 3, 3]), vi("w1", [3, 4, 1, 1]), vi("b1", [3]),
+                                     vi("w2", [5, 3, 1, 1]), vi("b2", [5])],
+                 [vi("y", [1, 5, 3, 3])], [], opset=13)
+
+
 def legal_dense():
     """DenseNet's spelling (opset 13): Concat of 1, 3 and 4 inputs, a
     BatchNormalization after a Concat (-> scale + bias, written back as one
@@ -864,6 +875,7 @@ MODELS = {
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
     "legal_noop_reshape": legal_noop_reshape, "legal_heads_shared": legal_heads_shared,
+    "kmul_inputs": kmul_inputs,
 }
 
 

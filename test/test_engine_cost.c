@@ -144,6 +144,7 @@ static const ops_case ops_cases[] = {
     {"A12a permute 0213", OP_PERMUTE, {OPS_PERM4(0, 2, 1, 3)}, 4, 0, S(1, 8, 16, 4), S(0)},
     {"A12b heads 4 of [1,8,16]", OP_HEADS, {4}, 3, 0, S(1, 8, 16), S(0)},
     {"A12c unheads 4 of [1,8,4,4]", OP_UNHEADS, {4}, 4, 0, S(1, 8, 4, 4), S(0)},
+    {"A12d kmul of 1x1 kernels", OP_KMUL, {0}, 4, 4, S(8, 4, 1, 1), S(4, 6, 1, 1)},
     {"A13 enlarge 1x1 -> 3x3", OP_ENLARGE, {OPS_KERNEL(3, 3)}, 4, 0, S(4, 4, 1, 1), S(0)},
     {"A14 imm", OP_IMM, {0}, 2, 0, S(4, 4), S(0)},
     {"A15 iconv", OP_ICONV, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},

@@ -82,6 +82,8 @@ static const kcase kcases[] = {
     {"K19a permute 0231", OP_PERMUTE, {OPS_PERM4(0, 2, 3, 1)}, {S4(2, 3, 4, 5)}},
     {"K19c heads 4", OP_HEADS, {4}, {S3(2, 3, 8)}},
     {"K19d unheads 2", OP_UNHEADS, {2}, {S4(1, 3, 2, 5)}},
+    {"K19e kmul of 1x1 kernels", OP_KMUL, {0}, {S4(3, 2, 1, 1), S4(2, 4, 1, 1)}},
+    {"K19f kmul of a vector", OP_KMUL, {0}, {S4(3, 2, 1, 1), S1(2)}},
     {"K19b permute 021 (rank 3)", OP_PERMUTE, {(3 << 12) | (2 << 6) | (1 << 3)}, {S3(2, 3, 4)}},
     {"K20 enlarge 5x5", OP_ENLARGE, {K(5, 5)}, {S4(2, 3, 3, 1)}},
     {"K21 enlarge 3x3", OP_ENLARGE, {K(3, 3)}, {S4(2, 2, 1, 1)}},

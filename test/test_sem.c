@@ -141,6 +141,9 @@ static const sem_case sem_cases[] = {
      {1, 2, 3, 4, 5, 6, 7, -8}, 0},
     {"unheads.3", OP_UNHEADS, {3}, {S4(1, 1, 3, 2)}, {1, -2, 3, 4, 5, 6}, {0}, S3(1, 1, 6),
      {1, -2, 3, 4, 5, 6}, 0},
+    {"kmul.kernels", OP_KMUL, {0}, {S4(2, 2, 1, 1), S4(2, 3, 1, 1)}, {1, 2, 3, 4},
+     {1, 0, -1, 2, 1, 0}, S4(2, 3, 1, 1), {5, 2, -1, 11, 4, -3}, 0},
+    {"kmul.vector", OP_KMUL, {0}, {S4(2, 2, 1, 1), S1(2)}, {1, 2, 3, 4}, {1, -1}, S1(2), {-1, -1}, 0},
     {"sadd", OP_SADD, {0}, {S2(1, 3), S0}, {1, 2, 3}, {-2}, S2(1, 3), {-1, 0, 1}, 0},
     {"sdiv", OP_SDIV, {0}, {S2(1, 3), S0}, {6, -4, 0}, {2}, S2(1, 3), {3, -2, 0}, 0},
     {"sdiv.by0", OP_SDIV, {0}, {S1(2), S0}, {6, -4}, {0}, S1(2), {0, 0}, 0},
@@ -304,7 +307,8 @@ static void test_table_complete(void **state) {
                 fail_msg("%s: parameter %d has no name or kind", o->name, k);
         const ops_kinds *t = &o->kinds;
         if (!t->in0 || (o->arity > 1 && !t->in1) ||
-            (t->out != OPS_OUT_IN0 && (t->out < 0 || t->out >= OPS_KIND_COUNT)))
+            (t->out != OPS_OUT_IN0 && t->out != OPS_OUT_IN1 && (t->out < 0 || t->out >= OPS_KIND_COUNT)) ||
+            (t->out == OPS_OUT_IN1 && o->arity < 2))
             fail_msg("%s: kinds column incomplete", o->name);
         if ((o->ref != OPS_REF_NONE) != ((o->flags & OPF_CONST) != 0))
             fail_msg("%s: a constant needs a ref column, and only a constant", o->name);
@@ -545,6 +549,9 @@ static const shape_case shape_cases[] = {
     {"split1.size-dim", OP_SPLIT1, {0, 3}, {S2(3, 3)}, OPS_EPARAM, S0},
     {"split1.dim1", OP_SPLIT1, {0, 1}, {S2(1, 3)}, OPS_EPARAM, S0},
     {"transpose.rank3", OP_TRANSPOSE, {0}, {S3(1, 2, 3)}, OPS_ESHAPE, S0},
+    {"kmul.3x3", OP_KMUL, {0}, {S4(2, 2, 3, 3), S4(2, 2, 1, 1)}, OPS_ESHAPE, S0},
+    {"kmul.inner", OP_KMUL, {0}, {S4(2, 3, 1, 1), S4(2, 3, 1, 1)}, OPS_ESHAPE, S0},
+    {"kmul.matrix", OP_KMUL, {0}, {S4(2, 2, 1, 1), S2(2, 3)}, OPS_ESHAPE, S0},
     {"heads.rank", OP_HEADS, {2}, {S4(1, 2, 4, 1)}, OPS_ESHAPE, S0},
     {"heads.divide", OP_HEADS, {3}, {S3(1, 2, 4)}, OPS_ESHAPE, S0},
     {"heads.zero", OP_HEADS, {0}, {S3(1, 2, 4)}, OPS_EPARAM, S0},
