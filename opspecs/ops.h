@@ -259,6 +259,10 @@ typedef struct {
                                rule writes the same one, and copies it into
                                the replacement. The domain is one value, a
                                label, and the digest leaves it out. */
+    int positive;           /* 1: prove takes any value >= 1, the domain being
+                               only what synth enumerates and tests sample
+                               (groups: an axiom proved for groups g holds
+                               for 4, 32 or a depthwise conv's channels) */
 } ops_pkind_info;
 
 extern const ops_pkind_info ops_pkind_table[PK_COUNT];

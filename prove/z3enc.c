@@ -72,7 +72,7 @@ static Z3_ast mk_app(ze_ctx *z, ops_op op, const zs_params *p, const Z3_ast *in,
 
 /* The domain of a parameter kind as a formula over v. */
 static Z3_ast domain(ze_ctx *z, ops_pkind kind, Z3_ast v) {
-    if (kind == PK_SIZE) return Z3_mk_ge(z->s.c, v, zs_num(&z->s, 1));
+    if (kind == PK_SIZE || ops_pkind_table[kind].positive) return Z3_mk_ge(z->s.c, v, zs_num(&z->s, 1));
     if (ops_pkind_table[kind].free) return Z3_mk_true(z->s.c); /* any value */
     const ops_pkind_info *d = &ops_pkind_table[kind];
     Z3_ast alt[16];

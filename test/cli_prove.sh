@@ -38,12 +38,13 @@ check "--no-timings reruns are byte-identical" sh -c "
 verdicts() { status_is 1 "$prove" --check --verdicts --max-instances 2000 "$@" "$tmp/mixed.tasodb"; }
 check "mixed rules, --jobs 1: exit 1 (rules not re-proved)" verdicts --jobs 1
 cp "$tmp/out" "$tmp/v1"
-check "... every rule has a verdict line" test "$(wc -l <"$tmp/v1")" -eq 26
+nrules=$("$BIN/ruledb" info "$tmp/mixed.tasodb" | sed -n 's/^rules: *\([0-9]*\),.*/\1/p')
+check "... every rule has a verdict line" test "$(wc -l <"$tmp/v1")" -eq "$nrules"
 check "... the planted rule: refuted by evaluation, with the instance" \
     grep -q "^$planted refuted by evaluation: output 0 differs at x0=\[" "$tmp/v1"
 check "... the hard rule: budget, naming the instance budget" \
     grep -q "^[0-9]* budget: instance budget spent (.* of 2000 kept" "$tmp/v1"
-check "... the others proved" test "$(grep -c '^[0-9]* proved$' "$tmp/v1")" -eq 23
+check "... the others proved" test "$(grep -c '^[0-9]* proved$' "$tmp/v1")" -eq $((nrules - 3))
 check "... stderr names each failing rule and its reason" \
     grep -q "rule $planted not proved: refuted by evaluation" "$tmp/err"
 check "... and counts them by reason" grep -q "(2 refuted by evaluation, 1 budget); ids:" "$tmp/err"

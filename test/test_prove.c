@@ -82,6 +82,13 @@ static const class_case true_cases[] = {
     {"T13 split of a transposed concat (dims of a term Z3 made)",
      {"(split1 0 (dim 1 x0) (transpose (concat 1 x0 x1)))", "(transpose x1)"},
      "[2,3] [2,2]"},
+    {"T14 4 groups, outside synth's domain {1,2}: groups are any count",
+     {"(concat 0 (conv2d 1 SAME NONE 4 x0 x2) (conv2d 1 SAME NONE 4 x1 x2))",
+      "(conv2d 1 SAME NONE 4 (concat 0 x0 x1) x2)"},
+     "[1,8,3,3] [2,8,3,3] [4,2,3,3]"},
+    {"T15 depthwise (groups = channels = 8)",
+     {"(smul (conv2d 1 SAME NONE 8 x0 x1) x2)", "(conv2d 1 SAME NONE 8 x0 (smul x1 x2))"},
+     "[1,8,3,3] [8,1,3,3] []"},
 };
 #define N_TRUE (sizeof true_cases / sizeof true_cases[0])
 
