@@ -293,6 +293,8 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
            (unsigned long long)r->generated, (unsigned long long)r->looked_ahead,
            (unsigned long long)r->duplicates,
            (unsigned long long)r->pruned, (unsigned long long)r->rejected);
+    printf("search phases: match %.2f s, apply %.2f s, judge %.2f s; %.0f expansions/s\n", r->t_match,
+           r->t_apply, r->t_judge, r->seconds > 0 ? (double)r->expanded / r->seconds : 0.0);
     printf("built-ins: %d batchnorm folded, %d biases split, %d identities removed, "
            "%d relus fused, %d common subexpressions, %d weights folded\n",
            r->pre.bn_folded, r->pre.bias_split,

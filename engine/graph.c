@@ -582,12 +582,60 @@ static uint64_t leaf_hash(const eg_tensor *t) {
     return XXH3_64bits_withSeed(t->name, strlen(t->name), 0x6c656166u);
 }
 
-/* 1 when node n is an enlarge to the kernel size its input already has:
- * the identity, which the cost model also charges nothing. */
-static int enlarge_is_identity(const eg_graph *g, const eg_node *n) {
-    if (n->kind != EG_KIND_OPS || n->op != OP_ENLARGE || n->in[0] < 0) return 0;
-    const eg_shape *s = &g->tensor[n->in[0]].shape;
-    return s->rank == 4 && s->dim[2] == OPS_KERNEL_H(n->param[0]) && s->dim[3] == OPS_KERNEL_W(n->param[0]);
+/* Graphs that differ only in the operand order of a commutative operator,
+ * or in an identity enlarge, hash alike: they compute the same values at
+ * the same cost, and the search would otherwise spend its budget on a
+ * plateau of such copies instead of the rewrites that lead somewhere. */
+uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k) {
+    hash_buf h = {.n = 0};
+    hash_node_op(&h, n);
+    int n_in = n->n_in + n->n_implicit;
+    int swap = n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_COMMUTATIVE) && n->n_in == 2 &&
+               n->n_implicit == 0 && in_hash[0] > in_hash[1];
+    for (int i = 0; i < n_in; i++) hb_i64(&h, (int64_t)in_hash[swap ? 1 - i : i]);
+    uint64_t v[2] = {XXH3_64bits(h.b, h.n), (uint64_t)k};
+    return XXH3_64bits(v, sizeof v);
+}
+
+/* The input hashes of node n (-1 for an omitted input) into buf, which
+ * has room for every input. */
+static const uint64_t *input_hashes(const eg_node *n, const uint64_t *th, uint64_t *buf) {
+    for (int k = 0; k < n->n_in + n->n_implicit; k++) buf[k] = n->in[k] >= 0 ? th[n->in[k]] : (uint64_t)-1;
+    return buf;
+}
+
+int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0) {
+    return n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && in0->rank == 4 &&
+           in0->dim[2] == OPS_KERNEL_H(n->param[0]) && in0->dim[3] == OPS_KERNEL_W(n->param[0]);
+}
+
+int eg_tensor_hashes(const eg_graph *g, uint64_t *th) {
+    int max_in = 1;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].n_in + g->node[j].n_implicit > max_in) max_in = g->node[j].n_in + g->node[j].n_implicit;
+    uint64_t *buf = malloc(sizeof *buf * (size_t)max_in);
+    if (!buf) return -1;
+    for (int i = 0; i < g->n_tensors; i++) th[i] = leaf_hash(&g->tensor[i]);
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        if (n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && n->in[0] >= 0 && n->out[0] >= 0 &&
+            eg_enlarge_is_identity(n, &g->tensor[n->in[0]].shape)) {
+            th[n->out[0]] = th[n->in[0]];
+            continue;
+        }
+        const uint64_t *ih = input_hashes(n, th, buf);
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0) th[n->out[k]] = eg_node_hash(n, ih, k);
+    }
+    free(buf);
+    return 0;
+}
+
+uint64_t eg_outputs_hash(const eg_graph *g, const uint64_t *out_hash) {
+    uint64_t r = XXH3_64bits(&g->n_outputs, sizeof g->n_outputs);
+    for (int k = 0; k < g->n_outputs; k++) /* chained: the order matters */
+        r = XXH3_64bits_withSeed(&out_hash[k], sizeof out_hash[k], r);
+    return r;
 }
 
 /* Graphs that differ only in the operand order of a commutative operator,
@@ -595,35 +643,14 @@ static int enlarge_is_identity(const eg_graph *g, const eg_node *n) {
  * the same cost, and the search would otherwise spend its budget on a
  * plateau of such copies instead of the rewrites that lead somewhere. */
 uint64_t eg_graph_hash(const eg_graph *g) {
-    uint64_t *th = malloc(sizeof *th * (size_t)(g->n_tensors ? g->n_tensors : 1));
-    if (!th) return 0;
-    for (int i = 0; i < g->n_tensors; i++) th[i] = leaf_hash(&g->tensor[i]);
-    for (int j = 0; j < g->n_nodes; j++) {
-        const eg_node *n = &g->node[j];
-        if (enlarge_is_identity(g, n) && n->out[0] >= 0) {
-            th[n->out[0]] = th[n->in[0]];
-            continue;
-        }
-        hash_buf h = {.n = 0};
-        hash_node_op(&h, n);
-        int64_t in[2];
-        int swap = n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_COMMUTATIVE) && n->n_in == 2 &&
-                   n->n_implicit == 0;
-        for (int k = 0; swap && k < 2; k++) in[k] = n->in[k] >= 0 ? (int64_t)th[n->in[k]] : -1;
-        if (swap && (uint64_t)in[0] > (uint64_t)in[1]) hb_i64(&h, in[1]), hb_i64(&h, in[0]);
-        else
-            for (int k = 0; k < n->n_in + n->n_implicit; k++)
-                hb_i64(&h, n->in[k] >= 0 ? (int64_t)th[n->in[k]] : -1);
-        uint64_t nh = XXH3_64bits(h.b, h.n);
-        for (int k = 0; k < n->n_out; k++) {
-            if (n->out[k] < 0) continue;
-            uint64_t v[2] = {nh, (uint64_t)k};
-            th[n->out[k]] = XXH3_64bits(v, sizeof v);
-        }
+    uint64_t *th = malloc(sizeof *th * (size_t)(g->n_tensors + g->n_outputs + 1));
+    if (!th || eg_tensor_hashes(g, th)) {
+        free(th);
+        return 0;
     }
-    uint64_t r = XXH3_64bits(&g->n_outputs, sizeof g->n_outputs);
-    for (int k = 0; k < g->n_outputs; k++) /* chained: the order matters */
-        r = XXH3_64bits_withSeed(&th[g->output[k]], sizeof th[0], r);
+    uint64_t *oh = th + g->n_tensors;
+    for (int k = 0; k < g->n_outputs; k++) oh[k] = th[g->output[k]];
+    uint64_t r = eg_outputs_hash(g, oh);
     free(th);
     return r;
 }

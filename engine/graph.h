@@ -294,6 +294,20 @@ eg_graph *eg_graph_clone(const eg_graph *g);
  * @return the hash; 0 when out of memory. */
 uint64_t eg_graph_hash(const eg_graph *g);
 
+/* The parts of eg_graph_hash, for a caller that predicts the hash of a
+ * rewritten graph without building it (eg_apply_hash):
+ * eg_tensor_hashes fills th[n_tensors] with every tensor's hash (-1 when
+ * out of memory, else 0); eg_node_hash is the hash node n gives its output
+ * k when its inputs hash as in_hash[0 .. n_in + n_implicit) (-1 for an
+ * omitted input); an enlarge for which eg_enlarge_is_identity holds (its
+ * input in0 is a kernel of its size already) passes its input's hash on
+ * instead; eg_outputs_hash combines the graph outputs' hashes
+ * out_hash[n_outputs] into the graph's. */
+int eg_tensor_hashes(const eg_graph *g, uint64_t *th);
+uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k);
+int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0);
+uint64_t eg_outputs_hash(const eg_graph *g, const uint64_t *out_hash);
+
 /* Add a tensor of that name (copied), dtype 0, unknown shape, no flags.
  * @return EG_OK with *id set, EG_EGRAPH when the name exists, EG_ENOMEM. */
 eg_status eg_add_tensor(eg_graph *g, const char *name, int *id);

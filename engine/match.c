@@ -173,6 +173,14 @@ typedef struct {
     int node[RG_MAX_NODES];
 } seen_key;
 
+/* A match found from the current anchor, reported once the anchor is done
+ * in ruleset order (rank), then in the order found (seq). */
+typedef struct {
+    uint32_t rank;
+    size_t seq;
+    eg_match m;
+} found;
+
 typedef struct {
     const eg_ruleset *rs;
     const eg_graph *g;
@@ -185,6 +193,8 @@ typedef struct {
     eg_status rc;
     seen_key *seen; /* open addressing; n == 0 marks an empty slot */
     size_t seen_cap, seen_used;
+    found *found;   /* this anchor's matches */
+    size_t n_found, cap_found;
 } mctx;
 
 static int cmp_int(const void *a, const void *b) {
@@ -199,12 +209,12 @@ static size_t seen_slot(const seen_key *tab, size_t cap, const seen_key *k) {
 }
 
 /* Record the node set of a multi-output match. @return 1 when it is new. */
-static int seen_insert(mctx *c, const mstate *s, uint32_t rule) {
+static int seen_insert(mctx *c, const eg_match *m) {
     seen_key k;
     memset(&k, 0, sizeof k);
-    k.rule = rule;
-    k.n = s->r->src.n_nodes;
-    memcpy(k.node, s->nm, sizeof(int) * (size_t)k.n);
+    k.rule = m->rule;
+    k.n = m->n_nodes;
+    memcpy(k.node, m->node, sizeof(int) * (size_t)k.n);
     qsort(k.node, (size_t)k.n, sizeof(int), cmp_int);
     if (2 * (c->seen_used + 1) > c->seen_cap) {
         size_t nc = c->seen_cap ? 2 * c->seen_cap : 256;
@@ -227,27 +237,68 @@ static int seen_insert(mctx *c, const mstate *s, uint32_t rule) {
     return 1;
 }
 
-static void report(mctx *c, const mstate *s, uint32_t rule) {
+/* Keep the match s has bound for rule, when it passes the final checks. */
+static void keep(mctx *c, const mstate *s, uint32_t rule) {
     if (final_check(s, c->uses, NULL, 0) != EG_OK) return;
-    if (s->r->src.n_outputs > 1 && !seen_insert(c, s, rule)) return;
-    eg_match m;
-    memset(&m, 0, sizeof m);
-    m.rule = rule;
-    m.n_nodes = s->r->src.n_nodes;
-    memcpy(m.node, s->nm, sizeof m.node);
-    memcpy(m.input, s->im, sizeof m.input);
-    if (c->fn(&m, c->arg)) c->stop = 1;
+    if (c->n_found == c->cap_found) {
+        size_t cap = c->cap_found ? 2 * c->cap_found : 64;
+        found *t = realloc(c->found, cap * sizeof *t);
+        if (!t) {
+            c->rc = EG_ENOMEM;
+            c->stop = 1;
+            return;
+        }
+        c->found = t, c->cap_found = cap;
+    }
+    found *f = &c->found[c->n_found];
+    memset(f, 0, sizeof *f);
+    f->rank = c->rs->rank[rule];
+    f->seq = c->n_found++;
+    f->m.rule = rule;
+    f->m.n_nodes = s->r->src.n_nodes;
+    memcpy(f->m.node, s->nm, sizeof f->m.node);
+    memcpy(f->m.input, s->im, sizeof f->m.input);
 }
 
-static void run_step(mctx *c, mstate *s, uint32_t rule, int si, int anchor);
+static int cmp_found(const void *a, const void *b) {
+    const found *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
 
-/* Try graph node cand for the node of step si, then go on. */
-static void try_node(mctx *c, mstate *s, uint32_t rule, int si, int cand) {
-    int j = s->p->step[si].node;
+/* Report the anchor's matches in the documented order: rules in ruleset
+ * order, a rule's matches in the order found (candidates in graph order). */
+static void report_found(mctx *c) {
+    qsort(c->found, c->n_found, sizeof *c->found, cmp_found);
+    for (size_t i = 0; i < c->n_found && !c->stop; i++) {
+        const eg_match *m = &c->found[i].m;
+        if (c->rs->rule[m->rule].src.n_outputs > 1 && !seen_insert(c, m)) continue;
+        if (c->fn(m, c->arg)) c->stop = 1;
+    }
+    c->n_found = 0;
+}
+
+static void tree_step(mctx *c, mstate *s, uint32_t t, int anchor);
+
+/* Try graph node cand for tree node T's step: bound, keep the matches of
+ * the rules that end here and go on to T's children. The representative
+ * rule stands for all below T in node_fits and bind_node: they bind the
+ * same src nodes with the same operators, parameters and inputs so far. */
+static void tree_try(mctx *c, mstate *s, const eg_tnode *T, int cand) {
+    const eg_ruleset *rs = c->rs;
+    int j = T->step.node;
+    s->r = &rs->rule[T->rep], s->p = &rs->plan[T->rep];
     if (c->stop || !node_fits(s, j, cand)) return;
     int saved[RG_MAX_INPUTS];
     memcpy(saved, s->im, sizeof saved);
-    if (bind_node(s, j, cand)) run_step(c, s, rule, si + 1, -1);
+    if (bind_node(s, j, cand)) {
+        for (uint32_t e = 0; e < T->n_end && !c->stop; e++) {
+            uint32_t rule = rs->ends[T->end + e];
+            s->r = &rs->rule[rule], s->p = &rs->plan[rule];
+            keep(c, s, rule);
+        }
+        for (uint32_t q = 0; q < T->n_kid && !c->stop; q++) tree_step(c, s, rs->kids[T->kid + q], -1);
+    }
     s->nm[j] = -1;
     memcpy(s->im, saved, sizeof saved);
 }
@@ -259,32 +310,28 @@ static int ref_tensor(const mstate *s, int ref) {
     return q >= 0 ? out0(s->g, q) : -1;
 }
 
-static void run_step(mctx *c, mstate *s, uint32_t rule, int si, int anchor) {
+/* The candidates for tree node t's step, each tried in graph order. */
+static void tree_step(mctx *c, mstate *s, uint32_t t, int anchor) {
+    const eg_tnode *T = &c->rs->tree[t];
+    const eg_step *st = &T->step;
+    int x;
     if (c->stop) return;
-    if (si == s->p->n_steps) {
-        report(c, s, rule);
-        return;
-    }
-    const eg_step *st = &s->p->step[si];
-    int t;
     switch (st->kind) {
     case EG_STEP_ANCHOR:
-        try_node(c, s, rule, si, anchor);
+        tree_try(c, s, T, anchor);
         break;
     case EG_STEP_PRODUCER:
-        t = s->g->node[s->nm[st->from]].in[st->pos];
-        if (t >= 0 && s->g->tensor[t].producer >= 0)
-            try_node(c, s, rule, si, s->g->tensor[t].producer);
+        x = s->g->node[s->nm[st->from]].in[st->pos];
+        if (x >= 0 && s->g->tensor[x].producer >= 0) tree_try(c, s, T, s->g->tensor[x].producer);
         break;
     case EG_STEP_CONSUMER:
-        t = ref_tensor(s, st->from);
-        for (int i = t >= 0 ? c->cstart[t] : 0; t >= 0 && i < c->cstart[t + 1] && !c->stop; i++)
-            try_node(c, s, rule, si, c->clist[i]);
+        x = ref_tensor(s, st->from);
+        for (int i = x >= 0 ? c->cstart[x] : 0; x >= 0 && i < c->cstart[x + 1] && !c->stop; i++)
+            tree_try(c, s, T, c->clist[i]);
         break;
     case EG_STEP_SCAN: {
-        ops_op op = s->r->src.node[st->node].op;
-        for (int i = c->ostart[op]; i < c->ostart[op + 1] && !c->stop; i++)
-            try_node(c, s, rule, si, c->olist[i]);
+        ops_op op = c->rs->rule[T->rep].src.node[st->node].op;
+        for (int i = c->ostart[op]; i < c->ostart[op + 1] && !c->stop; i++) tree_try(c, s, T, c->olist[i]);
         break;
     }
     }
@@ -346,11 +393,12 @@ eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsig
     for (int a = 0; c.rc == EG_OK && !c.stop && a < g->n_nodes; a++) {
         const eg_node *n = &g->node[a];
         if (n->kind != EG_KIND_OPS || (anchor && !anchor[a])) continue;
-        for (uint32_t i = rs->op_start[n->op]; i < rs->op_start[n->op + 1] && !c.stop; i++) {
+        for (uint32_t q = rs->root[n->op]; q < rs->root[n->op] + rs->n_root[n->op] && !c.stop; q++) {
             mstate s;
-            state_init(&s, rs, g, rs->by_op[i]);
-            run_step(&c, &s, rs->by_op[i], 0, a);
+            state_init(&s, rs, g, rs->tree[rs->kids[q]].rep);
+            tree_step(&c, &s, rs->kids[q], a);
         }
+        report_found(&c);
     }
     free(c.cstart);
     free(c.clist);
@@ -358,5 +406,6 @@ eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsig
     free(c.olist);
     free(c.uses);
     free(c.seen);
+    free(c.found);
     return c.rc;
 }

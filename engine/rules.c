@@ -142,10 +142,12 @@ static void strip_unit_enlarges(rg_graph *g, uint8_t *guard) {
     for (int k = 0; k < g->n_outputs; k++) g->out[k] = to[g->out[k]];
 }
 
-/* Fill op_start/by_op: rules grouped by anchor op, in ruleset order. */
+/* Fill op_start/by_op: rules grouped by anchor op, in ruleset order; rank
+ * is the inverse. */
 static eg_status index_rules(eg_ruleset *rs) {
     rs->by_op = malloc(sizeof *rs->by_op * (rs->n ? rs->n : 1));
-    if (!rs->by_op) return EG_ENOMEM;
+    rs->rank = malloc(sizeof *rs->rank * (rs->n ? rs->n : 1));
+    if (!rs->by_op || !rs->rank) return EG_ENOMEM;
     uint32_t count[OP_COUNT] = {0};
     for (size_t i = 0; i < rs->n; i++)
         count[rs->rule[i].src.node[rs->plan[i].step[0].node].op]++;
@@ -153,9 +155,126 @@ static eg_status index_rules(eg_ruleset *rs) {
     for (int op = 0; op < OP_COUNT; op++) rs->op_start[op + 1] = rs->op_start[op] + count[op];
     uint32_t fill[OP_COUNT];
     memcpy(fill, rs->op_start, sizeof fill);
-    for (size_t i = 0; i < rs->n; i++)
-        rs->by_op[fill[rs->rule[i].src.node[rs->plan[i].step[0].node].op]++] = (uint32_t)i;
+    for (size_t i = 0; i < rs->n; i++) {
+        uint32_t at = fill[rs->rule[i].src.node[rs->plan[i].step[0].node].op]++;
+        rs->by_op[at] = (uint32_t)i;
+        rs->rank[i] = at;
+    }
     return EG_OK;
+}
+
+/* ---- the plan tree ---- */
+
+/* Compare step si of rules a and b: the step, then the src node it binds
+ * (operator, parameters, inputs); a plan that has ended sorts first. */
+static int step_cmp(const eg_ruleset *rs, uint32_t a, uint32_t b, int si) {
+    const eg_plan *pa = &rs->plan[a], *pb = &rs->plan[b];
+    if (si >= pa->n_steps || si >= pb->n_steps) return (si < pa->n_steps) - (si < pb->n_steps);
+    const eg_step *x = &pa->step[si], *y = &pb->step[si];
+    const rg_node *u = &rs->rule[a].src.node[x->node], *v = &rs->rule[b].src.node[y->node];
+    int32_t ka[4 + 1 + OPS_MAX_PARAMS + OPS_MAX_ARITY], kb[sizeof ka / sizeof ka[0]];
+    int n = 0;
+    ka[n] = (int32_t)x->kind, kb[n++] = (int32_t)y->kind;
+    ka[n] = x->node, kb[n++] = y->node;
+    ka[n] = x->from, kb[n++] = y->from;
+    ka[n] = x->pos, kb[n++] = y->pos;
+    ka[n] = (int32_t)u->op, kb[n++] = (int32_t)v->op;
+    for (int k = 0; k < OPS_MAX_PARAMS; k++, n++) {
+        ka[n] = k < ops_table[u->op].n_params ? u->param[k] : 0;
+        kb[n] = k < ops_table[v->op].n_params ? v->param[k] : 0;
+    }
+    for (int k = 0; k < OPS_MAX_ARITY; k++, n++) {
+        ka[n] = k < ops_table[u->op].arity ? (int32_t)u->in[k] : -1;
+        kb[n] = k < ops_table[v->op].arity ? (int32_t)v->in[k] : -1;
+    }
+    for (int k = 0; k < n; k++)
+        if (ka[k] != kb[k]) return ka[k] < kb[k] ? -1 : 1;
+    return 0;
+}
+
+/* Plans in order of their steps, then rule index. */
+static int plan_cmp(const eg_ruleset *rs, uint32_t a, uint32_t b) {
+    for (int si = 0; si < RG_MAX_NODES; si++) {
+        int c = step_cmp(rs, a, b, si);
+        if (c) return c;
+    }
+    return (a > b) - (a < b);
+}
+
+static void plan_sort(const eg_ruleset *rs, uint32_t *v, uint32_t *tmp, size_t n) {
+    if (n < 2) return;
+    size_t h = n / 2, i = 0, j = h, k = 0;
+    plan_sort(rs, v, tmp, h);
+    plan_sort(rs, v + h, tmp, n - h);
+    while (i < h && j < n) tmp[k++] = plan_cmp(rs, v[i], v[j]) <= 0 ? v[i++] : v[j++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+typedef struct {
+    eg_ruleset *rs;
+    const uint32_t *order; /* rules in plan order */
+    size_t n_kids, n_ends;
+} tree_build;
+
+/* The tree nodes for step si of the rules order[lo..hi), which share
+ * steps 0..si-1 and all have a step si, as consecutive kids from *kid:
+ * one per run of equal steps. @return the number made. */
+static uint32_t build_level(tree_build *b, size_t lo, size_t hi, int si) {
+    eg_ruleset *rs = b->rs;
+    uint32_t first = (uint32_t)b->n_kids, made = 0;
+    for (size_t i = lo; i < hi;) { /* reserve one kid slot per run */
+        size_t j = i + 1;
+        while (j < hi && step_cmp(rs, b->order[i], b->order[j], si) == 0) j++;
+        b->n_kids++, made++;
+        i = j;
+    }
+    uint32_t slot = first;
+    for (size_t i = lo; i < hi; slot++) {
+        size_t j = i + 1;
+        while (j < hi && step_cmp(rs, b->order[i], b->order[j], si) == 0) j++;
+        uint32_t t = (uint32_t)rs->n_tree++;
+        eg_tnode *T = &rs->tree[t];
+        memset(T, 0, sizeof *T);
+        T->step = rs->plan[b->order[i]].step[si];
+        T->rep = b->order[i];
+        T->end = (uint32_t)b->n_ends;
+        size_t k = i; /* plans that end here come first (step_cmp) */
+        while (k < j && rs->plan[b->order[k]].n_steps == si + 1) rs->ends[b->n_ends++] = b->order[k++];
+        T->n_end = (uint32_t)(k - i);
+        rs->kids[slot] = t;
+        uint32_t kid = (uint32_t)b->n_kids, n_kid = k < j ? build_level(b, k, j, si + 1) : 0;
+        rs->tree[t].kid = kid;
+        rs->tree[t].n_kid = n_kid;
+        i = j;
+    }
+    return made;
+}
+
+/* Build rs->tree from the plans (needs index_rules first). */
+static eg_status build_tree(eg_ruleset *rs) {
+    size_t cap = 1;
+    for (size_t i = 0; i < rs->n; i++) cap += (size_t)rs->plan[i].n_steps;
+    uint32_t *order = malloc(sizeof *order * (rs->n ? rs->n : 1));
+    uint32_t *tmp = malloc(sizeof *tmp * (rs->n ? rs->n : 1));
+    rs->tree = malloc(sizeof *rs->tree * cap);
+    rs->kids = malloc(sizeof *rs->kids * cap);
+    rs->ends = malloc(sizeof *rs->ends * (rs->n ? rs->n : 1));
+    eg_status rc = order && tmp && rs->tree && rs->kids && rs->ends ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) {
+        memcpy(order, rs->by_op, sizeof *order * rs->n);
+        tree_build b = {.rs = rs, .order = order};
+        for (int op = 0; op < OP_COUNT; op++) {
+            uint32_t lo = rs->op_start[op], hi = rs->op_start[op + 1];
+            plan_sort(rs, order + lo, tmp, hi - lo);
+            rs->root[op] = (uint32_t)b.n_kids;
+            rs->n_root[op] = build_level(&b, lo, hi, 0);
+        }
+    }
+    free(order);
+    free(tmp);
+    return rc;
 }
 
 eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen) {
@@ -189,6 +308,7 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
         }
     }
     if (rc == EG_OK) rc = index_rules(rs);
+    if (rc == EG_OK) rc = build_tree(rs);
     if (rc != EG_OK) {
         eg_ruleset_free(rs);
         return rs_fail(rc, err, errlen, "%s", "out of memory");
@@ -250,5 +370,9 @@ void eg_ruleset_free(eg_ruleset *rs) {
     free(rs->rule);
     free(rs->plan);
     free(rs->by_op);
+    free(rs->rank);
+    free(rs->tree);
+    free(rs->kids);
+    free(rs->ends);
     free(rs);
 }

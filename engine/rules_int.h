@@ -40,12 +40,32 @@ typedef struct {
     uint8_t kernel1;
 } eg_plan;
 
+/* The plans as a tree: rules whose first d steps find and bind the same
+ * src nodes the same way share a path of d tree nodes, so matching tries a
+ * graph node once for all of them (engine/match.c). A tree node is one
+ * step: what it binds is src node step.node of its representative rule
+ * `rep` (every rule below it has the same step and the same src node
+ * there). Its children are kids[kid .. kid + n_kid) and the rules whose
+ * plans end with it ends[end .. end + n_end) (ruleset order). */
+typedef struct {
+    eg_step step;
+    uint32_t rep;
+    uint32_t kid, n_kid;
+    uint32_t end, n_end;
+} eg_tnode;
+
 struct eg_ruleset {
     rdb_rule *rule;
     eg_plan *plan;
     size_t n, n_skipped;
     uint32_t op_start[OP_COUNT + 1]; /* rules by anchor op: by_op[op_start[op]..] */
     uint32_t *by_op;
+    uint32_t *rank;                  /* rank[i]: rule i's position in by_op */
+    eg_tnode *tree;                  /* the plan tree (tree nodes) */
+    uint32_t *kids, *ends;           /* tree node ids, rule ids */
+    uint32_t root[OP_COUNT], n_root[OP_COUNT]; /* the first steps by anchor
+                                        op: kids[root[op] .. root[op] + n_root[op]) */
+    size_t n_tree;
 };
 
 /* 1 when parameter k of op is matched as a free parameter. */

@@ -24,10 +24,20 @@ typedef struct {
     int held;        /* a look past it is pending: its graph stays */
 } state;
 
+/* The queue is two binary heaps of state indices over the same states:
+ * `lo` pops the cheapest (ties: the older), `hi` the dearest (ties: the
+ * newer) when the queue is over its cap. A state leaves one heap lazily:
+ * an entry whose state is no longer queued is skipped when it surfaces. */
+typedef struct {
+    int64_t *e;
+    size_t n, cap;
+} heap;
+
 typedef struct {
     state *s;
     size_t n, cap;
     size_t queued;
+    heap lo, hi;
     uint64_t *seen; /* open-addressing set of graph hashes (0 = empty) */
     size_t seen_cap, seen_n;
 } search;
@@ -98,6 +108,48 @@ static int seen_add(search *S, uint64_t h) {
 
 /* ---- states and the queue ---- */
 
+/* 1 when state a comes out of heap h before state b: lo, the cheaper
+ * (equal costs: the older); hi, the dearer (equal costs: the newer). */
+static int heap_before(const search *S, const heap *h, int64_t a, int64_t b) {
+    double ca = S->s[a].cost, cb = S->s[b].cost;
+    if (h == &S->lo) return ca < cb || (ca == cb && a < b);
+    return ca > cb || (ca == cb && a > b);
+}
+
+static int heap_push(search *S, heap *h, int64_t i) {
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 256;
+        int64_t *t = realloc(h->e, cap * sizeof *t);
+        if (!t) return -1;
+        h->e = t, h->cap = cap;
+    }
+    size_t k = h->n++;
+    while (k > 0 && heap_before(S, h, i, h->e[(k - 1) / 2])) {
+        h->e[k] = h->e[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    h->e[k] = i;
+    return 0;
+}
+
+/* The first queued state of h (stale entries are dropped on the way), or -1. */
+static int64_t heap_top(search *S, heap *h) {
+    while (h->n && !S->s[h->e[0]].queued) {
+        int64_t last = h->e[--h->n];
+        size_t k = 0;
+        for (;;) {
+            size_t c = 2 * k + 1;
+            if (c >= h->n) break;
+            if (c + 1 < h->n && heap_before(S, h, h->e[c + 1], h->e[c])) c++;
+            if (!heap_before(S, h, h->e[c], last)) break;
+            h->e[k] = h->e[c];
+            k = c;
+        }
+        if (h->n) h->e[k] = last;
+    }
+    return h->n ? h->e[0] : -1;
+}
+
 /* @return the new state's index, or -1 out of memory (g is then freed). */
 static int64_t add_state(search *S, eg_graph *g, double cost, int64_t parent, uint32_t rule) {
     if (S->n == S->cap) {
@@ -110,21 +162,18 @@ static int64_t add_state(search *S, eg_graph *g, double cost, int64_t parent, ui
         S->s = t, S->cap = cap;
     }
     S->s[S->n] = (state){g, cost, parent, rule, 1, 0};
+    if (heap_push(S, &S->lo, (int64_t)S->n) || heap_push(S, &S->hi, (int64_t)S->n)) {
+        S->s[S->n].g = NULL;
+        eg_free(g);
+        return -1;
+    }
     S->queued++;
     return (int64_t)S->n++;
 }
 
-/* The queued state with the lowest (want_max: highest) cost; ties go to
- * the older state when popping and to the newer one when dropping, so
- * the order never depends on anything but costs and match order. */
-static int64_t queue_extreme(const search *S, int want_max) {
-    int64_t pick = -1;
-    for (size_t i = 0; i < S->n; i++) {
-        if (!S->s[i].queued) continue;
-        double c = S->s[i].cost, p = pick < 0 ? 0 : S->s[pick].cost;
-        if (pick < 0 || (want_max ? c >= p : c < p)) pick = (int64_t)i;
-    }
-    return pick;
+/* Take state i out of the queue. */
+static void unqueue(search *S, int64_t i) {
+    S->s[i].queued = 0, S->queued--;
 }
 
 /* ---- one expansion ---- */
@@ -201,27 +250,17 @@ static void drop_graph(run *R, int64_t i) {
 static void trim_queue(run *R) {
     search *S = &R->S;
     if (S->queued <= EG_SEARCH_QUEUE_MAX) return;
-    int64_t w = queue_extreme(S, 1);
-    S->s[w].queued = 0, S->queued--;
+    int64_t w = heap_top(S, &S->hi);
+    unqueue(S, w);
     drop_graph(R, w);
 }
 
-/* Judge one rewritten graph: new, under alpha x best? Queue it, drop the
- * worst queued graph when the queue is full. *queued_as: its index when it was
+/* Judge one rewritten graph, new (its hash is in the seen set now): under
+ * alpha x best? Queue it, drop the worst queued graph when the queue is full. *queued_as: its index when it was
  * queued, else -1. @return EG_OK or EG_ENOMEM. */
 static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, int64_t *queued_as) {
     search *S = &R->S;
     *queued_as = -1;
-    int fresh = seen_add(S, eg_graph_hash(ng));
-    if (fresh < 0) {
-        eg_free(ng);
-        return EG_ENOMEM;
-    }
-    if (!fresh) {
-        R->r->duplicates++;
-        eg_free(ng);
-        return EG_OK;
-    }
     double cost = eg_cost_graph(R->c, ng);
     if (cost >= R->o->alpha * S->s[R->best].cost) {
         R->r->pruned++;
@@ -257,23 +296,64 @@ static eg_status rewrite_all(run *R, int64_t gi, const eg_graph *g, const match_
     size_t n_held = 0;
     eg_status rc = EG_OK;
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
+    eg_hash_ctx *hx = L->n ? eg_hash_ctx_new(g) : NULL;
+    if (L->n && !hx) rc = EG_ENOMEM;
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
+        /* judged before it is built: a refusal or a graph seen already
+         * costs a hash, not a rewrite */
         eg_graph *ng = NULL;
         int64_t st;
+        uint64_t h = 0;
         char aerr[EG_ERRLEN];
-        eg_status ar = eg_apply(R->rs, g, &L->m[k], &ng, aerr, sizeof aerr);
-        if (ar == EG_ENOMEM) rc = EG_ENOMEM;
-        else if (ar != EG_OK) R->r->rejected++;
-        else {
-            R->r->generated++;
-            R->r->looked_ahead += counted_ahead;
-            rc = consider(R, ng, gi, L->m[k].rule, &st);
-            if (rc == EG_OK && look_next && st >= 0 && S->s[st].g && S->s[st].cost > S->s[gi].cost) {
-                S->s[st].held = 1;
-                held[n_held++] = st;
+        double t = now_s();
+        eg_status hr = eg_apply_hash(R->rs, hx, &L->m[k], &h);
+        double t1 = now_s();
+        R->r->t_judge += t1 - t;
+        if (hr == EG_EUNSUPPORTED) { /* not predicted: build it and hash it */
+            eg_status ar = eg_apply(R->rs, g, &L->m[k], &ng, aerr, sizeof aerr);
+            hr = ar == EG_OK && !(h = eg_graph_hash(ng)) ? EG_ENOMEM : ar;
+            t = t1, t1 = now_s();
+            R->r->t_apply += t1 - t;
+        }
+        int fresh = hr == EG_OK ? seen_add(S, h) : 0;
+        if (hr == EG_ENOMEM || fresh < 0) {
+            eg_free(ng);
+            rc = EG_ENOMEM;
+            break;
+        }
+        if (hr != EG_OK) {
+            R->r->rejected++;
+            continue;
+        }
+        R->r->generated++;
+        R->r->looked_ahead += counted_ahead;
+        if (!fresh) {
+            R->r->duplicates++;
+            eg_free(ng);
+            continue;
+        }
+        if (!ng) {
+            eg_status ar = eg_apply(R->rs, g, &L->m[k], &ng, aerr, sizeof aerr);
+            double t2 = now_s();
+            R->r->t_apply += t2 - t1;
+            t1 = t2;
+            if (ar == EG_ENOMEM) {
+                rc = ar;
+                break;
+            }
+            if (ar != EG_OK) { /* not expected: eg_apply_hash refuses what eg_apply refuses */
+                R->r->rejected++;
+                continue;
             }
         }
+        rc = consider(R, ng, gi, L->m[k].rule, &st);
+        R->r->t_judge += now_s() - t1;
+        if (rc == EG_OK && look_next && st >= 0 && S->s[st].g && S->s[st].cost > S->s[gi].cost) {
+            S->s[st].held = 1;
+            held[n_held++] = st;
+        }
     }
+    eg_hash_ctx_free(hx);
     for (size_t k = 0; k < n_held; k++) {
         if (rc == EG_OK) rc = look_ahead(R, held[k], g, level);
         S->s[held[k]].held = 0;
@@ -318,7 +398,9 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     if (rc == EG_OK) {
         eg_mark_weight_only(c, wo);
         L.weight_only = wo, L.fresh = fresh;
+        double t = now_s();
         rc = eg_match_anchored(R->rs, c, near, collect_match, &L);
+        R->r->t_match += now_s() - t;
         if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     }
     if (rc == EG_OK) rc = rewrite_all(R, ci, c, &L, level + 1 < LOOK_STEPS, level + 1, 1);
@@ -336,7 +418,9 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     if (!wo) return fail(err, errlen, EG_ENOMEM, "matching rules: out of memory");
     eg_mark_weight_only(g, wo);
     R->L.weight_only = wo;
+    double t = now_s();
     eg_status rc = eg_match_all(R->rs, g, collect_match, &R->L);
+    R->r->t_match += now_s() - t;
     free(wo);
     if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
     if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
@@ -388,8 +472,8 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
             r->stop = EG_STOP_TIME;
             break;
         }
-        int64_t i = queue_extreme(&R.S, 0);
-        R.S.s[i].queued = 0, R.S.queued--;
+        int64_t i = heap_top(&R.S, &R.S.lo);
+        unqueue(&R.S, i);
         r->expanded++;
         R.expanding = i;
         rc = expand(&R, i, err, errlen);
@@ -410,6 +494,8 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     for (size_t i = 0; i < R.S.n; i++) eg_free(R.S.s[i].g);
     free(R.S.s);
     free(R.S.seen);
+    free(R.S.lo.e);
+    free(R.S.hi.e);
     free(R.L.m);
     if (rc) eg_search_result_free(r);
     return rc;

@@ -84,6 +84,9 @@ typedef struct {
     uint64_t rejected;              /* matches eg_apply refused (shape, cycle) */
     uint64_t pruned;                /* rewrites over alpha x best */
     eg_stop stop;
+    double t_match;       /* seconds finding matches (eg_match_all/anchored) */
+    double t_apply;       /* seconds building rewritten graphs (eg_apply) */
+    double t_judge;       /* seconds hashing and costing them */
     size_t n_rules;
     uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
     eg_builtin_stats pre, post; /* eg_optimize only; zero when kept_input */
