@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "onnx_pb.h"
 #include "search.h"
+#include "verify.h"
 
 enum { EXIT_OK = 0, EXIT_BAD = 2 };
 
@@ -26,6 +28,13 @@ static const char usage_text[] =
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
+    "    --verify            time the input and the candidates (the search's result,\n"
+    "                        the built-in rewrites alone) in onnxruntime, alternating,\n"
+    "                        and write the fastest; the input unless a candidate is\n"
+    "                        faster beyond the noise (needs python3 with onnxruntime;\n"
+    "                        $TASOC_PYTHON names another interpreter)\n"
+    "    --verify-runs N     alternating rounds of --verify (default 20)\n"
+    "    --threads T         onnxruntime intra-op threads for --verify (default 1)\n"
     "    -q                  no progress on stderr\n"
     "       engine --help | --version\n"
     "Exit status: 0 ok, 2 bad input or usage.\n";
@@ -218,7 +227,8 @@ typedef struct {
     const char *in, *out, *ruledb, *cost_cache;
     eg_cost_kind cost;
     eg_search_opts search;
-    int quiet;
+    eg_verify_opts verify;
+    int quiet, verify_on;
 } opt_args;
 
 /* A number option's value. @return 0, or -1 after a usage message. */
@@ -235,12 +245,14 @@ static int number_arg(const char *opt, const char *s, double lo, double hi, doub
 static int optimize_args(int argc, char **argv, opt_args *a) {
     memset(a, 0, sizeof *a);
     eg_search_opts_init(&a->search);
+    eg_verify_opts_init(&a->verify);
     a->cost = EG_COST_ANALYTIC;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
         int takes = 1;
         if (!strcmp(o, "-q")) a->quiet = 1, takes = 0;
+        else if (!strcmp(o, "--verify")) a->verify_on = 1, takes = 0;
         else if (o[0] != '-' || !o[1]) {
             if (a->in) return usage_error("more than one input model"), -1;
             a->in = o, takes = 0;
@@ -261,6 +273,12 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
             a->search.budget = (uint64_t)x;
         } else if (!strcmp(o, "--time-limit")) {
             if (number_arg(o, v, 0, 1e6, &a->search.time_limit)) return -1;
+        } else if (!strcmp(o, "--verify-runs")) {
+            if (number_arg(o, v, 1, 10000, &x)) return -1;
+            a->verify.runs = (int)x;
+        } else if (!strcmp(o, "--threads")) {
+            if (number_arg(o, v, 1, 1024, &x)) return -1;
+            a->verify.threads = (int)x;
         } else {
             fprintf(stderr, "engine: unknown option '%s'\n%s", o, usage_text);
             return -1;
@@ -329,6 +347,56 @@ static int census(const eg_graph *g) {
     return rc;
 }
 
+/* --verify: time the input file and the candidates (the search's result
+ * and the built-ins alone, exported next to a.out) in onnxruntime and say
+ * which to write: *pick 0 for the input, 1 for *best, 2 for the built-ins
+ * alone (then *best is replaced by that graph). The temporary files go. */
+static eg_status verify(const opt_args *a, const eg_graph *g, eg_graph **best, int *pick, char *err,
+                        size_t errlen) {
+    eg_builtin_stats st = {0};
+    eg_graph *plain = eg_graph_clone(g);
+    char path[2][4096];
+    const char *paths[3] = {a->in, path[0], path[1]};
+    eg_verify_row rows[3], aa;
+    int n = 1;
+    eg_status rc = plain ? EG_OK : EG_ENOMEM;
+    *pick = 0;
+    if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
+    if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
+    const eg_graph *cand[2] = {*best, plain};
+    for (int k = 0; k < 2 && rc == EG_OK; k++) {
+        snprintf(path[k], sizeof path[k], "%s.verify.%ld.%d.onnx", a->out, (long)getpid(), k);
+        rc = eg_save(path[k], cand[k], err, errlen);
+        if (rc == EG_OK) n++;
+    }
+    if (rc == EG_OK) {
+        if (!a->quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (%d rounds, %d thread%s)\n", n,
+                               a->verify.runs, a->verify.threads, a->verify.threads == 1 ? "" : "s");
+        rc = eg_verify_time(paths, n, &a->verify, rows, &aa, err, errlen);
+    }
+    if (rc == EG_OK) {
+        static const char *const names[3] = {"input", "search result", "built-ins alone"};
+        *pick = eg_verify_pick(rows, n, &aa);
+        for (int k = 0; k < n; k++) {
+            printf("verify: %-15s %8.3f ms (min %.3f)", names[k], rows[k].median_ms, rows[k].min_ms);
+            if (k) printf(", speedup %.3fx [%.3f-%.3f], max rel err %.1e", rows[k].ratio, rows[k].ratio_lo,
+                          rows[k].ratio_hi, rows[k].max_rel_err);
+            printf("\n");
+        }
+        printf("verify: A/A %.3fx [%.3f-%.3f] (the input against itself: the noise)\n", aa.ratio, aa.ratio_lo,
+               aa.ratio_hi);
+        printf("verify: writing the %s\n", *pick ? names[*pick] : "input (no candidate measured faster)");
+    }
+    for (int k = 0; k + 1 < n; k++) remove(path[k]);
+    if (rc == EG_OK && *pick == 2) {
+        eg_free(*best);
+        *best = plain;
+        plain = NULL;
+    }
+    eg_free(plain);
+    return rc;
+}
+
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
  * the input's bytes are written unchanged, not an export of them, unless
  * the import mended the file (g->repaired). */
@@ -353,10 +421,15 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK && !a.quiet && census(g) != 0) rc = EG_ENOMEM, snprintf(err, sizeof err, "out of memory");
     if (rc == EG_OK) rc = eg_optimize(g, rs, cost, &a.search, &best, &r, err, sizeof err);
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
-    int verbatim = rc == EG_OK && r.kept_input && !g->repaired;
+    int keep_input = rc == EG_OK && r.kept_input, pick = 1;
+    if (rc == EG_OK && a.verify_on && !keep_input) {
+        rc = verify(&a, g, &best, &pick, err, sizeof err);
+        keep_input = rc == EG_OK && pick == 0;
+    }
+    int verbatim = keep_input && !g->repaired;
     if (rc == EG_OK)
         rc = verbatim ? egp_write_file(a.out, bytes, len, err, sizeof err)
-                      : eg_save(a.out, best, err, sizeof err);
+                      : eg_save(a.out, keep_input ? g : best, err, sizeof err);
     if (rc == EG_OK && a.cost_cache) rc = eg_cost_save(cost, err, sizeof err);
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: wrote %s%s\n", a.out, verbatim ? " (the input, unchanged)" : "");

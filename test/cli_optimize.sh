@@ -47,5 +47,62 @@ check "... the cache file is unchanged" cmp "$tmp/cache.first" "$tmp/cache"
 check "... and the same costs give the same model" cmp "$tmp/c.onnx" "$tmp/c2.onnx"
 check "a garbage cost cache: exit 2" eval "echo garbage >'$tmp/bad_cache'; status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/c3.onnx' -q --cost cpu --cost-cache '$tmp/bad_cache'"
 
+
+# --verify: the helper's timings decide. Fake interpreters (TASOC_PYTHON)
+# print fixed figures, so the choice they force is known; lines are
+# "model INDEX MEDIAN MIN ERR" and "ratios INDEX MEDIAN P25 P75" (index 1:
+# the search result, 2: the built-ins alone, -1: the input against itself).
+fake() { # fake FILE LINE...: an interpreter that prints the lines, exit 0
+    f=$1; shift
+    { echo '#!/bin/sh'; for l in "$@"; do printf "printf '%s\\\\n'\n" "$l"; done; } >"$f"
+    chmod +x "$f"
+}
+T='\t'
+fake "$tmp/py_fast" "model${T}0${T}10${T}9${T}0" "model${T}1${T}5${T}5${T}1e-07" "model${T}2${T}9${T}9${T}0" \
+    "model${T}-1${T}10${T}9${T}0" "ratios${T}1${T}2${T}1.9${T}2.1" "ratios${T}2${T}1.1${T}1.0${T}1.2" \
+    "ratios${T}-1${T}1${T}0.99${T}1.01"
+fake "$tmp/py_wrong" "model${T}0${T}10${T}9${T}0" "model${T}1${T}5${T}5${T}0.5" "model${T}2${T}7${T}7${T}0" \
+    "model${T}-1${T}10${T}9${T}0" "ratios${T}1${T}2${T}1.9${T}2.1" "ratios${T}2${T}1.4${T}1.3${T}1.5" \
+    "ratios${T}-1${T}1${T}0.99${T}1.01"
+fake "$tmp/py_slow" "model${T}0${T}10${T}9${T}0" "model${T}1${T}11${T}11${T}0" "model${T}2${T}10.2${T}10${T}0" \
+    "model${T}-1${T}10${T}9${T}0" "ratios${T}1${T}0.9${T}0.8${T}0.95" "ratios${T}2${T}1.01${T}0.98${T}1.03" \
+    "ratios${T}-1${T}1.02${T}0.97${T}1.05"
+fake "$tmp/py_junk" "model${T}0${T}ten"
+printf '#!/bin/sh\necho "onnxruntime for Python is missing (No module named onnxruntime): pip install onnxruntime" >&2\nexit 3\n' >"$tmp/py_noort"
+chmod +x "$tmp/py_noort"
+check "--verify: the plain run first (its result is the search's)" \
+    status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/plain.onnx" -q
+check "... the search changed the model" eval "! cmp -s '$corpus/convs.onnx' '$tmp/plain.onnx'"
+check "--verify, the search result measured 2x faster: it is written" \
+    eval "TASOC_PYTHON='$tmp/py_fast' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/v.onnx' -q --verify && cmp '$tmp/plain.onnx' '$tmp/v.onnx'"
+check "... the report says so, with the A/A row" \
+    eval "grep -q '^verify: writing the search result' '$tmp/out' && grep -q '^verify: A/A 1.000x' '$tmp/out'"
+check "... and its temporary files are gone" eval "! ls '$tmp' | grep -q '\.verify\.'"
+check "--verify, the faster result computes other outputs: the built-ins alone win" \
+    eval "TASOC_PYTHON='$tmp/py_wrong' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/w.onnx' -q --verify && grep -q '^verify: writing the built-ins alone' '$tmp/out' && ! cmp -s '$tmp/plain.onnx' '$tmp/w.onnx'"
+check "... which compute what the input computes" status_is 0 "$E" info "$tmp/w.onnx"
+check "--verify, nothing faster beyond the noise: the input, byte for byte" \
+    eval "TASOC_PYTHON='$tmp/py_slow' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/s.onnx' -q --verify && cmp '$corpus/convs.onnx' '$tmp/s.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
+check "--verify without the interpreter: exit 2, says so, no output" \
+    eval "TASOC_PYTHON='$tmp/none' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --verify && grep -q 'not found' '$tmp/err' && test ! -e '$tmp/n.onnx'"
+check "--verify without onnxruntime: exit 2 with the helper's advice" \
+    eval "TASOC_PYTHON='$tmp/py_noort' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --verify && grep -q 'pip install onnxruntime' '$tmp/err'"
+check "--verify, a helper that prints junk: exit 2" \
+    eval "TASOC_PYTHON='$tmp/py_junk' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --verify && grep -q 'does not parse' '$tmp/err'"
+check "bad --verify-runs: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/n.onnx" --verify --verify-runs 0
+check "--verify in onnxruntime for real: exit 0, a report, an output that loads" \
+    eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/r.onnx' -q --verify --verify-runs 5 && grep -q '^verify: writing the ' '$tmp/out' && '$E' info '$tmp/r.onnx' >/dev/null"
+check "... and computes what the input computes in onnxruntime" python3 - "$corpus/convs.onnx" "$tmp/r.onnx" <<'PY'
+import sys
+import numpy as np
+import onnxruntime as ort
+a, b = (ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in sys.argv[1:3])
+rng = np.random.default_rng(1)
+feed = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+        for i in a.get_inputs()}
+for x, y in zip(a.run(None, feed), b.run(None, feed)):
+    assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
+PY
+
 run_py test/engine_opt_test.py "$E"
 echo "1..$n"

@@ -1,0 +1,132 @@
+"""ort_time.py - the timing helper behind `engine optimize --verify`: time an
+ONNX model and candidate rewrites of it in onnxruntime, end to end.
+
+The engine links this file in (engine/verify.c, .incbin) and runs it as
+`python3 -c SOURCE ARGS`; it is not imported from anywhere else.
+
+    python3 ort_time.py --threads T --runs N --warmup W INPUT CAND...
+
+Every model gets one session (CPU provider, ORT_ENABLE_ALL, T intra-op
+threads, sequential execution) and the same random inputs (seed 0; float
+N(0,1), integers in [0, 2), booleans false; a symbolic dim is 1). After W
+warm-up runs each, N rounds run every session once in turn, with INPUT
+run a second time at the end of each round (the A/A: what the machine's
+noise alone makes of two identical models). Each candidate's outputs are
+compared with INPUT's. One line per model on stdout, tab-separated:
+
+    model  INDEX  MEDIAN_MS  MIN_MS  MAX_REL_ERR
+
+(INDEX 0 is INPUT, 1.. the candidates, -1 the A/A session; MAX_REL_ERR is
+max |a - b| / max |a| over the outputs, 0 for INPUT), then
+
+    ratios INDEX  MEDIAN  LO  HI
+
+per candidate: the per-round ratio INPUT time / candidate time, its median
+and the 25th and 75th percentiles (the spread). Errors go to stderr with a
+non-zero exit: 3 when onnxruntime or numpy is missing, 2 otherwise.
+"""
+import sys
+
+
+def main(argv):
+    try:
+        import numpy as np
+        import onnxruntime as ort
+    except ImportError as e:
+        print(f"onnxruntime for Python is missing ({e}): pip install onnxruntime", file=sys.stderr)
+        return 3
+    import time
+
+    args = {"--threads": 1, "--runs": 20, "--warmup": 3}
+    paths = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in args and i + 1 < len(argv):
+            args[argv[i]] = int(argv[i + 1])
+            i += 2
+        else:
+            paths.append(argv[i])
+            i += 1
+    if len(paths) < 2 or args["--runs"] < 1:
+        print("usage: ort_time.py [--threads T] [--runs N] [--warmup W] INPUT CAND...", file=sys.stderr)
+        return 2
+
+    def session(path):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.intra_op_num_threads = args["--threads"]
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.log_severity_level = 3
+        return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+    types = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
+             "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
+    try:
+        sessions = [session(p) for p in paths] + [session(paths[0])]
+        rng = np.random.default_rng(0)
+        feed = {}
+        for inp in sessions[0].get_inputs():
+            shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+            t = types.get(inp.type)
+            if t is None:
+                print(f"{paths[0]}: input '{inp.name}' of type {inp.type} is not supported", file=sys.stderr)
+                return 2
+            if np.issubdtype(t, np.floating):
+                feed[inp.name] = rng.standard_normal(shape).astype(t)
+            elif t == np.bool_:
+                feed[inp.name] = np.zeros(shape, dtype=t)
+            else:
+                feed[inp.name] = rng.integers(0, 2, size=shape).astype(t)
+        ref = sessions[0].run(None, feed)
+        errs = [0.0]
+        for s, p in zip(sessions[1:-1], paths[1:]):
+            out = s.run(None, feed)
+            if len(out) != len(ref):
+                print(f"{p}: {len(out)} outputs, the input has {len(ref)}", file=sys.stderr)
+                return 2
+            e = 0.0
+            for a, b in zip(ref, out):
+                a = np.asarray(a, dtype=np.float64)
+                b = np.asarray(b, dtype=np.float64)
+                if a.shape != b.shape:
+                    e = float("inf")
+                    break
+                scale = float(np.max(np.abs(a))) if a.size else 0.0
+                diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+                e = max(e, diff / scale if scale > 0 else diff)
+            errs.append(e)
+        for s in sessions:
+            for _ in range(args["--warmup"]):
+                s.run(None, feed)
+        times = [[] for _ in sessions]
+        for _ in range(args["--runs"]):
+            for k, s in enumerate(sessions):
+                t0 = time.perf_counter()
+                s.run(None, feed)
+                times[k].append((time.perf_counter() - t0) * 1e3)
+    except Exception as e:  # onnxruntime raises its own types for a model it refuses
+        print(f"onnxruntime: {e}", file=sys.stderr)
+        return 2
+
+    def pct(v, q):
+        v = sorted(v)
+        x = q * (len(v) - 1)
+        lo = int(x)
+        hi = min(lo + 1, len(v) - 1)
+        return v[lo] + (v[hi] - v[lo]) * (x - lo)
+
+    for k, t in enumerate(times):
+        idx = -1 if k == len(sessions) - 1 else k
+        err = errs[k] if idx >= 0 else 0.0
+        print(f"model\t{idx}\t{pct(t, 0.5):.6g}\t{min(t):.6g}\t{err:.6g}")
+    for k in range(1, len(sessions)):
+        idx = -1 if k == len(sessions) - 1 else k
+        r = [a / b for a, b in zip(times[0], times[k])]
+        print(f"ratios\t{idx}\t{pct(r, 0.5):.6g}\t{pct(r, 0.25):.6g}\t{pct(r, 0.75):.6g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,176 @@
+/* verify.c - timing models in onnxruntime through the helper
+ * engine/ort_time.py (see verify.h): run it, read its lines, pick. */
+#include "verify.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The helper's source, NUL-terminated (.incbin, as ruledb_blob.c). */
+extern const char eg_ort_time_py[];
+__asm__(".section .rodata\n"
+        ".globl eg_ort_time_py\n"
+        "eg_ort_time_py:\n"
+        ".incbin \"engine/ort_time.py\"\n"
+        ".byte 0\n"
+        ".previous\n");
+
+#define HELPER_OUT_MAX (1 << 16)
+
+void eg_verify_opts_init(eg_verify_opts *o) {
+    o->threads = 1;
+    o->runs = 20;
+    o->warmup = 3;
+}
+
+static eg_status v_fail(char *err, size_t errlen, eg_status rc, const char *msg, const char *a) {
+    snprintf(err, errlen, msg, a);
+    return rc;
+}
+
+/* Run the helper with its stdout and stderr into one pipe; *out gets what
+ * it wrote (NUL-terminated, at most HELPER_OUT_MAX bytes kept), *status its
+ * exit status (127: the interpreter did not start). */
+static eg_status run_helper(char *const *argv, char **out, int *status) {
+    int fd[2];
+    *out = NULL;
+    if (pipe(fd) != 0) return EG_EIO;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return EG_EIO;
+    }
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        dup2(fd[1], STDERR_FILENO);
+        close(fd[0]), close(fd[1]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    char *buf = malloc(HELPER_OUT_MAX + 1);
+    size_t len = 0;
+    for (;;) { /* read to the end even when the buffer is full: never block the child */
+        char tmp[4096];
+        ssize_t k = read(fd[0], tmp, sizeof tmp);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        size_t keep = buf && len < HELPER_OUT_MAX ? (size_t)k : 0;
+        if (keep > HELPER_OUT_MAX - len) keep = HELPER_OUT_MAX - len;
+        if (keep) memcpy(buf + len, tmp, keep), len += keep;
+    }
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    if (!buf) return EG_ENOMEM;
+    buf[len] = 0;
+    *out = buf;
+    return EG_OK;
+}
+
+/* The helper's message: its output without the data lines, trimmed. */
+static void message_of(const char *out, char *err, size_t errlen) {
+    size_t n = 0;
+    err[0] = 0;
+    for (const char *l = out; *l && n + 1 < errlen;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (strncmp(l, "model\t", 6) && strncmp(l, "ratios\t", 7) && len) {
+            if (n) err[n++] = ' ';
+            if (len > errlen - n - 1) len = errlen - n - 1;
+            memcpy(err + n, l, len), n += len;
+            err[n] = 0;
+        }
+        l = e ? e + 1 : l + len;
+    }
+}
+
+/* Parse the data lines into rows (index 1..n-1 and 0) and aa (-1).
+ * @return the number of lines read, or -1 for a line that does not parse. */
+static int parse(const char *out, int n, eg_verify_row *rows, eg_verify_row *aa) {
+    int got = 0;
+    for (const char *l = out; *l;) {
+        int idx;
+        double a, b, c;
+        eg_verify_row *r = NULL;
+        if (!strncmp(l, "model\t", 6) || !strncmp(l, "ratios\t", 7)) {
+            int is_model = l[0] == 'm';
+            if (sscanf(l + (is_model ? 6 : 7), "%d\t%lf\t%lf\t%lf", &idx, &a, &b, &c) != 4 || idx < -1 ||
+                idx >= n || !isfinite(a) || !isfinite(b) || isnan(c))
+                return -1;
+            r = idx < 0 ? aa : &rows[idx];
+            if (is_model) r->median_ms = a, r->min_ms = b, r->max_rel_err = c;
+            else r->ratio = a, r->ratio_lo = b, r->ratio_hi = c;
+            got++;
+        }
+        const char *e = strchr(l, '\n');
+        l = e ? e + 1 : l + strlen(l);
+    }
+    return got;
+}
+
+eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *o, eg_verify_row *rows,
+                         eg_verify_row *aa, char *err, size_t errlen) {
+    if (n < 2 || n > EG_VERIFY_MAX_MODELS)
+        return v_fail(err, errlen, EG_ELIMIT, "verify: %s", "between 1 and 15 candidates");
+    const char *python = getenv("TASOC_PYTHON");
+    if (!python || !*python) python = "python3";
+    char threads[16], runs[16], warmup[16];
+    snprintf(threads, sizeof threads, "%d", o->threads > 0 ? o->threads : 1);
+    snprintf(runs, sizeof runs, "%d", o->runs > 0 ? o->runs : 1);
+    snprintf(warmup, sizeof warmup, "%d", o->warmup >= 0 ? o->warmup : 0);
+    char *argv[10 + EG_VERIFY_MAX_MODELS + 1];
+    int k = 0;
+    argv[k++] = (char *)python;
+    argv[k++] = "-c";
+    argv[k++] = (char *)eg_ort_time_py;
+    argv[k++] = "--threads", argv[k++] = threads;
+    argv[k++] = "--runs", argv[k++] = runs;
+    argv[k++] = "--warmup", argv[k++] = warmup;
+    for (int i = 0; i < n; i++) argv[k++] = (char *)paths[i];
+    argv[k] = NULL;
+    char *out = NULL;
+    int status = 0;
+    eg_status rc = run_helper(argv, &out, &status);
+    if (rc == EG_ENOMEM) return v_fail(err, errlen, rc, "verify: %s", "out of memory");
+    if (rc != EG_OK) return v_fail(err, errlen, rc, "verify: cannot start %s", python);
+    memset(rows, 0, sizeof *rows * (size_t)n);
+    memset(aa, 0, sizeof *aa);
+    rows[0].ratio = rows[0].ratio_lo = rows[0].ratio_hi = 1;
+    if (status == 127) {
+        rc = v_fail(err, errlen, EG_EUNSUPPORTED, "verify: %s not found (set TASOC_PYTHON to a Python 3 "
+                    "with onnxruntime)", python);
+    } else if (status == 3) {
+        char msg[EG_ERRLEN];
+        message_of(out, msg, sizeof msg);
+        rc = v_fail(err, errlen, EG_EUNSUPPORTED, "verify: %s", msg);
+    } else if (status != 0) {
+        char msg[EG_ERRLEN];
+        message_of(out, msg, sizeof msg);
+        rc = v_fail(err, errlen, EG_EIO, "verify: the onnxruntime helper failed: %s", msg);
+    } else if (parse(out, n, rows, aa) != 2 * n + 1) { /* n + 1 model lines, n ratio lines */
+        rc = v_fail(err, errlen, EG_EIO, "verify: %s", "the onnxruntime helper's output does not parse");
+    }
+    free(out);
+    return rc;
+}
+
+int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
+    double noise = fabs(aa->ratio - 1);
+    if (noise < EG_VERIFY_MIN_GAIN) noise = EG_VERIFY_MIN_GAIN;
+    int best = 0;
+    for (int k = 1; k < n; k++) {
+        const eg_verify_row *r = &rows[k];
+        if (r->max_rel_err <= EG_VERIFY_MAX_REL_ERR && r->ratio_lo > 1 && r->ratio > 1 + noise &&
+            (best == 0 || r->ratio > rows[best].ratio))
+            best = k;
+    }
+    return best;
+}

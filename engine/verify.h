@@ -1,0 +1,74 @@
+/* verify.h - measuring an optimized model against its input where it will
+ * run, in onnxruntime (prefix eg_verify): `engine optimize --verify`.
+ *
+ * The cost model ranks rewrites; only a measurement says whether the
+ * result is faster in the runtime. eg_verify_time runs the timing helper
+ * engine/ort_time.py (linked into the library, run by `python3 -c`, so the
+ * engine needs no file beside it; python3 with onnxruntime and numpy must
+ * be installed) on the input and the candidates: one onnxruntime session
+ * each (ORT_ENABLE_ALL, the given intra-op threads), the same random
+ * inputs, warm-up runs, then rounds that run every model once in turn,
+ * alternating, plus the input a second time (the A/A: the machine's noise).
+ * Why a helper process and not onnxruntime's C API: the runtime users run
+ * is the Python wheel's, which ships no C library or header to link; a
+ * process also keeps onnxruntime's threads and memory out of the engine.
+ *
+ * eg_verify_pick then keeps a candidate only when it is faster beyond the
+ * noise and computes the same outputs; otherwise the input wins. The
+ * measurements vary from run to run, so --verify trades the engine's
+ * byte-for-byte determinism for the guarantee that matters when it is
+ * asked for: never a model measured slower than the input.
+ *
+ *     const char *paths[] = {"in.onnx", "opt.onnx"};
+ *     eg_verify_opts o;
+ *     eg_verify_row rows[2], aa;
+ *     eg_verify_opts_init(&o);
+ *     if (eg_verify_time(paths, 2, &o, rows, &aa, err, sizeof err) == EG_OK)
+ *         printf("%s\n", eg_verify_pick(rows, 2, &aa) ? "opt.onnx" : "in.onnx");
+ */
+#ifndef EG_VERIFY_H
+#define EG_VERIFY_H
+
+#include <stddef.h>
+
+#include "graph.h"
+
+/* The largest output difference a candidate may show (max |a - b| /
+ * max |a| over its outputs, on the helper's random inputs). */
+#define EG_VERIFY_MAX_REL_ERR 1e-4
+/* The smallest gain kept, whatever the A/A row says. */
+#define EG_VERIFY_MIN_GAIN 0.005
+#define EG_VERIFY_MAX_MODELS 16
+
+typedef struct {
+    int threads; /* onnxruntime intra-op threads (default 1) */
+    int runs;    /* alternating rounds (default 20) */
+    int warmup;  /* runs per model before them (default 3) */
+} eg_verify_opts;
+
+typedef struct {
+    double median_ms, min_ms;
+    double max_rel_err;                /* against the input's outputs */
+    double ratio, ratio_lo, ratio_hi;  /* per round, input time / this
+                                          model's: median, 25th and 75th
+                                          percentiles (1 for the input) */
+} eg_verify_row;
+
+void eg_verify_opts_init(eg_verify_opts *o);
+
+/* Time paths[0] (the input) and the n - 1 candidates paths[1..n) (2 <= n
+ * <= EG_VERIFY_MAX_MODELS) into rows[0..n), the A/A row into *aa. The
+ * interpreter is $TASOC_PYTHON, else python3.
+ * @return EG_OK; EG_EUNSUPPORTED when the interpreter or onnxruntime is
+ *         missing (err says how to install it); EG_EIO when the helper
+ *         fails (its message in err); EG_ENOMEM. */
+eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *o, eg_verify_row *rows,
+                         eg_verify_row *aa, char *err, size_t errlen);
+
+/* The candidate to keep: the one of highest median ratio among those whose
+ * outputs agree (max_rel_err <= EG_VERIFY_MAX_REL_ERR), faster in at least
+ * three rounds of four (ratio_lo > 1) and by more than the noise (ratio >
+ * 1 + max(EG_VERIFY_MIN_GAIN, |aa.ratio - 1|)); 0, the input, when none. */
+int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa);
+
+#endif
