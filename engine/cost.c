@@ -630,7 +630,7 @@ static int gemm_bias(const eg_graph *g, const int *uses, int j) {
            g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_MATMUL && n->in[1] != t;
 }
 
-double eg_cost_graph(eg_cost *c, const eg_graph *g) {
+double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, double *out) {
     unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
     int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
     int *reader = malloc(sizeof *reader * (size_t)(g->n_tensors ? g->n_tensors : 1));
@@ -642,15 +642,21 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g) {
         for (int k = 0; k < g->node[j].n_in; k++)
             if (g->node[j].in[k] >= 0) reader[g->node[j].in[k]] = j;
     for (int j = 0; j < g->n_nodes; j++) {
-        if (wo && wo[j]) continue;
-        if (uses && fused_into_conv(g, uses, wo, j)) continue;
-        if (uses && reader && written_inside(g, uses, reader, wo, j)) continue;
-        if (uses && gemm_bias(g, uses, j)) continue;
-        if (uses && eg_layernorm_of(g, uses, j) >= 0) continue; /* inside its LayerNormalization */
-        sum += eg_cost_node(c, g, j);
+        int o = g->node[j].origin;
+        double us = known && o > 0 ? known[o - 1] : -1;
+        int skip = (wo && wo[j]) || (uses && fused_into_conv(g, uses, wo, j)) ||
+                   (uses && reader && written_inside(g, uses, reader, wo, j)) || (uses && gemm_bias(g, uses, j)) ||
+                   (uses && eg_layernorm_of(g, uses, j) >= 0); /* inside its LayerNormalization */
+        if (!skip && us < 0) us = eg_cost_node(c, g, j);
+        if (out) out[j] = us; /* -1: not costed (skipped, not known) */
+        if (!skip) sum += us;
     }
     free(wo), free(uses), free(reader);
     return sum;
+}
+
+double eg_cost_graph(eg_cost *c, const eg_graph *g) {
+    return eg_cost_graph_nodes(c, g, NULL, NULL);
 }
 
 eg_cost_kind eg_cost_kind_of(const eg_cost *c) { return c->kind; }

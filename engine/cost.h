@@ -127,6 +127,17 @@ double eg_cost_node(eg_cost *c, const eg_graph *g, int node);
  * @pre as eg_mark_weight_only (topological order, producers indexed). */
 double eg_cost_graph(eg_cost *c, const eg_graph *g);
 
+/* eg_cost_graph that also reuses and records node costs: a node cloned
+ * from node k of the source graph (eg_node.origin = k + 1) costs
+ * known[k] when known is non-NULL (the caller vouches that such nodes kept
+ * their operator, parameters and shapes: eg_apply's clones do); every
+ * node's own cost (eg_cost_node, before weight-only and fusion discounts)
+ * goes to out[j] when out is non-NULL. The search keeps out with a graph
+ * and passes it as known for the graphs rewritten from it, so only the
+ * nodes a rewrite adds are costed anew. A node that costs nothing here
+ * (weight-only, fused) and was not known is not costed: out[j] is -1. */
+double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, double *out);
+
 /* Write every memoised cost to the cache path, through "PATH.tmp.PID" and
  * rename. No-op (EG_OK) when the model has no path.
  * @return EG_OK, or EG_EIO with the path in err. */

@@ -63,7 +63,14 @@ struct eg_names {
     name_slot *slot;
     size_t cap; /* a power of two */
     size_t used;
+    const char *arena; /* keys inside [arena, arena + arena_len) belong to */
+    size_t arena_len;  /* the graph's arena (eg_graph_clone), not the map */
 };
+
+/* 1 when p points into the block [lo, lo + len). */
+static int in_block(const char *lo, size_t len, const void *p) {
+    return lo && (uintptr_t)p - (uintptr_t)lo < len;
+}
 
 eg_names *eg_names_new(void) {
     eg_names *m = calloc(1, sizeof *m);
@@ -79,7 +86,8 @@ eg_names *eg_names_new(void) {
 
 void eg_names_free(eg_names *m) {
     if (!m) return;
-    for (size_t i = 0; i < m->cap; i++) free(m->slot[i].key);
+    for (size_t i = 0; i < m->cap; i++)
+        if (!in_block(m->arena, m->arena_len, m->slot[i].key)) free(m->slot[i].key);
     free(m->slot);
     free(m);
 }
@@ -99,7 +107,7 @@ int eg_names_get(const eg_names *m, const char *key) {
 
 /* Double the table (load stays under one half). */
 static eg_status grow_names(eg_names *m) {
-    eg_names big = {calloc(m->cap * 2, sizeof(name_slot)), m->cap * 2, m->used};
+    eg_names big = {calloc(m->cap * 2, sizeof(name_slot)), m->cap * 2, m->used, m->arena, m->arena_len};
     if (!big.slot) return EG_ENOMEM;
     for (size_t i = 0; i < m->cap; i++)
         if (m->slot[i].key) big.slot[find_slot(&big, m->slot[i].key)] = m->slot[i];
@@ -126,6 +134,28 @@ eg_status eg_names_set(eg_names *m, const char *key, int value) {
         return EG_OK;
     }
     return eg_names_put(m, key, value);
+}
+
+/* A copy of m whose keys are copied to *cursor, inside the block [lo, lo +
+ * len) (eg_graph_clone's arena); *cursor moves past them. NULL: no memory. */
+static eg_names *names_clone_into(const eg_names *m, char **cursor, const char *lo, size_t len) {
+    eg_names *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->slot = calloc(m->cap, sizeof *c->slot);
+    if (!c->slot) {
+        free(c);
+        return NULL;
+    }
+    c->cap = m->cap, c->used = m->used;
+    c->arena = lo, c->arena_len = len;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->slot[i].key) continue;
+        size_t n = strlen(m->slot[i].key) + 1;
+        memcpy(*cursor, m->slot[i].key, n);
+        c->slot[i].key = *cursor, c->slot[i].value = m->slot[i].value;
+        *cursor += n;
+    }
+    return c;
 }
 
 eg_names *eg_names_clone(const eg_names *m) {
@@ -163,11 +193,11 @@ eg_graph *eg_graph_new(void) {
     return g;
 }
 
-static void tensor_clear(eg_tensor *t) {
+static void tensor_clear(const eg_graph *g, eg_tensor *t) {
     if (t->dim_name)
         for (int i = 0; i < EG_MAX_RANK; i++) free(t->dim_name[i]);
     free(t->dim_name);
-    free(t->name);
+    if (!in_block(g->arena, g->arena_len, t->name)) free(t->name);
     if (t->flags & EG_TF_BORROWED) return;
     free(t->data);
     free(t->raw);
@@ -175,22 +205,28 @@ static void tensor_clear(eg_tensor *t) {
     free(t->vinfo);
 }
 
-void eg_node_clear(eg_node *n) {
-    free(n->name);
+/* Free what node n of g owns: not what lies in g's arena. */
+static void node_clear(const eg_graph *g, eg_node *n) {
+    if (!in_block(g->arena, g->arena_len, n->name)) free(n->name);
     if (!n->borrowed) {
         free(n->op_type);
         free(n->domain);
         free(n->proto);
     }
-    free(n->in);
-    free(n->out);
+    if (!in_block(g->arena, g->arena_len, n->in)) free(n->in);
+    if (!in_block(g->arena, g->arena_len, n->out)) free(n->out);
     memset(n, 0, sizeof *n);
+}
+
+void eg_node_clear(eg_node *n) {
+    static const eg_graph none = {0};
+    node_clear(&none, n);
 }
 
 void eg_free(eg_graph *g) {
     if (!g) return;
-    for (int i = 0; i < g->n_tensors; i++) tensor_clear(&g->tensor[i]);
-    for (int i = 0; i < g->n_nodes; i++) eg_node_clear(&g->node[i]);
+    for (int i = 0; i < g->n_tensors; i++) tensor_clear(g, &g->tensor[i]);
+    for (int i = 0; i < g->n_nodes; i++) node_clear(g, &g->node[i]);
     free(g->tensor);
     free(g->node);
     free(g->input);
@@ -202,6 +238,7 @@ void eg_free(eg_graph *g) {
         free(g->graph_shell);
     }
     eg_names_free(g->names);
+    free(g->arena);
     eg_graph *base = g->base;
     free(g);
     eg_free(base);
@@ -223,14 +260,30 @@ static char *dup_str(const char *s, int *ok) {
     return p;
 }
 
-/* Copy tensor i of g into c (slot already counted): payloads borrowed. */
-static int clone_tensor(const eg_tensor *t, eg_tensor *d) {
+/* Copy s (not NULL) to *cursor, move *cursor past it. @return the copy */
+static char *arena_str(char **cursor, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = memcpy(*cursor, s, n);
+    *cursor += n;
+    return p;
+}
+
+/* Copy n ints (at least one slot) to *ints, move *ints past them. */
+static int *arena_ints(int **ints, const int *a, int n) {
+    int *p = *ints;
+    if (n > 0) memcpy(p, a, sizeof *p * (size_t)n);
+    *ints += n > 0 ? n : 1;
+    return p;
+}
+
+/* Copy tensor t into d: the name into the arena, payloads borrowed. */
+static int clone_tensor(const eg_tensor *t, eg_tensor *d, char **cursor) {
     int ok = 1;
     *d = *t;
     d->flags |= EG_TF_BORROWED;
     d->dim_name = NULL;
-    d->name = dup_str(t->name, &ok);
-    if (ok && t->dim_name) {
+    d->name = t->name ? arena_str(cursor, t->name) : NULL;
+    if (t->dim_name) {
         d->dim_name = calloc(EG_MAX_RANK, sizeof *d->dim_name);
         if (!d->dim_name) ok = 0;
         for (int i = 0; ok && i < EG_MAX_RANK; i++) d->dim_name[i] = dup_str(t->dim_name[i], &ok);
@@ -238,15 +291,27 @@ static int clone_tensor(const eg_tensor *t, eg_tensor *d) {
     return ok;
 }
 
-/* Copy a node: name and id arrays copied, opaque payload borrowed. */
-static int clone_node(const eg_node *n, eg_node *d) {
-    int ok = 1;
+/* Copy node n into d: name and id arrays into the arena, opaque payload
+ * borrowed. */
+static void clone_node(const eg_node *n, eg_node *d, char **cursor, int **ints) {
     *d = *n;
     d->borrowed = 1;
-    d->name = dup_str(n->name, &ok);
-    d->in = dup_ints(n->in, n->n_in + n->n_implicit);
-    d->out = dup_ints(n->out, n->n_out);
-    return ok && d->in && d->out;
+    d->name = n->name ? arena_str(cursor, n->name) : NULL;
+    d->in = arena_ints(ints, n->in, n->n_in + n->n_implicit);
+    d->out = arena_ints(ints, n->out, n->n_out);
+}
+
+/* The arena a clone of g needs: ints first (aligned), then the strings. */
+static void arena_size(const eg_graph *g, const eg_names *m, size_t *n_ints, size_t *n_chars) {
+    *n_ints = 0, *n_chars = 0;
+    for (int i = 0; i < g->n_tensors; i++) *n_chars += g->tensor[i].name ? strlen(g->tensor[i].name) + 1 : 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        *n_chars += n->name ? strlen(n->name) + 1 : 0;
+        *n_ints += (size_t)(n->n_in + n->n_implicit > 0 ? n->n_in + n->n_implicit : 1) +
+                   (size_t)(n->n_out > 0 ? n->n_out : 1);
+    }
+    for (size_t i = 0; i < m->cap; i++) *n_chars += m->slot[i].key ? strlen(m->slot[i].key) + 1 : 0;
 }
 
 eg_graph *eg_graph_clone(const eg_graph *g) {
@@ -254,26 +319,34 @@ eg_graph *eg_graph_clone(const eg_graph *g) {
     if (!c) return NULL;
     int ok = 1;
     *c = *g;
-    c->tensor = NULL, c->node = NULL, c->input = c->output = NULL;
+    c->tensor = NULL, c->node = NULL, c->input = c->output = NULL, c->names = NULL;
     c->n_tensors = c->n_nodes = c->cap_tensors = c->cap_nodes = 0;
     c->shells_borrowed = 1;
     c->base = NULL; /* the clone borrows from g; it does not own g */
+    size_t n_ints, n_chars;
+    arena_size(g, g->names, &n_ints, &n_chars);
+    c->arena_len = n_ints * sizeof(int) + n_chars;
+    c->arena = malloc(c->arena_len ? c->arena_len : 1);
+    int *ints = (int *)(void *)c->arena;
+    char *cursor = c->arena ? c->arena + n_ints * sizeof(int) : NULL;
     c->producer = dup_str(g->producer, &ok);
     c->graph_name = dup_str(g->graph_name, &ok);
-    c->names = eg_names_clone(g->names);
     c->input = dup_ints(g->input, g->n_inputs);
     c->output = dup_ints(g->output, g->n_outputs);
     int cap_t = g->n_tensors + 16, cap_n = g->n_nodes + 16;
     c->tensor = malloc(sizeof *c->tensor * (size_t)cap_t);
     c->node = malloc(sizeof *c->node * (size_t)cap_n);
-    ok = ok && c->names && c->input && c->output && c->tensor && c->node;
+    ok = ok && c->arena && c->input && c->output && c->tensor && c->node;
+    if (ok) c->names = names_clone_into(g->names, &cursor, c->arena, c->arena_len);
+    ok = ok && c->names;
     if (ok) c->cap_tensors = cap_t, c->cap_nodes = cap_n;
     for (int i = 0; ok && i < g->n_tensors; i++) {
-        ok = clone_tensor(&g->tensor[i], &c->tensor[i]);
+        ok = clone_tensor(&g->tensor[i], &c->tensor[i], &cursor);
         c->n_tensors = i + 1; /* freed by eg_free even when partial */
     }
     for (int j = 0; ok && j < g->n_nodes; j++) {
-        ok = clone_node(&g->node[j], &c->node[j]);
+        clone_node(&g->node[j], &c->node[j], &cursor, &ints);
+        c->node[j].origin = j + 1;
         c->n_nodes = j + 1;
     }
     if (!ok) {
@@ -484,7 +557,7 @@ eg_status eg_toposort_at(eg_graph *g, int *cycle_node, int *cycle_in) {
 eg_status eg_remove_nodes(eg_graph *g, const unsigned char *drop, char *err, size_t errlen) {
     int kept = 0;
     for (int j = 0; j < g->n_nodes; j++) {
-        if (drop[j]) eg_node_clear(&g->node[j]);
+        if (drop[j]) node_clear(g, &g->node[j]);
         else g->node[kept++] = g->node[j];
     }
     g->n_nodes = kept;

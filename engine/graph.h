@@ -210,6 +210,10 @@ typedef struct {
     int *out;       /* tensor ids; -1 is an omitted optional output */
     int borrowed;   /* op_type, domain, proto belong to the graph this one
                        was cloned from (eg_graph_clone): never freed here */
+    int origin;     /* eg_graph_clone: 1 + the node's index in the graph it
+                       was cloned from; 0 for a node added since. The
+                       search reuses the source's node costs through it
+                       (eg_cost_graph_nodes) */
 } eg_node;
 
 typedef struct eg_names eg_names;
@@ -238,6 +242,13 @@ typedef struct eg_graph {
                                 this one was cloned from */
     struct eg_graph *base;   /* freed with this graph, after it: the graph
                                 whose data it borrows (eg_graph_set_base) */
+    char *arena;             /* eg_graph_clone: one block holding the clone's
+                                tensor and node names, node input/output id
+                                arrays and name-map keys (a clone is made
+                                thousands of times a search, so not one
+                                allocation per name); a pointer into it is
+                                never freed by itself */
+    size_t arena_len;
 } eg_graph;
 
 /* ---- names: a string -> int map (open addressing, XXH3) ---- */
@@ -330,7 +341,8 @@ eg_status eg_reserve_name(eg_graph *g, const char *name);
 eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
                       int n_implicit, int n_out, int *id);
 
-/* Free what one node owns (not the slot). */
+/* Free what one node owns (not the slot). @pre n not from eg_graph_clone
+ * (its arrays may lie in the clone's arena: eg_remove_nodes frees those). */
 void eg_node_clear(eg_node *n);
 
 /* Remove every node j with drop[j] != 0, keeping the others' order, and

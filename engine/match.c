@@ -269,7 +269,7 @@ static int cmp_found(const void *a, const void *b) {
 /* Report the anchor's matches in the documented order: rules in ruleset
  * order, a rule's matches in the order found (candidates in graph order). */
 static void report_found(mctx *c) {
-    qsort(c->found, c->n_found, sizeof *c->found, cmp_found);
+    if (c->n_found > 1) qsort(c->found, c->n_found, sizeof *c->found, cmp_found);
     for (size_t i = 0; i < c->n_found && !c->stop; i++) {
         const eg_match *m = &c->found[i].m;
         if (c->rs->rule[m->rule].src.n_outputs > 1 && !seen_insert(c, m)) continue;

@@ -17,6 +17,7 @@
  * itself is kept only while it is queued or the best. */
 typedef struct {
     eg_graph *g;     /* NULL once expanded or dropped (unless best) */
+    double *node_cost; /* with g: each node's cost (eg_cost_graph_nodes) */
     double cost;
     int64_t parent;  /* state index, -1 for the input */
     uint32_t rule;   /* the rule that made it from its parent */
@@ -150,21 +151,30 @@ static int64_t heap_top(search *S, heap *h) {
     return h->n ? h->e[0] : -1;
 }
 
-/* @return the new state's index, or -1 out of memory (g is then freed). */
-static int64_t add_state(search *S, eg_graph *g, double cost, int64_t parent, uint32_t rule) {
+/* Let state st's graph go. */
+static void free_graph(state *st) {
+    eg_free(st->g);
+    free(st->node_cost);
+    st->g = NULL, st->node_cost = NULL;
+}
+
+/* @return the new state's index, or -1 out of memory (g and node_cost are
+ * then freed). */
+static int64_t add_state(search *S, eg_graph *g, double *node_cost, double cost, int64_t parent,
+                         uint32_t rule) {
     if (S->n == S->cap) {
         size_t cap = S->cap ? 2 * S->cap : 256;
         state *t = realloc(S->s, cap * sizeof *t);
         if (!t) {
             eg_free(g);
+            free(node_cost);
             return -1;
         }
         S->s = t, S->cap = cap;
     }
-    S->s[S->n] = (state){g, cost, parent, rule, 1, 0};
+    S->s[S->n] = (state){g, node_cost, cost, parent, rule, 1, 0};
     if (heap_push(S, &S->lo, (int64_t)S->n) || heap_push(S, &S->hi, (int64_t)S->n)) {
-        S->s[S->n].g = NULL;
-        eg_free(g);
+        free_graph(&S->s[S->n]);
         return -1;
     }
     S->queued++;
@@ -239,10 +249,7 @@ typedef struct {
  * not being expanded, not held for a look past it. */
 static void drop_graph(run *R, int64_t i) {
     state *st = &R->S.s[i];
-    if (!st->queued && !st->held && i != R->best && i != R->expanding) {
-        eg_free(st->g);
-        st->g = NULL;
-    }
+    if (!st->queued && !st->held && i != R->best && i != R->expanding) free_graph(st);
 }
 
 /* Take the worst queued graph out when the queue is over its cap (its graph
@@ -261,13 +268,19 @@ static void trim_queue(run *R) {
 static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, int64_t *queued_as) {
     search *S = &R->S;
     *queued_as = -1;
-    double cost = eg_cost_graph(R->c, ng);
+    double *nc = malloc(sizeof *nc * (size_t)(ng->n_nodes ? ng->n_nodes : 1));
+    if (!nc) {
+        eg_free(ng);
+        return EG_ENOMEM;
+    }
+    double cost = eg_cost_graph_nodes(R->c, ng, S->s[parent].node_cost, nc);
     if (cost >= R->o->alpha * S->s[R->best].cost) {
         R->r->pruned++;
         eg_free(ng);
+        free(nc);
         return EG_OK;
     }
-    int64_t i = add_state(S, ng, cost, parent, rule);
+    int64_t i = add_state(S, ng, nc, cost, parent, rule);
     if (i < 0) return EG_ENOMEM;
     if (cost < S->s[R->best].cost) {
         int64_t old = R->best;
@@ -456,8 +469,10 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     R.t0 = now_s(), R.next_progress = 1.0;
     eg_status rc = EG_OK;
     eg_graph *g0 = eg_graph_clone(g);
-    if (!g0 || seen_add(&R.S, eg_graph_hash(g0)) < 0 || add_state(&R.S, g0, eg_cost_graph(c, g0), -1, 0) < 0) {
-        if (R.S.n == 0) eg_free(g0);
+    double *nc0 = g0 ? malloc(sizeof *nc0 * (size_t)(g0->n_nodes ? g0->n_nodes : 1)) : NULL;
+    if (!g0 || !nc0 || seen_add(&R.S, eg_graph_hash(g0)) < 0 ||
+        add_state(&R.S, g0, nc0, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
+        if (R.S.n == 0) eg_free(g0), free(nc0);
         rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
     }
     r->cost_before = R.S.n ? R.S.s[0].cost : 0;
@@ -478,20 +493,19 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         R.expanding = i;
         rc = expand(&R, i, err, errlen);
         R.expanding = -1;
-        if (i != R.best) {
-            eg_free(R.S.s[i].g);
-            R.S.s[i].g = NULL;
-        }
+        if (i != R.best) free_graph(&R.S.s[i]);
         progress(&R);
     }
     if (rc == EG_OK && fill_applied(&R)) rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
     if (rc == EG_OK) {
         *best = R.S.s[R.best].g;
         R.S.s[R.best].g = NULL;
+        free(R.S.s[R.best].node_cost);
+        R.S.s[R.best].node_cost = NULL;
         r->cost_after = R.S.s[R.best].cost;
     }
     r->seconds = now_s() - R.t0;
-    for (size_t i = 0; i < R.S.n; i++) eg_free(R.S.s[i].g);
+    for (size_t i = 0; i < R.S.n; i++) free_graph(&R.S.s[i]);
     free(R.S.s);
     free(R.S.seen);
     free(R.S.lo.e);

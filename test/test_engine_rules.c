@@ -902,11 +902,14 @@ typedef struct {
     const eg_ruleset *rs;
     const eg_graph *g;
     eg_hash_ctx *x;
+    eg_cost *cost;
+    double *node_cost; /* g's, eg_cost_graph_nodes */
     int n, same, refused, unpredicted;
 } hash_all;
 
 /* The hash eg_apply_hash predicts is the hash of the graph eg_apply makes,
- * and it refuses exactly the matches eg_apply refuses. */
+ * and it refuses exactly the matches eg_apply refuses. The rewritten
+ * graph's cost from its parent's node costs is its cost from scratch. */
 static int predict_each(const eg_match *m, void *arg) {
     hash_all *a = arg;
     eg_graph *h = NULL;
@@ -927,6 +930,8 @@ static int predict_each(const eg_match *m, void *arg) {
         want = eg_graph_hash(h);
         if (want != got) fail_msg("%s: hash %016llx, predicted %016llx", id, (unsigned long long)want,
                                   (unsigned long long)got);
+        double full = eg_cost_graph(a->cost, h), reused = eg_cost_graph_nodes(a->cost, h, a->node_cost, NULL);
+        if (full != reused) fail_msg("%s: cost %.17g, from the parent's node costs %.17g", id, full, reused);
         a->same++;
     } else {
         a->refused++;
@@ -938,13 +943,20 @@ static int predict_each(const eg_match *m, void *arg) {
 static void predict_graph(const eg_ruleset *rs, const eg_graph *g, const char *what, int *total,
                           int *unpredicted) {
     hash_all a = {.rs = rs, .g = g, .x = eg_hash_ctx_new(g)};
+    char err[EG_ERRLEN];
     assert_non_null(a.x);
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC, NULL, &a.cost, err, sizeof err), EG_OK);
+    a.node_cost = malloc(sizeof *a.node_cost * (size_t)(g->n_nodes + 1));
+    assert_non_null(a.node_cost);
+    assert_true(eg_cost_graph_nodes(a.cost, g, NULL, a.node_cost) == eg_cost_graph(a.cost, g));
     assert_int_equal(eg_match_all(rs, g, predict_each, &a), EG_OK);
     print_message("# %s: %d matches, %d hashes predicted, %d refusals predicted, %d not predicted\n", what,
                   a.n, a.same, a.refused, a.unpredicted);
     *total += a.same;
     *unpredicted += a.unpredicted;
     eg_hash_ctx_free(a.x);
+    eg_cost_free(a.cost);
+    free(a.node_cost);
 }
 
 static void test_apply_hash(void **state) {
