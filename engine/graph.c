@@ -158,28 +158,6 @@ static eg_names *names_clone_into(const eg_names *m, char **cursor, const char *
     return c;
 }
 
-eg_names *eg_names_clone(const eg_names *m) {
-    eg_names *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    c->slot = calloc(m->cap, sizeof *c->slot);
-    if (!c->slot) {
-        free(c);
-        return NULL;
-    }
-    c->cap = m->cap;
-    c->used = m->used;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slot[i].key) continue;
-        c->slot[i].value = m->slot[i].value;
-        c->slot[i].key = strdup(m->slot[i].key);
-        if (!c->slot[i].key) {
-            eg_names_free(c);
-            return NULL;
-        }
-    }
-    return c;
-}
-
 /* ================= building ================= */
 
 eg_graph *eg_graph_new(void) {

@@ -265,9 +265,6 @@ eg_status eg_names_put(eg_names *m, const char *key, int value);
  * @return EG_OK or EG_ENOMEM. */
 eg_status eg_names_set(eg_names *m, const char *key, int value);
 
-/* A copy of the map. @return it, or NULL when out of memory. */
-eg_names *eg_names_clone(const eg_names *m);
-
 /* ---- graph building ---- */
 
 /* @return an empty graph, or NULL when out of memory. */
@@ -282,8 +279,9 @@ void eg_graph_set_base(eg_graph *g, eg_graph *base);
 void eg_free(eg_graph *g);
 
 /* A copy of g for rewriting, cheap enough to make thousands of times: the
- * arrays, names, shapes, flags, node fields and the name map are copied,
- * but tensor payloads (data, raw, proto, vinfo), opaque node protos (with
+ * arrays, names, shapes, flags, node fields and the name map are copied
+ * (names, node id arrays and map keys into one block, eg_graph.arena; each
+ * node's origin is set to 1 + its index in g), but tensor payloads (data, raw, proto, vinfo), opaque node protos (with
  * op_type and domain) and the model/graph shells are borrowed from g
  * (EG_TF_BORROWED, eg_node.borrowed, shells_borrowed), never copied.
  * Contract: free a clone (eg_free) before the graph it was cloned from,
