@@ -2,11 +2,16 @@
  * whole optimize pipeline (prefix eg_search, eg_optimize).
  *
  * Overview. The search keeps a queue of candidate graphs ordered by cost
- * (eg_cost_graph). It pops the cheapest, finds every match of every rule
- * (eg_match_all), applies each (eg_apply) and keeps a result when its
- * structural hash is new and its cost is under alpha x the best cost seen
- * (TASO's backtracking: alpha > 1 lets it pass through slightly worse
- * graphs to reach better ones). A rewrite dearer than its parent has the
+ * (two binary heaps on cost and age: the cheapest is popped, the dearest
+ * dropped when the queue is full). It pops the cheapest, finds every match
+ * of every rule (eg_match_all), and judges each in phases: the rewritten
+ * graph's structural hash, predicted without building it (eg_apply_hash:
+ * a duplicate or a refused rewrite stops there), then for a new graph the
+ * rewrite itself (eg_apply) and its cost, from the parent's node costs for
+ * the nodes it kept (eg_cost_graph_nodes). It keeps a graph whose cost is
+ * under alpha x the best cost seen (TASO's backtracking: alpha > 1 lets it
+ * pass through slightly worse graphs to reach better ones); the result
+ * reports the seconds spent matching, building and judging. A rewrite dearer than its parent has the
  * rewrites that use what it created judged at once (one step further), so
  * a two-step gain is not left behind every graph of the first step's cost.
  * Graphs that differ only in the operand order of ewadd/ewmul hash alike,
