@@ -22,12 +22,18 @@ static eg_status add_fresh_tensor(eg_graph *c, int *id) {
     }
 }
 
+/* The shape of ref r: a rule input's or a dst node's. */
+static const ten_shape *ref_shape(const ten_shape *in, const ten_shape *shape, rg_ref r) {
+    return RG_IS_INPUT(r) ? &in[r] : &shape[r];
+}
+
 /* Dst node j as the rewrite writes it (operator, parameters; inputs and
  * outputs left to the caller): a free parameter takes the value the match
- * gave it in src, a 1x1 conv is written SAME (w: its kernel's shape).
- * @return EG_OK, or EG_ESHAPE when a size does not evaluate. */
+ * gave it in src, a 1x1 conv is written SAME. in, shape: the rule inputs'
+ * and dst values' shapes. @return EG_OK, or EG_ESHAPE when a size does not
+ * evaluate. */
 static eg_status dst_node_op(const eg_graph *g, const eg_plan *p, const rg_graph *dst, int j,
-                             const eg_match *m, const ten_shape *in, const ten_shape *w, eg_node *n) {
+                             const eg_match *m, const ten_shape *in, const ten_shape *shape, eg_node *n) {
     const rg_node *dn = &dst->node[j];
     n->kind = EG_KIND_OPS;
     n->op = dn->op;
@@ -38,13 +44,8 @@ static eg_status dst_node_op(const eg_graph *g, const eg_plan *p, const rg_graph
         }
         if (rg_param_value(dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
     }
-    if (dn->op == OP_CONV2D && w->rank == 4 && w->dim[2] == 1 && w->dim[3] == 1) n->param[1] = OPS_PAD_SAME;
+    if (dn->op == OP_CONV2D && eg_kernel_1x1(ref_shape(in, shape, dn->in[1]))) n->param[1] = OPS_PAD_SAME;
     return EG_OK;
-}
-
-/* The shape of ref r: a rule input's or a dst node's. */
-static const ten_shape *ref_shape(const ten_shape *in, const ten_shape *shape, rg_ref r) {
-    return RG_IS_INPUT(r) ? &in[r] : &shape[r];
 }
 
 /* Add dst's nodes to c reading the bound inputs; val[ref] receives the
@@ -62,9 +63,7 @@ static eg_status add_dst(eg_graph *c, const eg_plan *p, const rg_graph *dst, con
         c->tensor[t].dtype = EG_DT_FLOAT;
         eg_from_ten_shape(&shape[RG_NODE(j)], &c->tensor[t].shape);
         eg_node *n = &c->node[id];
-        const ten_shape *w = dn->op == OP_CONV2D ? ref_shape(in, shape, dn->in[1]) : NULL;
-        ten_shape none = {0};
-        rc = dst_node_op(c, p, dst, j, m, in, w ? w : &none, n);
+        rc = dst_node_op(c, p, dst, j, m, in, shape, n);
         if (rc != EG_OK) return rc;
         for (int k = 0; k < ops_table[dn->op].arity; k++) n->in[k] = val[dn->in[k]];
         n->out[0] = t;
@@ -195,15 +194,11 @@ struct eg_hash_ctx {
     uint64_t *oh;  /* graph output hashes (scratch) */
     uint64_t *buf; /* a node's input hashes (scratch) */
     unsigned char *changed, *matched;
-    int first_out; /* nodes before it read no tensor a rewrite may change */
 };
 
 eg_hash_ctx *eg_hash_ctx_new(const eg_graph *g) {
     size_t nt = (size_t)g->n_tensors + 1, nn = (size_t)g->n_nodes + 1, no = (size_t)g->n_outputs + 1;
-    size_t max_in = 1;
-    for (int j = 0; j < g->n_nodes; j++)
-        if ((size_t)(g->node[j].n_in + g->node[j].n_implicit) > max_in)
-            max_in = (size_t)(g->node[j].n_in + g->node[j].n_implicit);
+    size_t max_in = (size_t)eg_max_inputs(g);
     eg_hash_ctx *x = calloc(1, sizeof *x);
     if (!x) return NULL;
     x->g = g;
@@ -231,9 +226,7 @@ static eg_status dst_hash(const eg_graph *g, const rdb_rule *r, const eg_plan *p
     const rg_node *dn = &r->dst.node[j];
     eg_node n;
     memset(&n, 0, sizeof n);
-    ten_shape none = {0};
-    const ten_shape *w = dn->op == OP_CONV2D ? ref_shape(in, shape, dn->in[1]) : &none;
-    if (dst_node_op(g, p, &r->dst, j, m, in, w, &n) != EG_OK) return EG_ESHAPE;
+    if (dst_node_op(g, p, &r->dst, j, m, in, shape, &n) != EG_OK) return EG_ESHAPE;
     n.n_in = ops_table[dn->op].arity, n.n_out = 1;
     eg_shape s0;
     eg_from_ten_shape(ref_shape(in, shape, dn->in[0]), &s0);
@@ -280,16 +273,9 @@ static void propagate(eg_hash_ctx *x, const rdb_rule *r, const eg_match *m, cons
         unsigned char mask = 0;
         for (int k = 0; k < n->n_in + n->n_implicit; k++) mask |= n->in[k] >= 0 ? x->changed[n->in[k]] : 0;
         if (x->matched[j] || !mask) continue;
-        if (n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && n->out[0] >= 0 &&
-            eg_enlarge_is_identity(n, &g->tensor[n->in[0]].shape)) {
-            x->th2[n->out[0]] = x->th2[n->in[0]];
-            x->changed[n->out[0]] = mask;
-            continue;
-        }
-        for (int k = 0; k < n->n_in + n->n_implicit; k++)
-            x->buf[k] = n->in[k] >= 0 ? x->th2[n->in[k]] : (uint64_t)-1;
+        eg_node_out_hashes(g, n, x->th2, x->buf);
         for (int k = 0; k < n->n_out; k++)
-            if (n->out[k] >= 0) x->th2[n->out[k]] = eg_node_hash(n, x->buf, k), x->changed[n->out[k]] = mask;
+            if (n->out[k] >= 0) x->changed[n->out[k]] = mask;
     }
     for (int q = 0; q < m->n_nodes; q++) x->matched[m->node[q]] = 0;
 }

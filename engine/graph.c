@@ -196,11 +196,6 @@ static void node_clear(const eg_graph *g, eg_node *n) {
     memset(n, 0, sizeof *n);
 }
 
-void eg_node_clear(eg_node *n) {
-    static const eg_graph none = {0};
-    node_clear(&none, n);
-}
-
 void eg_free(eg_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_tensors; i++) tensor_clear(g, &g->tensor[i]);
@@ -385,7 +380,7 @@ eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
     n->in = malloc(sizeof(int) * (size_t)(n_in + n_implicit + 1));
     n->out = malloc(sizeof(int) * (size_t)(n_out + 1));
     if (!n->name || !n->in || !n->out) {
-        eg_node_clear(n);
+        node_clear(g, n);
         return EG_ENOMEM;
     }
     n->n_in = n_in;
@@ -633,10 +628,6 @@ static uint64_t leaf_hash(const eg_tensor *t) {
     return XXH3_64bits_withSeed(t->name, strlen(t->name), 0x6c656166u);
 }
 
-/* Graphs that differ only in the operand order of a commutative operator,
- * or in an identity enlarge, hash alike: they compute the same values at
- * the same cost, and the search would otherwise spend its budget on a
- * plateau of such copies instead of the rewrites that lead somewhere. */
 uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k) {
     hash_buf h = {.n = 0};
     hash_node_op(&h, n);
@@ -648,36 +639,34 @@ uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k) {
     return XXH3_64bits(v, sizeof v);
 }
 
-/* The input hashes of node n (-1 for an omitted input) into buf, which
- * has room for every input. */
-static const uint64_t *input_hashes(const eg_node *n, const uint64_t *th, uint64_t *buf) {
-    for (int k = 0; k < n->n_in + n->n_implicit; k++) buf[k] = n->in[k] >= 0 ? th[n->in[k]] : (uint64_t)-1;
-    return buf;
-}
-
 int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0) {
     return n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && in0->rank == 4 &&
            in0->dim[2] == OPS_KERNEL_H(n->param[0]) && in0->dim[3] == OPS_KERNEL_W(n->param[0]);
 }
 
-int eg_tensor_hashes(const eg_graph *g, uint64_t *th) {
+int eg_max_inputs(const eg_graph *g) {
     int max_in = 1;
     for (int j = 0; j < g->n_nodes; j++)
         if (g->node[j].n_in + g->node[j].n_implicit > max_in) max_in = g->node[j].n_in + g->node[j].n_implicit;
-    uint64_t *buf = malloc(sizeof *buf * (size_t)max_in);
+    return max_in;
+}
+
+void eg_node_out_hashes(const eg_graph *g, const eg_node *n, uint64_t *th, uint64_t *buf) {
+    if (n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && n->in[0] >= 0 && n->out[0] >= 0 &&
+        eg_enlarge_is_identity(n, &g->tensor[n->in[0]].shape)) {
+        th[n->out[0]] = th[n->in[0]];
+        return;
+    }
+    for (int k = 0; k < n->n_in + n->n_implicit; k++) buf[k] = n->in[k] >= 0 ? th[n->in[k]] : (uint64_t)-1;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0) th[n->out[k]] = eg_node_hash(n, buf, k);
+}
+
+int eg_tensor_hashes(const eg_graph *g, uint64_t *th) {
+    uint64_t *buf = malloc(sizeof *buf * (size_t)eg_max_inputs(g));
     if (!buf) return -1;
     for (int i = 0; i < g->n_tensors; i++) th[i] = leaf_hash(&g->tensor[i]);
-    for (int j = 0; j < g->n_nodes; j++) {
-        const eg_node *n = &g->node[j];
-        if (n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && n->in[0] >= 0 && n->out[0] >= 0 &&
-            eg_enlarge_is_identity(n, &g->tensor[n->in[0]].shape)) {
-            th[n->out[0]] = th[n->in[0]];
-            continue;
-        }
-        const uint64_t *ih = input_hashes(n, th, buf);
-        for (int k = 0; k < n->n_out; k++)
-            if (n->out[k] >= 0) th[n->out[k]] = eg_node_hash(n, ih, k);
-    }
+    for (int j = 0; j < g->n_nodes; j++) eg_node_out_hashes(g, &g->node[j], th, buf);
     free(buf);
     return 0;
 }

@@ -306,13 +306,17 @@ uint64_t eg_graph_hash(const eg_graph *g);
 /* The parts of eg_graph_hash, for a caller that predicts the hash of a
  * rewritten graph without building it (eg_apply_hash):
  * eg_tensor_hashes fills th[n_tensors] with every tensor's hash (-1 when
- * out of memory, else 0); eg_node_hash is the hash node n gives its output
- * k when its inputs hash as in_hash[0 .. n_in + n_implicit) (-1 for an
- * omitted input); an enlarge for which eg_enlarge_is_identity holds (its
+ * out of memory, else 0), node by node with eg_node_out_hashes, which sets
+ * th of node n's outputs from th of its inputs (buf: room for
+ * eg_max_inputs(g) hashes); eg_node_hash is the hash node n gives its
+ * output k when its inputs hash as in_hash[0 .. n_in + n_implicit) (-1 for
+ * an omitted input); an enlarge for which eg_enlarge_is_identity holds (its
  * input in0 is a kernel of its size already) passes its input's hash on
  * instead; eg_outputs_hash combines the graph outputs' hashes
  * out_hash[n_outputs] into the graph's. */
 int eg_tensor_hashes(const eg_graph *g, uint64_t *th);
+int eg_max_inputs(const eg_graph *g);
+void eg_node_out_hashes(const eg_graph *g, const eg_node *n, uint64_t *th, uint64_t *buf);
 uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k);
 int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0);
 uint64_t eg_outputs_hash(const eg_graph *g, const uint64_t *out_hash);
@@ -339,9 +343,6 @@ eg_status eg_reserve_name(eg_graph *g, const char *name);
 eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
                       int n_implicit, int n_out, int *id);
 
-/* Free what one node owns (not the slot). @pre n not from eg_graph_clone
- * (its arrays may lie in the clone's arena: eg_remove_nodes frees those). */
-void eg_node_clear(eg_node *n);
 
 /* Remove every node j with drop[j] != 0, keeping the others' order, and
  * recompute producers. Tensor ids do not change.

@@ -110,7 +110,7 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
     for (int i = 0; i < src->n_inputs; i++) {
         if (s->im[i] >= 0 && !eg_to_ten_shape(&s->g->tensor[s->im[i]].shape, &in[i]))
             return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: shape out of range", i);
-        if ((s->p->kernel1 >> i & 1) && (in[i].rank != 4 || in[i].dim[2] != 1 || in[i].dim[3] != 1))
+        if ((s->p->kernel1 >> i & 1) && !eg_kernel_1x1(&in[i]))
             return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: not a 1x1 kernel", i);
     }
     for (int j = 0; j < src->n_nodes; j++)

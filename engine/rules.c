@@ -221,19 +221,21 @@ typedef struct {
 /* The tree nodes for step si of the rules order[lo..hi), which share
  * steps 0..si-1 and all have a step si, as consecutive kids from *kid:
  * one per run of equal steps. @return the number made. */
+/* The end of the run of rules from order[i] with the same step si. */
+static size_t run_end(const tree_build *b, size_t i, size_t hi, int si) {
+    size_t j = i + 1;
+    while (j < hi && step_cmp(b->rs, b->order[i], b->order[j], si) == 0) j++;
+    return j;
+}
+
 static uint32_t build_level(tree_build *b, size_t lo, size_t hi, int si) {
     eg_ruleset *rs = b->rs;
     uint32_t first = (uint32_t)b->n_kids, made = 0;
-    for (size_t i = lo; i < hi;) { /* reserve one kid slot per run */
-        size_t j = i + 1;
-        while (j < hi && step_cmp(rs, b->order[i], b->order[j], si) == 0) j++;
+    for (size_t i = lo; i < hi; i = run_end(b, i, hi, si)) /* reserve one kid slot per run */
         b->n_kids++, made++;
-        i = j;
-    }
     uint32_t slot = first;
     for (size_t i = lo; i < hi; slot++) {
-        size_t j = i + 1;
-        while (j < hi && step_cmp(rs, b->order[i], b->order[j], si) == 0) j++;
+        size_t j = run_end(b, i, hi, si);
         uint32_t t = (uint32_t)rs->n_tree++;
         eg_tnode *T = &rs->tree[t];
         memset(T, 0, sizeof *T);

@@ -68,6 +68,12 @@ struct eg_ruleset {
     size_t n_tree;
 };
 
+/* 1 when w is a 1x1 kernel (what a rule's (enlarge 1x1 xi) guard and the
+ * SAME spelling of a 1x1 conv ask for). */
+static inline int eg_kernel_1x1(const ten_shape *w) {
+    return w->rank == 4 && w->dim[2] == 1 && w->dim[3] == 1;
+}
+
 /* 1 when parameter k of op is matched as a free parameter. */
 static inline int eg_param_free(ops_op op, int k) {
     return ops_pkind_table[ops_table[op].pkind[k]].free;

@@ -263,8 +263,9 @@ static void trim_queue(run *R) {
 }
 
 /* Judge one rewritten graph, new (its hash is in the seen set now): under
- * alpha x best? Queue it, drop the worst queued graph when the queue is full. *queued_as: its index when it was
- * queued, else -1. @return EG_OK or EG_ENOMEM. */
+ * alpha x best? Queue it, drop the worst queued graph when the queue is
+ * full. *queued_as: its index when it was queued, else -1.
+ * @return EG_OK or EG_ENOMEM. */
 static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, int64_t *queued_as) {
     search *S = &R->S;
     *queued_as = -1;
