@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -23,7 +24,9 @@ static const char usage_text[] =
     "  optimize options:\n"
     "    --ruledb FILE       rules to use (default: the shipped ruledb, built in)\n"
     "    --cost KIND         analytic (default: flops and bytes, deterministic),\n"
-    "                        cpu (measured here), cuda (measured, needs a GPU)\n"
+    "                        cpu (measured here), cuda (measured, needs a GPU),\n"
+    "                        ort (measured in onnxruntime, where the model will run:\n"
+    "                        needs python3 with onnxruntime; turns --verify on)\n"
     "    --cost-cache FILE   reuse and save measured costs\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
@@ -33,8 +36,10 @@ static const char usage_text[] =
     "                        and write the fastest; the input unless a candidate is\n"
     "                        faster beyond the noise (needs python3 with onnxruntime;\n"
     "                        $TASOC_PYTHON names another interpreter)\n"
+    "    --no-verify         no --verify, also with --cost ort\n"
     "    --verify-runs N     alternating rounds of --verify (default 20)\n"
-    "    --threads T         onnxruntime intra-op threads for --verify (default 1)\n"
+    "    --threads T         onnxruntime intra-op threads for --cost ort and --verify\n"
+    "                        (default 1)\n"
     "    -q                  no progress on stderr\n"
     "       engine --help | --version\n"
     "Exit status: 0 ok, 2 bad input or usage.\n";
@@ -228,7 +233,7 @@ typedef struct {
     eg_cost_kind cost;
     eg_search_opts search;
     eg_verify_opts verify;
-    int quiet, verify_on;
+    int quiet, verify_on; /* verify_on: -1 off (--no-verify), 0 unset, 1 on */
 } opt_args;
 
 /* A number option's value. @return 0, or -1 after a usage message. */
@@ -253,6 +258,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         int takes = 1;
         if (!strcmp(o, "-q")) a->quiet = 1, takes = 0;
         else if (!strcmp(o, "--verify")) a->verify_on = 1, takes = 0;
+        else if (!strcmp(o, "--no-verify")) a->verify_on = -1, takes = 0;
         else if (o[0] != '-' || !o[1]) {
             if (a->in) return usage_error("more than one input model"), -1;
             a->in = o, takes = 0;
@@ -264,7 +270,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         else if (!strcmp(o, "--cost-cache")) a->cost_cache = v;
         else if (!strcmp(o, "--cost")) {
             int k = eg_cost_kind_parse(v);
-            if (k < 0) return usage_error("--cost is analytic, cpu or cuda"), -1;
+            if (k < 0) return usage_error("--cost is analytic, cpu, cuda or ort"), -1;
             a->cost = (eg_cost_kind)k;
         } else if (!strcmp(o, "--alpha")) {
             if (number_arg(o, v, 1.0, 10.0, &a->search.alpha)) return -1;
@@ -286,6 +292,8 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         i += takes;
     }
     if (!a->in || !a->out) return usage_error("need IN.onnx and -o OUT.onnx"), -1;
+    if (a->verify_on == 0 && a->cost == EG_COST_ORT) a->verify_on = 1; /* measured costs, measured result */
+    a->verify_on = a->verify_on > 0;
     a->search.progress = !a->quiet;
     return 0;
 }
@@ -296,8 +304,9 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
 static void print_costs(const eg_cost *c, const char *cache_path) {
     uint64_t hits, misses, measured = eg_cost_measured(c);
     eg_cost_stats(c, &hits, &misses);
-    printf("costs: %llu measured, %llu estimated, %llu reused", (unsigned long long)measured,
-           (unsigned long long)(misses - measured), (unsigned long long)hits);
+    printf("costs: %llu measured", (unsigned long long)measured);
+    if (measured) printf(" in %.2f s", eg_cost_seconds(c));
+    printf(", %llu estimated, %llu reused", (unsigned long long)(misses - measured), (unsigned long long)hits);
     if (cache_path) printf(" (%zu loaded from %s)", eg_cost_loaded(c), cache_path);
     printf("\n");
 }
@@ -359,6 +368,7 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_graph **best, i
     const char *paths[3] = {a->in, path[0], path[1]};
     eg_verify_row rows[3], aa;
     int n = 1;
+    double secs = 0;
     eg_status rc = plain ? EG_OK : EG_ENOMEM;
     *pick = 0;
     if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
@@ -372,7 +382,11 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_graph **best, i
     if (rc == EG_OK) {
         if (!a->quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (%d rounds, %d thread%s)\n", n,
                                a->verify.runs, a->verify.threads, a->verify.threads == 1 ? "" : "s");
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = eg_verify_time(paths, n, &a->verify, rows, &aa, err, errlen);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     }
     if (rc == EG_OK) {
         static const char *const names[3] = {"input", "search result", "built-ins alone"};
@@ -385,7 +399,8 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_graph **best, i
         }
         printf("verify: A/A %.3fx [%.3f-%.3f] (the input against itself: the noise)\n", aa.ratio, aa.ratio_lo,
                aa.ratio_hi);
-        printf("verify: writing the %s\n", *pick ? names[*pick] : "input (no candidate measured faster)");
+        printf("verify: writing the %s (timing took %.2f s)\n",
+               *pick ? names[*pick] : "input (no candidate measured faster)", secs);
     }
     for (int k = 0; k + 1 < n; k++) remove(path[k]);
     if (rc == EG_OK && *pick == 2) {
@@ -414,7 +429,7 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK) rc = eg_load_mem(bytes, len, a.in, NULL, &g, err, sizeof err);
     if (rc == EG_OK)
         rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
-    if (rc == EG_OK) rc = eg_cost_new(a.cost, a.cost_cache, &cost, err, sizeof err);
+    if (rc == EG_OK) rc = eg_cost_new_threads(a.cost, a.cost_cache, a.verify.threads, &cost, err, sizeof err);
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,
                 eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -33,18 +34,31 @@ struct eg_cost {
     uint64_t hits, misses;
     uint64_t fallbacks;  /* kernels the backend could not run */
     uint64_t measured;   /* kernels the backend timed */
+    double seconds;      /* wall time spent measuring them */
     size_t loaded;       /* entries read from the cache file */
     uint8_t *kbuf;       /* key scratch */
     size_t klen, kcap;
     int kfail;           /* the key overflowed or allocation failed */
     eg_cost_cpu *cpu;
     eg_cost_cuda *cuda;
+    eg_cost_ort *ort;
 };
+
+/* What eg_cost_graph_nodes knows of the whole graph: the ort backend times
+ * a node together with the nodes onnxruntime fuses into it. */
+typedef struct {
+    const int *uses;          /* eg_count_uses */
+    const int *reader;        /* a node reading each tensor (the only one when uses is 1) */
+    const unsigned char *wo;  /* eg_mark_weight_only, may be NULL */
+} graph_ctx;
+
+#define MAX_GROUP 3 /* conv + bias + relu */
 
 static const char *const kind_names[EG_COST_KIND_COUNT] = { /* ORDER COSTKIND */
     [EG_COST_ANALYTIC] = "analytic",
     [EG_COST_CPU] = "cpu",
     [EG_COST_CUDA] = "cuda",
+    [EG_COST_ORT] = "ort",
 };
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == EG_COST_KIND_COUNT, "kind_names");
 
@@ -118,10 +132,8 @@ static void key_attrs(eg_cost *c, const eg_attrs *a) {
     for (int i = 0; i < n; i++) key_i64(c, a->ints[i]);
 }
 
-/* Build the node's key into c->kbuf. @return 1, or 0 when it would not fit. */
-static int build_key(eg_cost *c, const eg_graph *g, const eg_node *n) {
-    c->klen = 0, c->kfail = 0;
-    key_i64(c, 1); /* key layout version */
+/* One node's part of a key. */
+static void key_node(eg_cost *c, const eg_graph *g, const eg_node *n) {
     key_i64(c, n->kind);
     switch (n->kind) {
     case EG_KIND_OPS:
@@ -146,6 +158,19 @@ static int build_key(eg_cost *c, const eg_graph *g, const eg_node *n) {
     }
     key_i64(c, n->n_out);
     for (int k = 0; k < n->n_out; k++) key_tensor(c, g, n->out[k]);
+}
+
+/* Build the key of the group nodes[0..n) into c->kbuf: the first node's
+ * part, then (ort only, whose groups are timed whole) the number of
+ * nodes fused into it and theirs. @return 1, or 0 when it would not fit. */
+static int build_key(eg_cost *c, const eg_graph *g, const int *nodes, int n) {
+    c->klen = 0, c->kfail = 0;
+    key_i64(c, 1); /* key layout version */
+    key_node(c, g, &g->node[nodes[0]]);
+    if (c->kind == EG_COST_ORT) {
+        key_i64(c, n - 1);
+        for (int k = 1; k < n; k++) key_node(c, g, &g->node[nodes[k]]);
+    }
     return !c->kfail;
 }
 
@@ -506,11 +531,19 @@ static double opaque_cost(const eg_graph *g, const eg_node *n) {
     return EG_COST_LAUNCH_US + bytes / EG_COST_BANDWIDTH;
 }
 
-static double compute(eg_cost *c, const eg_graph *g, const eg_node *n) {
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_group,
+                      const unsigned char *wo) {
+    const eg_node *n = &g->node[nodes[0]];
     eg_cost_kern k;
     if (n->kind == EG_KIND_OPAQUE) return opaque_cost(g, n);
     if (!kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
-    double t = -1;
+    double t = -1, t0 = now_s();
     int measurable = k.cls != EG_KC_FREE && k.bytes <= EG_COST_MAX_MEASURE;
     switch (c->kind) {
     case EG_COST_ANALYTIC: break;
@@ -520,21 +553,46 @@ static double compute(eg_cost *c, const eg_graph *g, const eg_node *n) {
     case EG_COST_CUDA:
         if (measurable) t = eg_cost_cuda_time(c->cuda, &k);
         break;
+    case EG_COST_ORT:
+        if (measurable) t = eg_cost_ort_time(c->ort, g, nodes, n_group, wo);
+        break;
     case EG_COST_KIND_COUNT: break;
     }
+    if (c->kind != EG_COST_ANALYTIC) c->seconds += now_s() - t0;
     if (t >= 0 && isfinite(t)) {
         c->measured++;
         return t;
     }
     if (c->kind != EG_COST_ANALYTIC && k.cls != EG_KC_FREE) c->fallbacks++;
-    return analytic(c->kind == EG_COST_CPU ? &cpu_like : &gpu_like, &k);
+    int cpu = c->kind == EG_COST_CPU || c->kind == EG_COST_ORT;
+    return analytic(cpu ? &cpu_like : &gpu_like, &k);
 }
 
-double eg_cost_node(eg_cost *c, const eg_graph *g, int node) {
-    const eg_node *n = &g->node[node];
-    if (!build_key(c, g, n)) {
+static int fused_follower(const eg_graph *g, const graph_ctx *x, int j);
+
+/* Node j and the nodes fused into it at run time (each the only reader of
+ * the one before) into nodes[]; only the ort backend times them together
+ * (elsewhere they cost nothing and the node alone is timed).
+ * @return how many (1 without x). */
+static int group_of(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j, int *nodes) {
+    int n = 0;
+    nodes[n++] = j;
+    while (x && x->uses && x->reader && c->kind == EG_COST_ORT && n < MAX_GROUP) {
+        const eg_node *last = &g->node[nodes[n - 1]];
+        int t = last->n_out == 1 ? last->out[0] : -1;
+        int r = t >= 0 ? x->reader[t] : -1;
+        if (r < 0 || x->uses[t] != 1 || !fused_follower(g, x, r)) break;
+        nodes[n++] = r;
+    }
+    return n;
+}
+
+static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx *x) {
+    int nodes[MAX_GROUP], n = group_of(c, g, x, node, nodes);
+    const unsigned char *wo = x ? x->wo : NULL;
+    if (!build_key(c, g, nodes, n)) {
         c->misses++;
-        return compute(c, g, n);
+        return compute(c, g, nodes, n, wo);
     }
     uint64_t h = XXH3_64bits(c->kbuf, c->klen);
     long e = find(c, h, c->kbuf, c->klen);
@@ -543,12 +601,14 @@ double eg_cost_node(eg_cost *c, const eg_graph *g, int node) {
         return c->ent[e].us;
     }
     c->misses++;
-    double us = compute(c, g, n);
+    double us = compute(c, g, nodes, n, wo);
     /* compute does not touch the key buffer; a failed insert only loses
      * the memo. */
     (void)insert(c, h, c->kbuf, c->klen, us);
     return us;
 }
+
+double eg_cost_node(eg_cost *c, const eg_graph *g, int node) { return node_cost(c, g, node, NULL); }
 
 /* 1 when node j is a convolution (conv2d without a fused activation, or a
  * model Conv) whose output t has no reader but the one asking. */
@@ -630,6 +690,13 @@ static int gemm_bias(const eg_graph *g, const int *uses, int j) {
            g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_MATMUL && n->in[1] != t;
 }
 
+/* 1 when node j runs inside the node before it (the only reader of that
+ * one's output), so it costs nothing of its own. */
+static int fused_follower(const eg_graph *g, const graph_ctx *x, int j) {
+    return fused_into_conv(g, x->uses, x->wo, j) || gemm_bias(g, x->uses, j) ||
+           eg_layernorm_of(g, x->uses, j) >= 0;
+}
+
 double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, double *out) {
     unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
     int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
@@ -641,13 +708,14 @@ double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, d
     for (int j = 0; reader && j < g->n_nodes; j++)
         for (int k = 0; k < g->node[j].n_in; k++)
             if (g->node[j].in[k] >= 0) reader[g->node[j].in[k]] = j;
+    graph_ctx x = {uses, reader, wo};
     for (int j = 0; j < g->n_nodes; j++) {
         int o = g->node[j].origin;
         double us = known && o > 0 ? known[o - 1] : -1;
         int skip = (wo && wo[j]) || (uses && fused_into_conv(g, uses, wo, j)) ||
                    (uses && reader && written_inside(g, uses, reader, wo, j)) || (uses && gemm_bias(g, uses, j)) ||
                    (uses && eg_layernorm_of(g, uses, j) >= 0); /* inside its LayerNormalization */
-        if (!skip && us < 0) us = eg_cost_node(c, g, j);
+        if (!skip && us < 0) us = node_cost(c, g, j, &x);
         if (out) out[j] = us; /* -1: not costed (skipped, not known) */
         if (!skip) sum += us;
     }
@@ -665,7 +733,8 @@ double eg_cost_noise(const eg_cost *c) {
     switch (c->kind) {
     case EG_COST_ANALYTIC: return 0;
     case EG_COST_CPU: /* medians of the same kernel move by a few percent run to run */
-    case EG_COST_CUDA: return 0.02;
+    case EG_COST_CUDA:
+    case EG_COST_ORT: return 0.02;
     case EG_COST_KIND_COUNT: break;
     }
     return 0;
@@ -681,6 +750,8 @@ size_t eg_cost_size(const eg_cost *c) { return c->n_ent; }
 uint64_t eg_cost_fallbacks(const eg_cost *c) { return c->fallbacks; }
 
 uint64_t eg_cost_measured(const eg_cost *c) { return c->measured; }
+
+double eg_cost_seconds(const eg_cost *c) { return c->seconds; }
 
 size_t eg_cost_loaded(const eg_cost *c) { return c->loaded; }
 
@@ -831,6 +902,11 @@ static void clean_machine(char *m) {
 
 eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, char *err,
                       size_t errlen) {
+    return eg_cost_new_threads(kind, cache_path, 1, out, err, errlen);
+}
+
+eg_status eg_cost_new_threads(eg_cost_kind kind, const char *cache_path, int threads, eg_cost **out,
+                              char *err, size_t errlen) {
     eg_status rc = EG_OK;
     eg_cost *c = calloc(1, sizeof *c);
     *out = NULL;
@@ -848,6 +924,10 @@ eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, 
         break;
     case EG_COST_CUDA:
         if (eg_cost_cuda_new(&c->cuda, c->machine, sizeof c->machine, err, errlen) != 0)
+            rc = EG_EUNSUPPORTED;
+        break;
+    case EG_COST_ORT:
+        if (eg_cost_ort_new(threads, &c->ort, c->machine, sizeof c->machine, err, errlen) != 0)
             rc = EG_EUNSUPPORTED;
         break;
     case EG_COST_KIND_COUNT:
@@ -877,5 +957,6 @@ void eg_cost_free(eg_cost *c) {
     free(c->path);
     if (c->cpu) eg_cost_cpu_free(c->cpu);
     if (c->cuda) eg_cost_cuda_free(c->cuda);
+    eg_cost_ort_free(c->ort);
     free(c);
 }

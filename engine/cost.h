@@ -33,6 +33,18 @@
  *             processes take on a loaded machine. A kernel over
  *             EG_COST_MAX_MEASURE bytes, or one oneDNN refuses, gets the
  *             roofline of a CPU-like target instead (EG_COST_CPU_*).
+ *   ort       measured in onnxruntime, the runtime the optimized model
+ *             runs in (cost_ort.c): a node, together with the nodes
+ *             onnxruntime fuses into it (a conv's per-channel bias and
+ *             relu, a matmul's bias, a layer norm's scale and shift: the
+ *             nodes eg_cost_graph charges nothing), is written as a small
+ *             ONNX model (its weights as initializers, so they are
+ *             prepacked as in the real model) and timed by a helper
+ *             process (engine/ort_cost.py run by $TASOC_PYTHON or
+ *             python3) in a session like the real one: ORT_ENABLE_ALL,
+ *             the given intra-op threads; the median of repeats, less the
+ *             fixed cost of a call from Python. A kernel the helper cannot
+ *             run gets the CPU-like roofline.
  *   cuda      the same measured on a CUDA device (cuDNN convolution with
  *             the algorithm cuDNN ranks first, cuBLAS sgemm, a copy kernel
  *             for the rest; cudaEvent timing, median of 15). Needs a device
@@ -54,7 +66,8 @@
  *
  * line 1: the magic word, format version 1, the backend name
  * (eg_cost_kind_name) and the machine id (analytic: "any"; cpu: the CPU
- * model name from /proc/cpuinfo; cuda: the device name), one space each,
+ * model name from /proc/cpuinfo; cuda: the device name; ort: "onnxruntime
+ * VERSION, T thread(s), CPU MODEL"), one space each,
  * the machine id running to the end of the line. Then per key: the
  * canonical key in lowercase hex (an even number of digits, at most
  * 2 x EG_COST_MAX_KEY), one space, the time in microseconds as written by
@@ -98,9 +111,15 @@
 #define EG_COST_MAX_KEY 8192       /* canonical key bytes (longer: not cached) */
 #define EG_COST_MAX_MEASURE ((double)(512u << 20)) /* bytes a measurement may allocate */
 
-typedef enum { EG_COST_ANALYTIC, EG_COST_CPU, EG_COST_CUDA, EG_COST_KIND_COUNT } eg_cost_kind; /* ORDER COSTKIND */
+typedef enum { /* ORDER COSTKIND */
+    EG_COST_ANALYTIC,
+    EG_COST_CPU,
+    EG_COST_CUDA,
+    EG_COST_ORT,
+    EG_COST_KIND_COUNT
+} eg_cost_kind;
 
-/* @return "analytic", "cpu", "cuda", or "?" out of range. */
+/* @return "analytic", "cpu", "cuda", "ort", or "?" out of range. */
 const char *eg_cost_kind_name(eg_cost_kind k);
 
 /* @return the kind named (as eg_cost_kind_name writes it), or -1. */
@@ -117,6 +136,13 @@ typedef struct eg_cost eg_cost;
  *         machine ("FILE:LINE: ..."), EG_EIO, EG_ENOMEM. */
 eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, char *err,
                       size_t errlen);
+
+/* eg_cost_new for a backend that measures with `threads` threads (ort:
+ * onnxruntime's intra-op threads; the others ignore it, eg_cost_new
+ * passes 1). EG_EUNSUPPORTED for ort without a Python that has
+ * onnxruntime (err says how to install it). */
+eg_status eg_cost_new_threads(eg_cost_kind kind, const char *cache_path, int threads, eg_cost **out,
+                              char *err, size_t errlen);
 
 /* The time of node `node` of g in microseconds (>= 0, finite), memoised.
  * @pre 0 <= node < g->n_nodes; its tensor ids are valid. */
@@ -159,6 +185,10 @@ uint64_t eg_cost_fallbacks(const eg_cost *c);
  * were not estimated); 0 for analytic. A run whose every kernel is in the
  * cache file measures nothing. */
 uint64_t eg_cost_measured(const eg_cost *c);
+
+/* Wall seconds spent measuring kernels since eg_cost_new (0 for
+ * analytic): the cost measurement's share of a search. */
+double eg_cost_seconds(const eg_cost *c);
 
 /* Entries read from the cache file by eg_cost_new (0 without one). */
 size_t eg_cost_loaded(const eg_cost *c);

@@ -87,6 +87,29 @@ void eg_cost_cpu_free(eg_cost_cpu *c);
  * kept. @return buf */
 const char *eg_cost_cpu_machine(char *buf, size_t len);
 
+/* ---- onnxruntime backend (cost_ort.c) ---- */
+
+struct eg_graph;
+typedef struct eg_cost_ort eg_cost_ort;
+
+/* Start the timing helper (engine/ort_cost.py) with `threads` intra-op
+ * threads; the interpreter is $TASOC_PYTHON, else python3. machine gets
+ * "onnxruntime VERSION, T thread(s), CPU MODEL": the cache file's machine
+ * id, since times transfer across none of the three.
+ * @return 0, or -1 with the reason in err (no interpreter, no
+ *         onnxruntime: how to install it). */
+int eg_cost_ort_new(int threads, eg_cost_ort **out, char *machine, size_t mlen, char *err,
+                    size_t errlen);
+/* Time g's nodes[0..n) (one node, or a node and the nodes onnxruntime
+ * fuses into it, each reading the one before) as one small model; wo
+ * (eg_mark_weight_only, may be NULL) tells which computed inputs are
+ * weights. @return microseconds, or -1 when it cannot be timed (the model
+ * cannot be written, onnxruntime refuses it, the helper is gone): the
+ * caller falls back to a roofline. */
+double eg_cost_ort_time(eg_cost_ort *o, const struct eg_graph *g, const int *nodes, int n,
+                        const unsigned char *wo);
+void eg_cost_ort_free(eg_cost_ort *o);
+
 /* ---- CUDA backend (cost_cuda.cu, or cost_nocuda.c) ---- */
 
 typedef struct eg_cost_cuda eg_cost_cuda;

@@ -17,8 +17,10 @@
  * Graphs that differ only in the operand order of ewadd/ewmul hash alike,
  * and matches inside weight-only expressions (folded on export) are not
  * tried: neither changes what the model runs. It stops when the queue is empty
- * (saturated), after `budget` expansions, or after `time_limit` seconds,
- * whichever comes first; stopping is a value (eg_stop), not an error.
+ * (saturated), after `budget` expansions, or after `time_limit` seconds
+ * of search (time a measured cost backend spends timing kernels is not
+ * counted: a cold cost cache does not cut the search short), whichever
+ * comes first; stopping is a value (eg_stop), not an error.
  * With the analytic cost the result is deterministic: matches come in a
  * fixed order, ties in cost go to the older graph.
  *
@@ -66,7 +68,7 @@
 typedef struct {
     double alpha;      /* keep graphs under alpha x best cost (default 1.05) */
     uint64_t budget;   /* graph expansions (default 200) */
-    double time_limit; /* seconds (default 10) */
+    double time_limit; /* seconds of search, kernel measurement left out (default 10) */
     int progress;      /* 1: a progress line on stderr every second */
 } eg_search_opts;
 

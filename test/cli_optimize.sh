@@ -39,7 +39,7 @@ check "budget 0, a batchnorm to fold (conv_bn_relu.onnx): the built-ins still ap
 # costs takes the same path and needs the same kernels.
 cpu_opt="-q --cost cpu --budget 50 --time-limit 100000 --cost-cache $tmp/cache"
 check "--cost-cache is written with --cost cpu, after measuring" \
-    eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/c.onnx' $cpu_opt && test -s '$tmp/cache' && grep -qE '^costs: [1-9][0-9]* measured, .* \(0 loaded from ' '$tmp/out'"
+    eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/c.onnx' $cpu_opt && test -s '$tmp/cache' && grep -qE '^costs: [1-9][0-9]* measured in [0-9.]+ s, .* \(0 loaded from ' '$tmp/out'"
 cp "$tmp/cache" "$tmp/cache.first"
 check "... and reused: the second run measures nothing and loads every entry" \
     eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/c2.onnx' $cpu_opt && grep -qE '^costs: 0 measured, .* \($(($(wc -l <"$tmp/cache") - 1)) loaded from ' '$tmp/out'"
@@ -103,6 +103,73 @@ feed = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.s
 for x, y in zip(a.run(None, feed), b.run(None, feed)):
     assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
 PY
+
+# --cost ort: kernels timed by a helper that talks "ready" / "time LEN" /
+# "us T" over stdin and stdout. The fake helper checks every small model it
+# is sent (onnx.checker, full check, and a run in onnxruntime) and answers
+# a time made from the model's bytes, so the costs are deterministic and a
+# model the engine writes wrong is an error, not a number.
+cat >"$tmp/ortfake.py" <<'PY'
+import sys
+import numpy as np
+import onnx
+import onnxruntime as ort
+die_after = int(sys.argv[1])
+print("ready fake", flush=True)
+n = 0
+while True:
+    line = sys.stdin.buffer.readline()
+    if not line:
+        break
+    model = sys.stdin.buffer.read(int(line.split()[1]))
+    n += 1
+    if n > die_after:
+        sys.exit(1)
+    m = onnx.load_from_string(model)
+    onnx.checker.check_model(m, full_check=True)
+    s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feed = {i.name: np.zeros([d if isinstance(d, int) else 1 for d in i.shape],
+                             dtype=np.float32 if i.type == "tensor(float)" else np.int64)
+            for i in s.get_inputs()}
+    s.run(None, feed)
+    print(f"us {len(m.graph.node) * 10 + sum(len(i.name) for i in m.graph.input)}", flush=True)
+PY
+printf '#!/bin/sh\nexec python3 "%s" 1000000\n' "$tmp/ortfake.py" >"$tmp/py_ort"
+printf '#!/bin/sh\nexec python3 "%s" 3\n' "$tmp/ortfake.py" >"$tmp/py_ortdie"
+printf '#!/bin/sh\necho "err onnxruntime for Python is missing (No module named onnxruntime): pip install onnxruntime numpy"\nexit 3\n' >"$tmp/py_ortnone"
+chmod +x "$tmp/py_ort" "$tmp/py_ortdie" "$tmp/py_ortnone"
+ort_opt="-q --cost ort --no-verify --budget 50 --time-limit 100000"
+for m in convs attention inception; do
+    check "--cost ort on $m: every kernel model is valid ONNX that onnxruntime runs" \
+        eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/$m.onnx' -o '$tmp/ort_$m.onnx' $ort_opt && grep -qE '^costs: [1-9][0-9]* measured in [0-9.]+ s, 0 estimated' '$tmp/out'"
+done
+check "--cost ort --cost-cache: the cache names onnxruntime, the threads and the CPU" \
+    eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/oc1.onnx' $ort_opt --cost-cache '$tmp/ort_cache' && head -1 '$tmp/ort_cache' | grep -q '^eg-cost-cache 1 ort onnxruntime fake, 1 thread, '"
+check "... a second run measures nothing and writes the same bytes" \
+    eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/oc2.onnx' $ort_opt --cost-cache '$tmp/ort_cache' && grep -q '^costs: 0 measured' '$tmp/out' && cmp '$tmp/oc1.onnx' '$tmp/oc2.onnx' && cmp '$tmp/oc1.onnx' '$tmp/ort_attention.onnx'"
+check "... the cache of 1 thread is refused at --threads 2: exit 2" \
+    eval "TASOC_PYTHON='$tmp/py_ort' status_is 2 '$E' optimize '$corpus/attention.onnx' -o '$tmp/oc3.onnx' $ort_opt --threads 2 --cost-cache '$tmp/ort_cache' && grep -q 'another backend or machine' '$tmp/err'"
+check "--cost ort, the helper dies after 3 kernels: the rest estimated, a valid result" \
+    eval "TASOC_PYTHON='$tmp/py_ortdie' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/od.onnx' $ort_opt && grep -qE '^costs: 3 measured in [0-9.]+ s, [1-9][0-9]* estimated' '$tmp/out' && '$E' info '$tmp/od.onnx' >/dev/null"
+check "--cost ort without onnxruntime: exit 2 with the helper's advice, no output" \
+    eval "TASOC_PYTHON='$tmp/py_ortnone' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/on.onnx' -q --cost ort && grep -q 'pip install onnxruntime' '$tmp/err' && test ! -e '$tmp/on.onnx'"
+check "--cost ort without the interpreter: exit 2, says so" \
+    eval "TASOC_PYTHON='$tmp/none' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/on.onnx' -q --cost ort && grep -q 'TASOC_PYTHON' '$tmp/err'"
+check "--cost ort for real: --verify is on by default, the result agrees in onnxruntime" \
+    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -q '^verify: writing the ' '$tmp/out'"
+check "... and computes what the input computes" python3 - "$corpus/attention.onnx" "$tmp/real_ort.onnx" <<'PY'
+import sys
+import numpy as np
+import onnxruntime as ort
+a, b = (ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in sys.argv[1:3])
+rng = np.random.default_rng(1)
+feed = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+        for i in a.get_inputs()}
+for x, y in zip(a.run(None, feed), b.run(None, feed)):
+    assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
+PY
+check "--cost ort --no-verify: no onnxruntime timing of the result" \
+    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/nv.onnx' -q --cost ort --no-verify && ! grep -q '^verify:' '$tmp/out'"
 
 run_py test/engine_opt_test.py "$E"
 echo "1..$n"

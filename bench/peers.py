@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""bench/peers.py - the engine against what users would otherwise run, in
+onnxruntime on this CPU, at 1 and 2 threads.
+
+    python3 bench/peers.py [--threads 1,2] [--runs N] [--models a,b,...]
+                           [--bin DIR] [--dir DIR] [--engine-args "..."]
+
+For each real export in bench/cache (bench/export_torch.py) the contenders:
+
+  engine          out/bin/engine optimize MODEL -o OUT --cost ort --threads T
+                  (onnxruntime cost, --verify on by default; costs cached in
+                  bench/cache/ort-costs-tT.txt, so a rerun is warm)
+  onnxslim        onnxslim.slim(MODEL), its defaults
+  onnxoptimizer   onnxoptimizer.optimize(MODEL) with its fuse-and-eliminate
+                  passes
+  ort-offline     onnxruntime's own optimizer run offline (SessionOptions.
+                  optimized_model_filepath, ORT_ENABLE_EXTENDED: the portable
+                  level; ENABLE_ALL adds layout changes onnxruntime redoes
+                  online anyway)
+
+Protocol (as bench/ort_compare.py, all models in one process): one session
+per model (CPU provider, ORT_ENABLE_ALL for all, T intra-op threads,
+sequential), the same random inputs, 3 warm-up runs each, then --runs rounds
+that run every model once in turn, the input a second time at the end (the
+A/A row: two identical models, the machine's noise). Per round, the ratio
+input time / model time; reported: its median and 25th-75th percentiles.
+Outputs are compared with the input's (max |a - b| / max |a|).
+
+Headroom: onnxruntime's profiler on the input (10 runs): the share of kernel
+time spent outside Conv/Gemm/MatMul (and their fused forms), i.e. what graph
+rewrites can reach at all on a CPU.
+
+Writes bench/results/peers.md, peers.jsonl and peers.png (needs matplotlib).
+onnxslim and onnxoptimizer are pip-installed on first use.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
+          "tv_densenet121", "tv_mnasnet1_0", "hf_bert_base"]
+TOOLS = ["engine", "onnxslim", "onnxoptimizer", "ort-offline"]
+GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGemm", "MatMul", "FusedMatMul",
+            "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
+SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
+COSTS_RE = re.compile(r"^costs: ([0-9]+) measured(?: in ([0-9.]+) s)?", re.M)
+VERIFY_RE = re.compile(r"^verify: writing the (search result|built-ins alone|input)[^(]*\(timing took ([0-9.]+) s\)",
+                       re.M)
+VROW_RE = re.compile(r"^verify: search result .*speedup ([0-9.]+)x", re.M)
+RULES_RE = re.compile(r"^rules applied: ([0-9]+)", re.M)
+
+
+def need(mod, pip_name):
+    try:
+        return __import__(mod)
+    except ImportError:
+        print(f"peers.py: installing {pip_name}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", pip_name], check=True)
+        return __import__(mod)
+
+
+def pct(v, q):
+    v = sorted(v)
+    x = q * (len(v) - 1)
+    lo = int(x)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (x - lo)
+
+
+def session(ort, path, threads, profile=None):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def feed_of(np, s):
+    types = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+             "tensor(bool)": np.bool_}
+    rng = np.random.default_rng(0)
+    feed = {}
+    for i in s.get_inputs():
+        shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
+        t = types[i.type]
+        feed[i.name] = (rng.standard_normal(shape).astype(t) if t == np.float32
+                        else np.zeros(shape, dtype=t) if t == np.bool_ else rng.integers(0, 2, shape).astype(t))
+    return feed
+
+
+def headroom(np, ort, model, threads, tmp):
+    s = session(ort, model, threads, os.path.join(tmp, "prof"))
+    feed = feed_of(np, s)
+    for _ in range(10):
+        s.run(None, feed)
+    path = s.end_profiling()
+    total = outside = 0.0
+    for e in json.load(open(path)):
+        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
+            continue
+        d = float(e.get("dur", 0))
+        total += d
+        if e.get("args", {}).get("op_name") not in GEMM_OPS:
+            outside += d
+    os.remove(path)
+    return outside / total if total else 0.0
+
+
+def prepare(tool, model, out, threads, a, tmp):
+    """Write tool's version of model to out. @return facts about the run."""
+    t0 = time.monotonic()
+    info = {}
+    if tool == "engine":
+        cache = os.path.join(a.dir, f"ort-costs-t{threads}.txt")
+        cmd = [os.path.join(a.bin, "engine"), "optimize", model, "-o", out, "-q", "--cost", "ort",
+               "--threads", str(threads), "--cost-cache", cache] + a.engine_args.split()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"peers.py: engine on {model} failed: {p.stderr.strip()}")
+        s, c, v, r = (SEARCH_RE.search(p.stdout), COSTS_RE.search(p.stdout), VERIFY_RE.search(p.stdout),
+                      RULES_RE.search(p.stdout))
+        vr = VROW_RE.search(p.stdout)
+        info = {"search_s": float(s.group(1)) if s else None, "stop": s.group(2) if s else None,
+                "measured": int(c.group(1)) if c else 0, "measure_s": float(c.group(2) or 0) if c else 0.0,
+                "written": v.group(1) if v else "input (search not cheaper)",
+                "verify_s": float(v.group(2)) if v else 0.0, "rules": int(r.group(1)) if r else 0,
+                "verify_speedup": float(vr.group(1)) if vr else None}
+    elif tool == "onnxslim":
+        import onnx
+        slim = need("onnxslim", "onnxslim")
+        onnx.save(slim.slim(model), out)
+    elif tool == "onnxoptimizer":
+        import onnx
+        opt = need("onnxoptimizer", "onnxoptimizer")
+        m = onnx.load(model)
+        onnx.save(opt.optimize(m, opt.get_fuse_and_elimination_passes()), out)
+    elif tool == "ort-offline":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.optimized_model_filepath = out
+        so.log_severity_level = 3
+        ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    info["prepare_s"] = time.monotonic() - t0
+    return info
+
+
+def measure(np, ort, paths, threads, runs):
+    sessions = [session(ort, p, threads) for p in paths] + [session(ort, paths[0], threads)]
+    feed = feed_of(np, sessions[0])
+    ref = sessions[0].run(None, feed)
+    errs = []
+    for s in sessions:
+        e = 0.0
+        for x, y in zip(ref, s.run(None, feed)):
+            x = np.asarray(x, dtype=np.float64)
+            y = np.asarray(y, dtype=np.float64)
+            scale = float(np.max(np.abs(x))) if x.size else 0.0
+            e = max(e, float(np.max(np.abs(x - y))) / scale if scale > 0 else 0.0)
+        errs.append(e)
+    for s in sessions:
+        for _ in range(3):
+            s.run(None, feed)
+    times = [[] for _ in sessions]
+    for _ in range(runs):
+        for k, s in enumerate(sessions):
+            t0 = time.perf_counter()
+            s.run(None, feed)
+            times[k].append((time.perf_counter() - t0) * 1e3)
+    rows = []
+    for k in range(len(sessions)):
+        r = [x / y for x, y in zip(times[0], times[k])]
+        rows.append({"ms": pct(times[k], 0.5), "speedup": pct(r, 0.5), "lo": pct(r, 0.25), "hi": pct(r, 0.75),
+                     "max_rel_err": errs[k]})
+    return rows
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--dir", default=os.path.join(ROOT, "bench", "cache"))
+    ap.add_argument("--engine-args", default="", help="more engine optimize options")
+    a = ap.parse_args()
+    import numpy as np
+    import onnxruntime as ort
+    need("onnxslim", "onnxslim")
+    need("onnxoptimizer", "onnxoptimizer")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.models.split(","):
+            model = os.path.join(a.dir, name + ".onnx")
+            if not os.path.exists(model):
+                sys.exit(f"peers.py: {model} missing (python3 bench/export_torch.py --all)")
+            peers = {}
+            for tool in TOOLS[1:]:
+                out = os.path.join(tmp, f"{name}.{tool}.onnx")
+                peers[tool] = (out, prepare(tool, model, out, 1, a, tmp))
+            for t in (int(x) for x in a.threads.split(",")):
+                out = os.path.join(tmp, f"{name}.engine.t{t}.onnx")
+                eng = prepare("engine", model, out, t, a, tmp)
+                paths = [model, out] + [peers[tool][0] for tool in TOOLS[1:]]
+                m = measure(np, ort, paths, t, a.runs)
+                row = {"model": name, "threads": t, "input_ms": m[0]["ms"], "aa": m[-1],
+                       "tools": {tool: m[k + 1] for k, tool in enumerate(TOOLS)}, "engine": eng,
+                       "headroom": headroom(np, ort, model, t, tmp)}
+                rows.append(row)
+                print(f"{name} t{t}: " + ", ".join(f"{tool} {row['tools'][tool]['speedup']:.3f}x" for tool in TOOLS)
+                      + f", A/A {row['aa']['speedup']:.3f}x, headroom {row['headroom']:.1%}; engine wrote the "
+                      f"{eng['written']} ({eng['search_s']} s search, {eng['measure_s']:.1f} s measuring, "
+                      f"{eng['verify_s']:.1f} s verify, {eng['prepare_s']:.1f} s in all)", file=sys.stderr)
+    res = os.path.join(ROOT, "bench", "results")
+    os.makedirs(res, exist_ok=True)
+    with open(os.path.join(res, "peers.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip() or "?"
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    lines = [
+        "# The engine against its peers in onnxruntime", "",
+        f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {head}, onnxruntime {ort.__version__}, "
+        f"{os.cpu_count()} cores; load average at the end: {load}. `python3 bench/peers.py --runs {a.runs}` "
+        "(protocol in its docstring).", "",
+        "Speedup: input time / model time per alternating round, median [25th-75th percentile], "
+        "ORT_ENABLE_ALL for every model. A/A: the input against a second session of itself (the noise). "
+        "Headroom: share of onnxruntime kernel time outside Conv/Gemm/MatMul in the input. engine: "
+        f"`engine optimize --cost ort --threads T` {a.engine_args} (--verify on), costs cached per thread "
+        "count; what it wrote and its times (search, kernels measured and the time that took, verify).", "",
+        "| model | threads | input ms | engine | onnxslim | onnxoptimizer | ort-offline | A/A | headroom | "
+        "engine wrote | search s | measured (s) | verify s | max rel err |",
+        "|---|--:|--:|---|---|---|---|---|--:|---|--:|--:|--:|--:|",
+    ]
+
+    def cell(x):
+        return f"{x['speedup']:.3f}x [{x['lo']:.3f}-{x['hi']:.3f}]"
+
+    for r in rows:
+        e = r["engine"]
+        err = max(r["tools"][t]["max_rel_err"] for t in TOOLS)
+        lines.append(f"| {r['model']} | {r['threads']} | {r['input_ms']:.2f} | "
+                     + " | ".join(cell(r["tools"][t]) for t in TOOLS)
+                     + f" | {cell(r['aa'])} | {r['headroom']:.1%} | {e['written']} ({e['rules']} rules) | "
+                     f"{e['search_s'] or 0:.1f} | {e['measured']} ({e['measure_s']:.1f}) | {e['verify_s']:.1f} | "
+                     f"{err:.1e} |")
+    lines += ["", "Geometric mean speedup over the models:", "",
+              "| threads | " + " | ".join(TOOLS) + " | A/A |", "|--:|" + "--:|" * (len(TOOLS) + 1)]
+    threads = sorted({r["threads"] for r in rows})
+    for t in threads:
+        rs = [r for r in rows if r["threads"] == t]
+        lines.append(f"| {t} | " + " | ".join(f"{geomean([r['tools'][x]['speedup'] for r in rs]):.3f}x"
+                                                for x in TOOLS)
+                     + f" | {geomean([r['aa']['speedup'] for r in rs]):.3f}x |")
+    with open(os.path.join(res, "peers.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, len(threads), figsize=(7 * len(threads), 4.5), squeeze=False)
+        for ax, t in zip(axes[0], threads):
+            rs = [r for r in rows if r["threads"] == t]
+            w = 0.8 / (len(TOOLS) + 1)
+            for k, tool in enumerate(TOOLS + ["A/A"]):
+                v = [r["aa"]["speedup"] if tool == "A/A" else r["tools"][tool]["speedup"] for r in rs]
+                ax.bar([i + k * w for i in range(len(rs))], v, w, label=tool)
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_xticks([i + 0.4 - w / 2 for i in range(len(rs))])
+            ax.set_xticklabels([r["model"].replace("tv_", "").replace("hf_", "") for r in rs], rotation=30,
+                               ha="right")
+            ax.set_ylim(0.85, 1.15)
+            ax.set_title(f"speedup in onnxruntime, {t} thread{'s' if t > 1 else ''}")
+            ax.legend(fontsize=7, ncol=3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(res, "peers.png"), dpi=110)
+    except ImportError:
+        print("peers.py: no matplotlib, no plot", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
