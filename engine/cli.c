@@ -323,11 +323,11 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     printf("search phases: match %.2f s, apply %.2f s, judge %.2f s; %.0f expansions/s\n", r->t_match,
            r->t_apply, r->t_judge, r->seconds > 0 ? (double)r->expanded / r->seconds : 0.0);
     printf("built-ins: %d batchnorm folded, %d biases split, %d identities removed, "
-           "%d relus fused, %d common subexpressions, %d weights folded\n",
+           "%d relus fused, %d common subexpressions, %d weights folded, %d additions written as Sum\n",
            r->pre.bn_folded, r->pre.bias_split,
            r->pre.identity_removed + r->post.identity_removed, r->pre.relu_fused,
            r->pre.cse_merged + r->post.cse_merged,
-           r->post.weights_folded);
+           r->post.weights_folded, r->post.sum_spelled);
     uint64_t total = 0;
     int none = r->kept_input || r->rules_dropped;
     for (size_t i = 0; i < r->n_rules && !none; i++) total += r->applied[i];
@@ -360,8 +360,8 @@ static int census(const eg_graph *g) {
  * and the built-ins alone, exported next to a.out) in onnxruntime and say
  * which to write: *pick 0 for the input, 1 for *best, 2 for the built-ins
  * alone (then *best is replaced by that graph). The temporary files go. */
-static eg_status verify(const opt_args *a, const eg_graph *g, eg_graph **best, int *pick, char *err,
-                        size_t errlen) {
+static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_graph **best, int *pick,
+                        char *err, size_t errlen) {
     eg_builtin_stats st = {0};
     eg_graph *plain = eg_graph_clone(g);
     char path[2][4096];
@@ -373,8 +373,12 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_graph **best, i
     *pick = 0;
     if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
     if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
+    if (rc == EG_OK) rc = eg_spell(plain, cost, &st.sum_spelled, err, errlen);
     const eg_graph *cand[2] = {*best, plain};
-    for (int k = 0; k < 2 && rc == EG_OK; k++) {
+    /* the search's result may be the built-ins alone: time it once */
+    uint64_t h0 = rc == EG_OK ? eg_graph_hash(*best) : 0;
+    int n_cand = rc == EG_OK && h0 && h0 == eg_graph_hash(plain) ? 1 : 2;
+    for (int k = 0; k < n_cand && rc == EG_OK; k++) {
         snprintf(path[k], sizeof path[k], "%s.verify.%ld.%d.onnx", a->out, (long)getpid(), k);
         rc = eg_save(path[k], cand[k], err, errlen);
         if (rc == EG_OK) n++;
@@ -438,7 +442,7 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
     int keep_input = rc == EG_OK && r.kept_input, pick = 1;
     if (rc == EG_OK && a.verify_on && !keep_input) {
-        rc = verify(&a, g, &best, &pick, err, sizeof err);
+        rc = verify(&a, g, cost, &best, &pick, err, sizeof err);
         keep_input = rc == EG_OK && pick == 0;
     }
     int verbatim = keep_input && !g->repaired;

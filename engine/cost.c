@@ -52,7 +52,7 @@ typedef struct {
     const unsigned char *wo;  /* eg_mark_weight_only, may be NULL */
 } graph_ctx;
 
-#define MAX_GROUP 3 /* conv + bias + relu */
+#define MAX_GROUP 4 /* conv + bias + relu; add + layernorm + scale + shift */
 
 static const char *const kind_names[EG_COST_KIND_COUNT] = { /* ORDER COSTKIND */
     [EG_COST_ANALYTIC] = "analytic",
@@ -568,7 +568,7 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
     return analytic(cpu ? &cpu_like : &gpu_like, &k);
 }
 
-static int fused_follower(const eg_graph *g, const graph_ctx *x, int j);
+static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j);
 
 /* Node j and the nodes fused into it at run time (each the only reader of
  * the one before) into nodes[]; only the ort backend times them together
@@ -581,7 +581,7 @@ static int group_of(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int
         const eg_node *last = &g->node[nodes[n - 1]];
         int t = last->n_out == 1 ? last->out[0] : -1;
         int r = t >= 0 ? x->reader[t] : -1;
-        if (r < 0 || x->uses[t] != 1 || !fused_follower(g, x, r)) break;
+        if (r < 0 || x->uses[t] != 1 || !fused_follower(c, g, x, r)) break;
         nodes[n++] = r;
     }
     return n;
@@ -690,11 +690,27 @@ static int gemm_bias(const eg_graph *g, const int *uses, int j) {
            g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_MATMUL && n->in[1] != t;
 }
 
+/* 1 when node j is a layer norm (with its scale and shift written as one
+ * LayerNormalization) whose input is an addition it alone reads: a pair
+ * onnxruntime fuses (SkipLayerNormalization when the addends are 3-D and
+ * alike), so the ort backend times it with the addition, as one group
+ * headed by the addition. */
+static int ln_after_add(const eg_graph *g, const int *uses, int j) {
+    const eg_node *n = &g->node[j];
+    int ln = (n->kind == EG_KIND_OPS && n->op == OP_LAYERNORM) ||
+             (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_LAYERNORM);
+    int t = ln ? n->in[0] : -1, p = t >= 0 ? g->tensor[t].producer : -1;
+    if (p < 0 || uses[t] != 1 || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED))) return 0;
+    const eg_node *a = &g->node[p];
+    return (a->kind == EG_KIND_OPS && a->op == OP_EWADD) ||
+           (a->kind == EG_KIND_MODEL && (a->mop == EG_MOP_ADD || a->mop == EG_MOP_SUM) && a->n_in == 2);
+}
+
 /* 1 when node j runs inside the node before it (the only reader of that
  * one's output), so it costs nothing of its own. */
-static int fused_follower(const eg_graph *g, const graph_ctx *x, int j) {
+static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j) {
     return fused_into_conv(g, x->uses, x->wo, j) || gemm_bias(g, x->uses, j) ||
-           eg_layernorm_of(g, x->uses, j) >= 0;
+           eg_layernorm_of(g, x->uses, j) >= 0 || (c->kind == EG_COST_ORT && ln_after_add(g, x->uses, j));
 }
 
 double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, double *out) {
@@ -714,7 +730,8 @@ double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, d
         double us = known && o > 0 ? known[o - 1] : -1;
         int skip = (wo && wo[j]) || (uses && fused_into_conv(g, uses, wo, j)) ||
                    (uses && reader && written_inside(g, uses, reader, wo, j)) || (uses && gemm_bias(g, uses, j)) ||
-                   (uses && eg_layernorm_of(g, uses, j) >= 0); /* inside its LayerNormalization */
+                   (uses && eg_layernorm_of(g, uses, j) >= 0) || /* inside its LayerNormalization */
+                   (uses && c->kind == EG_COST_ORT && ln_after_add(g, uses, j)); /* timed with its addition */
         if (!skip && us < 0) us = node_cost(c, g, j, &x);
         if (out) out[j] = us; /* -1: not costed (skipped, not known) */
         if (!skip) sum += us;

@@ -102,6 +102,7 @@ eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen);
 typedef struct {
     int bn_folded, bias_split, identity_removed, cse_merged, reshapes_cancelled, dead_removed,
         weights_folded, relu_fused;
+    int sum_spelled; /* eg_spell (search.h): additions written as Sum */
 } eg_builtin_stats;
 
 /* The built-in rewrites before the search (see the overview):

@@ -546,8 +546,10 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK) rc = eg_builtin_pre(pre, &pre_st, err, errlen);
     if (rc == EG_OK && !(plain = eg_graph_clone(pre))) rc = fail(err, errlen, EG_ENOMEM, "optimize: out of memory");
     if (rc == EG_OK) rc = eg_builtin_post(plain, &plain_st, err, errlen);
+    if (rc == EG_OK) rc = eg_spell(plain, c, &plain_st.sum_spelled, err, errlen);
     if (rc == EG_OK) rc = eg_search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = eg_builtin_post(out, &post_st, err, errlen);
+    if (rc == EG_OK) rc = eg_spell(out, c, &post_st.sum_spelled, err, errlen);
     if (rc == EG_OK) {
         r->pre = pre_st, r->cost_before = cost_in;
         out = pick(c, out, plain, r);

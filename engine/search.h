@@ -127,6 +127,15 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c,
 
 void eg_search_result_free(eg_search_result *r);
 
+/* Spellings chosen by cost (spell.c): an addition read only by a layer
+ * norm becomes a two-input Sum (a model node: the same sum, which
+ * onnxruntime's SkipLayerNormalization fusion does not match) when c rates
+ * that group cheaper by more than its noise (eg_cost_noise); the ort
+ * backend times both spellings, the others rate them alike. eg_optimize
+ * runs it on its result. *n_spelled (may be NULL) grows by the count.
+ * @pre g indexed and toposorted. @return EG_OK or EG_ENOMEM. */
+eg_status eg_spell(eg_graph *g, eg_cost *c, int *n_spelled, char *err, size_t errlen);
+
 /* The ruledb shipped in ruledb/default.tasodb, linked into the library
  * (ruledb_blob.c). @return as eg_ruleset_load. */
 eg_status eg_ruleset_shipped(eg_ruleset **out, char *err, size_t errlen);

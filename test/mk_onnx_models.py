@@ -851,6 +851,16 @@ def legal_gemm():
                  [weight("w", 5, 6), weight("b", 5), weight("w2", 5, 3), weight("b2", 3)], opset=13)
 
 
+def post_ln():
+    """A post-norm residual block as BERT writes it (opset 17): the residual
+    Add read only by a LayerNormalization, which onnxruntime fuses into a
+    SkipLayerNormalization; the engine may write the Add as a Sum (eg_spell)."""
+    n = [N("MatMul", ["x", "w"], "m"), N("Add", ["m", "b"], "a"), N("Add", ["x", "a"], "r"),
+         N("LayerNormalization", ["r", "g", "beta"], "y", axis=-1, epsilon=1e-12)]
+    return model(n, "post_ln", [vi("x", [1, 8, 16])], [vi("y", [1, 8, 16])],
+                 [weight("w", 16, 16), weight("b", 16), weight("g", 16), weight("beta", 16)], opset=17)
+
+
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
@@ -875,7 +885,7 @@ MODELS = {
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
     "legal_noop_reshape": legal_noop_reshape, "legal_heads_shared": legal_heads_shared,
-    "kmul_inputs": kmul_inputs,
+    "kmul_inputs": kmul_inputs, "post_ln": post_ln,
 }
 
 
