@@ -61,7 +61,7 @@ typedef struct {
     double cost_before, cost_after; /* microseconds, input and result */
     double seconds;                 /* search wall time */
     uint64_t expanded, generated, duplicates, rejected, pruned;
-    const char *stop;               /* "saturated", "budget", "time" */
+    const char *stop;               /* "saturated", "budget", "time limit" */
     int kept_input;                 /* result not cheaper: the input */
     int rules_dropped;              /* rules gained nothing over built-ins */
     size_t n_rules;                 /* distinct rules on the best path */

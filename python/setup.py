@@ -1,7 +1,8 @@
 """setup.py - copies the C build (out/lib/libtasoc.so, the synth and prove
 programs, the axioms and the shipped ruledb) into the package as
 tasoc/_native, so an installed tasoc needs no source tree. Run `./configure
-&& ninja` first; $TASOC_BUILD_DIR names another build directory."""
+&& ninja` first; $TASOC_BUILD_DIR names another build directory (relative
+to the repository's top)."""
 import os
 import shutil
 from pathlib import Path
@@ -27,7 +28,8 @@ class BuildPy(build_py):
 
     def run(self):
         super().run()
-        build = Path(os.environ.get("TASOC_BUILD_DIR", ROOT / "out"))
+        build = Path(os.environ.get("TASOC_BUILD_DIR", "out"))
+        build = build if build.is_absolute() else ROOT / build  # pip runs us elsewhere
         for src, dst in NATIVE:
             s = Path(src.format(build=build, root=ROOT))
             if not s.exists():

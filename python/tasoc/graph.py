@@ -40,7 +40,7 @@ class AppliedRule:
 @dataclass(frozen=True)
 class OptimizeResult:
     """What optimize did: the costs (microseconds, under the cost model
-    used), why the search stopped ("saturated", "budget" or "time"), the
+    used), why the search stopped ("saturated", "budget" or "time limit"), the
     rules applied and the built-in rewrites' counts."""
     cost_before: float
     cost_after: float

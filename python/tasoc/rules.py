@@ -40,7 +40,8 @@ def _run(argv: List[str]) -> subprocess.CompletedProcess:
 
 def _fail(p: subprocess.CompletedProcess, argv: List[str]) -> TasocError:
     msg = (p.stderr.strip() or p.stdout.strip() or f"exit status {p.returncode}")
-    return TasocError(f"{Path(argv[0]).name}: {msg}", "failed")
+    name = Path(argv[0]).name
+    return TasocError(msg if msg.startswith(name + ":") else f"{name}: {msg}", "failed")
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def test_readme_example_end_to_end(tmp_path):
     onnx.checker.check_model(original, full_check=True)
     assert_same_outputs(original, optimized)
     r = ns["new_graph"].result
-    assert r.stop in ("saturated", "budget", "time")
+    assert r.stop in ("saturated", "budget", "time limit")
     assert r.cost_after <= r.cost_before
     assert ns["new_graph"].cost() == r.cost_after
 
