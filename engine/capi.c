@@ -1,0 +1,331 @@
+/* capi.c - the stable C API of tasoc.h (prefix tasoc_): handles over the
+ * engine's graphs, optimize results and ruledb files, for the shared
+ * library the Python package loads. Each function is a thin wrapper over
+ * the library calls `engine` makes (engine/cli.c): no engine logic here. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "engine.h"
+#include "onnx_pb.h"
+#include "rgraph.h"
+#include "ruledb.h"
+#include "rules.h"
+#include "search.h"
+#include "tasoc.h"
+
+/* A counted reference to an eg_graph. An optimized graph borrows tensor
+ * data from its input, so it holds a reference to the input's handle
+ * (base); a graph loaded from bytes keeps them, so that a result equal to
+ * its input can be written as those bytes (as engine optimize does). */
+struct tasoc_graph {
+    atomic_uint refs;
+    eg_graph *g;
+    tasoc_graph *base;  /* referenced: g borrows from base->g */
+    uint8_t *bytes;     /* the file as read (loaded graphs), owned */
+    size_t len;
+    int verbatim;       /* save as base->bytes (kept input, not repaired) */
+};
+
+typedef struct {
+    uint64_t id;
+    unsigned times;
+    char *text;
+} applied_rule;
+
+struct tasoc_result {
+    tasoc_summary s;
+    applied_rule *rule; /* [s.n_rules] */
+};
+
+struct tasoc_ruledb {
+    rdb_file *f;
+};
+
+extern const uint8_t eg_shipped_ruledb[], eg_shipped_ruledb_end[];
+
+int tasoc_api_version(void) { return TASOC_API_VERSION; }
+
+const char *tasoc_version(void) { return EG_VERSION; }
+
+const char *tasoc_status_name(int status) {
+    return status >= 0 && status < EG_STATUS_COUNT ? eg_status_name((eg_status)status) : "?";
+}
+
+void tasoc_opts_init(tasoc_opts *o) {
+    eg_search_opts so;
+    eg_search_opts_init(&so);
+    memset(o, 0, sizeof *o);
+    o->alpha = so.alpha;
+    o->budget = so.budget;
+    o->time_limit = so.time_limit;
+}
+
+/* A handle owning g (and bytes, when given). @return NULL when out of memory. */
+static tasoc_graph *handle_new(eg_graph *g, uint8_t *bytes, size_t len) {
+    tasoc_graph *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    atomic_init(&h->refs, 1);
+    h->g = g;
+    h->bytes = bytes;
+    h->len = len;
+    return h;
+}
+
+/* Import bytes we own: on success the handle takes them, else they go. */
+static int load_owned(uint8_t *bytes, size_t len, const char *name, tasoc_graph **out, char *err,
+                      size_t errlen) {
+    eg_graph *g = NULL;
+    eg_status rc = eg_load_mem(bytes, len, name, NULL, &g, err, errlen);
+    if (rc == EG_OK && !(*out = handle_new(g, bytes, len))) {
+        rc = EG_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+    }
+    if (rc != EG_OK) {
+        eg_free(g);
+        free(bytes);
+    }
+    return (int)rc;
+}
+
+int tasoc_load_file(const char *path, tasoc_graph **out, char *err, size_t errlen) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    *out = NULL;
+    eg_status rc = egp_read_file(path, EG_MAX_FILE, &bytes, &len, err, errlen);
+    return rc != EG_OK ? (int)rc : load_owned(bytes, len, path, out, err, errlen);
+}
+
+int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **out, char *err,
+                   size_t errlen) {
+    uint8_t *bytes = malloc(len ? len : 1);
+    *out = NULL;
+    if (!bytes) {
+        snprintf(err, errlen, "out of memory");
+        return EG_ENOMEM;
+    }
+    if (len) memcpy(bytes, buf, len);
+    return load_owned(bytes, len, name ? name : "<memory>", out, err, errlen);
+}
+
+int tasoc_save_mem(const tasoc_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen) {
+    *buf = NULL;
+    *len = 0;
+    if (!g->verbatim) return (int)eg_save_mem(g->g, buf, len, err, errlen);
+    const tasoc_graph *src = g->base;
+    if (!(*buf = malloc(src->len ? src->len : 1))) {
+        snprintf(err, errlen, "out of memory");
+        return EG_ENOMEM;
+    }
+    memcpy(*buf, src->bytes, src->len);
+    *len = src->len;
+    return EG_OK;
+}
+
+void tasoc_mem_free(void *buf) { free(buf); }
+
+void tasoc_graph_counts(const tasoc_graph *g, int *nodes, int *tensors, int *inputs,
+                        int *outputs) {
+    *nodes = g->g->n_nodes;
+    *tensors = g->g->n_tensors;
+    *inputs = g->g->n_inputs;
+    *outputs = g->g->n_outputs;
+}
+
+/* The cost kind named, analytic for NULL. @return 0, or EG_EUNSUPPORTED. */
+static int cost_kind(const char *name, eg_cost_kind *k, char *err, size_t errlen) {
+    int v = name ? eg_cost_kind_parse(name) : (int)EG_COST_ANALYTIC;
+    if (v < 0) {
+        snprintf(err, errlen, "unknown cost model '%s' (analytic, cpu or cuda)", name);
+        return EG_EUNSUPPORTED;
+    }
+    *k = (eg_cost_kind)v;
+    return EG_OK;
+}
+
+int tasoc_graph_cost(const tasoc_graph *g, const char *cost, double *us, char *err, size_t errlen) {
+    eg_cost_kind kind = EG_COST_ANALYTIC;
+    eg_cost *c = NULL;
+    *us = 0;
+    int rc = cost_kind(cost, &kind, err, errlen);
+    if (rc == EG_OK) rc = (int)eg_cost_new(kind, NULL, &c, err, errlen);
+    if (rc == EG_OK) *us = eg_cost_graph(c, g->g);
+    eg_cost_free(c);
+    return rc;
+}
+
+void tasoc_graph_free(tasoc_graph *g) {
+    while (g && atomic_fetch_sub(&g->refs, 1) == 1) {
+        tasoc_graph *base = g->base;
+        eg_free(g->g); /* before base: it borrows base's data */
+        free(g->bytes);
+        free(g);
+        g = base;
+    }
+}
+
+/* The options checked as the engine's command line checks them. */
+static int check_opts(const tasoc_opts *o, char *err, size_t errlen) {
+    if (!(o->alpha >= 1.0 && o->alpha <= 10.0)) {
+        snprintf(err, errlen, "alpha wants a number in [1, 10], not %g", o->alpha);
+        return EG_EUNSUPPORTED;
+    }
+    if (!(o->time_limit >= 0 && o->time_limit <= 1e6)) {
+        snprintf(err, errlen, "time_limit wants seconds in [0, 1e6], not %g", o->time_limit);
+        return EG_EUNSUPPORTED;
+    }
+    return EG_OK;
+}
+
+/* The applied rules of r as text, as `engine optimize` prints them. */
+static int result_rules(const eg_search_result *r, const eg_ruleset *rs, tasoc_result *t) {
+    size_t n = 0;
+    int none = r->kept_input || r->rules_dropped;
+    for (size_t i = 0; i < r->n_rules && !none; i++) n += r->applied[i] != 0;
+    if (n && !(t->rule = calloc(n, sizeof *t->rule))) return EG_ENOMEM;
+    for (size_t i = 0, k = 0; i < r->n_rules && k < n; i++) {
+        if (!r->applied[i]) continue;
+        const rdb_rule *rule = eg_ruleset_rule(rs, i);
+        char src[512], dst[512], text[1200];
+        rg_format(&rule->src, src, sizeof src);
+        rg_format(&rule->dst, dst, sizeof dst);
+        int at = snprintf(text, sizeof text, "%s => %s", src, dst);
+        for (unsigned k1 = eg_ruleset_kernel1(rs, i), b = 0; k1 >> b && at > 0 && (size_t)at < sizeof text; b++)
+            if (k1 >> b & 1) at += snprintf(text + at, sizeof text - (size_t)at, " [x%u 1x1]", b);
+        t->rule[k] = (applied_rule){rule->id, r->applied[i], strdup(text)};
+        if (!t->rule[k].text) return EG_ENOMEM;
+        t->s.n_rules = ++k;
+    }
+    return EG_OK;
+}
+
+/* The result handle for r. @return 0 or EG_ENOMEM. */
+static int result_new(const eg_search_result *r, const eg_ruleset *rs, tasoc_result **out) {
+    tasoc_result *t = calloc(1, sizeof *t);
+    if (!t) return EG_ENOMEM;
+    t->s = (tasoc_summary){
+        .cost_before = r->cost_before, .cost_after = r->cost_after, .seconds = r->seconds,
+        .expanded = r->expanded, .generated = r->generated, .duplicates = r->duplicates,
+        .rejected = r->rejected, .pruned = r->pruned, .stop = eg_stop_name(r->stop),
+        .kept_input = r->kept_input, .rules_dropped = r->rules_dropped,
+        .bn_folded = r->pre.bn_folded, .bias_split = r->pre.bias_split,
+        .relu_fused = r->pre.relu_fused, .cse_merged = r->pre.cse_merged + r->post.cse_merged,
+        .weights_folded = r->post.weights_folded};
+    int rc = result_rules(r, rs, t);
+    if (rc != EG_OK) tasoc_result_free(t), t = NULL;
+    *out = t;
+    return rc;
+}
+
+int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, tasoc_result **r,
+                   char *err, size_t errlen) {
+    tasoc_opts dflt;
+    eg_ruleset *rs = NULL;
+    eg_cost *cost = NULL;
+    eg_graph *b = NULL;
+    eg_search_result res = {0};
+    eg_cost_kind kind = EG_COST_ANALYTIC;
+    *best = NULL;
+    *r = NULL;
+    if (!o) tasoc_opts_init(&dflt), o = &dflt;
+    eg_search_opts so = {.alpha = o->alpha, .budget = o->budget, .time_limit = o->time_limit};
+    int rc = check_opts(o, err, errlen);
+    if (rc == EG_OK) rc = cost_kind(o->cost, &kind, err, errlen);
+    if (rc == EG_OK)
+        rc = (int)(o->ruledb ? eg_ruleset_load(o->ruledb, &rs, err, errlen)
+                             : eg_ruleset_shipped(&rs, err, errlen));
+    if (rc == EG_OK) rc = (int)eg_cost_new(kind, o->cost_cache, &cost, err, errlen);
+    if (rc == EG_OK) rc = (int)eg_optimize(g->g, rs, cost, &so, &b, &res, err, errlen);
+    if (rc == EG_OK && o->cost_cache) rc = (int)eg_cost_save(cost, err, errlen);
+    if (rc == EG_OK && (rc = result_new(&res, rs, r)) != EG_OK) snprintf(err, errlen, "out of memory");
+    if (rc == EG_OK && !(*best = handle_new(b, NULL, 0))) {
+        rc = EG_ENOMEM;
+        snprintf(err, errlen, "out of memory");
+    }
+    if (rc == EG_OK) {
+        b = NULL; /* the handle owns it */
+        atomic_fetch_add(&g->refs, 1);
+        (*best)->base = g;
+        (*best)->verbatim = res.kept_input && !g->g->repaired && g->bytes;
+    } else {
+        tasoc_result_free(*r);
+        *r = NULL;
+    }
+    eg_free(b);
+    eg_search_result_free(&res);
+    eg_cost_free(cost);
+    eg_ruleset_free(rs);
+    return rc;
+}
+
+void tasoc_result_summary(const tasoc_result *r, tasoc_summary *s) { *s = r->s; }
+
+int tasoc_result_rule(const tasoc_result *r, size_t k, uint64_t *id, unsigned *times,
+                      const char **text) {
+    if (k >= r->s.n_rules) return 1;
+    *id = r->rule[k].id;
+    *times = r->rule[k].times;
+    *text = r->rule[k].text;
+    return 0;
+}
+
+void tasoc_result_free(tasoc_result *r) {
+    if (!r) return;
+    for (size_t k = 0; k < r->s.n_rules; k++) free(r->rule[k].text);
+    free(r->rule);
+    free(r);
+}
+
+/* A ruledb handle over f, or the reader's status as an eg_status. */
+static int ruledb_handle(rdb_status st, rdb_file *f, tasoc_ruledb **out, char *err, size_t errlen) {
+    if (st == RDB_OK && !(*out = malloc(sizeof **out))) st = RDB_ENOMEM, snprintf(err, errlen, "out of memory");
+    if (st == RDB_OK) {
+        (*out)->f = f;
+        return EG_OK;
+    }
+    rdb_free(f);
+    return st == RDB_EIO ? EG_EIO : st == RDB_ENOMEM ? EG_ENOMEM : EG_EFORMAT;
+}
+
+int tasoc_ruledb_open(const char *path, tasoc_ruledb **out, char *err, size_t errlen) {
+    rdb_file *f = NULL;
+    *out = NULL;
+    rdb_status st = rdb_read(path, &f, err, errlen);
+    return ruledb_handle(st, f, out, err, errlen);
+}
+
+int tasoc_ruledb_shipped(tasoc_ruledb **out, char *err, size_t errlen) {
+    rdb_file *f = NULL;
+    *out = NULL;
+    size_t len = (size_t)(eg_shipped_ruledb_end - eg_shipped_ruledb);
+    rdb_status st = rdb_read_mem(eg_shipped_ruledb, len, &f, err, errlen);
+    return ruledb_handle(st, f, out, err, errlen);
+}
+
+void tasoc_ruledb_info_get(const tasoc_ruledb *db, tasoc_ruledb_info *info) {
+    const rdb_file *f = db->f;
+    *info = (tasoc_ruledb_info){
+        .kind = rdb_kind_name(f->kind), .n_rules = f->n_rules, .n_classes = f->n_classes,
+        .max_ops = f->gen.max_ops, .seed = f->gen.seed, .graphs = f->gen.counts.graphs,
+        .classes = f->gen.counts.classes, .proved = f->gen.counts.proved,
+        .failed = f->gen.counts.failed, .pruned = f->gen.counts.pruned};
+}
+
+int tasoc_ruledb_rule(const tasoc_ruledb *db, size_t i, uint64_t *id, const char **verdict,
+                      char *src, size_t src_len, char *dst, size_t dst_len) {
+    const rdb_file *f = db->f;
+    if (f->kind != RDB_RULES || i >= f->n_rules) return 1;
+    *id = f->rules[i].id;
+    *verdict = rdb_proof_name(f->rules[i].prover.status);
+    rg_format(&f->rules[i].src, src, src_len);
+    rg_format(&f->rules[i].dst, dst, dst_len);
+    return 0;
+}
+
+void tasoc_ruledb_close(tasoc_ruledb *db) {
+    if (!db) return;
+    rdb_free(db->f);
+    free(db);
+}

@@ -1,0 +1,60 @@
+"""Every model of test/corpus/onnx through load_onnx (a path, bytes and an
+onnx.ModelProto) and export_onnx: the bad_ ones are refused with the
+engine's message naming the file; the others load, export, pass
+onnx.checker when the input does, and compute what the input computes
+in onnxruntime when onnxruntime runs the input (opset 7 and up)."""
+from pathlib import Path
+
+import onnx
+import pytest
+
+import tasoc
+from conftest import CORPUS, assert_same_outputs, feeds, run_ort
+
+MODELS = sorted(p.name for p in CORPUS.glob("*.onnx"))
+
+
+def test_corpus_is_there():
+    assert len(MODELS) >= 50
+
+
+def _input_ok(path: Path) -> bool:
+    try:
+        onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_corpus_model(name):
+    path = CORPUS / name
+    if name.startswith("bad_"):
+        with pytest.raises(tasoc.TasocError) as e:
+            tasoc.load_onnx(path)
+        assert str(path) in str(e.value) and e.value.code != 0
+        with pytest.raises(tasoc.TasocError):
+            tasoc.load_onnx(path.read_bytes())
+        return
+    try:
+        g = tasoc.load_onnx(str(path))
+    except tasoc.TasocError as e:
+        # fuzz_ models are the fuzzer's finds: refusing one is allowed, with a message.
+        assert name.startswith("fuzz_") and str(path) in str(e), str(e)
+        return
+    out = tasoc.export_onnx(g)
+    assert isinstance(out, onnx.ModelProto)
+    assert tasoc.export_bytes(tasoc.load_onnx(path.read_bytes())) == tasoc.export_bytes(g)
+    if not _input_ok(path):
+        return
+    onnx.checker.check_model(out, full_check=True)
+    original = onnx.load(str(path))
+    assert tasoc.export_bytes(tasoc.load_onnx(original)) == tasoc.export_bytes(g)
+    opset = next((o.version for o in original.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < 7:
+        return  # onnxruntime guarantees opsets 7 and up only (Add-6 has no kernel)
+    try:
+        run_ort(original, feeds(original))
+    except Exception:
+        return  # onnxruntime cannot run the input itself
+    assert_same_outputs(original, out)

@@ -1,0 +1,48 @@
+"""Rule generation from Python: synth -> prove -> check on a small
+vocabulary, check on the shipped ruledb (every rule re-proved, as CI
+does), and their errors."""
+import pytest
+
+import tasoc
+
+
+def test_synth_prove_check_small(tmp_path):
+    s = tasoc.synth(tmp_path / "cand.tasodb", max_ops=2, ops=["ewadd", "ewmul", "relu"],
+                    types=["act"], threads=1)
+    assert s.path.exists() and s.info.kind == "candidates" and s.classes > 0 and s.graphs > 0
+    p = tasoc.prove(s.path, tmp_path / "rules.tasodb", jobs=1)
+    assert p.info.kind == "rules" and p.rules > 0 and p.proved > 0
+    rules = list(tasoc.ruledb(p.path))
+    assert len(rules) == p.rules and all(r.verdict == "proved" for r in rules)
+    c = tasoc.check(p.path, jobs=1)
+    assert c.ok and c.exit_status == 0 and c.n_rules == p.rules
+    assert c.counts == {"proved": p.rules} and c.failed == []
+    opt = tasoc.optimize(tasoc.load_onnx(tasoc.export_onnx(_relu_relu())), ruledb=p.path)
+    assert opt.result.cost_after <= opt.result.cost_before
+
+
+def _relu_relu() -> tasoc.Graph:
+    g = tasoc.new_graph()
+    x = g.new_input(dims=(1, 4, 8, 8))
+    g.relu(g.relu(x))
+    return g
+
+
+def test_check_shipped_ruledb():
+    c = tasoc.check(tasoc.shipped_ruledb_path())
+    n = tasoc.ruledb().info.n_rules
+    assert c.ok, c.failed[:10]
+    assert c.exit_status == 0 and c.n_rules == n and c.counts == {"proved": n}
+
+
+def test_errors(tmp_path):
+    junk = tmp_path / "junk.tasodb"
+    junk.write_bytes(b"not msgpack at all")
+    with pytest.raises(tasoc.TasocError, match="junk.tasodb"):
+        tasoc.check(junk)
+    with pytest.raises(tasoc.TasocError, match="junk.tasodb"):
+        tasoc.prove(junk, tmp_path / "out.tasodb")
+    with pytest.raises(tasoc.TasocError, match="junk.tasodb"):
+        tasoc.ruledb(junk)
+    with pytest.raises(tasoc.TasocError):
+        tasoc.synth(tmp_path / "c.tasodb", max_ops=2, ops=["nosuchop"])
