@@ -138,7 +138,7 @@ void tasoc_graph_counts(const tasoc_graph *g, int *nodes, int *tensors, int *inp
 static int cost_kind(const char *name, eg_cost_kind *k, char *err, size_t errlen) {
     int v = name ? eg_cost_kind_parse(name) : (int)EG_COST_ANALYTIC;
     if (v < 0) {
-        snprintf(err, errlen, "unknown cost model '%s' (analytic, cpu or cuda)", name);
+        snprintf(err, errlen, "unknown cost model '%s' (analytic, cpu, cuda or ort)", name);
         return EG_EUNSUPPORTED;
     }
     *k = (eg_cost_kind)v;
@@ -212,7 +212,7 @@ static int result_new(const eg_search_result *r, const eg_ruleset *rs, tasoc_res
         .kept_input = r->kept_input, .rules_dropped = r->rules_dropped,
         .bn_folded = r->pre.bn_folded, .bias_split = r->pre.bias_split,
         .relu_fused = r->pre.relu_fused, .cse_merged = r->pre.cse_merged + r->post.cse_merged,
-        .weights_folded = r->post.weights_folded};
+        .weights_folded = r->post.weights_folded, .sum_spelled = r->post.sum_spelled};
     int rc = result_rules(r, rs, t);
     if (rc != EG_OK) tasoc_result_free(t), t = NULL;
     *out = t;
@@ -236,7 +236,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     if (rc == EG_OK)
         rc = (int)(o->ruledb ? eg_ruleset_load(o->ruledb, &rs, err, errlen)
                              : eg_ruleset_shipped(&rs, err, errlen));
-    if (rc == EG_OK) rc = (int)eg_cost_new(kind, o->cost_cache, &cost, err, errlen);
+    if (rc == EG_OK) rc = (int)eg_cost_new_threads(kind, o->cost_cache, o->threads > 0 ? o->threads : 1, &cost, err, errlen);
     if (rc == EG_OK) rc = (int)eg_optimize(g->g, rs, cost, &so, &b, &res, err, errlen);
     if (rc == EG_OK && o->cost_cache) rc = (int)eg_cost_save(cost, err, errlen);
     if (rc == EG_OK && (rc = result_new(&res, rs, r)) != EG_OK) snprintf(err, errlen, "out of memory");

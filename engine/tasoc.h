@@ -51,9 +51,10 @@ typedef struct {
     double alpha;           /* keep graphs under alpha x best cost, 1..10 */
     double time_limit;      /* seconds, >= 0 */
     uint64_t budget;        /* graph expansions */
-    const char *cost;       /* "analytic", "cpu" or "cuda"; NULL analytic */
+    const char *cost;       /* "analytic", "cpu", "cuda" or "ort"; NULL analytic */
     const char *ruledb;     /* a ruledb file; NULL the shipped rules */
     const char *cost_cache; /* a cost cache file; NULL none */
+    int threads;            /* "ort": onnxruntime intra-op threads (0: 1) */
 } tasoc_opts;
 
 /* What tasoc_optimize did (tasoc_result_summary). */
@@ -66,6 +67,7 @@ typedef struct {
     int rules_dropped;              /* rules gained nothing over built-ins */
     size_t n_rules;                 /* distinct rules on the best path */
     int bn_folded, bias_split, relu_fused, cse_merged, weights_folded;
+    int sum_spelled;                /* additions written as Sum (eg_spell) */
 } tasoc_summary;
 
 /* Facts of a ruledb file (tasoc_ruledb_info). */

@@ -50,7 +50,7 @@ def native_path(name: str, env: str, installed: str, tree: str) -> Path:
 
 class Opts(Structure):
     _fields_ = [("alpha", c_double), ("time_limit", c_double), ("budget", c_uint64),
-                ("cost", c_char_p), ("ruledb", c_char_p), ("cost_cache", c_char_p)]
+                ("cost", c_char_p), ("ruledb", c_char_p), ("cost_cache", c_char_p), ("threads", ctypes.c_int)]
 
 
 class Summary(Structure):
@@ -59,7 +59,7 @@ class Summary(Structure):
                 ("rejected", c_uint64), ("pruned", c_uint64), ("stop", c_char_p),
                 ("kept_input", c_int), ("rules_dropped", c_int), ("n_rules", c_size_t),
                 ("bn_folded", c_int), ("bias_split", c_int), ("relu_fused", c_int),
-                ("cse_merged", c_int), ("weights_folded", c_int)]
+                ("cse_merged", c_int), ("weights_folded", c_int), ("sum_spelled", c_int)]
 
 
 class RuledbInfo(Structure):

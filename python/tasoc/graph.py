@@ -26,7 +26,7 @@ IR_VERSION = 8
 
 _ACTS = {"NONE": None, "RELU": "Relu", "SIGMOID": "Sigmoid", "TANH": "Tanh"}
 _PADS = ("SAME", "VALID")
-COSTS = ("analytic", "cpu", "cuda")
+COSTS = ("analytic", "cpu", "cuda", "ort")
 
 
 @dataclass(frozen=True)
@@ -436,12 +436,14 @@ def export_bytes(graph: Graph) -> bytes:
 def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: bool = False,
              cost: str = "analytic", time_limit: float = 10.0,
              ruledb: Optional[Union[str, "os.PathLike[str]"]] = None,
-             cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None) -> Graph:
+             cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1) -> Graph:
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding. alpha keeps graphs under alpha x the best cost (1 to
     10), budget caps the graphs expanded, time_limit the seconds; cost is
-    "analytic" (deterministic), "cpu" (measured here) or "cuda". Returns
+    "analytic" (deterministic), "cpu" (measured here), "cuda", or "ort"
+    (measured in onnxruntime with `threads` intra-op threads; the engine's
+    --verify is a command-line step, not done here). Returns
     the optimized graph; its `result` (an OptimizeResult) gives the costs
     before and after, the stop reason and the rules applied. The input is
     returned (as a graph) when nothing is cheaper."""
@@ -458,6 +460,9 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
     except (TypeError, ValueError):
         raise ValueError(f"alpha and time_limit must be numbers, not {alpha!r}, {time_limit!r}") \
             from None
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, not {threads!r}")
+    o.threads = int(threads)
     o.cost = cost.encode()
     o.ruledb = _lib.fs(ruledb) if ruledb is not None else None
     o.cost_cache = _lib.fs(cost_cache) if cost_cache is not None else None
@@ -485,7 +490,7 @@ def _result(res: int, cost: str) -> OptimizeResult:
                                ctypes.byref(text)) == 0:
             rules.append(AppliedRule(rid.value, times.value, text.value.decode()))
     builtins = {k: getattr(s, k) for k in ("bn_folded", "bias_split", "relu_fused", "cse_merged",
-                                            "weights_folded")}
+                                            "weights_folded", "sum_spelled")}
     return OptimizeResult(cost_before=s.cost_before, cost_after=s.cost_after, seconds=s.seconds,
                           stop=s.stop.decode(), expanded=s.expanded, generated=s.generated,
                           kept_input=bool(s.kept_input), rules_dropped=bool(s.rules_dropped),

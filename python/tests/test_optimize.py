@@ -58,6 +58,20 @@ def test_cost_models():
     assert r.cost_model == "cpu" and r.cost_after <= r.cost_before
 
 
+def test_cost_ort_measures_in_onnxruntime(tmp_path):
+    g = tasoc.load_onnx(CORPUS / "post_ln.onnx")
+    assert g.cost("ort") > 0
+    cache = tmp_path / "ort.txt"
+    opt = tasoc.optimize(g, cost="ort", budget=20, threads=2, cost_cache=cache)
+    r = opt.result
+    assert r.cost_model == "ort" and r.cost_after <= r.cost_before and "sum_spelled" in r.builtins
+    assert cache.read_text().startswith("eg-cost-cache 1 ort onnxruntime ")
+    assert ", 2 threads, " in cache.read_text().splitlines()[0]
+    assert_same_outputs(onnx.load(str(CORPUS / "post_ln.onnx")), tasoc.export_onnx(opt))
+    with pytest.raises(ValueError):
+        tasoc.optimize(g, cost="ort", threads=0)
+
+
 def test_input_freed_before_result():
     g = tasoc.load_onnx(CORPUS / "attention.onnx")
     opt = tasoc.optimize(g, budget=50)
