@@ -13,7 +13,9 @@ How it measures:
   on for both: that is what a user would otherwise get) and
   intra_op_num_threads = inter_op_num_threads = 1 (--threads changes the
   intra-op count), so the figures do not depend on how busy the other
-  cores are.
+  cores are. The intra-op pools do not spin-wait after a run
+  (session.intra_op.allow_spinning 0): with --threads 2 the pool of the
+  session that just ran would otherwise hold the cores the next one needs.
 - Inputs: random normal (float) / random small integers, fixed --seed,
   shapes from the original model (symbolic dimensions set to 1); the
   same arrays feed both models. Outputs are matched by name when both
@@ -57,6 +59,9 @@ def session(path, threads):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
+    # Several sessions take turns in one process: a pool that spins after
+    # its run would take the cores from the next session's run.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])

@@ -19,8 +19,8 @@ For each real export in bench/cache (bench/export_torch.py) the contenders:
                   online anyway)
 
 Protocol (as bench/ort_compare.py, all models in one process): one session
-per model (CPU provider, ORT_ENABLE_ALL for all, T intra-op threads,
-sequential), the same random inputs, 3 warm-up runs each, then --runs rounds
+per model (CPU provider, ORT_ENABLE_ALL for all, T intra-op threads that do
+not spin-wait after a run, sequential), the same random inputs, 3 warm-up runs each, then --runs rounds
 that run every model once in turn, the input a second time at the end (the
 A/A row: two identical models, the machine's noise). Per round, the ratio
 input time / model time; reported: its median and 25th-75th percentiles.
@@ -52,7 +52,7 @@ GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGem
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
 SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
 COSTS_RE = re.compile(r"^costs: ([0-9]+) measured(?: in ([0-9.]+) s)?", re.M)
-VERIFY_RE = re.compile(r"^verify: writing the (search result|built-ins alone|input)[^(]*\(timing took ([0-9.]+) s\)",
+VERIFY_RE = re.compile(r"^verify: writing the (search result|built-ins alone|input).*\(timing took ([0-9.]+) s\)$",
                        re.M)
 VROW_RE = re.compile(r"^verify: search result .*speedup ([0-9.]+)x", re.M)
 RULES_RE = re.compile(r"^rules applied: ([0-9]+)", re.M)
@@ -79,6 +79,9 @@ def session(ort, path, threads, profile=None):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
+    # Several sessions take turns in one process: a pool that spins after
+    # its run would take the cores from the next session's run.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3

@@ -7,7 +7,7 @@ The engine links this file in (engine/verify.c, .incbin) and runs it as
     python3 ort_time.py --threads T --runs N --warmup W INPUT CAND...
 
 Every model gets one session (CPU provider, ORT_ENABLE_ALL, T intra-op
-threads, sequential execution) and the same random inputs (seed 0; float
+threads that do not spin-wait after a run, sequential execution) and the same random inputs (seed 0; float
 N(0,1), integers in [0, 2), booleans false; a symbolic dim is 1). After W
 warm-up runs each, N rounds run every session once in turn, with INPUT
 run a second time at the end of each round (the A/A: what the machine's
@@ -55,6 +55,9 @@ def main(argv):
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = args["--threads"]
+        # Several sessions take turns in one process: a pool that spins after
+        # its run would take the cores from the next session's run.
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.log_severity_level = 3

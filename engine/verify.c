@@ -163,7 +163,8 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
 }
 
 int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
-    double noise = fabs(aa->ratio - 1);
+    double noise = fabs(aa->ratio - 1), spread = (aa->ratio_hi - aa->ratio_lo) / 2;
+    if (noise < spread) noise = spread;
     if (noise < EG_VERIFY_MIN_GAIN) noise = EG_VERIFY_MIN_GAIN;
     int best = 0;
     for (int k = 1; k < n; k++) {

@@ -6,7 +6,8 @@
  * engine/ort_time.py (linked into the library, run by `python3 -c`, so the
  * engine needs no file beside it; python3 with onnxruntime and numpy must
  * be installed) on the input and the candidates: one onnxruntime session
- * each (ORT_ENABLE_ALL, the given intra-op threads), the same random
+ * each (ORT_ENABLE_ALL, the given intra-op threads, no spin-waiting
+ * after a run, which would take the cores from the next model's), the same random
  * inputs, warm-up runs, then rounds that run every model once in turn,
  * alternating, plus the input a second time (the A/A: the machine's noise).
  * Why a helper process and not onnxruntime's C API: the runtime users run
@@ -67,8 +68,11 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
 
 /* The candidate to keep: the one of highest median ratio among those whose
  * outputs agree (max_rel_err <= EG_VERIFY_MAX_REL_ERR), faster in at least
- * three rounds of four (ratio_lo > 1) and by more than the noise (ratio >
- * 1 + max(EG_VERIFY_MIN_GAIN, |aa.ratio - 1|)); 0, the input, when none. */
+ * three rounds of four (ratio_lo > 1) and by more than the noise: ratio >
+ * 1 + max(EG_VERIFY_MIN_GAIN, |aa.ratio - 1|, (aa.ratio_hi - aa.ratio_lo)
+ * / 2), the A/A's bias or half its spread, whichever is larger (two
+ * identical models that differ by that much per round say a gain of that
+ * size is not yet a measurement); 0, the input, when none. */
 int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa);
 
 #endif
