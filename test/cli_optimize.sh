@@ -10,6 +10,22 @@ corpus=test/corpus/onnx
 . "$(dirname "$0")/tap.inc"
 E="$BIN/engine"
 
+# same.py INPUT CAND...: every candidate computes the input's outputs in
+# onnxruntime (random float inputs, max |a - b| <= 1e-4 x max |a|).
+cat >"$tmp/same.py" <<'PY'
+import sys
+import numpy as np
+import onnxruntime as ort
+a, *bs = (ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in sys.argv[1:])
+rng = np.random.default_rng(1)
+feed = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+        for i in a.get_inputs()}
+ref = a.run(None, feed)
+for b in bs:
+    for x, y in zip(ref, b.run(None, feed)):
+        assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
+PY
+
 check "--help lists optimize's options" eval "'$E' --help | grep -q -- '--time-limit'"
 check "optimize without -o: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx"
 check "unknown option: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" --frob
@@ -97,17 +113,7 @@ check "--verify, a helper that prints junk: exit 2" \
 check "bad --verify-runs: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/n.onnx" --verify --verify-runs 0
 check "--verify in onnxruntime for real: exit 0, a report, an output that loads" \
     eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/r.onnx' -q --verify --verify-runs 5 && grep -q '^verify: writing the ' '$tmp/out' && '$E' info '$tmp/r.onnx' >/dev/null"
-check "... and computes what the input computes in onnxruntime" python3 - "$corpus/convs.onnx" "$tmp/r.onnx" <<'PY'
-import sys
-import numpy as np
-import onnxruntime as ort
-a, b = (ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in sys.argv[1:3])
-rng = np.random.default_rng(1)
-feed = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-        for i in a.get_inputs()}
-for x, y in zip(a.run(None, feed), b.run(None, feed)):
-    assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
-PY
+check "... and computes what the input computes in onnxruntime" python3 "$tmp/same.py" "$corpus/convs.onnx" "$tmp/r.onnx"
 
 # --cost ort: kernels timed by a helper that talks "ready" / "time LEN" /
 # "us T" over stdin and stdout. The fake helper checks every small model it
@@ -170,32 +176,12 @@ check "--cost ort, a runtime whose fused Add + LayerNormalization is slow, no se
     eval "TASOC_PYTHON='$tmp/py_ortskip' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl.onnx' $ort_opt --budget 0 && grep -q '^built-ins: .* 1 additions written as Sum' '$tmp/out' && python3 -c \"import onnx, sys; g = onnx.load(sys.argv[1]).graph; by = {o: n.op_type for n in g.node for o in n.output}; sys.exit(not all(by[n.input[0]] == 'Sum' for n in g.node if n.op_type == 'LayerNormalization'))\" '$tmp/pl.onnx'"
 check "... with the search: no LayerNormalization reads an Add of two same-shape tensors any more" \
     eval "TASOC_PYTHON='$tmp/py_ortskip' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pls.onnx' $ort_opt && python3 -c \"import onnx, sys; m = onnx.shape_inference.infer_shapes(onnx.load(sys.argv[1])); g = m.graph; sh = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in list(g.value_info) + list(g.input)}; sh.update({t.name: list(t.dims) for t in g.initializer}); by = {o: n for n in g.node for o in n.output}; sys.exit(any(n.op_type == 'LayerNormalization' and by[n.input[0]].op_type == 'Add' and sh[by[n.input[0]].input[0]] == sh[by[n.input[0]].input[1]] for n in g.node))\" '$tmp/pls.onnx'"
-check "... both compute what the input computes" python3 - "$corpus/post_ln.onnx" "$tmp/pl.onnx" "$tmp/pls.onnx" <<'PY'
-import sys
-import numpy as np
-import onnxruntime as ort
-a, *bs = (ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in sys.argv[1:])
-feed = {"x": np.random.default_rng(2).standard_normal([1, 8, 16]).astype(np.float32)}
-x = a.run(None, feed)[0]
-for b in bs:
-    y = b.run(None, feed)[0]
-    assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
-PY
+check "... both compute what the input computes" python3 "$tmp/same.py" "$corpus/post_ln.onnx" "$tmp/pl.onnx" "$tmp/pls.onnx"
 check "--cost ort, the fused form as fast: no spelling changes (the analytic cost rates both alike too)" \
     eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl2.onnx' $ort_opt && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out' && status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl3.onnx' -q && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out'"
 check "--cost ort for real: --verify is on by default, the result agrees in onnxruntime" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -q '^verify: writing the ' '$tmp/out'"
-check "... and computes what the input computes" python3 - "$corpus/attention.onnx" "$tmp/real_ort.onnx" <<'PY'
-import sys
-import numpy as np
-import onnxruntime as ort
-a, b = (ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in sys.argv[1:3])
-rng = np.random.default_rng(1)
-feed = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-        for i in a.get_inputs()}
-for x, y in zip(a.run(None, feed), b.run(None, feed)):
-    assert np.max(np.abs(x - y)) <= 1e-4 * max(1.0, float(np.max(np.abs(x)))), "outputs differ"
-PY
+check "... and computes what the input computes" python3 "$tmp/same.py" "$corpus/attention.onnx" "$tmp/real_ort.onnx"
 check "--cost ort --no-verify: no onnxruntime timing of the result" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/nv.onnx' -q --cost ort --no-verify && ! grep -q '^verify:' '$tmp/out'"
 
