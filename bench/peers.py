@@ -52,7 +52,7 @@ GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGem
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
 SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
 COSTS_RE = re.compile(r"^costs: ([0-9]+) measured(?: in ([0-9.]+) s)?", re.M)
-VERIFY_RE = re.compile(r"^verify: writing the (search result|built-ins alone|input).*\(timing took ([0-9.]+) s\)$",
+VERIFY_RE = re.compile(r"^verify: writing the (search result|runner-up [0-9]|built-ins alone|input).*\(timing took ([0-9.]+) s\)$",
                        re.M)
 VROW_RE = re.compile(r"^verify: search result .*speedup ([0-9.]+)x", re.M)
 RULES_RE = re.compile(r"^rules applied: ([0-9]+)", re.M)

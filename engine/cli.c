@@ -32,7 +32,8 @@ static const char usage_text[] =
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
     "    --verify            time the input and the candidates (the search's result,\n"
-    "                        the built-in rewrites alone) in onnxruntime, alternating,\n"
+    "                        its two runners-up, the built-in rewrites alone) in\n"
+    "                        onnxruntime, alternating,\n"
     "                        and write the fastest; the input unless a candidate is\n"
     "                        faster beyond the noise (needs python3 with onnxruntime;\n"
     "                        $TASOC_PYTHON names another interpreter)\n"
@@ -356,31 +357,43 @@ static int census(const eg_graph *g) {
     return rc;
 }
 
-/* --verify: time the input file and the candidates (the search's result
- * and the built-ins alone, exported next to a.out) in onnxruntime and say
- * which to write: *pick 0 for the input, 1 for *best, 2 for the built-ins
- * alone (then *best is replaced by that graph). The temporary files go. */
-static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_graph **best, int *pick,
-                        char *err, size_t errlen) {
+/* --verify: time the input file and the candidates (the search's result,
+ * its runners-up in r, the built-ins alone; each once, exported next to
+ * a.out) in onnxruntime and say which to write: *pick 0 for the input,
+ * else the candidate now in *best (a runner-up taken from r). The
+ * temporary files go. */
+static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_search_result *r,
+                        eg_graph **best, int *pick, char *err, size_t errlen) {
+    enum { MAX_CAND = 2 + EG_SEARCH_RUNNERS };
     eg_builtin_stats st = {0};
     eg_graph *plain = eg_graph_clone(g);
-    char path[2][4096];
-    const char *paths[3] = {a->in, path[0], path[1]};
-    eg_verify_row rows[3], aa;
-    int n = 1;
+    char path[MAX_CAND][4096], names[MAX_CAND + 1][32];
+    const char *paths[MAX_CAND + 1] = {a->in};
+    int source[MAX_CAND + 1]; /* per row: -1 input, 0 best, 1.. runner k-1, MAX_CAND plain */
+    uint64_t hash[MAX_CAND];
+    eg_verify_row rows[MAX_CAND + 1], aa;
+    int n = 1, n_cand = 0;
     double secs = 0;
     eg_status rc = plain ? EG_OK : EG_ENOMEM;
     *pick = 0;
+    snprintf(names[0], sizeof names[0], "input");
     if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
     if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
     if (rc == EG_OK) rc = eg_spell(plain, cost, &st.sum_spelled, err, errlen);
-    const eg_graph *cand[2] = {*best, plain};
-    /* the search's result may be the built-ins alone: time it once */
-    uint64_t h0 = rc == EG_OK ? eg_graph_hash(*best) : 0;
-    int n_cand = rc == EG_OK && h0 && h0 == eg_graph_hash(plain) ? 1 : 2;
-    for (int k = 0; k < n_cand && rc == EG_OK; k++) {
-        snprintf(path[k], sizeof path[k], "%s.verify.%ld.%d.onnx", a->out, (long)getpid(), k);
-        rc = eg_save(path[k], cand[k], err, errlen);
+    for (int k = 0; k < 2 + r->n_runners && rc == EG_OK; k++) {
+        int src = k == 0 ? 0 : k <= r->n_runners ? k : MAX_CAND;
+        const eg_graph *c = src == 0 ? *best : src == MAX_CAND ? plain : r->runner[src - 1];
+        uint64_t h = eg_graph_hash(c);
+        int seen = 0;
+        for (int q = 0; q < n_cand; q++) seen |= h && hash[q] == h;
+        if (seen) continue; /* the same graph twice (the result may be the built-ins alone) */
+        hash[n_cand++] = h, source[n] = src;
+        if (src == 0) snprintf(names[n], sizeof names[n], "search result");
+        else if (src == MAX_CAND) snprintf(names[n], sizeof names[n], "built-ins alone");
+        else snprintf(names[n], sizeof names[n], "runner-up %d", src);
+        snprintf(path[n - 1], sizeof path[n - 1], "%s.verify.%ld.%d.onnx", a->out, (long)getpid(), n - 1);
+        paths[n] = path[n - 1];
+        rc = eg_save(path[n - 1], c, err, errlen);
         if (rc == EG_OK) n++;
     }
     if (rc == EG_OK) {
@@ -393,7 +406,6 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
         secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     }
     if (rc == EG_OK) {
-        static const char *const names[3] = {"input", "search result", "built-ins alone"};
         *pick = eg_verify_pick(rows, n, &aa);
         for (int k = 0; k < n; k++) {
             printf("verify: %-15s %8.3f ms (min %.3f)", names[k], rows[k].median_ms, rows[k].min_ms);
@@ -406,11 +418,19 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
         printf("verify: writing the %s (timing took %.2f s)\n",
                *pick ? names[*pick] : "input (no candidate measured faster)", secs);
     }
-    for (int k = 0; k + 1 < n; k++) remove(path[k]);
-    if (rc == EG_OK && *pick == 2) {
+    for (int k = 1; k < n; k++) remove(paths[k]);
+    int src = rc == EG_OK && *pick ? source[*pick] : 0;
+    if (src == MAX_CAND) { /* plain is a clone of g: it borrows nothing from *best */
         eg_free(*best);
         *best = plain;
         plain = NULL;
+    } else if (src > 0) { /* a runner-up borrows from *best's base: hand the base over */
+        eg_graph *runner = r->runner[src - 1], *base = (*best)->base;
+        r->runner[src - 1] = r->runner[--r->n_runners];
+        (*best)->base = NULL;
+        eg_free(*best);
+        if (base) eg_graph_set_base(runner, base);
+        *best = runner;
     }
     eg_free(plain);
     return rc;
@@ -442,7 +462,7 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
     int keep_input = rc == EG_OK && r.kept_input, pick = 1;
     if (rc == EG_OK && a.verify_on && !keep_input) {
-        rc = verify(&a, g, cost, &best, &pick, err, sizeof err);
+        rc = verify(&a, g, cost, &r, &best, &pick, err, sizeof err);
         keep_input = rc == EG_OK && pick == 0;
     }
     int verbatim = keep_input && !g->repaired;

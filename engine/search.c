@@ -64,6 +64,8 @@ void eg_search_opts_init(eg_search_opts *o) {
 void eg_search_result_free(eg_search_result *r) {
     free(r->applied);
     r->applied = NULL;
+    for (int k = 0; k < r->n_runners; k++) eg_free(r->runner[k]);
+    r->n_runners = 0;
 }
 
 static double now_s(void) {
@@ -156,6 +158,21 @@ static void free_graph(state *st) {
     eg_free(st->g);
     free(st->node_cost);
     st->g = NULL, st->node_cost = NULL;
+}
+
+/* Move the cheapest graphs still held, after the best, into r->runner
+ * (ties to the older graph, as in the queue). */
+static void keep_runners(search *S, int64_t best, eg_search_result *r) {
+    while (r->n_runners < EG_SEARCH_RUNNERS) {
+        int64_t pick = -1;
+        for (size_t i = 0; i < S->n; i++)
+            if ((int64_t)i != best && S->s[i].g && (pick < 0 || S->s[i].cost < S->s[pick].cost)) pick = (int64_t)i;
+        if (pick < 0) return;
+        r->runner[r->n_runners] = S->s[pick].g;
+        r->runner_cost[r->n_runners++] = S->s[pick].cost;
+        S->s[pick].g = NULL;
+        free_graph(&S->s[pick]);
+    }
 }
 
 /* @return the new state's index, or -1 out of memory (g and node_cost are
@@ -508,6 +525,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         free(R.S.s[R.best].node_cost);
         R.S.s[R.best].node_cost = NULL;
         r->cost_after = R.S.s[R.best].cost;
+        keep_runners(&R.S, R.best, r);
     }
     r->seconds = now_s() - R.t0;
     for (size_t i = 0; i < R.S.n; i++) free_graph(&R.S.s[i]);
@@ -550,6 +568,12 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK) rc = eg_search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = eg_builtin_post(out, &post_st, err, errlen);
     if (rc == EG_OK) rc = eg_spell(out, c, &post_st.sum_spelled, err, errlen);
+    for (int k = 0; k < r->n_runners && rc == EG_OK; k++) {
+        eg_builtin_stats st = {0};
+        rc = eg_builtin_post(r->runner[k], &st, err, errlen);
+        if (rc == EG_OK) rc = eg_spell(r->runner[k], c, &st.sum_spelled, err, errlen);
+        if (rc == EG_OK) r->runner_cost[k] = eg_cost_graph(c, r->runner[k]);
+    }
     if (rc == EG_OK) {
         r->pre = pre_st, r->cost_before = cost_in;
         out = pick(c, out, plain, r);
@@ -559,6 +583,10 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         eg_graph_set_base(out, pre);
         pre = NULL;
         if (!(r->cost_after < cost_in * (1 - eg_cost_noise(c)))) {
+            uint32_t *applied = r->applied;
+            r->applied = NULL;
+            eg_search_result_free(r); /* the runners-up, before the graph they borrow from */
+            r->applied = applied;
             eg_free(out);
             out = eg_graph_clone(g);
             r->kept_input = 1, r->cost_after = cost_in;
@@ -568,8 +596,8 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         }
     }
     if (rc) {
+        eg_search_result_free(r); /* before out: the runners-up borrow from pre */
         eg_free(out);
-        eg_search_result_free(r);
         out = NULL;
     }
     eg_free(plain); /* clones of pre: before it */

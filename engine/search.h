@@ -64,6 +64,7 @@
 #include "rules.h"
 
 #define EG_SEARCH_QUEUE_MAX 256
+#define EG_SEARCH_RUNNERS 2 /* runners-up kept for --verify */
 
 typedef struct {
     double alpha;      /* keep graphs under alpha x best cost (default 1.05) */
@@ -102,6 +103,16 @@ typedef struct {
                              the input file's bytes unchanged) */
     int rules_dropped;    /* eg_optimize: the rules gained nothing beyond the
                              built-ins (within the cost model's noise) */
+    int n_runners;        /* the cheapest graphs after the best that are
+                             still held when the search stops (queued, not
+                             expanded), cheapest first: candidates for a
+                             measurement (engine optimize --verify). They
+                             borrow data as the best graph does: free them
+                             (eg_search_result_free) before it. eg_optimize
+                             gives them its built-ins after the search;
+                             none when it keeps the input. */
+    eg_graph *runner[EG_SEARCH_RUNNERS];
+    double runner_cost[EG_SEARCH_RUNNERS];
 } eg_search_result;
 
 void eg_search_opts_init(eg_search_opts *o);
@@ -125,6 +136,7 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c,
                       const eg_search_opts *o, eg_graph **best, eg_search_result *r,
                       char *err, size_t errlen);
 
+/* Free what r holds: the applied counts and the runners-up. */
 void eg_search_result_free(eg_search_result *r);
 
 /* Spellings chosen by cost (spell.c): an addition read only by a layer
