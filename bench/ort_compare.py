@@ -55,7 +55,9 @@ NP_TYPES = {
 }
 
 
-def session(path, threads):
+def session(path, threads, profile=None):
+    """A session as every bench script times models: see the docstring;
+    profile, a file prefix, turns onnxruntime's profiler on."""
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
@@ -64,6 +66,10 @@ def session(path, threads):
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 

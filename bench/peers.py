@@ -34,15 +34,18 @@ Writes bench/results/peers.md, peers.jsonl and peers.png (needs matplotlib).
 onnxslim and onnxoptimizer are pip-installed on first use.
 """
 import argparse
-import glob
 import json
 import math
+import statistics
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+
+import report
+from ort_compare import session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
@@ -67,28 +70,9 @@ def need(mod, pip_name):
         return __import__(mod)
 
 
-def pct(v, q):
-    v = sorted(v)
-    x = q * (len(v) - 1)
-    lo = int(x)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (x - lo)
-
-
-def session(ort, path, threads, profile=None):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = threads
-    # Several sessions take turns in one process: a pool that spins after
-    # its run would take the cores from the next session's run.
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    if profile:
-        so.enable_profiling = True
-        so.profile_file_prefix = profile
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+def quartiles(v):
+    """25th, 50th and 75th percentiles, linearly interpolated."""
+    return statistics.quantiles(v, n=4, method="inclusive")
 
 
 def feed_of(np, s):
@@ -105,7 +89,7 @@ def feed_of(np, s):
 
 
 def headroom(np, ort, model, threads, tmp):
-    s = session(ort, model, threads, os.path.join(tmp, "prof"))
+    s = session(model, threads, os.path.join(tmp, "prof"))
     feed = feed_of(np, s)
     for _ in range(10):
         s.run(None, feed)
@@ -162,7 +146,7 @@ def prepare(tool, model, out, threads, a, tmp):
 
 
 def measure(np, ort, paths, threads, runs):
-    sessions = [session(ort, p, threads) for p in paths] + [session(ort, paths[0], threads)]
+    sessions = [session(p, threads) for p in paths] + [session(paths[0], threads)]
     feed = feed_of(np, sessions[0])
     ref = sessions[0].run(None, feed)
     errs = []
@@ -185,9 +169,8 @@ def measure(np, ort, paths, threads, runs):
             times[k].append((time.perf_counter() - t0) * 1e3)
     rows = []
     for k in range(len(sessions)):
-        r = [x / y for x, y in zip(times[0], times[k])]
-        rows.append({"ms": pct(times[k], 0.5), "speedup": pct(r, 0.5), "lo": pct(r, 0.25), "hi": pct(r, 0.75),
-                     "max_rel_err": errs[k]})
+        lo, mid, hi = quartiles([x / y for x, y in zip(times[0], times[k])])
+        rows.append({"ms": statistics.median(times[k]), "speedup": mid, "lo": lo, "hi": hi, "max_rel_err": errs[k]})
     return rows
 
 
@@ -236,14 +219,9 @@ def main():
     with open(os.path.join(res, "peers.jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.strip() or "?"
-    load = " ".join(open("/proc/loadavg").read().split()[:3])
-    lines = [
-        "# The engine against its peers in onnxruntime", "",
-        f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {head}, onnxruntime {ort.__version__}, "
-        f"{os.cpu_count()} cores; load average at the end: {load}. `python3 bench/peers.py --runs {a.runs}` "
-        "(protocol in its docstring).", "",
+    lines = report.header("The engine against its peers in onnxruntime",
+                          f"onnxruntime {ort.__version__}; `python3 bench/peers.py --runs {a.runs}` "
+                          "(protocol in its docstring).") + [
         "Speedup: input time / model time per alternating round, median [25th-75th percentile], "
         "ORT_ENABLE_ALL for every model. A/A: the input against a second session of itself (the noise). "
         "Headroom: share of onnxruntime kernel time outside Conv/Gemm/MatMul in the input. engine: "

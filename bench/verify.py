@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import report
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
           "tv_densenet121", "tv_mnasnet1_0", "hf_bert_base"]
@@ -82,13 +84,7 @@ def main():
     with open(os.path.join(res, "verify.jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.strip() or "?"
-    load = " ".join(open("/proc/loadavg").read().split()[:3])
-    lines = [
-        "# engine optimize --verify on the bench set", "",
-        f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {head}, {os.cpu_count()} cores; "
-        f"load average at the end: {load}.", "",
+    lines = report.header("engine optimize --verify on the bench set") + [
         f"`engine optimize MODEL -o OUT --verify --threads T --verify-runs {a.runs}` (analytic cost, "
         "default search limits). verify: the speedups the engine measured for its two candidates "
         "(median [25th-75th percentile] of per-round ratios) and what it wrote. confirmed: "
