@@ -22,7 +22,9 @@ max |a - b| / max |a| over the outputs, 0 for INPUT), then
     ratios INDEX  MEDIAN  LO  HI
 
 per candidate: the per-round ratio INPUT time / candidate time, its median
-and the 25th and 75th percentiles (the spread). Errors go to stderr with a
+and the 25th and 75th percentiles (the spread). A candidate onnxruntime
+refuses or fails on, or with another number of outputs, is not timed: its
+lines read 0 ms, MAX_REL_ERR inf, ratios 0 (a message on stderr says why). Errors go to stderr with a
 non-zero exit: 3 when onnxruntime or numpy is missing, 2 otherwise.
 """
 import sys
@@ -67,7 +69,14 @@ def main(argv):
              "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
              "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
     try:
-        sessions = [session(p) for p in paths] + [session(paths[0])]
+        def candidate(p):  # a candidate onnxruntime refuses is reported, not timed
+            try:
+                return session(p)
+            except Exception as e:
+                print(f"{p}: onnxruntime refuses it: {' '.join(str(e).split())[:200]}", file=sys.stderr)
+                return None
+
+        sessions = [session(paths[0])] + [candidate(p) for p in paths[1:]] + [session(paths[0])]
         rng = np.random.default_rng(0)
         feed = {}
         for inp in sessions[0].get_inputs():
@@ -84,11 +93,16 @@ def main(argv):
                 feed[inp.name] = rng.integers(0, 2, size=shape).astype(t)
         ref = sessions[0].run(None, feed)
         errs = [0.0]
-        for s, p in zip(sessions[1:-1], paths[1:]):
-            out = s.run(None, feed)
-            if len(out) != len(ref):
-                print(f"{p}: {len(out)} outputs, the input has {len(ref)}", file=sys.stderr)
-                return 2
+        for k, p in enumerate(paths[1:], 1):
+            try:
+                out = sessions[k].run(None, feed) if sessions[k] else None
+            except Exception as e:
+                print(f"{p}: onnxruntime fails on it: {' '.join(str(e).split())[:200]}", file=sys.stderr)
+                out = None
+            if out is None or len(out) != len(ref):
+                sessions[k] = None  # not comparable: never picked, not timed
+                errs.append(float("inf"))
+                continue
             e = 0.0
             for a, b in zip(ref, out):
                 a = np.asarray(a, dtype=np.float64)
@@ -101,11 +115,13 @@ def main(argv):
                 e = max(e, diff / scale if scale > 0 else diff)
             errs.append(e)
         for s in sessions:
-            for _ in range(args["--warmup"]):
+            for _ in range(args["--warmup"] if s else 0):
                 s.run(None, feed)
         times = [[] for _ in sessions]
         for _ in range(args["--runs"]):
             for k, s in enumerate(sessions):
+                if not s:
+                    continue
                 t0 = time.perf_counter()
                 s.run(None, feed)
                 times[k].append((time.perf_counter() - t0) * 1e3)
@@ -120,13 +136,13 @@ def main(argv):
         hi = min(lo + 1, len(v) - 1)
         return v[lo] + (v[hi] - v[lo]) * (x - lo)
 
-    for k, t in enumerate(times):
+    for k, t in enumerate(times):  # a candidate not timed: 0 ms, error inf, ratio 0
         idx = -1 if k == len(sessions) - 1 else k
         err = errs[k] if idx >= 0 else 0.0
-        print(f"model\t{idx}\t{pct(t, 0.5):.6g}\t{min(t):.6g}\t{err:.6g}")
+        print(f"model\t{idx}\t{pct(t, 0.5) if t else 0:.6g}\t{min(t) if t else 0:.6g}\t{err:.6g}")
     for k in range(1, len(sessions)):
         idx = -1 if k == len(sessions) - 1 else k
-        r = [a / b for a, b in zip(times[0], times[k])]
+        r = [a / b for a, b in zip(times[0], times[k])] or [0.0]
         print(f"ratios\t{idx}\t{pct(r, 0.5):.6g}\t{pct(r, 0.25):.6g}\t{pct(r, 0.75):.6g}")
     return 0
 

@@ -194,7 +194,10 @@ check "... both compute what the input computes" python3 "$tmp/same.py" "$corpus
 check "--cost ort, the fused form as fast: no spelling changes (the analytic cost rates both alike too)" \
     eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl2.onnx' $ort_opt && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out' && status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl3.onnx' -q && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out'"
 check "--cost ort for real: --verify is on by default, the result agrees in onnxruntime" \
-    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -q '^verify: writing the ' '$tmp/out'"
+    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
+printf 'garbage\n' >"$tmp/garbage.onnx"
+check "the timing helper: a candidate onnxruntime refuses is reported and never timed, the others are" \
+    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 3 '$corpus/attention.onnx' '$tmp/garbage.onnx' '$corpus/attention.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t0\t0\tinf$' '$tmp/oh' && grep -qP '^ratios\t2\t[0-9.]+' '$tmp/oh' && ! grep -qP '^ratios\t2\t0\t' '$tmp/oh' && grep -q 'garbage.onnx: onnxruntime refuses it' '$tmp/eh'"
 check "... and computes what the input computes" python3 "$tmp/same.py" "$corpus/attention.onnx" "$tmp/real_ort.onnx"
 check "--cost ort --no-verify: no onnxruntime timing of the result" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/nv.onnx' -q --cost ort --no-verify && ! grep -q '^verify:' '$tmp/out'"
