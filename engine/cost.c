@@ -728,10 +728,10 @@ double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, d
     for (int j = 0; j < g->n_nodes; j++) {
         int o = g->node[j].origin;
         double us = known && o > 0 ? known[o - 1] : -1;
-        int skip = (wo && wo[j]) || (uses && fused_into_conv(g, uses, wo, j)) ||
-                   (uses && reader && written_inside(g, uses, reader, wo, j)) || (uses && gemm_bias(g, uses, j)) ||
-                   (uses && eg_layernorm_of(g, uses, j) >= 0) || /* inside its LayerNormalization */
-                   (uses && c->kind == EG_COST_ORT && ln_after_add(g, uses, j)); /* timed with its addition */
+        /* weight-only (folded), written inside its reader, or run inside
+         * the node before it (charged with that one's group) */
+        int skip = (wo && wo[j]) || (uses && reader && written_inside(g, uses, reader, wo, j)) ||
+                   (uses && fused_follower(c, g, &x, j));
         if (!skip && us < 0) us = node_cost(c, g, j, &x);
         if (out) out[j] = us; /* -1: not costed (skipped, not known) */
         if (!skip) sum += us;
