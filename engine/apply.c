@@ -27,13 +27,8 @@ static const ten_shape *ref_shape(const ten_shape *in, const ten_shape *shape, r
     return RG_IS_INPUT(r) ? &in[r] : &shape[r];
 }
 
-/* Dst node j as the rewrite writes it (operator, parameters; inputs and
- * outputs left to the caller): a free parameter takes the value the match
- * gave it in src, a 1x1 conv is written SAME. in, shape: the rule inputs'
- * and dst values' shapes. @return EG_OK, or EG_ESHAPE when a size does not
- * evaluate. */
-static eg_status dst_node_op(const eg_graph *g, const eg_plan *p, const rg_graph *dst, int j,
-                             const eg_match *m, const ten_shape *in, const ten_shape *shape, eg_node *n) {
+eg_status eg_dst_node_op(const eg_graph *g, const eg_plan *p, const rg_graph *dst, int j,
+                         const eg_match *m, const ten_shape *in, const ten_shape *shape, eg_node *n) {
     const rg_node *dn = &dst->node[j];
     n->kind = EG_KIND_OPS;
     n->op = dn->op;
@@ -63,7 +58,7 @@ static eg_status add_dst(eg_graph *c, const eg_plan *p, const rg_graph *dst, con
         c->tensor[t].dtype = EG_DT_FLOAT;
         eg_from_ten_shape(&shape[RG_NODE(j)], &c->tensor[t].shape);
         eg_node *n = &c->node[id];
-        rc = dst_node_op(c, p, dst, j, m, in, shape, n);
+        rc = eg_dst_node_op(c, p, dst, j, m, in, shape, n);
         if (rc != EG_OK) return rc;
         for (int k = 0; k < ops_table[dn->op].arity; k++) n->in[k] = val[dn->in[k]];
         n->out[0] = t;
@@ -226,7 +221,7 @@ static eg_status dst_hash(const eg_graph *g, const rdb_rule *r, const eg_plan *p
     const rg_node *dn = &r->dst.node[j];
     eg_node n;
     memset(&n, 0, sizeof n);
-    if (dst_node_op(g, p, &r->dst, j, m, in, shape, &n) != EG_OK) return EG_ESHAPE;
+    if (eg_dst_node_op(g, p, &r->dst, j, m, in, shape, &n) != EG_OK) return EG_ESHAPE;
     n.n_in = ops_table[dn->op].arity, n.n_out = 1;
     eg_shape s0;
     eg_from_ten_shape(ref_shape(in, shape, dn->in[0]), &s0);

@@ -44,13 +44,7 @@ struct eg_cost {
     eg_cost_ort *ort;
 };
 
-/* What eg_cost_graph_nodes knows of the whole graph: the ort backend times
- * a node together with the nodes onnxruntime fuses into it. */
-typedef struct {
-    const int *uses;          /* eg_count_uses */
-    const int *reader;        /* a node reading each tensor (the only one when uses is 1) */
-    const unsigned char *wo;  /* eg_mark_weight_only, may be NULL */
-} graph_ctx;
+typedef eg_cost_ctx graph_ctx;
 
 #define MAX_GROUP 4 /* conv + bias + relu; add + layernorm + scale + shift */
 
@@ -713,25 +707,43 @@ static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *
            eg_layernorm_of(g, x->uses, j) >= 0 || (c->kind == EG_COST_ORT && ln_after_add(g, x->uses, j));
 }
 
+int eg_cost_skipped(const eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j) {
+    /* weight-only (folded), written inside its reader, or run inside the
+     * node before it (charged with that one's group) */
+    return (x->wo && x->wo[j]) || written_inside(g, x->uses, x->reader, x->wo, j) ||
+           fused_follower(c, g, x, j);
+}
+
+double eg_cost_node_in(eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j) {
+    return node_cost(c, g, j, x);
+}
+
 double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, double *out) {
     unsigned char *wo = malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
     int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
     int *reader = malloc(sizeof *reader * (size_t)(g->n_tensors ? g->n_tensors : 1));
     double sum = 0;
-    if (wo) eg_mark_weight_only(g, wo);
-    if (uses) eg_count_uses(g, uses);
-    for (int i = 0; reader && i < g->n_tensors; i++) reader[i] = -1;
-    for (int j = 0; reader && j < g->n_nodes; j++)
-        for (int k = 0; k < g->node[j].n_in; k++)
-            if (g->node[j].in[k] >= 0) reader[g->node[j].in[k]] = j;
+    if (!wo || !uses || !reader) { /* no context: every node alone, none skipped */
+        for (int j = 0; j < g->n_nodes; j++) {
+            double us = node_cost(c, g, j, NULL);
+            if (out) out[j] = us;
+            sum += us;
+        }
+        free(wo), free(uses), free(reader);
+        return sum;
+    }
+    eg_mark_weight_only(g, wo);
+    eg_count_uses(g, uses);
+    eg_last_readers(g, reader);
     graph_ctx x = {uses, reader, wo};
+    /* A node's own cost is its key's alone, except for an ort group head,
+     * whose group can change when a rewrite changes its followers: known
+     * costs are reused only where a group is one node. */
+    if (c->kind == EG_COST_ORT) known = NULL;
     for (int j = 0; j < g->n_nodes; j++) {
         int o = g->node[j].origin;
         double us = known && o > 0 ? known[o - 1] : -1;
-        /* weight-only (folded), written inside its reader, or run inside
-         * the node before it (charged with that one's group) */
-        int skip = (wo && wo[j]) || (uses && reader && written_inside(g, uses, reader, wo, j)) ||
-                   (uses && fused_follower(c, g, &x, j));
+        int skip = eg_cost_skipped(c, g, &x, j);
         if (!skip && us < 0) us = node_cost(c, g, j, &x);
         if (out) out[j] = us; /* -1: not costed (skipped, not known) */
         if (!skip) sum += us;

@@ -164,6 +164,26 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g);
  * (weight-only, fused) and was not known is not costed: out[j] is -1. */
 double eg_cost_graph_nodes(eg_cost *c, const eg_graph *g, const double *known, double *out);
 
+/* What a node's charge depends on beyond its own operator and shapes: the
+ * graph around it. The search keeps these up to date while it tries a
+ * rewrite in place (trial.c), so it can charge the nodes a rewrite touches
+ * without building the rewritten graph. */
+typedef struct {
+    const int *uses;         /* eg_count_uses */
+    const int *reader;       /* a node reading each tensor, the only one when
+                                uses is 1 (eg_last_readers) */
+    const unsigned char *wo; /* eg_mark_weight_only, may be NULL */
+} eg_cost_ctx;
+
+/* 1 when node j costs nothing of its own in context x: weight-only, written
+ * inside its reader, or run inside the node before it. eg_cost_graph_nodes
+ * charges node j eg_cost_node_in unless this holds. */
+int eg_cost_skipped(const eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j);
+
+/* Node j's cost in context x: with the ort backend, the time of j together
+ * with the nodes onnxruntime fuses into it; elsewhere eg_cost_node. */
+double eg_cost_node_in(eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j);
+
 /* Write every memoised cost to the cache path, through "PATH.tmp.PID" and
  * rename. No-op (EG_OK) when the model has no path.
  * @return EG_OK, or EG_EIO with the path in err. */

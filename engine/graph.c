@@ -545,24 +545,33 @@ void eg_count_uses(const eg_graph *g, int *uses) {
     for (int k = 0; k < g->n_outputs; k++) uses[g->output[k]]++;
 }
 
+void eg_last_readers(const eg_graph *g, int *reader) {
+    for (int i = 0; i < g->n_tensors; i++) reader[i] = -1;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->node[j].n_in; k++)
+            if (g->node[j].in[k] >= 0) reader[g->node[j].in[k]] = j;
+}
+
 /* A node is weight-only when its outputs follow from initializer values
  * and shapes alone: every input is a value (EG_TF_INIT) or the output of a
  * weight-only node, or it is an opspecs constant that reads only its
  * reference's shape. Such nodes cost nothing at run time once folded.
  * Opaque nodes never are (their meaning is unknown). */
+int eg_node_weight_only(const eg_graph *g, const eg_node *n, int before, const unsigned char *weight_only) {
+    int w = n->kind != EG_KIND_OPAQUE && n->n_out > 0;
+    if (w && !(n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_CONST)))
+        for (int k = 0; k < n->n_in && w; k++) {
+            int t = n->in[k];
+            if (t < 0) continue;
+            int p = g->tensor[t].producer;
+            w = (g->tensor[t].flags & EG_TF_INIT) || (p >= 0 && p < before && weight_only[p]);
+        }
+    return w;
+}
+
 void eg_mark_weight_only(const eg_graph *g, unsigned char *weight_only) {
-    for (int j = 0; j < g->n_nodes; j++) {
-        const eg_node *n = &g->node[j];
-        int w = n->kind != EG_KIND_OPAQUE && n->n_out > 0;
-        if (w && !(n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_CONST)))
-            for (int k = 0; k < n->n_in && w; k++) {
-                int t = n->in[k];
-                if (t < 0) continue;
-                int p = g->tensor[t].producer;
-                w = (g->tensor[t].flags & EG_TF_INIT) || (p >= 0 && p < j && weight_only[p]);
-            }
-        weight_only[j] = (unsigned char)w;
-    }
+    for (int j = 0; j < g->n_nodes; j++)
+        weight_only[j] = (unsigned char)eg_node_weight_only(g, &g->node[j], j, weight_only);
 }
 
 /* ================= structural hash ================= */
@@ -637,6 +646,19 @@ uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k) {
     for (int i = 0; i < n_in; i++) hb_i64(&h, (int64_t)in_hash[swap ? 1 - i : i]);
     uint64_t v[2] = {XXH3_64bits(h.b, h.n), (uint64_t)k};
     return XXH3_64bits(v, sizeof v);
+}
+
+uint64_t eg_node_share(const eg_node *n, const uint64_t *in_tok, const uint64_t *out_tok) {
+    int n_in = n->n_in + n->n_implicit;
+    if (n->kind == EG_KIND_OPS && n->op == OP_ENLARGE && n->n_out == 1 && n_in >= 1 && out_tok[0] == in_tok[0])
+        return 0; /* an identity enlarge: the graph without it */
+    hash_buf h = {.n = 0};
+    hash_node_op(&h, n);
+    int swap = n->kind == EG_KIND_OPS && (ops_table[n->op].flags & OPF_COMMUTATIVE) && n->n_in == 2 &&
+               n->n_implicit == 0 && in_tok[0] > in_tok[1];
+    for (int i = 0; i < n_in; i++) hb_i64(&h, (int64_t)in_tok[swap ? 1 - i : i]);
+    for (int k = 0; k < n->n_out; k++) hb_i64(&h, (int64_t)out_tok[k]);
+    return XXH3_64bits_withSeed(h.b, h.n, 0x7368617265u);
 }
 
 int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0) {

@@ -319,6 +319,12 @@ int eg_max_inputs(const eg_graph *g);
 void eg_node_out_hashes(const eg_graph *g, const eg_node *n, uint64_t *th, uint64_t *buf);
 uint64_t eg_node_hash(const eg_node *n, const uint64_t *in_hash, int k);
 int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0);
+/* Node n's share of a token hash (search.h: a graph's hash is the sum of
+ * its nodes' shares): its operator part as in eg_node_hash, its inputs'
+ * tokens in_tok (in either order for a commutative operator) and its
+ * outputs' tokens out_tok (-1 for an omitted one). An enlarge whose output
+ * token is its input's (an identity enlarge) has none: 0. */
+uint64_t eg_node_share(const eg_node *n, const uint64_t *in_tok, const uint64_t *out_tok);
 uint64_t eg_outputs_hash(const eg_graph *g, const uint64_t *out_hash);
 
 /* Add a tensor of that name (copied), dtype 0, unknown shape, no flags.
@@ -371,11 +377,18 @@ eg_status eg_toposort_at(eg_graph *g, int *cycle_node, int *cycle_in);
  * and graph outputs) into uses[n_tensors]. */
 void eg_count_uses(const eg_graph *g, int *uses);
 
+/* The last node (in node order) reading each tensor as an explicit input
+ * into reader[n_tensors], -1 for none: with uses of 1, its only reader. */
+void eg_last_readers(const eg_graph *g, int *reader);
+
 /* Flag every node whose outputs depend only on initializer values and
  * shapes (weight-only: folded to initializers after rewriting, cost 0)
  * into weight_only[n_nodes]. @pre nodes in topological order, producers
  * indexed (eg_index). */
 void eg_mark_weight_only(const eg_graph *g, unsigned char *weight_only);
+/* The rule eg_mark_weight_only applies to one node n, whose producers
+ * below `before` are flagged in weight_only already. */
+int eg_node_weight_only(const eg_graph *g, const eg_node *n, int before, const unsigned char *weight_only);
 
 /* ---- shapes and names for display ---- */
 

@@ -1,4 +1,4 @@
-/* rules_int.h - private to rules.c, match.c and apply.c: the ruleset's
+/* rules_int.h - private to rules.c, match.c, apply.c and trial.c: the ruleset's
  * layout and each rule's matching plan. Not part of the public API. */
 #ifndef EG_RULES_INT_H
 #define EG_RULES_INT_H
@@ -67,6 +67,15 @@ struct eg_ruleset {
                                         op: kids[root[op] .. root[op] + n_root[op]) */
     size_t n_tree;
 };
+
+/* Dst node j as the rewrite writes it (operator, parameters; inputs and
+ * outputs left to the caller): a free parameter takes the value the match
+ * gave it in src, a 1x1 conv is written SAME. in, shape: the rule inputs'
+ * and dst values' shapes (rg_infer_shapes). apply.c builds with it and
+ * trial.c judges with it, so both write the same node.
+ * @return EG_OK, or EG_ESHAPE when a size does not evaluate. */
+eg_status eg_dst_node_op(const eg_graph *g, const eg_plan *p, const rg_graph *dst, int j,
+                         const eg_match *m, const ten_shape *in, const ten_shape *shape, eg_node *n);
 
 /* 1 when w is a 1x1 kernel (what a rule's (enlarge 1x1 xi) guard and the
  * SAME spelling of a 1x1 conv ask for). */

@@ -50,10 +50,7 @@ eg_status eg_spell(eg_graph *g, eg_cost *c, int *n_spelled, char *err, size_t er
         goto cleanup;
     }
     eg_count_uses(g, uses);
-    for (size_t i = 0; i < nt; i++) reader[i] = -1;
-    for (int j = 0; j < g->n_nodes; j++)
-        for (int k = 0; k < g->node[j].n_in; k++)
-            if (g->node[j].in[k] >= 0) reader[g->node[j].in[k]] = j;
+    eg_last_readers(g, reader);
     eg_cost_graph_nodes(c, g, NULL, before);
     double keep = 1 - eg_cost_noise(c);
     for (int j = 0; j < g->n_nodes; j++) {
