@@ -1,8 +1,9 @@
 /* search.c - cost-based backtracking search over rule rewrites, and the
  * optimize pipeline around it (see search.h). Phases per expansion: pop
- * the cheapest queued graph, match every rule on it (frozen), apply each
- * match to a clone, then judge the clones (hash, cost, alpha) and queue
- * the survivors. */
+ * the cheapest queued state and build its graph (the parent's graph with
+ * one rewrite), match every rule on it, judge each match without building
+ * it (trial.c: cost change, token hash, alpha) and queue the survivors as
+ * (parent, match) states. */
 #include "search.h"
 
 #include <math.h>
@@ -12,17 +13,25 @@
 #include <string.h>
 #include <time.h>
 
+#include "trial.h"
+
 /* One graph the search has met. Kept for every graph (small) so the path
- * to the best graph, and the rules on it, can be read back; the graph
- * itself is kept only while it is queued or the best. */
+ * to the best graph, and the rules on it, can be read back. A state is a
+ * rewrite of its parent (parent, m) until it is built: when it is popped,
+ * looked past, or kept as the result. Its graph is kept while it is the
+ * best, held, being expanded, or the parent of states not built yet. */
 typedef struct {
-    eg_graph *g;     /* NULL once expanded or dropped (unless best) */
+    eg_graph *g;     /* NULL until built, and once nothing needs it */
     double *node_cost; /* with g: each node's cost (eg_cost_graph_nodes) */
+    uint64_t *tok;   /* with g: each tensor's token (trial.h) */
+    eg_match m;      /* the rewrite of the parent's graph that makes it */
     double cost;
     int64_t parent;  /* state index, -1 for the input */
     uint32_t rule;   /* the rule that made it from its parent */
     int queued;
     int held;        /* a look past it is pending: its graph stays */
+    int owes;        /* not built yet: counted in the parent's pending */
+    int pending;     /* children not built yet: they need this graph */
 } state;
 
 /* The queue is two binary heaps of state indices over the same states:
@@ -157,39 +166,30 @@ static int64_t heap_top(search *S, heap *h) {
 static void free_graph(state *st) {
     eg_free(st->g);
     free(st->node_cost);
-    st->g = NULL, st->node_cost = NULL;
+    free(st->tok);
+    st->g = NULL, st->node_cost = NULL, st->tok = NULL;
 }
 
-/* Move the cheapest graphs still held, after the best, into r->runner
- * (ties to the older graph, as in the queue). */
-static void keep_runners(search *S, int64_t best, eg_search_result *r) {
-    while (r->n_runners < EG_SEARCH_RUNNERS) {
-        int64_t pick = -1;
-        for (size_t i = 0; i < S->n; i++)
-            if ((int64_t)i != best && S->s[i].g && (pick < 0 || S->s[i].cost < S->s[pick].cost)) pick = (int64_t)i;
-        if (pick < 0) return;
-        r->runner[r->n_runners] = S->s[pick].g;
-        r->runner_cost[r->n_runners++] = S->s[pick].cost;
-        S->s[pick].g = NULL;
-        free_graph(&S->s[pick]);
-    }
-}
-
-/* @return the new state's index, or -1 out of memory (g and node_cost are
- * then freed). */
-static int64_t add_state(search *S, eg_graph *g, double *node_cost, double cost, int64_t parent,
-                         uint32_t rule) {
+/* A queued state: built (g, node_cost, tok) or a rewrite m of parent.
+ * @return the new state's index, or -1 out of memory (g, node_cost and tok
+ * are then freed). */
+static int64_t add_state(search *S, eg_graph *g, double *node_cost, uint64_t *tok, const eg_match *m,
+                         double cost, int64_t parent, uint32_t rule) {
     if (S->n == S->cap) {
         size_t cap = S->cap ? 2 * S->cap : 256;
         state *t = realloc(S->s, cap * sizeof *t);
         if (!t) {
             eg_free(g);
             free(node_cost);
+            free(tok);
             return -1;
         }
         S->s = t, S->cap = cap;
     }
-    S->s[S->n] = (state){g, node_cost, cost, parent, rule, 1, 0};
+    S->s[S->n] = (state){.g = g, .node_cost = node_cost, .tok = tok, .cost = cost, .parent = parent,
+                         .rule = rule, .queued = 1, .owes = !g};
+    if (m) S->s[S->n].m = *m;
+    if (!g) S->s[parent].pending++;
     if (heap_push(S, &S->lo, (int64_t)S->n) || heap_push(S, &S->hi, (int64_t)S->n)) {
         free_graph(&S->s[S->n]);
         return -1;
@@ -263,42 +263,80 @@ typedef struct {
 } run;
 
 /* A state's graph goes once nothing needs it: not queued, not the best,
- * not being expanded, not held for a look past it. */
+ * not being expanded, not held for a look past it, no child waiting to be
+ * built from it. */
 static void drop_graph(run *R, int64_t i) {
     state *st = &R->S.s[i];
-    if (!st->queued && !st->held && i != R->best && i != R->expanding) free_graph(st);
+    if (!st->queued && !st->held && !st->pending && i != R->best && i != R->expanding) free_graph(st);
 }
 
-/* Take the worst queued graph out when the queue is over its cap (its graph
- * stays while it is held). */
+/* State i will not be built from its parent: release the parent. */
+static void release_parent(run *R, int64_t i) {
+    state *st = &R->S.s[i];
+    if (!st->owes) return;
+    st->owes = 0;
+    R->S.s[st->parent].pending--;
+    drop_graph(R, st->parent);
+}
+
+/* Take the worst queued state out when the queue is over its cap (its
+ * graph stays while it is held; one not built never will be). */
 static void trim_queue(run *R) {
     search *S = &R->S;
     if (S->queued <= EG_SEARCH_QUEUE_MAX) return;
     int64_t w = heap_top(S, &S->hi);
     unqueue(S, w);
+    if (w != R->best) release_parent(R, w);
     drop_graph(R, w);
 }
 
-/* Judge one rewritten graph, new (its hash is in the seen set now): under
- * alpha x best? Queue it, drop the worst queued graph when the queue is
- * full. *queued_as: its index when it was queued, else -1.
+/* Build state i's graph from its parent's: eg_apply of its match, node
+ * costs from the parent's, tokens (eg_tok_child). A rewrite the trial
+ * passed and eg_apply refuses (not expected) leaves g NULL: *ok 0.
  * @return EG_OK or EG_ENOMEM. */
-static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, int64_t *queued_as) {
+static eg_status build_state(run *R, int64_t i, int *ok) {
+    search *S = &R->S;
+    state *st = &S->s[i];
+    *ok = 1;
+    if (st->g) return EG_OK;
+    double t = now_s();
+    const state *p = &S->s[st->parent];
+    eg_graph *g = NULL;
+    char aerr[EG_ERRLEN];
+    eg_status rc = eg_apply(R->rs, p->g, &st->m, &g, aerr, sizeof aerr);
+    if (rc == EG_OK) {
+        st->node_cost = malloc(sizeof *st->node_cost * (size_t)(g->n_nodes ? g->n_nodes : 1));
+        st->tok = malloc(sizeof *st->tok * (size_t)(g->n_tensors ? g->n_tensors : 1));
+        st->g = g;
+        if (!st->node_cost || !st->tok) rc = EG_ENOMEM;
+        else if (eg_tok_child(R->rs, p->g, p->tok, &st->m, g, st->tok) != EG_OK) rc = EG_EGRAPH;
+        else eg_cost_graph_nodes(R->c, g, p->node_cost, st->node_cost);
+        if (rc != EG_OK) free_graph(st);
+    }
+    R->r->t_apply += now_s() - t;
+    if (rc == EG_ENOMEM) return rc;
+    *ok = rc == EG_OK;
+    release_parent(R, i);
+    return EG_OK;
+}
+
+/* Judge one rewrite, new (its hash is in the seen set now) and of that
+ * cost: under alpha x best? Queue it, as match m of parent's graph (ng
+ * NULL: built when needed) or built (ng, nc, tok, which it takes), and
+ * drop the worst queued state when the queue is full. *queued_as: its
+ * index when it was queued, else -1. @return EG_OK or EG_ENOMEM. */
+static eg_status consider(run *R, const eg_match *m, eg_graph *ng, double *nc, uint64_t *tok, double cost,
+                          int64_t parent, int64_t *queued_as) {
     search *S = &R->S;
     *queued_as = -1;
-    double *nc = malloc(sizeof *nc * (size_t)(ng->n_nodes ? ng->n_nodes : 1));
-    if (!nc) {
-        eg_free(ng);
-        return EG_ENOMEM;
-    }
-    double cost = eg_cost_graph_nodes(R->c, ng, S->s[parent].node_cost, nc);
     if (cost >= R->o->alpha * S->s[R->best].cost) {
         R->r->pruned++;
         eg_free(ng);
         free(nc);
+        free(tok);
         return EG_OK;
     }
-    int64_t i = add_state(S, ng, nc, cost, parent, rule);
+    int64_t i = add_state(S, ng, nc, tok, m, cost, parent, m->rule);
     if (i < 0) return EG_ENOMEM;
     if (cost < S->s[R->best].cost) {
         int64_t old = R->best;
@@ -310,49 +348,97 @@ static eg_status consider(run *R, eg_graph *ng, int64_t parent, uint32_t rule, i
     return EG_OK;
 }
 
+/* Move the cheapest states still queued, after the best, into r->runner,
+ * built (ties to the older, as in the queue). @return EG_OK or EG_ENOMEM. */
+static eg_status keep_runners(run *R, eg_search_result *r) {
+    search *S = &R->S;
+    while (r->n_runners < EG_SEARCH_RUNNERS) {
+        int64_t pick = -1;
+        for (size_t i = 0; i < S->n; i++)
+            if ((int64_t)i != R->best && S->s[i].queued && (pick < 0 || S->s[i].cost < S->s[pick].cost))
+                pick = (int64_t)i;
+        if (pick < 0) return EG_OK;
+        int ok;
+        eg_status rc = build_state(R, pick, &ok);
+        if (rc != EG_OK) return rc;
+        unqueue(S, pick);
+        if (!ok) continue;
+        r->runner[r->n_runners] = S->s[pick].g;
+        r->runner_cost[r->n_runners++] = S->s[pick].cost;
+        S->s[pick].g = NULL;
+        free_graph(&S->s[pick]);
+    }
+    return EG_OK;
+}
+
 /* ---- rewriting the matches of one graph ---- */
 
 static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level);
 
-/* Phase 1: apply every match of L to g (state gi) and judge the results;
- * a result that costs more than gi is held when steps past it are to be
- * judged (look_next). Phase 2: judge those steps (look_ahead), then let the
- * held graphs go. Judging all of one level before any of the next keeps a
- * graph's first sighting at its shallowest level, where it is looked past.
+/* A match the trial cannot judge (EG_EUNSUPPORTED): build the graph and
+ * judge that. @return as eg_apply, with *ng, *nc, *tok, *cost, *h set on
+ * EG_OK. */
+static eg_status judge_built(run *R, int64_t gi, const eg_match *m, eg_graph **ng, double **nc, uint64_t **tok,
+                             double *cost, uint64_t *h) {
+    const state *st = &R->S.s[gi];
+    char aerr[EG_ERRLEN];
+    *nc = NULL, *tok = NULL;
+    eg_status rc = eg_apply(R->rs, st->g, m, ng, aerr, sizeof aerr);
+    if (rc != EG_OK) return rc;
+    *nc = malloc(sizeof **nc * (size_t)((*ng)->n_nodes ? (*ng)->n_nodes : 1));
+    *tok = malloc(sizeof **tok * (size_t)((*ng)->n_tensors ? (*ng)->n_tensors : 1));
+    if (!*nc || !*tok) rc = EG_ENOMEM;
+    else if (eg_tok_child(R->rs, st->g, st->tok, m, *ng, *tok) != EG_OK) rc = EG_EGRAPH;
+    if (rc == EG_OK) {
+        *cost = eg_cost_graph_nodes(R->c, *ng, st->node_cost, *nc);
+        *h = eg_tok_hash(*ng, *tok);
+        return EG_OK;
+    }
+    eg_free(*ng), free(*nc), free(*tok);
+    *ng = NULL, *nc = NULL, *tok = NULL;
+    return rc;
+}
+
+/* Phase 1: judge every match of L in state gi's graph (trial.c) and queue
+ * the new ones under alpha; a result that costs more than gi is built and
+ * held when steps past it are to be judged (look_next). Phase 2: judge
+ * those steps (look_ahead), then let the held graphs go. Judging all of one
+ * level before any of the next keeps a graph's first sighting at its
+ * shallowest level, where it is looked past.
  * @return EG_OK, EG_ENOMEM. */
-static eg_status rewrite_all(run *R, int64_t gi, const eg_graph *g, const match_list *L,
-                             int look_next, int level, int counted_ahead) {
+static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_next, int level,
+                             int counted_ahead) {
     search *S = &R->S;
+    const eg_graph *g = S->s[gi].g;
     int64_t *held = NULL;
     size_t n_held = 0;
     eg_status rc = EG_OK;
+    eg_trial *tr = NULL;
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
-    eg_hash_ctx *hx = L->n ? eg_hash_ctx_new(g) : NULL;
-    if (L->n && !hx) rc = EG_ENOMEM;
+    double t = now_s();
+    if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, &tr);
+    R->r->t_judge += now_s() - t;
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
-        /* judged before it is built: a refusal or a graph seen already
-         * costs a hash, not a rewrite */
+        const eg_match *m = &L->m[k];
         eg_graph *ng = NULL;
-        int64_t st;
-        uint64_t h = 0;
-        char aerr[EG_ERRLEN];
-        double t = now_s();
-        eg_status hr = eg_apply_hash(R->rs, hx, &L->m[k], &h);
+        double *nc = NULL, delta = 0, cost;
+        uint64_t *tok = NULL, h = 0;
+        t = now_s();
+        eg_status jr = eg_trial_judge(tr, m, &delta, &h);
         double t1 = now_s();
         R->r->t_judge += t1 - t;
-        if (hr == EG_EUNSUPPORTED) { /* not predicted: build it and hash it */
-            eg_status ar = eg_apply(R->rs, g, &L->m[k], &ng, aerr, sizeof aerr);
-            hr = ar == EG_OK && !(h = eg_graph_hash(ng)) ? EG_ENOMEM : ar;
-            t = t1, t1 = now_s();
-            R->r->t_apply += t1 - t;
+        cost = S->s[gi].cost + delta;
+        if (jr == EG_EUNSUPPORTED) {
+            jr = judge_built(R, gi, m, &ng, &nc, &tok, &cost, &h);
+            R->r->t_apply += now_s() - t1;
         }
-        int fresh = hr == EG_OK ? seen_add(S, h) : 0;
-        if (hr == EG_ENOMEM || fresh < 0) {
-            eg_free(ng);
+        int fresh = jr == EG_OK ? seen_add(S, h) : 0;
+        if (jr == EG_ENOMEM || fresh < 0) {
+            eg_free(ng), free(nc), free(tok);
             rc = EG_ENOMEM;
             break;
         }
-        if (hr != EG_OK) {
+        if (jr != EG_OK) {
             R->r->rejected++;
             continue;
         }
@@ -360,31 +446,23 @@ static eg_status rewrite_all(run *R, int64_t gi, const eg_graph *g, const match_
         R->r->looked_ahead += counted_ahead;
         if (!fresh) {
             R->r->duplicates++;
-            eg_free(ng);
+            eg_free(ng), free(nc), free(tok);
             continue;
         }
-        if (!ng) {
-            eg_status ar = eg_apply(R->rs, g, &L->m[k], &ng, aerr, sizeof aerr);
-            double t2 = now_s();
-            R->r->t_apply += t2 - t1;
-            t1 = t2;
-            if (ar == EG_ENOMEM) {
-                rc = ar;
-                break;
+        int64_t st;
+        t = now_s();
+        rc = consider(R, m, ng, nc, tok, cost, gi, &st);
+        R->r->t_judge += now_s() - t;
+        if (rc == EG_OK && look_next && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
+            int ok;
+            rc = build_state(R, st, &ok);
+            if (rc == EG_OK && ok) {
+                S->s[st].held = 1;
+                held[n_held++] = st;
             }
-            if (ar != EG_OK) { /* not expected: eg_apply_hash refuses what eg_apply refuses */
-                R->r->rejected++;
-                continue;
-            }
-        }
-        rc = consider(R, ng, gi, L->m[k].rule, &st);
-        R->r->t_judge += now_s() - t1;
-        if (rc == EG_OK && look_next && st >= 0 && S->s[st].g && S->s[st].cost > S->s[gi].cost) {
-            S->s[st].held = 1;
-            held[n_held++] = st;
         }
     }
-    eg_hash_ctx_free(hx);
+    eg_trial_free(tr);
     for (size_t k = 0; k < n_held; k++) {
         if (rc == EG_OK) rc = look_ahead(R, held[k], g, level);
         S->s[held[k]].held = 0;
@@ -434,7 +512,7 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
         R->r->t_match += now_s() - t;
         if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     }
-    if (rc == EG_OK) rc = rewrite_all(R, ci, c, &L, level + 1 < LOOK_STEPS, level + 1, 1);
+    if (rc == EG_OK) rc = rewrite_all(R, ci, &L, level + 1 < LOOK_STEPS, level + 1, 1);
     free(fresh);
     free(depth);
     free(L.m);
@@ -443,19 +521,27 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
 
 static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     search *S = &R->S;
+    int ok;
+    eg_status rc = build_state(R, i, &ok);
+    if (rc) return fail(err, errlen, rc, "search: out of memory");
+    if (!ok) { /* not expected: the trial passes what eg_apply refuses */
+        R->r->rejected++;
+        return EG_OK;
+    }
     eg_graph *g = S->s[i].g;
     R->L.n = 0;
     unsigned char *wo = malloc((size_t)(g->n_nodes ? g->n_nodes : 1));
     if (!wo) return fail(err, errlen, EG_ENOMEM, "matching rules: out of memory");
     eg_mark_weight_only(g, wo);
     R->L.weight_only = wo;
+    R->L.g = g;
     double t = now_s();
-    eg_status rc = eg_match_all(R->rs, g, collect_match, &R->L);
+    rc = eg_match_all(R->rs, g, collect_match, &R->L);
     R->r->t_match += now_s() - t;
     free(wo);
     if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
     if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
-    rc = rewrite_all(R, i, g, &R->L, 1, 0, 0);
+    rc = rewrite_all(R, i, &R->L, 1, 0, 0);
     if (rc) fail(err, errlen, rc, "search: out of memory");
     return rc;
 }
@@ -489,9 +575,10 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     eg_status rc = EG_OK;
     eg_graph *g0 = eg_graph_clone(g);
     double *nc0 = g0 ? malloc(sizeof *nc0 * (size_t)(g0->n_nodes ? g0->n_nodes : 1)) : NULL;
-    if (!g0 || !nc0 || seen_add(&R.S, eg_graph_hash(g0)) < 0 ||
-        add_state(&R.S, g0, nc0, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
-        if (R.S.n == 0) eg_free(g0), free(nc0);
+    uint64_t *tok0 = g0 ? malloc(sizeof *tok0 * (size_t)(g0->n_tensors ? g0->n_tensors : 1)) : NULL;
+    if (!g0 || !nc0 || !tok0 || eg_tensor_hashes(g0, tok0) || seen_add(&R.S, eg_tok_hash(g0, tok0)) < 0 ||
+        add_state(&R.S, g0, nc0, tok0, NULL, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
+        if (R.S.n == 0) eg_free(g0), free(nc0), free(tok0);
         rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
     }
     r->cost_before = R.S.n ? R.S.s[0].cost : 0;
@@ -515,17 +602,22 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         R.expanding = i;
         rc = expand(&R, i, err, errlen);
         R.expanding = -1;
-        if (i != R.best) free_graph(&R.S.s[i]);
+        drop_graph(&R, i);
         progress(&R);
     }
     if (rc == EG_OK && fill_applied(&R)) rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
+    int ok = 1;
+    if (rc == EG_OK && (rc = build_state(&R, R.best, &ok)) != EG_OK)
+        fail(err, errlen, rc, "search: out of memory");
+    if (rc == EG_OK && !ok) /* not expected: tests check the trial against eg_apply */
+        rc = fail(err, errlen, EG_EGRAPH, "search: internal error: the best rewrite (rule %u) did not apply",
+                  R.S.s[R.best].rule);
+    if (rc == EG_OK && (rc = keep_runners(&R, r)) != EG_OK) fail(err, errlen, rc, "search: out of memory");
     if (rc == EG_OK) {
         *best = R.S.s[R.best].g;
         R.S.s[R.best].g = NULL;
-        free(R.S.s[R.best].node_cost);
-        R.S.s[R.best].node_cost = NULL;
+        free_graph(&R.S.s[R.best]);
         r->cost_after = R.S.s[R.best].cost;
-        keep_runners(&R.S, R.best, r);
     }
     r->seconds = now_s() - R.t0;
     for (size_t i = 0; i < R.S.n; i++) free_graph(&R.S.s[i]);
