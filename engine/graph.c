@@ -341,6 +341,20 @@ static eg_status reserve(void **arr, int *cap, int n, size_t size) {
     return EG_OK;
 }
 
+eg_status eg_graph_reserve(eg_graph *g, int extra_nodes, int extra_tensors) {
+    if (g->n_nodes + extra_nodes > g->cap_nodes) {
+        eg_node *n = realloc(g->node, sizeof *n * (size_t)(g->n_nodes + extra_nodes));
+        if (!n) return EG_ENOMEM;
+        g->node = n, g->cap_nodes = g->n_nodes + extra_nodes;
+    }
+    if (g->n_tensors + extra_tensors > g->cap_tensors) {
+        eg_tensor *t = realloc(g->tensor, sizeof *t * (size_t)(g->n_tensors + extra_tensors));
+        if (!t) return EG_ENOMEM;
+        g->tensor = t, g->cap_tensors = g->n_tensors + extra_tensors;
+    }
+    return EG_OK;
+}
+
 eg_status eg_add_tensor(eg_graph *g, const char *name, int *id) {
     if (eg_names_get(g->names, name) != -1) return EG_EGRAPH;
     if (reserve((void **)&g->tensor, &g->cap_tensors, g->n_tensors, sizeof *g->tensor))

@@ -327,6 +327,11 @@ int eg_enlarge_is_identity(const eg_node *n, const eg_shape *in0);
 uint64_t eg_node_share(const eg_node *n, const uint64_t *in_tok, const uint64_t *out_tok);
 uint64_t eg_outputs_hash(const eg_graph *g, const uint64_t *out_hash);
 
+/* Room for extra_nodes more nodes and extra_tensors more tensors without
+ * moving the arrays (the slots past the counts are not initialised).
+ * @return EG_OK or EG_ENOMEM. */
+eg_status eg_graph_reserve(eg_graph *g, int extra_nodes, int extra_tensors);
+
 /* Add a tensor of that name (copied), dtype 0, unknown shape, no flags.
  * @return EG_OK with *id set, EG_EGRAPH when the name exists, EG_ENOMEM. */
 eg_status eg_add_tensor(eg_graph *g, const char *name, int *id);

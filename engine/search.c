@@ -409,14 +409,14 @@ static eg_status judge_built(run *R, int64_t gi, const eg_match *m, eg_graph **n
 static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_next, int level,
                              int counted_ahead) {
     search *S = &R->S;
-    const eg_graph *g = S->s[gi].g;
+    eg_graph *g = S->s[gi].g;
     int64_t *held = NULL;
     size_t n_held = 0;
     eg_status rc = EG_OK;
     eg_trial *tr = NULL;
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
     double t = now_s();
-    if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, &tr);
+    if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, S->s[gi].node_cost, &tr);
     R->r->t_judge += now_s() - t;
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
         const eg_match *m = &L->m[k];

@@ -1,7 +1,7 @@
 /* trial.c - judging a rewrite before it is built: token hashes and the
  * in-place trial of a match (see trial.h). A judgment runs in phases:
  * check (shapes, cycle), tokens and hash change, the rewrite made in place
- * on the working copy, the charges around it before and after, undo. */
+ * on the graph itself, the charges around it before and after, undo. */
 #include "trial.h"
 
 #include <limits.h>
@@ -11,9 +11,13 @@
 
 #include "rules_int.h"
 
-/* Scratch slots in the working copy: one per dst node, then one Identity
+/* Scratch slots past the graph's counts: one per dst node, then one Identity
  * per rule output (keep_name in apply.c). */
 #define N_SCRATCH (RG_MAX_NODES + RG_MAX_OUTPUTS)
+
+/* Downstream sets kept per trial context: a 2-output rule over pairs of
+ * nodes asks "is the second downstream of the first?" for every pair. */
+#define N_DESC 64
 
 typedef struct { /* a tensor's context before the trial touched it */
     int t, uses, reader;
@@ -29,13 +33,17 @@ struct eg_trial {
     eg_cost *c;
     const eg_graph *g;   /* the graph judged */
     const uint64_t *tok; /* its tokens */
-    eg_graph *w;         /* working copy: g's nodes, then N_SCRATCH scratch nodes */
+    eg_graph *w;         /* g itself, changed by a judgment and restored; its
+                            scratch slots (dst nodes, Identity nodes) lie
+                            past its counts, which a judgment raises */
     int nn, nt;          /* g's node and tensor counts */
     int s_node, s_tensor;  /* first scratch node, first scratch tensor in w */
     uint64_t *share;     /* [nn] eg_node_share of g's nodes */
     uint64_t out_hash;   /* eg_outputs_hash of g's output tokens */
     uint64_t hash;       /* sum of shares + out_hash */
-    double *charge;      /* [nn] each node's charge in g */
+    double *own;         /* [nn] each node's own cost (eg_cost_node_in in g) */
+    double *charge;      /* [nn] each node's charge in g: own, or 0 when skipped */
+    int regroup;         /* a kept node's own cost can change (ort groups) */
     double cost;         /* their sum */
     int *uses, *reader;  /* [w tensors] the cost context, edited by a trial */
     unsigned char *wo;   /* [w nodes] */
@@ -47,8 +55,15 @@ struct eg_trial {
     int n_st, cap_st;
     saved_slot *ss;      /* slots redirected */
     int n_ss, cap_ss;
+    int sin[N_SCRATCH][OPS_MAX_ARITY], sout[N_SCRATCH]; /* scratch nodes' in[], out[] */
+    char empty[1];       /* scratch names */
     int redirected[64];  /* readers redirected (a few; more: not judged) */
     int n_red;
+    struct {             /* nodes downstream of a node (by its index), recent ones */
+        int node;
+        unsigned char *below; /* [nn] */
+    } desc[N_DESC];
+    int n_desc, next_desc;
 };
 
 /* ---- tokens ---- */
@@ -159,22 +174,19 @@ eg_status eg_tok_child(const eg_ruleset *rs, const eg_graph *parent, const uint6
 
 /* ---- the trial context ---- */
 
+/* Room for the scratch slots past g's counts, initialised empty. */
 static eg_status add_scratch(eg_trial *t) {
     eg_graph *w = t->w;
-    char name[48];
+    if (eg_graph_reserve(w, N_SCRATCH, N_SCRATCH) != EG_OK) return EG_ENOMEM;
+    t->s_node = t->nn, t->s_tensor = t->nt;
     for (int i = 0; i < N_SCRATCH; i++) {
-        int id;
-        for (unsigned long s = (unsigned long)w->n_tensors;; s++) {
-            snprintf(name, sizeof name, "trial%lu", s);
-            if (eg_find_tensor(w, name) == -1) break;
-        }
-        if (eg_add_tensor(w, name, &id) != EG_OK) return EG_ENOMEM;
-        if (i == 0) t->s_tensor = id;
-    }
-    for (int i = 0; i < N_SCRATCH; i++) {
-        int id;
-        if (eg_add_node(w, EG_KIND_OPS, "", OPS_MAX_ARITY, 0, 1, &id) != EG_OK) return EG_ENOMEM;
-        if (i == 0) t->s_node = id;
+        eg_node *n = &w->node[t->s_node + i];
+        memset(n, 0, sizeof *n);
+        n->name = t->empty, n->in = t->sin[i], n->out = &t->sout[i], n->n_out = 1, n->borrowed = 1;
+        t->sout[i] = -1;
+        eg_tensor *v = &w->tensor[t->s_tensor + i];
+        memset(v, 0, sizeof *v);
+        v->name = t->empty, v->producer = -1, v->shape.rank = -1;
     }
     return EG_OK;
 }
@@ -207,18 +219,20 @@ static eg_status index_readers(eg_trial *t) {
     return EG_OK;
 }
 
-eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, const eg_graph *g, const uint64_t *tok,
-                       eg_trial **out) {
+eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint64_t *tok,
+                       const double *known, eg_trial **out) {
     *out = NULL;
     eg_trial *t = calloc(1, sizeof *t);
     if (!t) return EG_ENOMEM;
     t->rs = rs, t->c = c, t->g = g, t->tok = tok, t->nn = g->n_nodes, t->nt = g->n_tensors;
-    eg_status rc = (t->w = eg_graph_clone(g)) ? add_scratch(t) : EG_ENOMEM;
+    t->w = g;
+    eg_status rc = add_scratch(t);
     if (rc == EG_OK) rc = index_readers(t);
-    size_t wn = (size_t)t->w->n_nodes + 1, wt = (size_t)t->w->n_tensors + 1, nn = (size_t)t->nn + 1;
+    size_t wn = (size_t)t->nn + N_SCRATCH + 1, wt = (size_t)t->nt + N_SCRATCH + 1, nn = (size_t)t->nn + 1;
     if (rc == EG_OK) {
         t->share = malloc(sizeof *t->share * nn);
         t->charge = malloc(sizeof *t->charge * nn);
+        t->own = malloc(sizeof *t->own * nn);
         t->uses = malloc(sizeof *t->uses * wt);
         t->reader = malloc(sizeof *t->reader * wt);
         t->wo = calloc(wn, 1);
@@ -227,7 +241,7 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, const eg_graph *g, cons
         t->tmark = calloc(wt, sizeof *t->tmark);
         t->queue = malloc(sizeof *t->queue * wn);
         t->dist = malloc(sizeof *t->dist * wn);
-        if (!t->share || !t->charge || !t->uses || !t->reader || !t->wo || !t->dead || !t->seen || !t->tmark ||
+        if (!t->share || !t->charge || !t->own || !t->uses || !t->reader || !t->wo || !t->dead || !t->seen || !t->tmark ||
             !t->queue || !t->dist)
             rc = EG_ENOMEM;
     }
@@ -236,16 +250,18 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, const eg_graph *g, cons
         return rc;
     }
     eg_graph *w = t->w;
-    eg_count_uses(w, t->uses); /* scratch slots read nothing yet */
+    eg_count_uses(w, t->uses);
     eg_last_readers(w, t->reader);
     eg_mark_weight_only(g, t->wo);
     t->out_hash = outputs_hash(g, tok, -1, 0);
     t->hash = t->out_hash;
     eg_cost_ctx x = {t->uses, t->reader, t->wo};
+    t->regroup = eg_cost_kind_of(c) == EG_COST_ORT;
     for (int j = 0; j < t->nn; j++) {
         t->share[j] = node_share(&g->node[j], tok);
         t->hash += t->share[j];
-        t->charge[j] = eg_cost_skipped(c, w, &x, j) ? 0 : eg_cost_node_in(c, w, &x, j);
+        t->own[j] = known && known[j] >= 0 ? known[j] : eg_cost_node_in(c, w, &x, j);
+        t->charge[j] = eg_cost_skipped(c, w, &x, j) ? 0 : t->own[j];
         t->cost += t->charge[j];
     }
     *out = t;
@@ -257,10 +273,10 @@ uint64_t eg_trial_hash(const eg_trial *t) { return t->hash; }
 
 void eg_trial_free(eg_trial *t) {
     if (!t) return;
-    eg_free(t->w);
-    free(t->share), free(t->charge), free(t->uses), free(t->reader), free(t->wo);
+    free(t->share), free(t->charge), free(t->own), free(t->uses), free(t->reader), free(t->wo);
     free(t->dead), free(t->seen), free(t->tmark), free(t->queue), free(t->dist);
     free(t->rd_at), free(t->rd), free(t->st), free(t->ss);
+    for (int i = 0; i < t->n_desc; i++) free(t->desc[i].below);
     free(t);
 }
 
@@ -302,6 +318,41 @@ static unsigned outside_deps(eg_trial *t, const rdb_rule *r, const eg_match *m, 
     return mask;
 }
 
+/* The nodes of g downstream of node q (below[j] = 1), from the cache or
+ * one sweep in node order. @return NULL when out of memory. */
+static const unsigned char *downstream(eg_trial *t, int q) {
+    for (int i = 0; i < t->n_desc; i++)
+        if (t->desc[i].node == q) return t->desc[i].below;
+    int slot = t->n_desc < N_DESC ? t->n_desc++ : t->next_desc++ % N_DESC;
+    if (!t->desc[slot].below && !(t->desc[slot].below = malloc((size_t)t->nn + 1))) {
+        if (slot == t->n_desc - 1) t->n_desc--;
+        return NULL;
+    }
+    unsigned char *below = t->desc[slot].below;
+    const eg_graph *g = t->g;
+    memset(below, 0, (size_t)t->nn);
+    below[q] = 1;
+    for (int j = q + 1; j < t->nn; j++) {
+        const eg_node *n = &g->node[j];
+        for (int k = 0; k < n->n_in + n->n_implicit && !below[j]; k++) {
+            int p = n->in[k] >= 0 ? g->tensor[n->in[k]].producer : -1;
+            below[j] = p >= q && below[p];
+        }
+    }
+    t->desc[slot].node = q;
+    return below;
+}
+
+/* 1 when src output k feeds another src node: then a path through the
+ * match is not a path outside it, and downstream sets do not tell. */
+static int outputs_feed_src(const rdb_rule *r) {
+    for (int j = 0; j < r->src.n_nodes; j++)
+        for (int a = 0; a < ops_table[r->src.node[j].op].arity; a++)
+            for (int k = 0; k < r->src.n_outputs; k++)
+                if (r->src.node[j].in[a] == r->src.out[k]) return 1;
+    return 0;
+}
+
 /* 1 when the rewrite makes a cycle: dst output k' reads rule input i,
  * which depends on src output k, whose readers will read dst output k:
  * an edge k' -> k; a cycle of such edges is a cycle of the graph. */
@@ -314,9 +365,19 @@ static int makes_cycle(eg_trial *t, const rdb_rule *r, const eg_match *m) {
     for (int j = 0; j < r->dst.n_nodes; j++)
         for (int k = 0; k < ops_table[r->dst.node[j].op].arity; k++) reads[RG_NODE(j)] |= reads[r->dst.node[j].in[k]];
     unsigned dep[RG_MAX_INPUTS] = {0};
+    int walk = outputs_feed_src(r);
     for (int i = 0; i < r->src.n_inputs; i++) {
-        t->visit++;
-        if (m->input[i] >= 0) dep[i] = outside_deps(t, r, m, first, m->input[i]);
+        int v = m->input[i], p = v >= 0 ? t->g->tensor[v].producer : -1;
+        if (p <= first) continue; /* upstream of the whole match */
+        for (int k = 0; k < r->src.n_outputs && !walk; k++) {
+            const unsigned char *below = downstream(t, m->node[RG_NODE_INDEX(r->src.out[k])]);
+            if (!below) walk = 1; /* out of memory: walk instead */
+            else if (below[p]) dep[i] |= 1u << k;
+        }
+        if (walk) {
+            t->visit++;
+            dep[i] = outside_deps(t, r, m, first, v);
+        }
     }
     int no = r->src.n_outputs;
     unsigned reach[RG_MAX_OUTPUTS] = {0}; /* bit k of reach[k']: edge k' -> k */
@@ -364,6 +425,7 @@ static void undo(eg_trial *t) {
         t->uses[s->t] = s->uses, t->reader[s->t] = s->reader, t->w->tensor[s->t].flags = s->flags;
     }
     t->n_ss = t->n_st = t->n_red = 0;
+    t->w->n_nodes = t->nn, t->w->n_tensors = t->nt;
 }
 
 /* Put node nd (inputs in[], output tensor v) in scratch slot s. */
@@ -387,7 +449,7 @@ static eg_status place(eg_trial *t, int s, const eg_node *nd, const int *in, int
     return EG_OK;
 }
 
-/* A weight-only flag for the value of tensor v in the working copy. */
+/* A weight-only flag for the value of tensor v, rewrite made. */
 static int value_wo(const eg_trial *t, int v) {
     int p = t->w->tensor[v].producer;
     return (t->w->tensor[v].flags & EG_TF_INIT) || (p >= 0 && t->wo[p]);
@@ -420,15 +482,16 @@ static void visit(eg_trial *t, int j, int d, int *n) {
 }
 
 /* Every node within radius of the seeds already queued (queue[0 .. *n)),
- * through producers and readers before or after the rewrite. */
+ * through producers and readers before or after the rewrite (a reader
+ * redirected away from a src output is a seed, as is that output's
+ * producer: the edge between them needs no walk). */
 static void neighbourhood(eg_trial *t, int *n, int radius, int n_scratch) {
-    const eg_graph *g = t->g, *w = t->w;
+    const eg_graph *w = t->w;
     for (int h = 0; h < *n; h++) {
         int j = t->queue[h], d = t->dist[j];
         if (d >= radius) continue;
-        for (int side = 0; side < 2; side++) {
-            if (side == 0 && j >= t->nn) continue;
-            const eg_node *nd = side ? &w->node[j] : &g->node[j];
+        {
+            const eg_node *nd = &w->node[j];
             for (int k = 0; k < nd->n_in + nd->n_implicit; k++)
                 if (nd->in[k] >= 0) visit(t, w->tensor[nd->in[k]].producer, d + 1, n);
             for (int k = 0; k < nd->n_out; k++) {
@@ -468,6 +531,7 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
     /* the rewrite in place: src nodes dead, dst nodes in scratch slots,
      * outside readers of src output k redirected to dst output k */
     t->trial++;
+    w->n_nodes = t->nn + N_SCRATCH, w->n_tensors = t->nt + N_SCRATCH; /* the scratch slots, seen */
     int val[RG_MAX_REFS], n_scratch = r->dst.n_nodes;
     for (int q = 0; q < m->n_nodes; q++) {
         const eg_node *n = &g->node[m->node[q]];
@@ -535,8 +599,8 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
         w->tensor[v].flags |= keep;
         t->uses[o] -= out_slots, t->uses[v] += out_slots;
     }
-    /* readers whose input token changed: dst output k is a rule input or
-     * another output's value */
+    /* readers redirected: their share changes where their input's token
+     * does (dst output k is a rule input or another output's value) */
     for (int s = 0; s < t->n_red && rc == EG_OK; s++) {
         int j = t->redirected[s];
         const eg_node *n = &w->node[j];
@@ -545,13 +609,10 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
             rc = EG_EUNSUPPORTED;
             break;
         }
-        int changed = 0;
         for (int k = 0; k < n->n_in + n->n_implicit; k++) {
             int v = n->in[k];
             in[k] = v < 0 ? (uint64_t)-1 : v >= t->s_tensor ? vt[RG_NODE(v - t->s_tensor)] : t->tok[v];
-            changed |= in[k] != (g->node[j].in[k] < 0 ? (uint64_t)-1 : t->tok[g->node[j].in[k]]);
         }
-        if (!changed) continue;
         for (int k = 0; k < n->n_out; k++) out[k] = n->out[k] >= 0 ? t->tok[n->out[k]] : (uint64_t)-1;
         dh += eg_node_share(n, in, out) - t->share[j];
     }
@@ -582,7 +643,9 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
             if (j < t->nn) d_cost -= t->charge[j];
             if (j < t->nn && t->dead[j] == t->trial) continue;
             if (j >= t->nn && j >= t->s_node + n_scratch) continue;
-            d_cost += eg_cost_skipped(t->c, w, &x, j) ? 0 : eg_cost_node_in(t->c, w, &x, j);
+            if (eg_cost_skipped(t->c, w, &x, j)) continue;
+            /* a kept node's own cost is its key's, unless its group can change */
+            d_cost += j < t->nn && !t->regroup ? t->own[j] : eg_cost_node_in(t->c, w, &x, j);
         }
     }
     undo(t);

@@ -24,9 +24,9 @@
  *
  * Cost. A node's charge depends on its operator and shapes and on the
  * graph within a few edges of it (eg_cost_ctx: fusions, weight-only
- * inputs, uses). A trial makes the rewrite in place on a working copy of
- * the graph (dst nodes in scratch slots, readers redirected, src nodes
- * dead), charges the nodes within EG_TRIAL_RADIUS edges of what changed
+ * inputs, uses). A trial makes the rewrite in place on the graph itself
+ * (dst nodes in scratch slots past its counts, readers redirected, src
+ * nodes dead), charges the nodes within EG_TRIAL_RADIUS edges of what changed
  * before and after, and undoes it. The difference is the cost change of
  * the rewrite exactly (test_engine_rules checks it against the built
  * graph for every match of the corpus).
@@ -35,7 +35,7 @@
  *
  *     uint64_t *tok = malloc(...n_tensors...);  eg_tensor_hashes(g, tok);
  *     eg_trial *t;
- *     if (eg_trial_new(rs, c, g, tok, &t) == EG_OK) {
+ *     if (eg_trial_new(rs, c, g, tok, NULL, &t) == EG_OK) {
  *         double d; uint64_t h;
  *         if (eg_trial_judge(t, &m, &d, &h) == EG_OK)
  *             printf("%.1f us -> %.1f us\n", eg_trial_cost(t), eg_trial_cost(t) + d);
@@ -72,10 +72,13 @@ eg_status eg_tok_child(const eg_ruleset *rs, const eg_graph *parent, const uint6
                        const eg_match *m, const eg_graph *child, uint64_t *ctok);
 
 /* A trial context for graph g with tokens tok (both must outlive it, and
- * stay unchanged): a working copy of g and its cost context.
+ * nothing else may change them meanwhile): g's cost context and scratch
+ * slots past its counts (its arrays may move once, here). A judgment makes
+ * its rewrite on g itself and undoes it before it returns. known (may be
+ * NULL): g's node costs as eg_cost_graph_nodes writes them (out), reused.
  * @pre g indexed, toposorted, shapes inferred. @return EG_OK or EG_ENOMEM. */
-eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, const eg_graph *g, const uint64_t *tok,
-                       eg_trial **out);
+eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint64_t *tok,
+                       const double *known, eg_trial **out);
 
 /* g's cost, charged node by node as eg_cost_graph_nodes charges it. */
 double eg_trial_cost(const eg_trial *t);
