@@ -559,6 +559,37 @@ void eg_count_uses(const eg_graph *g, int *uses) {
     for (int k = 0; k < g->n_outputs; k++) uses[g->output[k]]++;
 }
 
+eg_status eg_reader_index(const eg_graph *g, int **start, int **list) {
+    size_t total = 0;
+    int *at = calloc((size_t)g->n_tensors + 2, sizeof *at), *rd = NULL;
+    if (!at) return EG_ENOMEM;
+    /* count, prefix-sum, fill; a node reading t twice is listed once */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int j = 0; j < g->n_nodes; j++) {
+            const eg_node *n = &g->node[j];
+            for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+                int v = n->in[k], dup = 0;
+                for (int q = 0; q < k && !dup; q++) dup = n->in[q] == v;
+                if (v < 0 || dup) continue;
+                if (pass == 0) at[v + 1]++, total++;
+                else rd[at[v]++] = j;
+            }
+        }
+        if (pass == 0) {
+            for (int v = 0; v < g->n_tensors; v++) at[v + 1] += at[v];
+            if (!(rd = malloc(sizeof *rd * (total ? total : 1)))) {
+                free(at);
+                return EG_ENOMEM;
+            }
+        } else { /* filling advanced each start to the next one's: shift back */
+            memmove(at + 1, at, sizeof *at * (size_t)g->n_tensors);
+            at[0] = 0;
+        }
+    }
+    *start = at, *list = rd;
+    return EG_OK;
+}
+
 void eg_last_readers(const eg_graph *g, int *reader) {
     for (int i = 0; i < g->n_tensors; i++) reader[i] = -1;
     for (int j = 0; j < g->n_nodes; j++)

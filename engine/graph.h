@@ -382,6 +382,11 @@ eg_status eg_toposort_at(eg_graph *g, int *cycle_node, int *cycle_in);
  * and graph outputs) into uses[n_tensors]. */
 void eg_count_uses(const eg_graph *g, int *uses);
 
+/* The readers of every tensor (explicit and implicit inputs), each node
+ * once per tensor, in node order: those of tensor t are
+ * list[start[t] .. start[t + 1]). Free both. @return EG_OK or EG_ENOMEM. */
+eg_status eg_reader_index(const eg_graph *g, int **start, int **list);
+
 /* The last node (in node order) reading each tensor as an explicit input
  * into reader[n_tensors], -1 for none: with uses of 1, its only reader. */
 void eg_last_readers(const eg_graph *g, int *reader);

@@ -125,8 +125,7 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
             if (rg_param_value(src, j, k, in, &v) != RG_OK || !param_agrees(s->g, &s->g->node[s->nm[j]], k, v))
                 return m_fail(EG_ESHAPE, err, errlen, "src node %d: size differs", j);
         }
-    char rerr[RG_ERRLEN];
-    if (rg_infer_shapes(dst, in, shape, rerr, sizeof rerr) != RG_OK)
+    if (rg_infer_shapes(dst, in, shape, NULL, 0) != RG_OK)
         return m_fail(EG_ESHAPE, err, errlen, "dst does not fit the shapes (rule input count %d)",
                       src->n_inputs);
     for (int k = 0; k < src->n_outputs; k++) {
@@ -337,46 +336,24 @@ static void tree_step(mctx *c, mstate *s, uint32_t t, int anchor) {
     }
 }
 
-/* Build the reader lists (each node once per tensor) and the per-op node
- * lists. @return EG_OK or EG_ENOMEM. */
+/* Build the reader lists (eg_reader_index) and the per-op node lists.
+ * @return EG_OK or EG_ENOMEM. */
 static eg_status build_index(mctx *c) {
     const eg_graph *g = c->g;
     size_t nt = (size_t)g->n_tensors + 1, nn = (size_t)g->n_nodes + 1;
-    size_t n_in = 1;
-    for (int j = 0; j < g->n_nodes; j++) n_in += (size_t)(g->node[j].n_in + g->node[j].n_implicit);
-    c->cstart = calloc(nt + 1, sizeof *c->cstart);
-    c->clist = malloc(sizeof *c->clist * n_in);
     c->ostart = calloc(OP_COUNT + 2, sizeof *c->ostart);
     c->olist = malloc(sizeof *c->olist * nn);
     c->uses = malloc(sizeof *c->uses * nt);
-    if (!c->cstart || !c->clist || !c->ostart || !c->olist || !c->uses) return EG_ENOMEM;
+    if (!c->ostart || !c->olist || !c->uses || eg_reader_index(g, &c->cstart, &c->clist) != EG_OK)
+        return EG_ENOMEM;
     eg_count_uses(g, c->uses);
-    /* count, prefix-sum, fill; a node reading t twice is listed once */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int j = 0; j < g->n_nodes; j++) {
-            const eg_node *n = &g->node[j];
-            for (int k = 0; k < n->n_in + n->n_implicit; k++) {
-                int t = n->in[k], dup = 0;
-                for (int q = 0; q < k && !dup; q++) dup = n->in[q] == t;
-                if (t < 0 || dup) continue;
-                if (pass == 0) c->cstart[t + 1]++;
-                else c->clist[c->cstart[t]++] = j;
-            }
-            if (n->kind == EG_KIND_OPS) {
-                if (pass == 0) c->ostart[n->op + 1]++;
-                else c->olist[c->ostart[n->op]++] = j;
-            }
-        }
-        if (pass == 0) {
-            for (int t = 0; t < g->n_tensors; t++) c->cstart[t + 1] += c->cstart[t];
-            for (int op = 0; op < OP_COUNT; op++) c->ostart[op + 1] += c->ostart[op];
-        } else { /* filling advanced each start to the next one's: shift back */
-            memmove(c->cstart + 1, c->cstart, sizeof *c->cstart * (size_t)g->n_tensors);
-            c->cstart[0] = 0;
-            memmove(c->ostart + 1, c->ostart, sizeof *c->ostart * OP_COUNT);
-            c->ostart[0] = 0;
-        }
-    }
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPS) c->ostart[g->node[j].op + 1]++;
+    for (int op = 0; op < OP_COUNT; op++) c->ostart[op + 1] += c->ostart[op];
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].kind == EG_KIND_OPS) c->olist[c->ostart[g->node[j].op]++] = j;
+    memmove(c->ostart + 1, c->ostart, sizeof *c->ostart * OP_COUNT); /* filling advanced each start */
+    c->ostart[0] = 0;
     return EG_OK;
 }
 

@@ -304,6 +304,9 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
         if (ok) strip_unit_enlarges(&r.src, &guard), strip_unit_enlarges(&r.dst, &guard);
         if (ok && make_plan(&r, &rs->plan[rs->n])) {
             rs->plan[rs->n].kernel1 = guard;
+            for (int k = 0; k < rs->plan[rs->n].n_steps; k++)
+                rs->has_scan |= rs->plan[rs->n].step[k].kind == EG_STEP_SCAN;
+            if (r.src.n_nodes > rs->max_nodes) rs->max_nodes = r.src.n_nodes;
             rs->rule[rs->n++] = r;
         } else {
             rs->n_skipped++;

@@ -1,4 +1,4 @@
-/* rules_int.h - private to rules.c, match.c, apply.c and trial.c: the ruleset's
+/* rules_int.h - private to rules.c, match.c, apply.c, trial.c and rematch.c: the ruleset's
  * layout and each rule's matching plan. Not part of the public API. */
 #ifndef EG_RULES_INT_H
 #define EG_RULES_INT_H
@@ -66,6 +66,9 @@ struct eg_ruleset {
     uint32_t root[OP_COUNT], n_root[OP_COUNT]; /* the first steps by anchor
                                         op: kids[root[op] .. root[op] + n_root[op]) */
     size_t n_tree;
+    int has_scan;                    /* a plan has a SCAN step: a match can
+                                        bind nodes anywhere (rematch.c) */
+    int max_nodes;                   /* the most src nodes of a rule */
 };
 
 /* Dst node j as the rewrite writes it (operator, parameters; inputs and

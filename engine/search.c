@@ -24,6 +24,9 @@ typedef struct {
     eg_graph *g;     /* NULL until built, and once nothing needs it */
     double *node_cost; /* with g: each node's cost (eg_cost_graph_nodes) */
     uint64_t *tok;   /* with g: each tensor's token (trial.h) */
+    eg_match *ml;    /* with g once expanded: its matches (eg_rematch uses
+                        them for its children) */
+    size_t n_ml;
     eg_match m;      /* the rewrite of the parent's graph that makes it */
     double cost;
     int64_t parent;  /* state index, -1 for the input */
@@ -167,7 +170,8 @@ static void free_graph(state *st) {
     eg_free(st->g);
     free(st->node_cost);
     free(st->tok);
-    st->g = NULL, st->node_cost = NULL, st->tok = NULL;
+    free(st->ml);
+    st->g = NULL, st->node_cost = NULL, st->tok = NULL, st->ml = NULL, st->n_ml = 0;
 }
 
 /* A queued state: built (g, node_cost, tok) or a rewrite m of parent.
@@ -292,7 +296,8 @@ static void trim_queue(run *R) {
 
 /* Build state i's graph from its parent's: eg_apply of its match, node
  * costs from the parent's, tokens (eg_tok_child). A rewrite the trial
- * passed and eg_apply refuses (not expected) leaves g NULL: *ok 0.
+ * passed and eg_apply refuses (not expected) leaves g NULL: *ok 0. The
+ * caller releases the parent (release_parent) when done with it.
  * @return EG_OK or EG_ENOMEM. */
 static eg_status build_state(run *R, int64_t i, int *ok) {
     search *S = &R->S;
@@ -316,7 +321,6 @@ static eg_status build_state(run *R, int64_t i, int *ok) {
     R->r->t_apply += now_s() - t;
     if (rc == EG_ENOMEM) return rc;
     *ok = rc == EG_OK;
-    release_parent(R, i);
     return EG_OK;
 }
 
@@ -361,6 +365,7 @@ static eg_status keep_runners(run *R, eg_search_result *r) {
         int ok;
         eg_status rc = build_state(R, pick, &ok);
         if (rc != EG_OK) return rc;
+        release_parent(R, pick);
         unqueue(S, pick);
         if (!ok) continue;
         r->runner[r->n_runners] = S->s[pick].g;
@@ -456,6 +461,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         if (rc == EG_OK && look_next && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
             int ok;
             rc = build_state(R, st, &ok);
+            release_parent(R, st);
             if (rc == EG_OK && ok) {
                 S->s[st].held = 1;
                 held[n_held++] = st;
@@ -519,12 +525,23 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     return rc;
 }
 
+/* Find every match in state i's graph: from its parent's matches when the
+ * parent is still at hand (eg_rematch), else all anew. */
+static eg_status match_state(run *R, int64_t i) {
+    search *S = &R->S;
+    const state *st = &S->s[i];
+    const state *p = st->parent >= 0 ? &S->s[st->parent] : NULL;
+    if (p && p->g && p->ml) return eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, collect_match, &R->L);
+    return eg_match_all(R->rs, st->g, collect_match, &R->L);
+}
+
 static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     search *S = &R->S;
     int ok;
     eg_status rc = build_state(R, i, &ok);
     if (rc) return fail(err, errlen, rc, "search: out of memory");
     if (!ok) { /* not expected: the trial passes what eg_apply refuses */
+        release_parent(R, i);
         R->r->rejected++;
         return EG_OK;
     }
@@ -536,14 +553,19 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     R->L.weight_only = wo;
     R->L.g = g;
     double t = now_s();
-    rc = eg_match_all(R->rs, g, collect_match, &R->L);
+    rc = match_state(R, i);
     R->r->t_match += now_s() - t;
     free(wo);
+    release_parent(R, i);
     if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
     if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
     rc = rewrite_all(R, i, &R->L, 1, 0, 0);
-    if (rc) fail(err, errlen, rc, "search: out of memory");
-    return rc;
+    if (rc) return fail(err, errlen, rc, "search: out of memory");
+    /* the state keeps its matches while its graph lives: its children's
+     * matches come from them */
+    S->s[i].ml = R->L.m, S->s[i].n_ml = R->L.n;
+    R->L.m = NULL, R->L.n = R->L.cap = 0;
+    return EG_OK;
 }
 
 static void progress(run *R) {
@@ -609,6 +631,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     int ok = 1;
     if (rc == EG_OK && (rc = build_state(&R, R.best, &ok)) != EG_OK)
         fail(err, errlen, rc, "search: out of memory");
+    if (rc == EG_OK) release_parent(&R, R.best);
     if (rc == EG_OK && !ok) /* not expected: tests check the trial against eg_apply */
         rc = fail(err, errlen, EG_EGRAPH, "search: internal error: the best rewrite (rule %u) did not apply",
                   R.S.s[R.best].rule);

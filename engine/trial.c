@@ -116,8 +116,7 @@ static eg_status dst_tokens(const eg_ruleset *rs, const eg_graph *g, const uint6
         vt[RG_IN(i)] = m->input[i] >= 0 ? tok[m->input[i]] : (uint64_t)-1;
         if (i < r->src.n_inputs && m->input[i] >= 0) eg_to_ten_shape(&g->tensor[m->input[i]].shape, &in[i]);
     }
-    char rerr[RG_ERRLEN];
-    if (rg_infer_shapes(&r->dst, in, shape, rerr, sizeof rerr) != RG_OK) return EG_ESHAPE;
+    if (rg_infer_shapes(&r->dst, in, shape, NULL, 0) != RG_OK) return EG_ESHAPE;
     for (int i = 0; i < RG_MAX_INPUTS; i++) shape[RG_IN(i)] = in[i];
     for (int j = 0; j < r->dst.n_nodes; j++) {
         const rg_node *dn = &r->dst.node[j];
@@ -191,34 +190,6 @@ static eg_status add_scratch(eg_trial *t) {
     return EG_OK;
 }
 
-/* Readers of each tensor of g, each node once per tensor. */
-static eg_status index_readers(eg_trial *t) {
-    const eg_graph *g = t->g;
-    t->rd_at = calloc((size_t)t->nt + 2, sizeof *t->rd_at);
-    if (!t->rd_at) return EG_ENOMEM;
-    size_t total = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int j = 0; j < g->n_nodes; j++) {
-            const eg_node *n = &g->node[j];
-            for (int k = 0; k < n->n_in + n->n_implicit; k++) {
-                int v = n->in[k], dup = 0;
-                for (int q = 0; q < k && !dup; q++) dup = n->in[q] == v;
-                if (v < 0 || dup) continue;
-                if (pass == 0) t->rd_at[v + 1]++, total++;
-                else t->rd[t->rd_at[v]++] = j;
-            }
-        }
-        if (pass == 0) {
-            for (int v = 0; v < t->nt; v++) t->rd_at[v + 1] += t->rd_at[v];
-            if (!(t->rd = malloc(sizeof *t->rd * (total ? total : 1)))) return EG_ENOMEM;
-        } else { /* rd_at[v] now points at the end of v's readers: shift back */
-            for (int v = t->nt; v > 0; v--) t->rd_at[v] = t->rd_at[v - 1];
-            t->rd_at[0] = 0;
-        }
-    }
-    return EG_OK;
-}
-
 eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint64_t *tok,
                        const double *known, eg_trial **out) {
     *out = NULL;
@@ -227,7 +198,7 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
     t->rs = rs, t->c = c, t->g = g, t->tok = tok, t->nn = g->n_nodes, t->nt = g->n_tensors;
     t->w = g;
     eg_status rc = add_scratch(t);
-    if (rc == EG_OK) rc = index_readers(t);
+    if (rc == EG_OK) rc = eg_reader_index(g, &t->rd_at, &t->rd);
     size_t wn = (size_t)t->nn + N_SCRATCH + 1, wt = (size_t)t->nt + N_SCRATCH + 1, nn = (size_t)t->nn + 1;
     if (rc == EG_OK) {
         t->share = malloc(sizeof *t->share * nn);

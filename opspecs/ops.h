@@ -305,7 +305,9 @@ void ops_digest(uint8_t out[16]);
  * @pre param has ops_table[op].n_params meaningful entries, in has arity
  *      entries.
  * @return OPS_OK and *out set; or OPS_ESHAPE / OPS_EPARAM with a one-line
- *         message in err (names the operator and the offending dims). */
+ *         message in err (names the operator and the offending dims); err
+ *         may be NULL (no message: the engine's matcher asks only yes or
+ *         no, tens of thousands of times a second). */
 ops_status ops_infer_shape(ops_op op, const int32_t *param,
                            const ten_shape *in, ten_shape *out,
                            char err[OPS_ERRLEN]);

@@ -22,11 +22,12 @@
 /* Kernel sizes fit in a byte each (OPS_KERNEL packs them). */
 #define KERNEL_MAX 255
 
-/* Write "op [in0] [in1]: reason" into err and return rc. */
+/* Write "op [in0] [in1]: reason" into err (unless NULL) and return rc. */
 SHAPE_PRINTF(5, 6)
 static ops_status fail(ops_op op, ops_status rc, const ten_shape *in,
                        char err[OPS_ERRLEN], const char *fmt, ...) {
     char sbuf[64];
+    if (!err) return rc;
     int n = snprintf(err, OPS_ERRLEN, "%s", ops_table[op].name);
     for (int i = 0; i < ops_table[op].arity && n < OPS_ERRLEN; i++)
         n += snprintf(err + n, (size_t)(OPS_ERRLEN - n), " %s",
@@ -363,7 +364,7 @@ static ops_status dispatch(ops_op op, const int32_t *p, const ten_shape *in,
     case OPS_FORM_KMUL: return shape_kmul(op, in, out, err);
     case OPS_FORM_COUNT: break;
     }
-    snprintf(err, OPS_ERRLEN, "unknown operator %d", (int)op);
+    if (err) snprintf(err, OPS_ERRLEN, "unknown operator %d", (int)op);
     return OPS_EPARAM;
 }
 
@@ -372,14 +373,15 @@ ops_status ops_infer_shape(ops_op op, const int32_t *param,
                            char err[OPS_ERRLEN]) {
     char sbuf[64];
     if ((unsigned)op >= OP_COUNT) {
-        snprintf(err, OPS_ERRLEN, "unknown operator %d", (int)op);
+        if (err) snprintf(err, OPS_ERRLEN, "unknown operator %d", (int)op);
         return OPS_EPARAM;
     }
     /* Inputs first, so the per-operator rules may index dims freely. */
     for (int i = 0; i < ops_table[op].arity; i++)
         if (!ten_shape_valid(&in[i]) || !numel_ok(&in[i])) {
-            snprintf(err, OPS_ERRLEN, "%s: input %d has invalid shape %s",
-                     ops_table[op].name, i, ten_shape_str(&in[i], sbuf));
+            if (err)
+                snprintf(err, OPS_ERRLEN, "%s: input %d has invalid shape %s",
+                         ops_table[op].name, i, ten_shape_str(&in[i], sbuf));
             return OPS_ESHAPE;
         }
     ops_status rc = dispatch(op, param, in, out, err);

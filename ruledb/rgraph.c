@@ -153,7 +153,7 @@ rg_status rg_infer_shapes(const rg_graph *g, const ten_shape *in,
         rg_status rc = resolve_params(g, j, in, p, err, errlen);
         if (rc != RG_OK) return rc;
         for (int k = 0; k < ops_table[n->op].arity; k++) ins[k] = shape[n->in[k]];
-        if (ops_infer_shape(n->op, p, ins, &shape[RG_NODE(j)], operr) != OPS_OK)
+        if (ops_infer_shape(n->op, p, ins, &shape[RG_NODE(j)], err ? operr : NULL) != OPS_OK)
             return fail(RG_ESHAPE, err, errlen, "node %d (%s): %s", j,
                         ops_table[n->op].name, operr);
     }

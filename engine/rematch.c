@@ -1,0 +1,130 @@
+/* rematch.c - the matches of a rewritten graph from its parent's
+ * (eg_rematch, rules.h). A rewrite changes a few nodes; every match that
+ * binds none of them is the parent's, and the new ones are found by
+ * matching anchored near them. In phases: map the parent's nodes to the
+ * child's, mark what the rewrite touched, keep the parent's matches clear
+ * of it, match around it. */
+#include "rules_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const unsigned char *touched;
+    eg_match_fn fn;
+    void *arg;
+} touching;
+
+/* Report a match found near the rewrite only if it binds a touched node:
+ * the others are the parent's, reported already. */
+static int report_touching(const eg_match *m, void *arg) {
+    const touching *x = arg;
+    for (int j = 0; j < m->n_nodes; j++)
+        if (x->touched[m->node[j]]) return x->fn(m, x->arg);
+    return 0;
+}
+
+/* Touched nodes of the child c (origin: 1 + the parent p's node index):
+ * new ones; ones whose inputs or weight-only flag changed; producers of
+ * tensors whose readers or graph-output flags changed. */
+static void mark_touched(const eg_graph *p, const eg_graph *c, const unsigned char *p_wo, const unsigned char *c_wo,
+                         const int *p2c, unsigned char *changed, unsigned char *touched) {
+    for (int j = 0; j < p->n_nodes; j++) /* removed: its inputs lose a reader */
+        if (p2c[j] < 0)
+            for (int k = 0; k < p->node[j].n_in + p->node[j].n_implicit; k++)
+                if (p->node[j].in[k] >= 0) changed[p->node[j].in[k]] = 1;
+    for (int j = 0; j < c->n_nodes; j++) {
+        const eg_node *n = &c->node[j];
+        int o = n->origin - 1;
+        const eg_node *was = o >= 0 ? &p->node[o] : NULL;
+        int diff = !was || was->n_in != n->n_in || was->n_implicit != n->n_implicit || p_wo[o] != c_wo[j];
+        for (int k = 0; was && !diff && k < n->n_in + n->n_implicit; k++) diff = was->in[k] != n->in[k];
+        touched[j] = (unsigned char)diff;
+        for (int k = 0; diff && k < n->n_in + n->n_implicit; k++) {
+            if (n->in[k] >= 0) changed[n->in[k]] = 1;
+            if (was && k < was->n_in + was->n_implicit && was->in[k] >= 0) changed[was->in[k]] = 1;
+        }
+    }
+    for (int t = 0; t < p->n_tensors && t < c->n_tensors; t++)
+        if ((p->tensor[t].flags ^ c->tensor[t].flags) & (EG_TF_OUTPUT | EG_TF_PINNED)) changed[t] = 1;
+    for (int t = p->n_tensors; t < c->n_tensors; t++) changed[t] = 1;
+    for (int j = 0; j < c->n_nodes; j++)
+        for (int k = 0; k < c->node[j].n_out; k++)
+            if (c->node[j].out[k] >= 0 && changed[c->node[j].out[k]]) touched[j] = 1;
+}
+
+/* The nodes a match binding a touched node can be anchored at. A match is
+ * found from its anchor one node at a time, each next to one bound
+ * already: the producer of a bound node's input, or a reader of a bound
+ * value (an input or a bound node's output). So the anchor is at most
+ * n_nodes - 1 such steps from any node it binds, in the other direction:
+ * a reader of the node's output, the producer or a reader of its input.
+ * Marked: every node that many steps from a touched one. */
+static void mark_anchors(const eg_ruleset *rs, const eg_graph *c, const int *at, const int *rd,
+                         const unsigned char *touched, unsigned char *anchor, int *queue) {
+    int n = 0;
+    for (int j = 0; j < c->n_nodes; j++) {
+        anchor[j] = touched[j];
+        if (touched[j]) queue[n++] = j;
+    }
+    for (int round = 1, from = 0; round < rs->max_nodes && from < n; round++) {
+        int to = n;
+        for (int h = from; h < to; h++) {
+            const eg_node *nd = &c->node[queue[h]];
+            for (int side = 0; side < 2; side++) {
+                int cnt = side ? nd->n_out : nd->n_in + nd->n_implicit;
+                for (int k = 0; k < cnt; k++) {
+                    int v = side ? nd->out[k] : nd->in[k];
+                    if (v < 0) continue;
+                    int p = c->tensor[v].producer;
+                    if (!side && p >= 0 && !anchor[p]) anchor[p] = 1, queue[n++] = p;
+                    for (int i = at[v]; i < at[v + 1]; i++)
+                        if (!anchor[rd[i]]) anchor[rd[i]] = 1, queue[n++] = rd[i];
+                }
+            }
+        }
+        from = to;
+    }
+}
+
+eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
+                     const eg_graph *child, eg_match_fn fn, void *arg) {
+    if (rs->has_scan) return eg_match_all(rs, child, fn, arg); /* a match can bind any node */
+    size_t pn = (size_t)parent->n_nodes + 1, cn = (size_t)child->n_nodes + 1, ct = (size_t)child->n_tensors + 1;
+    int *p2c = malloc(sizeof *p2c * pn), *queue = malloc(sizeof *queue * cn), *at = NULL, *rd = NULL;
+    unsigned char *p_wo = malloc(pn), *c_wo = malloc(cn), *changed = calloc(ct, 1);
+    unsigned char *touched = calloc(cn, 1), *anchor = malloc(cn);
+    eg_status rc = p2c && queue && p_wo && c_wo && changed && touched && anchor ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) rc = eg_reader_index(child, &at, &rd);
+    if (rc == EG_OK) {
+        for (int j = 0; j < parent->n_nodes; j++) p2c[j] = -1;
+        for (int j = 0; j < child->n_nodes; j++) {
+            int o = child->node[j].origin - 1;
+            if (o >= 0 && o < parent->n_nodes) p2c[o] = j;
+        }
+        eg_mark_weight_only(parent, p_wo);
+        eg_mark_weight_only(child, c_wo);
+        mark_touched(parent, child, p_wo, c_wo, p2c, changed, touched);
+        /* the parent's matches that bind nothing touched, in its order */
+        int stop = 0;
+        for (size_t i = 0; i < n_pm && !stop; i++) {
+            eg_match m = pm[i];
+            int keep = 1;
+            for (int j = 0; j < m.n_nodes && keep; j++) {
+                int q = p2c[m.node[j]];
+                keep = q >= 0 && !touched[q];
+                m.node[j] = q;
+            }
+            if (keep) stop = fn(&m, arg);
+        }
+        /* the ones that bind a touched node, found around them */
+        if (!stop) {
+            mark_anchors(rs, child, at, rd, touched, anchor, queue);
+            touching x = {touched, fn, arg};
+            rc = eg_match_anchored(rs, child, anchor, report_touching, &x);
+        }
+    }
+    free(p2c), free(queue), free(at), free(rd), free(p_wo), free(c_wo), free(changed);
+    free(touched), free(anchor);
+    return rc;
+}
