@@ -1000,6 +1000,102 @@ static void test_trial(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* ================= matches from the parent's ================= */
+
+typedef struct {
+    eg_match *m;
+    size_t n, cap;
+} mlist;
+
+static int mlist_add(const eg_match *m, void *arg) {
+    mlist *l = arg;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->m = realloc(l->m, l->cap * sizeof *l->m);
+        assert_non_null(l->m);
+    }
+    l->m[l->n++] = *m;
+    return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* A match as a set: its rule and its nodes sorted (a 2-output match may be
+ * found in either orientation). */
+static int cmp_match_set(const void *a, const void *b) {
+    const eg_match *x = a, *y = b;
+    if (x->rule != y->rule) return x->rule < y->rule ? -1 : 1;
+    for (int j = 0; j < x->n_nodes; j++)
+        if (x->node[j] != y->node[j]) return x->node[j] < y->node[j] ? -1 : 1;
+    return 0;
+}
+
+static void as_sets(mlist *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        qsort(l->m[i].node, (size_t)l->m[i].n_nodes, sizeof(int), cmp_int);
+        memset(l->m[i].input, 0, sizeof l->m[i].input);
+    }
+    qsort(l->m, l->n, sizeof *l->m, cmp_match_set);
+}
+
+/* Along a chain of rewrites (every 7th match of each graph in turn), the
+ * matches eg_rematch derives from the parent's are exactly eg_match_all's
+ * on the child. Returns the number of graphs compared. */
+static int rematch_chain(const eg_ruleset *rs, eg_graph *g, int steps) {
+    mlist pl = {0};
+    char err[EG_ERRLEN];
+    int compared = 0;
+    assert_int_equal(eg_match_all(rs, g, mlist_add, &pl), EG_OK);
+    eg_graph *keep[64] = {0};
+    for (int d = 0; d < steps && d < 64 && pl.n; d++) {
+        eg_graph *h = NULL;
+        for (size_t k = (size_t)d * 7 % pl.n, tries = 0; !h && tries < pl.n; k = (k + 1) % pl.n, tries++)
+            if (eg_apply(rs, g, &pl.m[k], &h, err, sizeof err) != EG_OK) h = NULL;
+        if (!h) break;
+        mlist full = {0}, inc = {0}, sets = {0};
+        assert_int_equal(eg_match_all(rs, h, mlist_add, &full), EG_OK);
+        assert_int_equal(eg_rematch(rs, g, pl.m, pl.n, h, mlist_add, &inc), EG_OK);
+        sets.n = sets.cap = inc.n;
+        sets.m = malloc(sizeof *sets.m * (inc.n + 1));
+        assert_non_null(sets.m);
+        memcpy(sets.m, inc.m, sizeof *inc.m * inc.n);
+        as_sets(&full), as_sets(&sets);
+        assert_int_equal(full.n, sets.n);
+        for (size_t i = 0; i < full.n; i++) assert_int_equal(cmp_match_set(&full.m[i], &sets.m[i]), 0);
+        compared++;
+        free(full.m), free(sets.m), free(pl.m);
+        pl = inc;
+        keep[d] = h; /* each graph borrows from the one before: free them last first */
+        g = h;
+    }
+    for (int d = 63; d >= 0; d--) eg_free(keep[d]);
+    free(pl.m);
+    return compared;
+}
+
+static void test_rematch(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN], path[160];
+    assert_int_equal(eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err), EG_OK);
+    eg_graph *g = big_graph(8);
+    int compared = rematch_chain(rs, g, 12);
+    eg_free(g);
+    static const char *const files[] = {"attention.onnx", "convs.onnx", "mixed.onnx", "transformer.onnx",
+                                        "legal_dense.onnx", "legal_sum.onnx", "post_ln.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", files[i]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        compared += rematch_chain(rs, g, 8);
+        eg_free(g);
+    }
+    print_message("# rematch: %d rewritten graphs, the same matches as matching anew\n", compared);
+    assert_true(compared > 30);
+    eg_ruleset_free(rs);
+}
+
 /* A free parameter (ops.h) matches any value, but one value wherever the
  * rule writes the same label; a rule whose dst writes a label src does
  * not is not usable. */
@@ -1089,6 +1185,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shipped);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_trial);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_rematch);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_free_params);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
