@@ -1083,6 +1083,14 @@ static void test_rematch(void **state) {
     eg_graph *g = big_graph(8);
     int compared = rematch_chain(rs, g, 12);
     eg_free(g);
+    /* DenseNet's growing concats: rules whose second output is found as a
+     * reader of a reader of a shared value, two steps from the anchor */
+    g = build("in a 1 2 4 4; in b 1 2 4 4; in c 1 2 4 4; in d 1 2 4 4; in e 1 2 4 4;"
+              "p = concat 1 a b; q = concat 1 c b; r = concat 1 q d; s = concat 1 r e;"
+              "t = concat 1 p e; u = concat 1 s a; v = relu t; w = relu u; x = concat 1 c d;"
+              "y = concat 1 x b; out v; out w; out y");
+    compared += rematch_chain(rs, g, 20);
+    eg_free(g);
     static const char *const files[] = {"attention.onnx", "convs.onnx", "mixed.onnx", "transformer.onnx",
                                         "legal_dense.onnx", "legal_sum.onnx", "post_ln.onnx"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
