@@ -10,8 +10,8 @@
 #include <string.h>
 
 typedef struct {
-    const unsigned char *touched;
-    eg_match_fn fn;
+    const unsigned char *touched; /* NULL: report every match (all new) */
+    eg_rematch_fn fn;
     void *arg;
 } touching;
 
@@ -20,7 +20,7 @@ typedef struct {
 static int report_touching(const eg_match *m, void *arg) {
     const touching *x = arg;
     for (int j = 0; j < m->n_nodes; j++)
-        if (x->touched[m->node[j]]) return x->fn(m, x->arg);
+        if (!x->touched || x->touched[m->node[j]]) return x->fn(m, EG_REMATCH_NEW, x->arg);
     return 0;
 }
 
@@ -88,8 +88,12 @@ static void mark_anchors(const eg_ruleset *rs, const eg_graph *c, const int *at,
 }
 
 eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
-                     const eg_graph *child, eg_match_fn fn, void *arg) {
-    if (rs->has_scan) return eg_match_all(rs, child, fn, arg); /* a match can bind any node */
+                     const eg_graph *child, unsigned char *touched_out, eg_rematch_fn fn, void *arg) {
+    if (rs->has_scan) { /* a match can bind any node */
+        touching all = {NULL, fn, arg};
+        if (touched_out) memset(touched_out, 1, (size_t)child->n_nodes);
+        return eg_match_all(rs, child, report_touching, &all);
+    }
     size_t pn = (size_t)parent->n_nodes + 1, cn = (size_t)child->n_nodes + 1, ct = (size_t)child->n_tensors + 1;
     int *p2c = malloc(sizeof *p2c * pn), *queue = malloc(sizeof *queue * cn), *at = NULL, *rd = NULL;
     unsigned char *p_wo = malloc(pn), *c_wo = malloc(cn), *changed = calloc(ct, 1);
@@ -105,6 +109,7 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
         eg_mark_weight_only(parent, p_wo);
         eg_mark_weight_only(child, c_wo);
         mark_touched(parent, child, p_wo, c_wo, p2c, changed, touched);
+        if (touched_out) memcpy(touched_out, touched, (size_t)child->n_nodes);
         /* the parent's matches that bind nothing touched, in its order */
         int stop = 0;
         for (size_t i = 0; i < n_pm && !stop; i++) {
@@ -115,7 +120,7 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
                 keep = q >= 0 && !touched[q];
                 m.node[j] = q;
             }
-            if (keep) stop = fn(&m, arg);
+            if (keep) stop = fn(&m, i, arg);
         }
         /* the ones that bind a touched node, found around them */
         if (!stop) {

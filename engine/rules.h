@@ -118,14 +118,18 @@ eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsig
  * parent's matches pm[n_pm] (every match eg_match_all reports in parent,
  * less any the caller leaves out for a reason that holds in the child as
  * well): those that bind no node the rewrite touched (new nodes, changed
- * inputs, changed readers), in pm's order, then those found by
- * eg_match_anchored around the touched nodes that bind one. The same set
- * as eg_match_all on child, but the order. A ruleset with a rule whose src
- * is not connected falls back to eg_match_all.
+ * inputs, changed readers), in pm's order, with from = their index in pm;
+ * then those found by eg_match_anchored around the touched nodes that bind
+ * one, with from = EG_REMATCH_NEW. The same set as eg_match_all on child,
+ * but the order. touched (may be NULL; child->n_nodes entries) receives
+ * the touched nodes. A ruleset with a rule whose src is not connected
+ * falls back to eg_match_all (every match new, every node touched).
  * @pre child = eg_apply(rs, parent, ...), both unchanged since.
  * @return EG_OK (also when fn stopped early) or EG_ENOMEM. */
+#define EG_REMATCH_NEW ((size_t)-1)
+typedef int (*eg_rematch_fn)(const eg_match *m, size_t from, void *arg);
 eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
-                     const eg_graph *child, eg_match_fn fn, void *arg);
+                     const eg_graph *child, unsigned char *touched, eg_rematch_fn fn, void *arg);
 
 /* Check that m is a valid match of its rule in g (as eg_match_all would
  * report it, apart from the 2-output de-duplication).

@@ -26,6 +26,7 @@ typedef struct {
     uint64_t *tok;   /* with g: each tensor's token (trial.h) */
     eg_match *ml;    /* with g once expanded: its matches (eg_rematch uses
                         them for its children) */
+    struct judgment *jl; /* with ml: how each was judged */
     size_t n_ml;
     eg_match m;      /* the rewrite of the parent's graph that makes it */
     double cost;
@@ -171,7 +172,8 @@ static void free_graph(state *st) {
     free(st->node_cost);
     free(st->tok);
     free(st->ml);
-    st->g = NULL, st->node_cost = NULL, st->tok = NULL, st->ml = NULL, st->n_ml = 0;
+    free(st->jl);
+    st->g = NULL, st->node_cost = NULL, st->tok = NULL, st->ml = NULL, st->jl = NULL, st->n_ml = 0;
 }
 
 /* A queued state: built (g, node_cost, tok) or a rewrite m of parent.
@@ -215,16 +217,29 @@ typedef struct {
     const unsigned char *weight_only; /* per node of g (eg_mark_weight_only) */
     const unsigned char *fresh;       /* NULL, or per node: only matches using one */
     eg_match *m;
+    size_t *from; /* [n]: the parent's match it is (eg_rematch), or EG_REMATCH_NEW */
     size_t n, cap;
     int oom;
 } match_list;
+
+/* How a match was judged, kept with a graph's matches so the same match in
+ * a child, far from what the child's rewrite touched, is judged alike
+ * without a trial (eg_trial_reach). */
+enum { J_OK, J_SHAPE, J_OTHER };
+typedef struct judgment {
+    double delta; /* cost change (J_OK) */
+    uint64_t dh;  /* token hash change (J_OK) */
+    int verdict;  /* J_OK; J_SHAPE: eg_apply refuses its shapes; J_OTHER:
+                     a cycle, not judged by the trial, or unknown: judge
+                     it again */
+} judgment;
 
 /* Collect a match, unless it rewrites only weight-only nodes: such an
  * expression is folded into initializers on export, so all its rewrites
  * cost the same, and there are endless ones ((ones x) => (relu (ones x)),
  * a new bias vector (ewadd b1 b2) written another way ...): a plateau the
  * budget would be spent on. */
-static int collect_match(const eg_match *m, void *arg) {
+static int collect_from(const eg_match *m, size_t from, void *arg) {
     match_list *L = arg;
     int all_weights = 1, uses_fresh = !L->fresh;
     for (int j = 0; j < m->n_nodes; j++) {
@@ -235,14 +250,21 @@ static int collect_match(const eg_match *m, void *arg) {
     if (L->n == L->cap) {
         size_t cap = L->cap ? 2 * L->cap : 64;
         eg_match *t = realloc(L->m, cap * sizeof *t);
-        if (!t) {
+        size_t *f = t ? realloc(L->from, cap * sizeof *f) : NULL;
+        if (t) L->m = t;
+        if (!f) {
             L->oom = 1;
             return 1;
         }
-        L->m = t, L->cap = cap;
+        L->from = f, L->cap = cap;
     }
+    L->from[L->n] = from;
     L->m[L->n++] = *m;
     return 0;
+}
+
+static int collect_match(const eg_match *m, void *arg) {
+    return collect_from(m, EG_REMATCH_NEW, arg);
 }
 
 /* How far below a node the rewrite created a match may be rooted and
@@ -262,6 +284,9 @@ typedef struct {
     eg_search_result *r;
     int64_t best;
     int64_t expanding; /* the state whose graph the matches point into */
+    const judgment *inherit;       /* the parent's judgments of its matches,
+                                      while an expansion judges its own */
+    const unsigned char *touched;  /* with inherit: nodes its rewrite touched */
     double t0, next_progress;
     match_list L;
 } run;
@@ -380,6 +405,20 @@ static eg_status keep_runners(run *R, eg_search_result *r) {
 
 static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level);
 
+/* 1 when m binds no node near what the last rewrite touched (dirty) and
+ * no rule input comes after its first node (so no cycle can close through
+ * it): then a judgment of m in the parent holds here. */
+static int far_from(const eg_graph *g, const eg_match *m, const unsigned char *dirty) {
+    int first = g->n_nodes;
+    for (int j = 0; j < m->n_nodes; j++) {
+        if (dirty[m->node[j]]) return 0;
+        if (m->node[j] < first) first = m->node[j];
+    }
+    for (int i = 0; i < RG_MAX_INPUTS; i++)
+        if (m->input[i] >= 0 && g->tensor[m->input[i]].producer > first) return 0;
+    return 1;
+}
+
 /* A match the trial cannot judge (EG_EUNSUPPORTED): build the graph and
  * judge that. @return as eg_apply, with *ng, *nc, *tok, *cost, *h set on
  * EG_OK. */
@@ -419,9 +458,17 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
     size_t n_held = 0;
     eg_status rc = EG_OK;
     eg_trial *tr = NULL;
+    judgment *jl = NULL;            /* an expansion keeps its judgments */
+    unsigned char *dirty = NULL;    /* nodes whose matches are judged again */
+    const judgment *inherit = level == 0 ? R->inherit : NULL;
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
+    if (rc == EG_OK && level == 0 && L->n && !(jl = malloc(L->n * sizeof *jl))) rc = EG_ENOMEM;
     double t = now_s();
     if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, S->s[gi].node_cost, &tr);
+    if (rc == EG_OK && inherit) {
+        if ((dirty = malloc((size_t)g->n_nodes + 1))) eg_trial_near(tr, R->touched, eg_trial_reach(R->c), dirty);
+        else rc = EG_ENOMEM;
+    }
     R->r->t_judge += now_s() - t;
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
         const eg_match *m = &L->m[k];
@@ -429,7 +476,16 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         double *nc = NULL, delta = 0, cost;
         uint64_t *tok = NULL, h = 0;
         t = now_s();
-        eg_status jr = eg_trial_judge(tr, m, &delta, &h);
+        const judgment *pj = inherit && L->from[k] != EG_REMATCH_NEW ? &inherit[L->from[k]] : NULL;
+        eg_status jr;
+        if (pj && pj->verdict != J_OTHER && far_from(g, m, dirty)) { /* judged as in the parent */
+            jr = pj->verdict == J_OK ? EG_OK : EG_ESHAPE;
+            delta = pj->delta, h = eg_trial_hash(tr) + pj->dh;
+        } else {
+            jr = eg_trial_judge(tr, m, &delta, &h);
+        }
+        if (jl)
+            jl[k] = (judgment){delta, h - eg_trial_hash(tr), jr == EG_OK ? J_OK : jr == EG_ESHAPE ? J_SHAPE : J_OTHER};
         double t1 = now_s();
         R->r->t_judge += t1 - t;
         cost = S->s[gi].cost + delta;
@@ -469,6 +525,9 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         }
     }
     eg_trial_free(tr);
+    free(dirty);
+    if (rc == EG_OK && jl) S->s[gi].jl = jl; /* with ml, set by expand */
+    else free(jl);
     for (size_t k = 0; k < n_held; k++) {
         if (rc == EG_OK) rc = look_ahead(R, held[k], g, level);
         S->s[held[k]].held = 0;
@@ -527,11 +586,11 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
 
 /* Find every match in state i's graph: from its parent's matches when the
  * parent is still at hand (eg_rematch), else all anew. */
-static eg_status match_state(run *R, int64_t i) {
+static eg_status match_state(run *R, int64_t i, unsigned char *touched) {
     search *S = &R->S;
     const state *st = &S->s[i];
     const state *p = st->parent >= 0 ? &S->s[st->parent] : NULL;
-    if (p && p->g && p->ml) return eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, collect_match, &R->L);
+    if (p && p->g && p->ml) return eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, touched, collect_from, &R->L);
     return eg_match_all(R->rs, st->g, collect_match, &R->L);
 }
 
@@ -548,19 +607,28 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     eg_graph *g = S->s[i].g;
     R->L.n = 0;
     unsigned char *wo = malloc((size_t)(g->n_nodes ? g->n_nodes : 1));
-    if (!wo) return fail(err, errlen, EG_ENOMEM, "matching rules: out of memory");
+    unsigned char *touched = calloc((size_t)g->n_nodes + 1, 1);
+    if (!wo || !touched) {
+        free(wo), free(touched);
+        return fail(err, errlen, EG_ENOMEM, "matching rules: out of memory");
+    }
     eg_mark_weight_only(g, wo);
     R->L.weight_only = wo;
     R->L.g = g;
     double t = now_s();
-    rc = match_state(R, i);
+    rc = match_state(R, i, touched);
     R->r->t_match += now_s() - t;
     free(wo);
-    release_parent(R, i);
+    /* the parent's judgments hold for its matches far from the rewrite */
+    const state *p = S->s[i].parent >= 0 ? &S->s[S->s[i].parent] : NULL;
+    R->inherit = p && p->g && p->jl ? p->jl : NULL;
+    R->touched = touched;
     if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
-    if (rc) return fail(err, errlen, rc, "matching rules: %s", eg_status_name(rc));
-    rc = rewrite_all(R, i, &R->L, 1, 0, 0);
-    if (rc) return fail(err, errlen, rc, "search: out of memory");
+    if (rc == EG_OK) rc = rewrite_all(R, i, &R->L, 1, 0, 0);
+    R->inherit = NULL, R->touched = NULL;
+    free(touched);
+    release_parent(R, i);
+    if (rc) return fail(err, errlen, rc, "search: %s", rc == EG_ENOMEM ? "out of memory" : eg_status_name(rc));
     /* the state keeps its matches while its graph lives: its children's
      * matches come from them */
     S->s[i].ml = R->L.m, S->s[i].n_ml = R->L.n;
@@ -649,6 +717,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     free(R.S.lo.e);
     free(R.S.hi.e);
     free(R.L.m);
+    free(R.L.from);
     if (rc) eg_search_result_free(r);
     return rc;
 }

@@ -481,6 +481,34 @@ static void neighbourhood(eg_trial *t, int *n, int radius, int n_scratch) {
     }
 }
 
+int eg_trial_reach(const eg_cost *c) {
+    /* the charges a judgment reads lie within its radius of the match's
+     * seeds (one edge from its nodes), and each depends on the graph
+     * within a radius again */
+    int r = eg_cost_kind_of(c) == EG_COST_ORT ? EG_TRIAL_RADIUS_ORT : EG_TRIAL_RADIUS;
+    return 2 * r + 2;
+}
+
+void eg_trial_near(eg_trial *t, const unsigned char *seed, int radius, unsigned char *near) {
+    const eg_graph *g = t->g;
+    int n = 0;
+    t->visit++;
+    for (int j = 0; j < t->nn; j++)
+        if (seed[j]) visit(t, j, 0, &n);
+    for (int h = 0; h < n; h++) {
+        int j = t->queue[h], d = t->dist[j];
+        if (d >= radius) continue;
+        const eg_node *nd = &g->node[j];
+        for (int k = 0; k < nd->n_in + nd->n_implicit; k++)
+            if (nd->in[k] >= 0) visit(t, g->tensor[nd->in[k]].producer, d + 1, &n);
+        for (int k = 0; k < nd->n_out; k++)
+            for (int i = nd->out[k] >= 0 ? t->rd_at[nd->out[k]] : 0; nd->out[k] >= 0 && i < t->rd_at[nd->out[k] + 1]; i++)
+                visit(t, t->rd[i], d + 1, &n);
+    }
+    for (int j = 0; j < t->nn; j++) near[j] = 0;
+    for (int h = 0; h < n; h++) near[t->queue[h]] = 1;
+}
+
 /* ---- the judgment ---- */
 
 eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t *hash) {

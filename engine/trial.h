@@ -95,6 +95,16 @@ uint64_t eg_trial_hash(const eg_trial *t);
  *         the graph to judge it; EG_ENOMEM. */
 eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t *hash);
 
+/* How far (edges) a change to the graph can move a judgment: a match whose
+ * nodes are all further from every node a rewrite touched is judged the
+ * same before and after it (cost change, hash change, shape refusal; not
+ * a cycle, which depends on paths). */
+int eg_trial_reach(const eg_cost *c);
+
+/* Mark into near[n_nodes of g] every node at most radius edges (producers,
+ * readers) from a node with seed[j] set. */
+void eg_trial_near(eg_trial *t, const unsigned char *seed, int radius, unsigned char *near);
+
 void eg_trial_free(eg_trial *t);
 
 #endif

@@ -1018,6 +1018,11 @@ static int mlist_add(const eg_match *m, void *arg) {
     return 0;
 }
 
+static int mlist_add_from(const eg_match *m, size_t from, void *arg) {
+    (void)from;
+    return mlist_add(m, arg);
+}
+
 static int cmp_int(const void *a, const void *b) {
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
@@ -1056,7 +1061,7 @@ static int rematch_chain(const eg_ruleset *rs, eg_graph *g, int steps) {
         if (!h) break;
         mlist full = {0}, inc = {0}, sets = {0};
         assert_int_equal(eg_match_all(rs, h, mlist_add, &full), EG_OK);
-        assert_int_equal(eg_rematch(rs, g, pl.m, pl.n, h, mlist_add, &inc), EG_OK);
+        assert_int_equal(eg_rematch(rs, g, pl.m, pl.n, h, NULL, mlist_add_from, &inc), EG_OK);
         sets.n = sets.cap = inc.n;
         sets.m = malloc(sizeof *sets.m * (inc.n + 1));
         assert_non_null(sets.m);
