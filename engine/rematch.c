@@ -55,11 +55,12 @@ static void mark_touched(const eg_graph *p, const eg_graph *c, const unsigned ch
 
 /* The nodes a match binding a touched node can be anchored at. A match is
  * found from its anchor one node at a time, each next to one bound
- * already: the producer of a bound node's input, or a reader of a bound
- * value (an input or a bound node's output). So the anchor is at most
- * n_nodes - 1 such steps from any node it binds, in the other direction:
- * a reader of the node's output, the producer or a reader of its input.
- * Marked: every node that many steps from a touched one. */
+ * already: the producer of a bound node's input (PRODUCER), or a node
+ * reading a bound value at some input (CONSUMER). So the anchor is at
+ * most n_nodes - 1 such steps back from any node n it binds: to a reader
+ * of n's output (n was a producer), or, when n's operator is bound by a
+ * CONSUMER step at input k, to the producer or a reader of that input.
+ * Marked: every node that many steps back from a touched one. */
 static void mark_anchors(const eg_ruleset *rs, const eg_graph *c, const int *at, const int *rd,
                          const unsigned char *touched, unsigned char *anchor, int *queue) {
     int n = 0;
@@ -71,16 +72,16 @@ static void mark_anchors(const eg_ruleset *rs, const eg_graph *c, const int *at,
         int to = n;
         for (int h = from; h < to; h++) {
             const eg_node *nd = &c->node[queue[h]];
-            for (int side = 0; side < 2; side++) {
-                int cnt = side ? nd->n_out : nd->n_in + nd->n_implicit;
-                for (int k = 0; k < cnt; k++) {
-                    int v = side ? nd->out[k] : nd->in[k];
-                    if (v < 0) continue;
-                    int p = c->tensor[v].producer;
-                    if (!side && p >= 0 && !anchor[p]) anchor[p] = 1, queue[n++] = p;
-                    for (int i = at[v]; i < at[v + 1]; i++)
-                        if (!anchor[rd[i]]) anchor[rd[i]] = 1, queue[n++] = rd[i];
-                }
+            unsigned cpos = nd->kind == EG_KIND_OPS ? rs->consumer_pos[nd->op] : 0;
+            for (int k = 0; k < nd->n_out; k++) /* back over a PRODUCER step */
+                for (int i = nd->out[k] >= 0 ? at[nd->out[k]] : 0; nd->out[k] >= 0 && i < at[nd->out[k] + 1]; i++)
+                    if (!anchor[rd[i]]) anchor[rd[i]] = 1, queue[n++] = rd[i];
+            for (int k = 0; k < nd->n_in && k < 32; k++) { /* back over a CONSUMER step */
+                int v = nd->in[k], p = v >= 0 ? c->tensor[v].producer : -1;
+                if (v < 0 || !(cpos >> k & 1)) continue;
+                if (p >= 0 && !anchor[p]) anchor[p] = 1, queue[n++] = p;
+                for (int i = at[v]; i < at[v + 1]; i++)
+                    if (!anchor[rd[i]]) anchor[rd[i]] = 1, queue[n++] = rd[i];
             }
         }
         from = to;

@@ -304,8 +304,11 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
         if (ok) strip_unit_enlarges(&r.src, &guard), strip_unit_enlarges(&r.dst, &guard);
         if (ok && make_plan(&r, &rs->plan[rs->n])) {
             rs->plan[rs->n].kernel1 = guard;
-            for (int k = 0; k < rs->plan[rs->n].n_steps; k++)
-                rs->has_scan |= rs->plan[rs->n].step[k].kind == EG_STEP_SCAN;
+            for (int k = 0; k < rs->plan[rs->n].n_steps; k++) {
+                const eg_step *st = &rs->plan[rs->n].step[k];
+                rs->has_scan |= st->kind == EG_STEP_SCAN;
+                if (st->kind == EG_STEP_CONSUMER) rs->consumer_pos[r.src.node[st->node].op] |= 1u << st->pos;
+            }
             if (r.src.n_nodes > rs->max_nodes) rs->max_nodes = r.src.n_nodes;
             rs->rule[rs->n++] = r;
         } else {

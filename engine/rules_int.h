@@ -69,6 +69,8 @@ struct eg_ruleset {
     int has_scan;                    /* a plan has a SCAN step: a match can
                                         bind nodes anywhere (rematch.c) */
     int max_nodes;                   /* the most src nodes of a rule */
+    unsigned consumer_pos[OP_COUNT]; /* bit k: a CONSUMER step binds a node
+                                        of this op reading its input k */
 };
 
 /* Dst node j as the rewrite writes it (operator, parameters; inputs and
