@@ -303,8 +303,8 @@ eg_graph *eg_graph_clone(const eg_graph *g);
  * @return the hash; 0 when out of memory. */
 uint64_t eg_graph_hash(const eg_graph *g);
 
-/* The parts of eg_graph_hash, for a caller that predicts the hash of a
- * rewritten graph without building it (eg_apply_hash):
+/* The parts of eg_graph_hash, which the search's token hashes start from
+ * (trial.h):
  * eg_tensor_hashes fills th[n_tensors] with every tensor's hash (-1 when
  * out of memory, else 0), node by node with eg_node_out_hashes, which sets
  * th of node n's outputs from th of its inputs (buf: room for

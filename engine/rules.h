@@ -147,21 +147,4 @@ eg_status eg_match_check(const eg_ruleset *rs, const eg_graph *g, const eg_match
 eg_status eg_apply(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, eg_graph **out,
                    char *err, size_t errlen);
 
-/* The hash eg_graph_hash would give the graph eg_apply makes of a match,
- * predicted without building it, so the search drops a duplicate before
- * paying for the rewrite. A context holds g's tensor hashes and scratch
- * for g's size; make one per graph (eg_hash_ctx_new: NULL when out of
- * memory), use it for every match in g, free it before g.
- * @pre m from eg_match_all or eg_match_anchored on g (not checked again).
- * @return EG_OK with *hash; EG_EGRAPH when the rewrite would make a cycle,
- *         EG_ESHAPE when dst's shapes do not fit: eg_apply refuses the
- *         match for the same reasons; EG_EUNSUPPORTED when a rule input is
- *         the output of a matched node (the rewrite then keeps that node for
- *         dst to read while the node's readers move to dst: rare, and not
- *         predicted; build the graph and hash it). */
-typedef struct eg_hash_ctx eg_hash_ctx;
-eg_hash_ctx *eg_hash_ctx_new(const eg_graph *g);
-void eg_hash_ctx_free(eg_hash_ctx *x);
-eg_status eg_apply_hash(const eg_ruleset *rs, eg_hash_ctx *x, const eg_match *m, uint64_t *hash);
-
 #endif

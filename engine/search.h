@@ -3,17 +3,28 @@
  *
  * Overview. The search keeps a queue of candidate graphs ordered by cost
  * (two binary heaps on cost and age: the cheapest is popped, the dearest
- * dropped when the queue is full). It pops the cheapest, finds every match
- * of every rule (eg_match_all), and judges each in phases: the rewritten
- * graph's structural hash, predicted without building it (eg_apply_hash:
- * a duplicate or a refused rewrite stops there), then for a new graph the
- * rewrite itself (eg_apply) and its cost, from the parent's node costs for
- * the nodes it kept (eg_cost_graph_nodes). It keeps a graph whose cost is
- * under alpha x the best cost seen (TASO's backtracking: alpha > 1 lets it
- * pass through slightly worse graphs to reach better ones); the result
- * reports the seconds spent matching, building and judging. A rewrite dearer than its parent has the
- * rewrites that use what it created judged at once (one step further), so
- * a two-step gain is not left behind every graph of the first step's cost.
+ * dropped when the queue is full). A queued graph is a rewrite of its
+ * parent, (parent, match), built only when it is popped, looked past (see
+ * below) or kept as a result: its parent's graph stays while such children
+ * wait. Each expansion, in phases:
+ *   build   the popped rewrite (eg_apply), its node costs from the
+ *           parent's, its tensors' tokens (trial.h);
+ *   match   its matches from the parent's (eg_rematch: the parent's that
+ *           bind nothing the rewrite touched, and new ones found around
+ *           what it touched), or every rule anew (eg_match_all) when the
+ *           parent is gone;
+ *   judge   each match without building it (eg_trial_judge: the cost
+ *           change from the charges around the match, the token hash
+ *           change, the refusals eg_apply would make); a match far from
+ *           what the rewrite touched (eg_trial_reach) keeps the parent's
+ *           judgment; a duplicate hash or a cost over alpha x the best
+ *           cost seen (TASO's backtracking: alpha > 1 lets it pass through
+ *           slightly worse graphs to reach better ones) stops there, the
+ *           rest are queued.
+ * The result reports the seconds spent in each (build counts as apply). A
+ * rewrite dearer than its parent is built and has the rewrites that use
+ * what it created judged at once (one step further), so a two-step gain is
+ * not left behind every graph of the first step's cost.
  * Graphs that differ only in the operand order of ewadd/ewmul hash alike,
  * and matches inside weight-only expressions (folded on export) are not
  * tried: neither changes what the model runs. It stops when the queue is empty
@@ -24,10 +35,10 @@
  * With the analytic cost the result is deterministic: matches come in a
  * fixed order, ties in cost go to the older graph.
  *
- * Graphs in the queue are clones that borrow their tensor data from the
- * input graph (eg_graph_clone), so a model's weights are never copied; the
- * queue is capped (EG_SEARCH_QUEUE_MAX graphs, the worst dropped first) so
- * memory stays bounded on big models.
+ * Graphs the search builds are clones that borrow their tensor data from
+ * the input graph (eg_graph_clone), so a model's weights are never copied;
+ * the queue is capped (EG_SEARCH_QUEUE_MAX graphs, the worst dropped
+ * first) so memory stays bounded on big models.
  *
  * eg_optimize runs the phases a user wants: built-in rewrites before the
  * search (eg_builtin_pre), the search, built-ins after it (weight folding,
@@ -88,13 +99,15 @@ typedef struct {
     uint64_t generated;             /* rewrites applied successfully */
     uint64_t looked_ahead;          /* of them, second steps past a costlier
                                        rewrite (look_ahead in search.c) */
-    uint64_t duplicates;            /* rewrites whose graph was seen already */
+    uint64_t duplicates;            /* rewrites whose graph was seen already
+                                       (token hash, trial.h) */
     uint64_t rejected;              /* matches eg_apply refused (shape, cycle) */
     uint64_t pruned;                /* rewrites over alpha x best */
     eg_stop stop;
-    double t_match;       /* seconds finding matches (eg_match_all/anchored) */
-    double t_apply;       /* seconds building rewritten graphs (eg_apply) */
-    double t_judge;       /* seconds hashing and costing them */
+    double t_match;       /* seconds finding matches (eg_rematch, eg_match_all,
+                             eg_match_anchored) */
+    double t_apply;       /* seconds building graphs (eg_apply, node costs, tokens) */
+    double t_judge;       /* seconds judging matches (trial.c) and queueing */
     size_t n_rules;
     uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
     eg_builtin_stats pre, post; /* eg_optimize only; zero when kept_input */

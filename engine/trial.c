@@ -41,7 +41,8 @@ struct eg_trial {
     uint64_t *share;     /* [nn] eg_node_share of g's nodes */
     uint64_t out_hash;   /* eg_outputs_hash of g's output tokens */
     uint64_t hash;       /* sum of shares + out_hash */
-    double *own;         /* [nn] each node's own cost (eg_cost_node_in in g) */
+    double *own;         /* [nn] each node's own cost (eg_cost_node_in in g; -1
+                            until asked, for a node that costs nothing in g) */
     double *charge;      /* [nn] each node's charge in g: own, or 0 when skipped */
     int regroup;         /* a kept node's own cost can change (ort groups) */
     double cost;         /* their sum */
@@ -56,7 +57,9 @@ struct eg_trial {
     saved_slot *ss;      /* slots redirected */
     int n_ss, cap_ss;
     int sin[N_SCRATCH][OPS_MAX_ARITY], sout[N_SCRATCH]; /* scratch nodes' in[], out[] */
-    char empty[1];       /* scratch names */
+    char empty[1];       /* scratch nodes' names */
+    char sname[N_SCRATCH][40]; /* scratch tensors' names: the ort backend
+                                  writes them into its kernel models */
     int redirected[64];  /* readers redirected (a few; more: not judged) */
     int n_red;
     struct {             /* nodes downstream of a node (by its index), recent ones */
@@ -185,7 +188,11 @@ static eg_status add_scratch(eg_trial *t) {
         t->sout[i] = -1;
         eg_tensor *v = &w->tensor[t->s_tensor + i];
         memset(v, 0, sizeof *v);
-        v->name = t->empty, v->producer = -1, v->shape.rank = -1;
+        for (unsigned long k = (unsigned long)w->n_tensors + (unsigned long)i;; k += N_SCRATCH) {
+            snprintf(t->sname[i], sizeof t->sname[i], "trial%lu", k); /* a name g does not use */
+            if (eg_find_tensor(w, t->sname[i]) == -1) break;
+        }
+        v->name = t->sname[i], v->producer = -1, v->shape.rank = -1;
     }
     return EG_OK;
 }
@@ -231,8 +238,11 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
     for (int j = 0; j < t->nn; j++) {
         t->share[j] = node_share(&g->node[j], tok);
         t->hash += t->share[j];
-        t->own[j] = known && known[j] >= 0 ? known[j] : eg_cost_node_in(c, w, &x, j);
-        t->charge[j] = eg_cost_skipped(c, w, &x, j) ? 0 : t->own[j];
+        /* a node that costs nothing here is costed only if a rewrite
+         * makes it count (a measured backend would time it for nothing) */
+        int skip = eg_cost_skipped(c, w, &x, j);
+        t->own[j] = known && known[j] >= 0 ? known[j] : skip ? -1 : eg_cost_node_in(c, w, &x, j);
+        t->charge[j] = skip ? 0 : t->own[j];
         t->cost += t->charge[j];
     }
     *out = t;
@@ -644,7 +654,8 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
             if (j >= t->nn && j >= t->s_node + n_scratch) continue;
             if (eg_cost_skipped(t->c, w, &x, j)) continue;
             /* a kept node's own cost is its key's, unless its group can change */
-            d_cost += j < t->nn && !t->regroup ? t->own[j] : eg_cost_node_in(t->c, w, &x, j);
+            if (j >= t->nn || t->regroup) d_cost += eg_cost_node_in(t->c, w, &x, j);
+            else d_cost += t->own[j] >= 0 ? t->own[j] : (t->own[j] = eg_cost_node_in(t->c, w, &x, j));
         }
     }
     undo(t);
