@@ -9,18 +9,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The matches found, reported once all are in, in eg_match_all's order. */
 typedef struct {
-    const unsigned char *touched; /* NULL: report every match (all new) */
-    eg_rematch_fn fn;
-    void *arg;
-} touching;
+    eg_match m;
+    size_t from;
+    uint32_t rank;            /* the rule's rank in the ruleset's order */
+    int key[RG_MAX_NODES];    /* graph nodes in the order the plan binds them */
+} found;
 
-/* Report a match found near the rewrite only if it binds a touched node:
- * the others are the parent's, reported already. */
-static int report_touching(const eg_match *m, void *arg) {
-    const touching *x = arg;
+typedef struct {
+    const eg_ruleset *rs;
+    const unsigned char *touched; /* NULL: keep every match (all new) */
+    found *f;
+    size_t n, cap;
+    int oom;
+} collected;
+
+static int keep_found(collected *x, const eg_match *m, size_t from) {
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 256;
+        found *t = realloc(x->f, sizeof *t * cap);
+        if (!t) {
+            x->oom = 1;
+            return 1;
+        }
+        x->f = t, x->cap = cap;
+    }
+    found *f = &x->f[x->n++];
+    const eg_plan *p = &x->rs->plan[m->rule];
+    f->m = *m, f->from = from, f->rank = x->rs->rank[m->rule];
+    for (int k = 0; k < RG_MAX_NODES; k++) f->key[k] = k < p->n_steps ? m->node[p->step[k].node] : -1;
+    return 0;
+}
+
+/* Keep a match found near the rewrite only if it binds a touched node:
+ * the others are the parent's, kept already. */
+static int keep_touching(const eg_match *m, void *arg) {
+    collected *x = arg;
     for (int j = 0; j < m->n_nodes; j++)
-        if (!x->touched || x->touched[m->node[j]]) return x->fn(m, EG_REMATCH_NEW, x->arg);
+        if (!x->touched || x->touched[m->node[j]]) return keep_found(x, m, EG_REMATCH_NEW);
+    return 0;
+}
+
+/* eg_match_all's order: the node of the first output (key[0]), the
+ * rule's rank, then the other nodes in the order the plan binds them
+ * (candidates are tried in graph order). */
+static int cmp_found(const void *a, const void *b) {
+    const found *x = a, *y = b;
+    if (x->key[0] != y->key[0]) return x->key[0] < y->key[0] ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    for (int k = 1; k < RG_MAX_NODES; k++)
+        if (x->key[k] != y->key[k]) return x->key[k] < y->key[k] ? -1 : 1;
     return 0;
 }
 
@@ -90,10 +129,14 @@ static void mark_anchors(const eg_ruleset *rs, const eg_graph *c, const int *at,
 
 eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
                      const eg_graph *child, unsigned char *touched_out, eg_rematch_fn fn, void *arg) {
+    collected x = {.rs = rs};
     if (rs->has_scan) { /* a match can bind any node */
-        touching all = {NULL, fn, arg};
         if (touched_out) memset(touched_out, 1, (size_t)child->n_nodes);
-        return eg_match_all(rs, child, report_touching, &all);
+        eg_status rc = eg_match_all(rs, child, keep_touching, &x);
+        for (size_t i = 0; rc == EG_OK && !x.oom && i < x.n; i++)
+            if (fn(&x.f[i].m, EG_REMATCH_NEW, arg)) break;
+        free(x.f);
+        return rc == EG_OK && x.oom ? EG_ENOMEM : rc;
     }
     size_t pn = (size_t)parent->n_nodes + 1, cn = (size_t)child->n_nodes + 1, ct = (size_t)child->n_tensors + 1;
     int *p2c = malloc(sizeof *p2c * pn), *queue = malloc(sizeof *queue * cn), *at = NULL, *rd = NULL;
@@ -111,9 +154,8 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
         eg_mark_weight_only(child, c_wo);
         mark_touched(parent, child, p_wo, c_wo, p2c, changed, touched);
         if (touched_out) memcpy(touched_out, touched, (size_t)child->n_nodes);
-        /* the parent's matches that bind nothing touched, in its order */
-        int stop = 0;
-        for (size_t i = 0; i < n_pm && !stop; i++) {
+        /* the parent's matches that bind nothing touched */
+        for (size_t i = 0; i < n_pm && !x.oom; i++) {
             eg_match m = pm[i];
             int keep = 1;
             for (int j = 0; j < m.n_nodes && keep; j++) {
@@ -121,16 +163,20 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
                 keep = q >= 0 && !touched[q];
                 m.node[j] = q;
             }
-            if (keep) stop = fn(&m, i, arg);
+            if (keep) keep_found(&x, &m, i);
         }
         /* the ones that bind a touched node, found around them */
-        if (!stop) {
-            mark_anchors(rs, child, at, rd, touched, anchor, queue);
-            touching x = {touched, fn, arg};
-            rc = eg_match_anchored(rs, child, anchor, report_touching, &x);
-        }
+        mark_anchors(rs, child, at, rd, touched, anchor, queue);
+        x.touched = touched;
+        if (!x.oom) rc = eg_match_anchored(rs, child, anchor, keep_touching, &x);
+        if (rc == EG_OK && x.oom) rc = EG_ENOMEM;
+        /* reported in eg_match_all's order, so a search sees the same
+         * order either way */
+        if (rc == EG_OK) qsort(x.f, x.n, sizeof *x.f, cmp_found);
+        for (size_t i = 0; rc == EG_OK && i < x.n; i++)
+            if (fn(&x.f[i].m, x.f[i].from, arg)) break;
     }
     free(p2c), free(queue), free(at), free(rd), free(p_wo), free(c_wo), free(changed);
-    free(touched), free(anchor);
+    free(touched), free(anchor), free(x.f);
     return rc;
 }

@@ -131,6 +131,25 @@ typedef int (*eg_rematch_fn)(const eg_match *m, size_t from, void *arg);
 eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
                      const eg_graph *child, unsigned char *touched, eg_rematch_fn fn, void *arg);
 
+/* The hash eg_graph_hash would give the graph eg_apply makes of a match,
+ * predicted without building it (the search's exact test for a graph met
+ * already: token hashes (trial.h) tell apart some graphs equal in
+ * structure). A context holds g's tensor hashes and scratch for g's size;
+ * make one per graph (eg_hash_ctx_new: NULL when out of memory), use it
+ * for every match in g, free it before g. The cost is the size of what
+ * lies downstream of the match.
+ * @pre m from eg_match_all or eg_match_anchored on g (not checked again).
+ * @return EG_OK with *hash; EG_EGRAPH when the rewrite would make a cycle,
+ *         EG_ESHAPE when dst's shapes do not fit: eg_apply refuses the
+ *         match for the same reasons; EG_EUNSUPPORTED when a rule input is
+ *         the output of a matched node (the rewrite then keeps that node for
+ *         dst to read while the node's readers move to dst: rare, and not
+ *         predicted; build the graph and hash it). */
+typedef struct eg_hash_ctx eg_hash_ctx;
+eg_hash_ctx *eg_hash_ctx_new(const eg_graph *g);
+void eg_hash_ctx_free(eg_hash_ctx *x);
+eg_status eg_apply_hash(const eg_ruleset *rs, eg_hash_ctx *x, const eg_match *m, uint64_t *hash);
+
 /* Check that m is a valid match of its rule in g (as eg_match_all would
  * report it, apart from the 2-output de-duplication).
  * @return EG_OK; EG_EGRAPH (message in err) when it does not fit g;

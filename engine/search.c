@@ -52,8 +52,11 @@ typedef struct {
     size_t n, cap;
     size_t queued;
     heap lo, hi;
-    uint64_t *seen; /* open-addressing set of graph hashes (0 = empty) */
+    uint64_t *seen; /* open-addressing set of token hashes (0 = empty) */
     size_t seen_cap, seen_n;
+    uint64_t *shape_seen; /* the same for structural hashes (eg_graph_hash)
+                             of the graphs queued */
+    size_t shape_cap, shape_n;
 } search;
 
 static const char *const stop_names[EG_STOP_COUNT] = { /* ORDER STOP */
@@ -97,30 +100,34 @@ static eg_status fail(char *err, size_t errlen, eg_status rc, const char *fmt, .
 
 /* ---- the set of graph hashes seen ---- */
 
-/* @return 1 when h was new (and is now in), 0 when seen, -1 out of memory. */
-static int seen_add(search *S, uint64_t h) {
+/* Add h to the set (*set, *cap slots, *n used).
+ * @return 1 when h was new (and is now in), 0 when seen, -1 out of memory. */
+static int set_add(uint64_t **set, size_t *cap, size_t *n, uint64_t h) {
     if (h == 0) h = 1; /* 0 marks an empty slot */
-    if (2 * (S->seen_n + 1) > S->seen_cap) {
-        size_t cap = S->seen_cap ? 2 * S->seen_cap : 1024;
-        uint64_t *t = calloc(cap, sizeof *t);
+    if (2 * (*n + 1) > *cap) {
+        size_t nc = *cap ? 2 * *cap : 1024;
+        uint64_t *t = calloc(nc, sizeof *t);
         if (!t) return -1;
-        for (size_t i = 0; i < S->seen_cap; i++) {
-            if (!S->seen[i]) continue;
-            size_t k = S->seen[i] & (cap - 1);
-            while (t[k]) k = (k + 1) & (cap - 1);
-            t[k] = S->seen[i];
+        for (size_t i = 0; i < *cap; i++) {
+            if (!(*set)[i]) continue;
+            size_t k = (*set)[i] & (nc - 1);
+            while (t[k]) k = (k + 1) & (nc - 1);
+            t[k] = (*set)[i];
         }
-        free(S->seen);
-        S->seen = t, S->seen_cap = cap;
+        free(*set);
+        *set = t, *cap = nc;
     }
-    size_t k = h & (S->seen_cap - 1);
-    while (S->seen[k]) {
-        if (S->seen[k] == h) return 0;
-        k = (k + 1) & (S->seen_cap - 1);
+    size_t k = h & (*cap - 1);
+    while ((*set)[k]) {
+        if ((*set)[k] == h) return 0;
+        k = (k + 1) & (*cap - 1);
     }
-    S->seen[k] = h, S->seen_n++;
+    (*set)[k] = h, (*n)++;
     return 1;
 }
+
+static int seen_add(search *S, uint64_t h) { return set_add(&S->seen, &S->seen_cap, &S->seen_n, h); }
+static int shape_add(search *S, uint64_t h) { return set_add(&S->shape_seen, &S->shape_cap, &S->shape_n, h); }
 
 /* ---- states and the queue ---- */
 
@@ -458,6 +465,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
     size_t n_held = 0;
     eg_status rc = EG_OK;
     eg_trial *tr = NULL;
+    eg_hash_ctx *hx = NULL;
     judgment *jl = NULL;            /* an expansion keeps its judgments */
     unsigned char *dirty = NULL;    /* nodes whose matches are judged again */
     const judgment *inherit = level == 0 ? R->inherit : NULL;
@@ -465,6 +473,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
     if (rc == EG_OK && level == 0 && L->n && !(jl = malloc(L->n * sizeof *jl))) rc = EG_ENOMEM;
     double t = now_s();
     if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, S->s[gi].node_cost, &tr);
+    if (rc == EG_OK && L->n && !(hx = eg_hash_ctx_new(g))) rc = EG_ENOMEM;
     if (rc == EG_OK && inherit) {
         if ((dirty = malloc((size_t)g->n_nodes + 1))) eg_trial_near(tr, R->touched, eg_trial_reach(R->c), dirty);
         else rc = EG_ENOMEM;
@@ -510,8 +519,30 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
             eg_free(ng), free(nc), free(tok);
             continue;
         }
-        int64_t st;
+        /* under alpha: new in structure too? Token hashes tell apart some
+         * graphs equal in structure (trial.h: a value named on one path as
+         * a rewrite's output, on another as its inner value), and queueing
+         * such copies crowds the queue: the exact test, for the few that
+         * get this far */
         t = now_s();
+        if (cost < R->o->alpha * S->s[R->best].cost) {
+            uint64_t sh = 0;
+            eg_status hr = ng ? EG_OK : eg_apply_hash(R->rs, hx, m, &sh);
+            if (ng) sh = eg_graph_hash(ng);
+            int shape_fresh = hr == EG_OK ? shape_add(S, sh) : 0;
+            if (hr == EG_ENOMEM || shape_fresh < 0) {
+                eg_free(ng), free(nc), free(tok);
+                rc = EG_ENOMEM;
+                break;
+            }
+            if (!shape_fresh) {
+                R->r->duplicates++;
+                R->r->t_judge += now_s() - t;
+                eg_free(ng), free(nc), free(tok);
+                continue;
+            }
+        }
+        int64_t st;
         rc = consider(R, m, ng, nc, tok, cost, gi, &st);
         R->r->t_judge += now_s() - t;
         if (rc == EG_OK && look_next && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
@@ -525,6 +556,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         }
     }
     eg_trial_free(tr);
+    eg_hash_ctx_free(hx);
     free(dirty);
     if (rc == EG_OK && jl) S->s[gi].jl = jl; /* with ml, set by expand */
     else free(jl);
@@ -667,6 +699,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     double *nc0 = g0 ? malloc(sizeof *nc0 * (size_t)(g0->n_nodes ? g0->n_nodes : 1)) : NULL;
     uint64_t *tok0 = g0 ? malloc(sizeof *tok0 * (size_t)(g0->n_tensors ? g0->n_tensors : 1)) : NULL;
     if (!g0 || !nc0 || !tok0 || eg_tensor_hashes(g0, tok0) || seen_add(&R.S, eg_tok_hash(g0, tok0)) < 0 ||
+        shape_add(&R.S, eg_graph_hash(g0)) < 0 ||
         add_state(&R.S, g0, nc0, tok0, NULL, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
         if (R.S.n == 0) eg_free(g0), free(nc0), free(tok0);
         rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
@@ -714,6 +747,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     for (size_t i = 0; i < R.S.n; i++) free_graph(&R.S.s[i]);
     free(R.S.s);
     free(R.S.seen);
+    free(R.S.shape_seen);
     free(R.S.lo.e);
     free(R.S.hi.e);
     free(R.L.m);

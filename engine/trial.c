@@ -533,9 +533,9 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
     for (int i = 0; i < r->src.n_inputs; i++)
         for (int q = 0; m->input[i] >= 0 && q < m->n_nodes; q++)
             if (g->node[m->node[q]].out[0] == m->input[i]) return EG_EUNSUPPORTED;
+    if (makes_cycle(t, r, m)) return EG_EGRAPH; /* first: the cheaper check */
     eg_status rc = dst_tokens(t->rs, g, t->tok, m, nd, shape, vt);
     if (rc != EG_OK) return rc;
-    if (makes_cycle(t, r, m)) return EG_EGRAPH;
 
     /* the rewrite in place: src nodes dead, dst nodes in scratch slots,
      * outside readers of src output k redirected to dst output k */
