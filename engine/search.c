@@ -412,6 +412,17 @@ static eg_status keep_runners(run *R, eg_search_result *r) {
 
 static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level);
 
+/* 1 when a graph of that cost, queued now, would stay queued: the queue
+ * has room or a dearer graph (a full queue drops its dearest, ties the
+ * newer). Only such a graph needs the structural test: one dropped at once
+ * crowds nothing. */
+static int would_stay(run *R, double cost) {
+    search *S = &R->S;
+    if (S->queued < EG_SEARCH_QUEUE_MAX) return 1;
+    int64_t w = heap_top(S, &S->hi);
+    return w < 0 || cost < S->s[w].cost;
+}
+
 /* 1 when m binds no node near what the last rewrite touched (dirty) and
  * no rule input comes after its first node (so no cycle can close through
  * it): then a judgment of m in the parent holds here. */
@@ -525,7 +536,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
          * such copies crowds the queue: the exact test, for the few that
          * get this far */
         t = now_s();
-        if (cost < R->o->alpha * S->s[R->best].cost) {
+        if (cost < R->o->alpha * S->s[R->best].cost && would_stay(R, cost)) {
             uint64_t sh = 0;
             eg_status hr = ng ? EG_OK : eg_apply_hash(R->rs, hx, m, &sh);
             if (ng) sh = eg_graph_hash(ng);
