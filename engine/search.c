@@ -624,6 +624,7 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     free(fresh);
     free(depth);
     free(L.m);
+    free(L.from);
     return rc;
 }
 
@@ -658,6 +659,11 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     eg_mark_weight_only(g, wo);
     R->L.weight_only = wo;
     R->L.g = g;
+    /* the parent's graph, matches and judgments are read until the
+     * expansion ends: pinned like a child waiting for it (a state built
+     * early, to be looked past, no longer holds it) */
+    int64_t pi = S->s[i].parent;
+    if (pi >= 0) S->s[pi].pending++;
     double t = now_s();
     rc = match_state(R, i, touched);
     R->r->t_match += now_s() - t;
@@ -671,6 +677,10 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     R->inherit = NULL, R->touched = NULL;
     free(touched);
     release_parent(R, i);
+    if (pi >= 0) {
+        S->s[pi].pending--;
+        drop_graph(R, pi);
+    }
     if (rc) return fail(err, errlen, rc, "search: %s", rc == EG_ENOMEM ? "out of memory" : eg_status_name(rc));
     /* the state keeps its matches while its graph lives: its children's
      * matches come from them */

@@ -17,10 +17,12 @@
  *           change from the charges around the match, the token hash
  *           change, the refusals eg_apply would make); a match far from
  *           what the rewrite touched (eg_trial_reach) keeps the parent's
- *           judgment; a duplicate hash or a cost over alpha x the best
- *           cost seen (TASO's backtracking: alpha > 1 lets it pass through
- *           slightly worse graphs to reach better ones) stops there, the
- *           rest are queued.
+ *           judgment; a token hash seen already or a cost over alpha x the
+ *           best cost seen (TASO's backtracking: alpha > 1 lets it pass
+ *           through slightly worse graphs to reach better ones) stops
+ *           there; the rest are checked by their structural hash
+ *           (eg_apply_hash: token hashes tell apart a few graphs equal in
+ *           structure) and queued when new.
  * The result reports the seconds spent in each (build counts as apply). A
  * rewrite dearer than its parent is built and has the rewrites that use
  * what it created judged at once (one step further), so a two-step gain is
