@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "clsout.h"
 #include "enum.h"
 #include "fptable.h"
 #include "gpu.h"
@@ -205,121 +206,31 @@ static int in_partition(void *arg, uint64_t h) {
 /* ---- output classes ---- */
 
 /* One thread of the output phase: classes of the stripes it takes, with
- * its own evaluation scratch, file and counts (merged afterwards). */
+ * its own writer (evaluation scratch, file and counts, merged afterwards). */
 typedef struct {
     run *r;
     const partition *p;
     atomic_int *next_stripe;
-    key_ctx *kc;
-    pr_scratch *ps;
-    rdb_file *out;
-    syn_stats st;
+    co_writer w;
     syn_status rc;
-    char err[SYN_ERRLEN];
 } emitter;
 
-static syn_status efail(emitter *e, syn_status rc, const char *what) {
-    snprintf(e->err, sizeof e->err, "%s", what);
-    return rc;
-}
-
-typedef struct {
-    rg_graph rg;
-    sg_graph sg;
-} pair;
-
-static int cmp_pair(const void *a, const void *b) {
-    return rg_compare(&((const pair *)a)->rg, &((const pair *)b)->rg);
-}
-
-static uint32_t vars_of(const sg_graph *s) {
-    uint32_t used = 0;
-    for (int j = 0; j < s->n_nodes; j++)
-        for (int k = 0; k < ops_table[s->node[j].op].arity; k++)
-            if (!SG_IS_NODE(s->node[j].in[k])) used |= 1u << s->node[j].in[k];
-    for (int k = 0; k < s->n_out; k++)
-        if (!SG_IS_NODE(s->out[k])) used |= 1u << s->out[k];
-    return used;
-}
-
-/* A class's members share one numbering of at most RG_MAX_INPUTS inputs:
- * keep the representative and, in sg order, each member that still fits.
- * @return the graphs kept; *used their variables. */
-static size_t fit_inputs(emitter *e, sg_graph *sg, size_t n, uint32_t *used) {
-    size_t k = 1;
-    *used = vars_of(&sg[0]);
-    qsort(sg + 1, n - 1, sizeof *sg, cmp_sg); /* an order independent of arrival */
-    for (size_t i = 1; i < n; i++) {
-        uint32_t u = *used | vars_of(&sg[i]);
-        if (__builtin_popcount(u) > RG_MAX_INPUTS) {
-            e->st.over_inputs++;
-            continue;
-        }
-        *used = u, sg[k++] = sg[i];
-    }
-    return k;
-}
-
-/* Append class c: its members kept by pruning, as rule graphs. */
-static syn_status write_class(emitter *e, const fpt_class *c, const pair *g, size_t n,
-                              const sg_graph *kept, size_t n_kept, const int8_t *idx, int n_in,
-                              uint8_t *key) {
-    const pool *pl = &e->r->pool;
-    size_t len;
-    rdb_class *rc;
-    if (fpt_key(e->kc, c, key, &len)) return efail(e, SYN_ENOMEM, "out of memory");
-    if (rdb_add_class(e->out, key, len, c->count, &rc) != RDB_OK) return efail(e, SYN_ENOMEM, "out of memory");
-    rc->n_shapes = n_in;
-    for (int v = 0; v < pl->n_vars; v++)
-        if (idx[v] >= 0) rc->shapes[idx[v]] = pl->var[v].shape;
-    for (size_t i = 0, k = 0; i < n && k < n_kept; i++) { /* kept: a subsequence of g */
-        if (sg_compare(&g[i].sg, &kept[k]) != 0) continue;
-        k++;
-        if (rdb_class_add_member(rc, &g[i].rg) != RDB_OK) return efail(e, SYN_ENOMEM, "out of memory");
-    }
-    e->st.candidates++, e->st.members += n_kept;
-    return SYN_OK;
-}
-
-/* Convert, sort, prune and append one class. */
-static syn_status emit_class(emitter *e, int s, const fpt_class *c, pair *g, sg_graph *sg, uint8_t *key) {
-    run *r = e->r;
-    size_t n = 1 + fpt_members(r->table, s, c, sg + 1, c->n_members), kept;
-    int8_t idx[POOL_MAX_VARS];
-    uint32_t used;
-    int n_in = 0;
-    sg[0] = c->rep;
-    n = fit_inputs(e, sg, n, &used);
-    for (int v = 0; v < r->pool.n_vars; v++) idx[v] = (int8_t)(used >> v & 1 ? n_in++ : -1);
-    for (size_t i = 0; i < n; i++) {
-        g[i].sg = sg[i];
-        if (sg_to_rg(&g[i].sg, &r->dom, &r->pool, key_memo(e->kc), idx, &g[i].rg) != RG_OK)
-            return efail(e, SYN_ENOMEM, "internal error: a stored graph has no shape");
-    }
-    qsort(g, n, sizeof *g, cmp_pair);
-    for (size_t i = 0; i < n; i++) sg[i] = g[i].sg;
-    kept = r->o->no_prune ? n : pr_class(e->kc, e->ps, &r->pool, sg, n, &e->st.pruning);
-    if (!kept) return efail(e, SYN_ENOMEM, "out of memory while pruning");
-    return kept < 2 ? SYN_OK : write_class(e, c, g, n, sg, kept, idx, n_in, key);
-}
-
 /* The classes of stripe s in the emitter's partition. */
-static syn_status emit_stripe(emitter *e, int s, pair **g, sg_graph **sg, size_t *cap, uint8_t *key) {
+static syn_status emit_stripe(emitter *e, int s, sg_graph **mem, size_t *cap) {
     size_t k;
     const fpt_class *c = fpt_classes(e->r->table, s, &k);
-    int max_ops = e->r->o->max_ops;
     for (size_t i = 0; i < k; i++) {
         if (!in_partition((void *)e->p, c[i].hash)) continue;
-        e->st.classes++, e->st.class_graphs += c[i].count;
-        if (max_ops > 0 && c[i].rep.n_nodes == max_ops) e->st.level_classes[max_ops]++;
-        if (!c[i].n_members) continue;
-        if (c[i].n_members + 1 > *cap) {
-            *cap = 2 * (c[i].n_members + 1);
-            free(*g), free(*sg);
-            *g = malloc(*cap * sizeof **g), *sg = malloc(*cap * sizeof **sg);
-            if (!*g || !*sg) return efail(e, SYN_ENOMEM, "out of memory");
+        if (c[i].n_members > *cap) {
+            free(*mem);
+            *cap = 2 * c[i].n_members;
+            if (!(*mem = malloc(*cap * sizeof **mem))) {
+                snprintf(e->w.err, sizeof e->w.err, "out of memory");
+                return SYN_ENOMEM;
+            }
         }
-        syn_status rc = emit_class(e, s, &c[i], *g, *sg, key);
+        size_t n = fpt_members(e->r->table, s, &c[i], *mem, c[i].n_members);
+        syn_status rc = co_class(&e->w, &c[i].rep, *mem, n, c[i].count);
         if (rc) return rc;
     }
     return SYN_OK;
@@ -328,39 +239,25 @@ static syn_status emit_stripe(emitter *e, int s, pair **g, sg_graph **sg, size_t
 static void *emit_work(void *arg) {
     emitter *e = arg;
     size_t cap = 0;
-    pair *g = NULL;
-    sg_graph *sg = NULL;
-    uint8_t *key = malloc(KEY_MAX_BYTES);
-    if (!key) e->rc = efail(e, SYN_ENOMEM, "out of memory");
+    sg_graph *mem = NULL;
     for (int s; !e->rc && (s = atomic_fetch_add(e->next_stripe, 1)) < fpt_n_stripes(e->r->table);)
-        e->rc = emit_stripe(e, s, &g, &sg, &cap, key);
-    free(g), free(sg), free(key);
+        e->rc = emit_stripe(e, s, &mem, &cap);
+    free(mem);
     return NULL;
-}
-
-static void add_counts(syn_stats *to, const syn_stats *from, int max_ops) {
-    to->classes += from->classes, to->class_graphs += from->class_graphs;
-    to->level_classes[max_ops] += max_ops > 0 ? from->level_classes[max_ops] : 0;
-    to->over_inputs += from->over_inputs;
-    to->candidates += from->candidates, to->members += from->members;
-    for (int k = 0; k < PR_N; k++) {
-        to->pruning.classes[k] += from->pruning.classes[k];
-        to->pruning.graphs[k] += from->pruning.graphs[k];
-    }
 }
 
 /* Move e's classes into the run's file. */
 static syn_status take_classes(run *r, emitter *e) {
-    rdb_file *o = r->out;
-    size_t n = o->n_classes + e->out->n_classes;
-    if (!e->out->n_classes) return SYN_OK;
+    rdb_file *o = r->out, *from = e->w.out;
+    size_t n = o->n_classes + from->n_classes;
+    if (!from->n_classes) return SYN_OK;
     if (n > o->cap_classes) {
         rdb_class *c = realloc(o->classes, n * sizeof *c);
         if (!c) return fail(r, SYN_ENOMEM, "out of memory");
         o->classes = c, o->cap_classes = n;
     }
-    memcpy(o->classes + o->n_classes, e->out->classes, e->out->n_classes * sizeof *o->classes);
-    o->n_classes = n, e->out->n_classes = 0; /* the members now belong to r->out */
+    memcpy(o->classes + o->n_classes, from->classes, from->n_classes * sizeof *o->classes);
+    o->n_classes = n, from->n_classes = 0; /* the members now belong to r->out */
     return SYN_OK;
 }
 
@@ -373,11 +270,10 @@ static syn_status emit_partition(run *r, const partition *p) {
     syn_status rc = e && tid ? SYN_OK : fail(r, SYN_ENOMEM, "out of memory");
     for (int i = 0; i < n && !rc; i++) {
         e[i] = (emitter){.r = r, .p = p, .next_stripe = &next};
-        e[i].kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
-        e[i].ps = pr_scratch_new();
-        e[i].out = rdb_new(RDB_CANDIDATES);
-        if (!e[i].kc || !e[i].ps || !e[i].out || pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
-            key_ctx_free(e[i].kc), pr_scratch_free(e[i].ps), rdb_free(e[i].out);
+        if (co_init(&e[i].w, &r->pool, &r->dom, r->o->max_ops, r->o->no_prune,
+                    r->o->backend == SYN_CUDA) ||
+            pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
+            co_free(&e[i].w);
             rc = fail(r, SYN_ENOMEM, "cannot start the output threads");
         } else {
             started++;
@@ -385,10 +281,10 @@ static syn_status emit_partition(run *r, const partition *p) {
     }
     for (int i = 0; i < started; i++) {
         pthread_join(tid[i], NULL);
-        if (!rc && e[i].rc) rc = fail(r, e[i].rc, "%s", e[i].err);
+        if (!rc && e[i].rc) rc = fail(r, e[i].rc, "%s", e[i].w.err);
         if (!rc) rc = take_classes(r, &e[i]);
-        add_counts(r->st, &e[i].st, r->o->max_ops);
-        key_ctx_free(e[i].kc), pr_scratch_free(e[i].ps), rdb_free(e[i].out);
+        co_add_counts(r->st, &e[i].w.st, r->o->max_ops);
+        co_free(&e[i].w);
     }
     free(e), free(tid);
     return rc;
@@ -535,12 +431,6 @@ static void fill_generator(run *r) {
     }
 }
 
-static int cmp_class(const void *a, const void *b) {
-    const rdb_class *x = a, *y = b;
-    int c = memcmp(x->fp, y->fp, x->fp_len < y->fp_len ? x->fp_len : y->fp_len);
-    return c ? c : (x->fp_len > y->fp_len) - (x->fp_len < y->fp_len);
-}
-
 static void finish_stats(run *r) {
     struct rusage ru;
     r->st->wall_s = en_now() - r->t0;
@@ -606,8 +496,7 @@ syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *er
     syn_status rc = setup(&r);
     if (!rc) rc = generate(&r);
     if (!rc) {
-        if (r.out->n_classes > 1)
-            qsort(r.out->classes, r.out->n_classes, sizeof *r.out->classes, cmp_class);
+        co_sort(r.out);
         finish_stats(&r);
         fill_generator(&r);
         *out = r.out, r.out = NULL;
