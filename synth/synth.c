@@ -18,6 +18,7 @@
 #include "key.h"
 #include "pool.h"
 #include "sgraph.h"
+#include "shardfile.h"
 
 #define STRIPE_BITS 8
 #define MAX_PASSES (1u << 16)
@@ -33,6 +34,7 @@ typedef struct {
     key_ctx *kc;
     fpt_cache *cache;
     rdb_file *out;
+    sf_writer *sw; /* a shard of a divided run writes its classes here */
     sg_graph *reps[SYN_MAX_OPS + 1];   /* all representatives by nodes */
     size_t n_reps[SYN_MAX_OPS + 1];
     sg_graph *single[SYN_MAX_OPS + 1]; /* the single-output ones */
@@ -192,15 +194,49 @@ static syn_status collect_reps(run *r, int level) {
     return SYN_OK;
 }
 
-/* ---- partitions: shards and passes ---- */
+/* ---- partitions: the last level's passes ---- */
 
 typedef struct {
-    uint32_t shard_k, shard_n, pass, passes;
+    uint32_t pass, passes;
 } partition;
 
 static int in_partition(void *arg, uint64_t h) {
     const partition *p = arg;
-    return h % p->shard_n == p->shard_k && ((h >> 40) & (p->passes - 1)) == p->pass;
+    return ((h >> 40) & (p->passes - 1)) == p->pass;
+}
+
+/* ---- a shard's classes ---- */
+
+/* Write the classes of pass partition p to the shard file, by part. m is
+ * the mark before the last level (NULL: there is none, all counts are of
+ * levels every shard runs). */
+static syn_status dump_partition(run *r, const partition *p, const fpt_mark *m) {
+    uint32_t parts = r->o->parts ? r->o->parts : r->o->shard_n;
+    size_t cap = 0, k;
+    sg_graph *mem = NULL;
+    syn_status rc = SYN_OK;
+    for (uint32_t q = 0; q < parts && !rc; q++) {
+        if (sf_begin_part(r->sw, q)) rc = fail(r, SYN_EIO, "write error");
+        for (int s = 0; s < fpt_n_stripes(r->table) && !rc; s++) {
+            const fpt_class *c = fpt_classes(r->table, s, &k);
+            for (size_t i = 0; i < k && !rc; i++) {
+                if (!in_partition((void *)p, c[i].hash) || c[i].hash % parts != q) continue;
+                if (c[i].n_members > cap) {
+                    free(mem);
+                    cap = 2 * c[i].n_members;
+                    if (!(mem = malloc(cap * sizeof *mem))) rc = fail(r, SYN_ENOMEM, "out of memory");
+                    if (rc) break;
+                }
+                size_t n = fpt_members(r->table, s, &c[i], mem, c[i].n_members);
+                uint32_t below = m ? fpt_mark_count(m, s, i) : c[i].count;
+                r->st->classes++, r->st->class_graphs += c[i].count - below, r->st->members += n;
+                if (sf_put(r->sw, c[i].hash, c[i].check, below, c[i].count - below, &c[i].rep, mem, (uint32_t)n))
+                    rc = fail(r, SYN_EIO, "write error");
+            }
+        }
+    }
+    free(mem);
+    return rc;
 }
 
 /* ---- output classes ---- */
@@ -294,6 +330,8 @@ static syn_status emit_partition(run *r, const partition *p) {
 
 static void level_setup(run *r, en_level *L, int level) {
     memset(L, 0, sizeof *L);
+    if (level == r->o->max_ops && r->sw) /* a shard: its share of the last level */
+        L->item_k = r->o->shard_k, L->item_n = r->o->shard_n;
     L->pool = &r->pool, L->dom = &r->dom, L->table = r->table, L->level = level;
     L->prev = r->reps[level - 1], L->n_prev = r->n_reps[level - 1];
     L->threads = n_threads(r->o), L->cuda = r->o->backend == SYN_CUDA;
@@ -368,7 +406,7 @@ static syn_status run_pass(run *r, int level, const fpt_mark *m, const partition
     if (!rc && !*outgrew) {
         r->st->passes++;
         if (fpt_bytes(r->table) > r->st->table_peak) r->st->table_peak = fpt_bytes(r->table);
-        rc = emit_partition(r, part);
+        rc = r->sw ? dump_partition(r, part, m) : emit_partition(r, part);
     }
     fpt_rollback(r->table, m);
     return rc;
@@ -391,7 +429,7 @@ static syn_status last_level(run *r, int level) {
     for (uint32_t q = 0; q < P && !rc; q++) {
         int outgrew = 0;
         if (covered((const uint32_t(*)[2])done, n_done, q, P)) continue;
-        partition part = {r->o->shard_k, r->o->shard_n, q, P};
+        partition part = {q, P};
         rc = run_pass(r, level, m, &part, budget, &outgrew);
         if (!rc && !outgrew) done[n_done][0] = P, done[n_done++][1] = q;
         else if (!rc && P >= MAX_PASSES) rc = fail(r, SYN_ELIMIT, "memory limit too small even for %u passes", P);
@@ -404,23 +442,23 @@ static syn_status last_level(run *r, int level) {
 
 /* ---- the file ---- */
 
-static void fill_generator(run *r) {
-    rdb_generator *g = &r->out->gen;
-    const syn_options *o = r->o;
+/* Notes in sorted order: `ruledb merge` sorts the notes it unites, so a
+ * merge of the parts of a divided run has the unsharded file's bytes. */
+void syn_fill_generator(rdb_generator *g, const syn_options *o, const syn_stats *st) {
     char pool_text[RDB_NOTE_LEN - 8];
     snprintf(g->tool, sizeof g->tool, "synth");
     snprintf(g->version, sizeof g->version, "%s", SYN_VERSION);
     g->max_ops = (uint32_t)o->max_ops, g->seed = o->seed, g->ops = o->ops;
-    g->shard_count = o->shard_n, g->shard_have = 1ull << o->shard_k;
-    g->counts.graphs = r->st->class_graphs, g->counts.classes = r->st->classes;
-    uint64_t found = r->st->pruning.graphs[PR_FOUND];
-    g->counts.pruned = found > r->st->members ? found - r->st->members : 0;
+    g->shard_count = 1, g->shard_have = 1;
+    g->counts.graphs = st->class_graphs, g->counts.classes = st->classes;
+    uint64_t found = st->pruning.graphs[PR_FOUND];
+    g->counts.pruned = found > st->members ? found - st->members : 0;
     if (!o->no_timings) {
-        g->timings.wall_ms = (uint64_t)(r->st->wall_s * 1000);
-        g->timings.cpu_ms = (uint64_t)(r->st->cpu_s * 1000);
+        g->timings.wall_ms = (uint64_t)(st->wall_s * 1000);
+        g->timings.cpu_ms = (uint64_t)(st->cpu_s * 1000);
     }
-    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "conv_groups=%s", o->groups2 ? "1,2" : "1");
+    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
     if (o->types != (1u << pool_n_types) - 1) {
         char t[RDB_NOTE_LEN - 8];
         size_t n = 0;
@@ -452,14 +490,19 @@ static void keep_combos(dom *d, int (*keep)(int op, const int32_t *p)) {
     }
 }
 
+int syn_inputs(const syn_options *o, pool *p, dom *d) {
+    if (pool_init(p, o->seed)) return -1;
+    for (int t = 0; t < p->n_types; t++) /* a type left out: no variable of it */
+        if (!(o->types >> t & 1)) p->count_of[t] = 0;
+    dom_init(d, o->ops, o->groups2);
+    if (o->test_combo) keep_combos(d, o->test_combo);
+    return 0;
+}
+
 static syn_status setup(run *r) {
     syn_status rc = check_options(r);
     if (rc) return rc;
-    if (pool_init(&r->pool, r->o->seed)) return fail(r, SYN_ENOMEM, "out of memory");
-    for (int t = 0; t < r->pool.n_types; t++) /* a type left out: no variable of it */
-        if (!(r->o->types >> t & 1)) r->pool.count_of[t] = 0;
-    dom_init(&r->dom, r->o->ops, r->o->groups2);
-    if (r->o->test_combo) keep_combos(&r->dom, r->o->test_combo);
+    if (syn_inputs(r->o, &r->pool, &r->dom)) return fail(r, SYN_ENOMEM, "out of memory");
     r->table = fpt_new(STRIPE_BITS, r->o->hash);
     r->kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
     r->cache = fpt_cache_new();
@@ -480,11 +523,21 @@ static syn_status generate(run *r) {
     for (int level = 1; level < r->o->max_ops && !rc; level++) rc = middle_level(r, level);
     if (!rc && r->o->max_ops > 0) rc = last_level(r, r->o->max_ops);
     if (!rc && r->o->max_ops == 0) {
-        partition all = {r->o->shard_k, r->o->shard_n, 0, 1};
+        partition all = {0, 1};
         r->st->passes = 1;
-        rc = emit_partition(r, &all);
+        rc = r->sw ? dump_partition(r, &all, NULL) : emit_partition(r, &all);
     }
     return rc;
+}
+
+static void run_free(run *r) {
+    rdb_free(r->out);
+    sf_abort(r->sw);
+    for (int i = 0; i <= SYN_MAX_OPS; i++) free(r->reps[i]), free(r->single[i]);
+    key_ctx_free(r->kc);
+    fpt_cache_free(r->cache);
+    fpt_free(r->table);
+    pool_free(&r->pool);
 }
 
 syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *err, size_t errlen) {
@@ -493,20 +546,55 @@ syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *er
     memset(st, 0, sizeof *st);
     r.o = o, r.st = st, r.err = err, r.errlen = errlen, r.t0 = en_now();
     *out = NULL;
-    syn_status rc = setup(&r);
+    syn_status rc = o->shard_n > 1 ? fail(&r, SYN_EINVAL, "a shard of a divided run writes a "
+                                          "shard file (syn_run_shard)") : setup(&r);
     if (!rc) rc = generate(&r);
     if (!rc) {
         co_sort(r.out);
         finish_stats(&r);
-        fill_generator(&r);
+        syn_fill_generator(&r.out->gen, o, st);
         *out = r.out, r.out = NULL;
     }
-    rdb_free(r.out);
-    for (int i = 0; i <= SYN_MAX_OPS; i++) free(r.reps[i]), free(r.single[i]);
-    key_ctx_free(r.kc);
-    fpt_cache_free(r.cache);
-    fpt_free(r.table);
-    pool_free(&r.pool);
+    run_free(&r);
+    return rc;
+}
+
+static void shard_header(const syn_options *o, const syn_stats *st, sf_header *h) {
+    memset(h, 0, sizeof *h);
+    h->shard_k = o->shard_k, h->shard_n = o->shard_n, h->parts = o->parts ? o->parts : o->shard_n;
+    h->max_ops = (uint32_t)o->max_ops, h->types = o->types, h->groups2 = (uint32_t)o->groups2;
+    h->no_prune = (uint32_t)o->no_prune, h->seed = o->seed, h->ops = o->ops;
+    ops_digest(h->digest);
+    if (!o->no_timings) h->wall_ms = (uint64_t)(st->wall_s * 1000), h->cpu_ms = (uint64_t)(st->cpu_s * 1000);
+    h->graphs = st->graphs;
+}
+
+syn_status syn_run_shard(const syn_options *o, const char *path, syn_stats *st, char *err,
+                         size_t errlen) {
+    run r;
+    sf_header h;
+    char werr[SF_ERRLEN];
+    memset(&r, 0, sizeof r);
+    memset(st, 0, sizeof *st);
+    r.o = o, r.st = st, r.err = err, r.errlen = errlen, r.t0 = en_now();
+    syn_status rc = setup(&r);
+    if (!rc && o->shard_n < 2) rc = fail(&r, SYN_EINVAL, "a shard file needs N >= 2 shards");
+    if (!rc && o->memory_limit)
+        rc = fail(&r, SYN_EINVAL, "--memory-limit and --shard: a shard holds 1/N of the last "
+                  "level; divide the run into more shards instead");
+    if (!rc && (o->parts > SF_MAX_PARTS))
+        rc = fail(&r, SYN_EINVAL, "parts %u out of range 1..%d", o->parts, SF_MAX_PARTS);
+    shard_header(o, st, &h);
+    if (!rc && !(r.sw = sf_create(path, &h, werr, sizeof werr))) rc = fail(&r, SYN_EIO, "%s", werr);
+    if (!rc) rc = generate(&r);
+    if (!rc) {
+        finish_stats(&r);
+        shard_header(o, st, &h);
+        sf_writer *w = r.sw;
+        r.sw = NULL;
+        if (sf_commit(w, &h, werr, sizeof werr)) rc = fail(&r, SYN_EIO, "%s", werr);
+    }
+    run_free(&r);
     return rc;
 }
 

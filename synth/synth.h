@@ -83,6 +83,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dom.h"
+#include "pool.h"
 #include "prune.h"
 #include "ruledb.h"
 
@@ -95,7 +97,9 @@ typedef enum {
     SYN_EINVAL, /* bad options */
     SYN_ENOMEM,
     SYN_ELIMIT, /* the memory limit is too small for a level below the last */
-    SYN_EDEV    /* --backend cuda without a usable device */
+    SYN_EDEV,   /* --backend cuda without a usable device */
+    SYN_EIO,    /* a shard file could not be written */
+    SYN_EINPUT  /* a shard file is missing, damaged or from another run */
 } syn_status;
 
 typedef enum { SYN_CPU, SYN_CUDA } syn_backend;
@@ -105,7 +109,8 @@ typedef struct {
     ops_set ops;           /* enumerated; default all operators */
     uint32_t types;        /* bit t set: pool type t is used; default all */
     uint64_t seed;         /* default 1 */
-    uint32_t shard_k, shard_n; /* default 0 of 1 */
+    uint32_t shard_k, shard_n; /* default 0 of 1; N > 1: syn_run_shard */
+    uint32_t parts;            /* a shard file's parts (0: N) */
     uint64_t memory_limit; /* bytes, 0: none */
     int threads;           /* 0: every online core */
     syn_backend backend;
@@ -157,6 +162,33 @@ int syn_parse_types(const char *list, uint32_t *types, char *err, size_t errlen)
  *         code with a message in err and *out NULL. */
 syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *err,
                    size_t errlen);
+
+/* A shard of a divided run (--shard K/N, N >= 2): enumerate the levels
+ * below the last in full, then only this shard's share of the last
+ * level's work items, and write every class of the table (counts split
+ * into the levels below and this shard's share) to the shard file at path,
+ * in o->parts parts by fingerprint hash (shardfile.h).
+ * @return SYN_OK, or an error with a message in err (no file written). */
+syn_status syn_run_shard(const syn_options *o, const char *path, syn_stats *st, char *err,
+                         size_t errlen);
+
+/* The merge (reduce) of part `part` of a divided run: read that part of
+ * the N shard files paths[0..n) (each shard once, all from one run), join
+ * classes with equal key bytes, prune and write them as syn_run does.
+ * `ruledb merge` of the parts 0..parts-1 is byte-identical to the
+ * unsharded run's file (with no_timings). *o gets the run's options.
+ * @return SYN_OK and *out (rdb_free it), or an error with the file named
+ *         in err: SYN_EINPUT (missing, damaged or mismatched shards). */
+syn_status syn_merge_part(const char *const *paths, int n, uint32_t part, int no_timings,
+                          syn_options *o, rdb_file **out, syn_stats *st, char *err, size_t errlen);
+
+/* The run's inputs: the pool (o->seed, o->types) and the operator domains
+ * (o->ops, o->groups2, the test hook). @return 0, or -1 out of memory. */
+int syn_inputs(const syn_options *o, pool *p, dom *d);
+
+/* The generator record of a candidates file (notes sorted, as `ruledb
+ * merge` writes them). */
+void syn_fill_generator(rdb_generator *g, const syn_options *o, const syn_stats *st);
 
 /* Print the end-of-run summary. */
 void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st);
