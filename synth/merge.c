@@ -119,32 +119,65 @@ static syn_status join(merge *m, const size_t *c, size_t n) {
     return rc ? mfail(m, rc, "%s", m->w.err) : SYN_OK;
 }
 
-/* A group of equal (hash, check): classes joined by exact key bytes, so a
- * hash collision between shards never joins two classes. */
+/* 1 when classes x and y of the part hold a graph in common: then they
+ * are one class (a graph has one fingerprint), no evaluation needed. */
+static int share_graph(const sf_part *P, const sf_class *x, const sf_class *y) {
+    if (sg_compare(&x->rep, &y->rep) == 0) return 1;
+    for (uint32_t i = 0; i < y->n_members; i++)
+        if (sg_compare(&x->rep, &P->members[y->first + i]) == 0) return 1;
+    for (uint32_t i = 0; i < x->n_members; i++)
+        if (sg_compare(&y->rep, &P->members[x->first + i]) == 0) return 1;
+    return 0;
+}
+
+static size_t root(size_t *up, size_t i) {
+    while (up[i] != i) i = up[i] = up[up[i]];
+    return i;
+}
+
+/* A group of equal (hash, check): classes joined when they share a graph,
+ * and otherwise only by exact key bytes, so a hash collision between
+ * shards never joins two classes. g[0..n) are class indices; on return
+ * they are reordered so that each joined class is a run. */
 static syn_status join_group(merge *m, size_t *g, size_t n) {
-    if (n == 1) return join(m, g, 1);
-    if (reserve((void **)&m->keys, &m->key_cap, n * KEY_MAX_BYTES, 1) ||
-        !(m->key_len = realloc(m->key_len, n * sizeof *m->key_len)))
-        return mfail(m, SYN_ENOMEM, "out of memory");
+    const sf_part *P = &m->part;
+    size_t up[64 * 2], *u = n <= 128 ? up : malloc(n * sizeof *u), roots = 0;
+    if (!u) return mfail(m, SYN_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) u[i] = i;
     for (size_t i = 0; i < n; i++)
-        if (key_of_aligned(m->w.kc, &m->part.cls[g[i]].rep, m->keys + i * KEY_MAX_BYTES, &m->key_len[i]) != KEY_OK)
-            return mfail(m, SYN_EINPUT, "a shard's class could not be evaluated");
+        for (size_t j = i + 1; j < n; j++)
+            if (root(u, i) != root(u, j) && share_graph(P, &P->cls[g[i]], &P->cls[g[j]])) {
+                size_t a = root(u, i), b = root(u, j); /* the smaller index stays the root */
+                if (a < b) u[b] = a; else u[a] = b;
+            }
+    for (size_t i = 0; i < n; i++) roots += root(u, i) == i;
     syn_status rc = SYN_OK;
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (g[i] == SIZE_MAX) continue;
-        size_t k = i + 1; /* g[i..k): one class; equal keys moved up */
-        for (size_t j = i + 1; j < n; j++) {
-            if (g[j] == SIZE_MAX || m->key_len[j] != m->key_len[i] ||
-                memcmp(m->keys + j * KEY_MAX_BYTES, m->keys + i * KEY_MAX_BYTES, m->key_len[i]))
-                continue;
-            size_t t = g[k]; g[k] = g[j], g[j] = t;
-            size_t tl = m->key_len[k]; m->key_len[k] = m->key_len[j], m->key_len[j] = tl;
-            if (j != k) memcpy(m->keys + j * KEY_MAX_BYTES, m->keys + k * KEY_MAX_BYTES, m->key_len[j]);
-            k++;
-        }
-        rc = join(m, g + i, k - i);
-        for (size_t j = i; j < k; j++) g[j] = SIZE_MAX;
+    if (roots > 1) { /* clusters that share no graph: compare their key bytes */
+        if (reserve((void **)&m->keys, &m->key_cap, n * KEY_MAX_BYTES, 1) ||
+            !(m->key_len = realloc(m->key_len, n * sizeof *m->key_len)))
+            rc = mfail(m, SYN_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n && !rc; i++)
+            if (root(u, i) == i &&
+                key_of_aligned(m->w.kc, &P->cls[g[i]].rep, m->keys + i * KEY_MAX_BYTES, &m->key_len[i]) != KEY_OK)
+                rc = mfail(m, SYN_EINPUT, "a shard's class could not be evaluated");
+        for (size_t i = 0; i < n && !rc; i++)
+            for (size_t j = i + 1; j < n && root(u, i) == i; j++)
+                if (root(u, j) == j && m->key_len[i] == m->key_len[j] &&
+                    memcmp(m->keys + i * KEY_MAX_BYTES, m->keys + j * KEY_MAX_BYTES, m->key_len[i]) == 0)
+                    u[j] = i;
     }
+    /* runs of one root each, in first-seen order */
+    size_t k = 0, *tmp = malloc(2 * n * sizeof *tmp);
+    if (!rc && !tmp) rc = mfail(m, SYN_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (root(u, i) != i) continue;
+        size_t start = k;
+        for (size_t j = 0; j < n; j++)
+            if (root(u, j) == i) tmp[k++] = g[j];
+        rc = join(m, tmp + start, k - start);
+    }
+    free(tmp);
+    if (u != up) free(u);
     return rc;
 }
 
