@@ -330,7 +330,10 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
          st->prune.after_output);
     note(g, "from=%s %s seed=%llu max_ops=%u", in->gen.tool[0] ? in->gen.tool : "?",
          in->gen.version, (unsigned long long)in->gen.seed, (unsigned)in->gen.max_ops);
-    if (o->shard_n > 1) note(g, PS_SHARD_NOTE, o->shard_k, o->shard_n);
+    if (o->shard_n > 1) {
+        note(g, PS_SHARD_NOTE, o->shard_k, o->shard_n);
+        g->shard_count = o->shard_n, g->shard_have = 1ull << o->shard_k;
+    }
 }
 
 int pv_rules_file(const rdb_file *in, const pv_options *o, const em_rule *rules, size_t n,
