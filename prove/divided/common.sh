@@ -52,11 +52,20 @@ parse_common() {
     case "$OUT" in /*) ;; *) OUT=$PWD/$OUT ;; esac
 }
 
-# Write WORKDIR/config, replacing it only when it changes: its date is an
-# input of the synth shards, so a rerun with the same options redoes
-# nothing that is done.
+# replace_if_changed TMP FILE: FILE keeps its date when TMP has its bytes.
+replace_if_changed() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
+
+# Write WORKDIR/config, and the stamps synth/args and prove/args (what the
+# shards' outputs depend on, an input of their steps), each replaced only
+# when it changes: a rerun with the same options redoes nothing that is
+# done, even with other binaries' paths or retries.
 write_config() {
     local tmp=$W/config.tmp.$$
+    mkdir -p "$W/synth" "$W/prove"
+    echo "$N $PARTS $no_timings $synth_args" >"$W/synth/args.tmp.$$"
+    replace_if_changed "$W/synth/args.tmp.$$" "$W/synth/args"
+    echo "$NP $AXIOMS $no_timings $prove_args" >"$W/prove/args.tmp.$$"
+    replace_if_changed "$W/prove/args.tmp.$$" "$W/prove/args"
     {
         echo "# written by $prog; read by step.sh"
         printf 'BIN=%q\nOUT=%q\nN=%q\nPARTS=%q\nNP=%q\nRETRIES=%q\n' "$BIN" "$OUT" "$N" "$PARTS" "$NP" "$RETRIES"
@@ -65,7 +74,7 @@ write_config() {
         printf 'MERGE_ARGS=(-q %s)\n' "$no_timings"
         printf 'PROVE_ARGS=(-q --axioms %q %s %s)\n' "$AXIOMS" "$no_timings" "$prove_args"
     } >"$tmp"
-    if cmp -s "$tmp" "$W/config"; then rm -f "$tmp"; else mv "$tmp" "$W/config"; fi
+    replace_if_changed "$tmp" "$W/config"
 }
 
 # failed_steps: the steps whose last attempt failed, one per line.

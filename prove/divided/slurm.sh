@@ -51,7 +51,7 @@ submit() {
 todo=""
 for k in $(seq 0 $((N - 1))); do
     "$BIN/synth" -q --verify-shard "$W/synth/shard-$k.shd" >/dev/null 2>&1 &&
-        [ "$W/synth/shard-$k.shd" -nt "$W/config" ] || todo="$todo${todo:+,}$k"
+        [ "$W/synth/shard-$k.shd" -nt "$W/synth/args" ] || todo="$todo${todo:+,}$k"
 done
 jobs=()
 dep=""

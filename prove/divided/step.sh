@@ -37,7 +37,7 @@ valid_rdb() { "$BIN/ruledb" info "$1" >/dev/null 2>&1; }
 case "$step" in
 synth)
     name="synth shard $idx of $N"
-    out=$W/synth/shard-$idx.shd inputs=("$W/config")
+    out=$W/synth/shard-$idx.shd inputs=("$W/synth/args")
     is_valid() { "$BIN/synth" -q --verify-shard "$out" >/dev/null 2>&1; }
     run() { "$BIN/synth" "${SYNTH_ARGS[@]}" --shard "$idx/$N" --parts "$PARTS" -o "$out"; } ;;
 part)
@@ -54,7 +54,7 @@ candidates)
     run() { "$BIN/ruledb" merge -o "$out" "${inputs[@]}"; } ;;
 prove)
     name="prove shard $idx of $NP"
-    out=$W/prove/shard-$idx.tasodb inputs=("$W/candidates.tasodb")
+    out=$W/prove/shard-$idx.tasodb inputs=("$W/candidates.tasodb" "$W/prove/args")
     is_valid() { valid_rdb "$out"; }
     run() { "$BIN/prove" "${PROVE_ARGS[@]}" --shard "$idx/$NP" "$W/candidates.tasodb" -o "$out"; } ;;
 final)
@@ -62,7 +62,7 @@ final)
     out=$OUT inputs=("$W/candidates.tasodb")
     for k in $(seq 0 $((NP - 1))); do inputs+=("$W/prove/shard-$k.tasodb"); done
     is_valid() { valid_rdb "$out"; }
-    run() { "$BIN/prove" "${PROVE_ARGS[@]}" --merge "${inputs[@]:0:1}" -o "$out" "${inputs[@]:1}"; } ;;
+    run() { "$BIN/prove" "${PROVE_ARGS[@]}" --merge "${inputs[@]}" -o "$out"; } ;;
 *)
     echo "step.sh: unknown step '$step' (synth, part, candidates, prove, final)" >&2
     exit 2 ;;
