@@ -49,17 +49,36 @@
  * sorted by rg_compare (so the smallest graph, the representative, first;
  * the same order `ruledb merge` produces) and the count of graphs seen.
  *
- * Sharding: --shard K/N keeps the classes whose fingerprint hash is K mod
- * N. Every shard still enumerates all levels below the last one in full
- * (their representatives feed the last level), and fingerprints the whole
- * last level; it stores only its share of the last level's classes. So
- * shards save memory and output, not time: N shards cost about N times the
- * CPU of one run. `ruledb merge` of the N files has the classes of the
- * unsharded run.
+ * Dividing a run over N machines (map, shuffle by fingerprint, reduce):
+ *   map     syn_run_shard, --shard K/N: every shard enumerates the levels
+ *           below the last in full (their representatives feed the last
+ *           level; they are small), then only its share of the last
+ *           level's work items (enum.h: item_k/item_n, by a hash of the
+ *           parent representative and the kind of item), and writes every
+ *           class its table holds, unpruned, to a shard file in M parts by
+ *           fingerprint hash (shardfile.h). A class may be reached from
+ *           parents in several shards: no shard can filter or prune it.
+ *   reduce  syn_merge_part, --merge-part P: part P of all N files; classes
+ *           with equal fingerprints join (a shared graph proves it, else
+ *           the exact key bytes: a hash collision never joins two), the
+ *           smallest graph represents, members unite, counts add (the
+ *           levels below counted once: every shard saw them), then the
+ *           class is pruned and written by the same code as the undivided
+ *           run (clsout.h).
+ *   `ruledb merge` of the M parts is byte-identical to the undivided
+ *   run's file (with --no-timings). Drivers: prove/divided/ (local
+ *   processes or a Slurm job array).
+ * Cost model: CPU of the N shards and M merges ~= the undivided run plus
+ * (N-1) times the levels below the last (a few percent at depth 4) plus
+ * the shuffle (writing, reading and joining the classes: every class is
+ * written once, by each shard that reached it); memory per shard ~= the
+ * levels below plus 1/N of the last level's table; a merge part holds 1/M
+ * of the classes. bench/divided.py measures both.
  *
  * Memory limit: the last level runs in passes over a partition of the hash
  * space; a pass that outgrows the limit is undone and its part split in
- * two. Levels below the last must fit (else SYN_ELIMIT).
+ * two. Levels below the last must fit (else SYN_ELIMIT). A shard refuses
+ * a memory limit: more shards divide the memory instead.
  *
  * Example: all candidates of up to 2 matmuls, as a file.
  *
