@@ -37,25 +37,15 @@ static syn_status cfail(co_writer *w, syn_status rc, const char *what) {
     return rc;
 }
 
-static uint32_t vars_of(const sg_graph *s) {
-    uint32_t used = 0;
-    for (int j = 0; j < s->n_nodes; j++)
-        for (int k = 0; k < ops_table[s->node[j].op].arity; k++)
-            if (!SG_IS_NODE(s->node[j].in[k])) used |= 1u << s->node[j].in[k];
-    for (int k = 0; k < s->n_out; k++)
-        if (!SG_IS_NODE(s->out[k])) used |= 1u << s->out[k];
-    return used;
-}
-
 /* A class's members share one numbering of at most RG_MAX_INPUTS inputs:
  * keep the representative and, in sg order, each member that still fits.
  * @return the graphs kept; *used their variables. */
 static size_t fit_inputs(co_writer *w, sg_graph *sg, size_t n, uint32_t *used) {
     size_t k = 1;
-    *used = vars_of(&sg[0]);
+    *used = sg_vars(&sg[0]);
     qsort(sg + 1, n - 1, sizeof *sg, cmp_sg); /* an order independent of arrival */
     for (size_t i = 1; i < n; i++) {
-        uint32_t u = *used | vars_of(&sg[i]);
+        uint32_t u = *used | sg_vars(&sg[i]);
         if (__builtin_popcount(u) > RG_MAX_INPUTS) {
             w->st.over_inputs++;
             continue;

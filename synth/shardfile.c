@@ -235,11 +235,20 @@ static int read_header(FILE *f, const char *path, sf_header *h, part_entry **tab
     return rc;
 }
 
+/* Open path and read its header; *f and *tab stay for the caller to
+ * close and free (also on failure: either may be NULL). */
+static int open_shard(const char *path, sf_header *h, FILE **f, part_entry **tab, char *err,
+                      size_t errlen) {
+    *tab = NULL;
+    *f = fopen(path, "rb");
+    return *f ? read_header(*f, path, h, tab, err, errlen)
+              : efail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+}
+
 int sf_read_header(const char *path, sf_header *h, char *err, size_t errlen) {
-    part_entry *tab = NULL;
-    FILE *f = fopen(path, "rb");
-    int rc = f ? read_header(f, path, h, &tab, err, errlen)
-               : efail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    part_entry *tab;
+    FILE *f;
+    int rc = open_shard(path, h, &f, &tab, err, errlen);
     if (f) fclose(f);
     free(tab);
     return rc;
@@ -262,10 +271,9 @@ static uint8_t *read_section(FILE *f, const char *path, const part_entry *t, uin
 }
 
 int sf_verify(const char *path, sf_header *h, char *err, size_t errlen) {
-    part_entry *tab = NULL;
-    FILE *f = fopen(path, "rb");
-    int rc = f ? read_header(f, path, h, &tab, err, errlen)
-               : efail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    part_entry *tab;
+    FILE *f;
+    int rc = open_shard(path, h, &f, &tab, err, errlen);
     for (uint32_t p = 0; !rc && p < h->parts; p++) {
         uint8_t *b = read_section(f, path, &tab[p], p, err, errlen);
         rc = b ? 0 : -1;
@@ -340,11 +348,10 @@ static int parse_section(const uint8_t *b, const part_entry *t, const char *path
 int sf_read_part(const char *path, uint32_t p, uint32_t shard, const dom *d, const pool *pl,
                  int max_ops, sf_part *out, char *err, size_t errlen) {
     sf_header h;
-    part_entry *tab = NULL;
+    part_entry *tab;
     uint8_t *b = NULL;
-    FILE *f = fopen(path, "rb");
-    int rc = f ? read_header(f, path, &h, &tab, err, errlen)
-               : efail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    int rc = open_shard(path, &h, &f, &tab, err, errlen);
     if (!rc && p >= h.parts) rc = efail(err, errlen, "%s: no part %u (the file has %u)", path, p, h.parts);
     if (!rc && !(b = read_section(f, path, &tab[p], p, err, errlen))) rc = -1;
     if (!rc) rc = parse_section(b, &tab[p], path, p, shard, d, pl, max_ops, out, err, errlen);

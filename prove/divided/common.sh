@@ -17,9 +17,17 @@ synth_args="" prove_args="" no_timings=""
 
 die() { echo "$prog: $*" >&2; exit 2; }
 
-# parse_common ARGS...: sets the variables above; unknown options go to
-# the array REST for the driver.
+# The driver's header comment (its lines 2.. up to the first line that is
+# not a comment), then the options above.
+usage() {
+    awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 3 && !/^#/ {exit} NR > 3' "$here/common.sh" | sed 's/^# \{0,1\}//'
+}
+
+# parse_common ARGS...: --help, or the variables above; unknown options
+# go to the array REST for the driver.
 parse_common() {
+    case "${1:-}" in -h|--help) usage; exit 0 ;; esac
     REST=()
     while [ $# -gt 0 ]; do
         case "$1" in

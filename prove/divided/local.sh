@@ -11,9 +11,6 @@
 set -uo pipefail
 prog=local.sh
 . "$(dirname "$0")/common.sh"
-if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; sed -n '4,14p' "$here/common.sh" | sed 's/^# \{0,1\}//'; exit 0
-fi
 parse_common "$@"
 J=$N
 set -- "${REST[@]+"${REST[@]}"}"

@@ -17,9 +17,6 @@
 set -uo pipefail
 prog=slurm.sh
 . "$(dirname "$0")/common.sh"
-if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; sed -n '4,14p' "$here/common.sh" | sed 's/^# \{0,1\}//'; exit 0
-fi
 parse_common "$@"
 sbatch_args="" wait=""
 set -- "${REST[@]+"${REST[@]}"}"
