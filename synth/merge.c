@@ -19,7 +19,7 @@ typedef struct {
     dom dom;
     int have_pool;
     co_writer w;
-    size_t *order;    /* class indices sorted by (hash, check) */
+    struct order *order; /* the classes sorted by (hash, check, shard) */
     uint8_t *keys;    /* key bytes of a group's classes */
     size_t *key_len, key_cap;
     sg_graph *all;    /* the graphs of one joined class */
@@ -68,13 +68,19 @@ static void options_of(const sf_header *h, int no_timings, syn_options *o) {
     o->no_timings = no_timings;
 }
 
-static merge *sort_ctx; /* qsort has no argument: the merge being sorted */
+/* A class's sort key beside its index (qsort passes no context). */
+struct order {
+    uint64_t hash;
+    uint32_t check, shard;
+    size_t cls;
+};
 
 static int cmp_order(const void *a, const void *b) {
-    const sf_class *x = &sort_ctx->part.cls[*(const size_t *)a], *y = &sort_ctx->part.cls[*(const size_t *)b];
+    const struct order *x = a, *y = b;
     if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
     if (x->check != y->check) return x->check < y->check ? -1 : 1;
-    return x->shard < y->shard ? -1 : x->shard > y->shard;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->cls < y->cls ? -1 : x->cls > y->cls;
 }
 
 static int cmp_sg(const void *a, const void *b) { return sg_compare(a, b); }
@@ -105,7 +111,7 @@ static syn_status join(merge *m, const size_t *c, size_t n) {
         if (x->count_below) below = x->count_below, have_below++;
         count += x->count_last;
         m->all[k++] = x->rep;
-        memcpy(m->all + k, P->members + x->first, x->n_members * sizeof *m->all);
+        if (x->n_members) memcpy(m->all + k, P->members + x->first, x->n_members * sizeof *m->all);
         k += x->n_members;
     }
     if (have_below && have_below != m->h[0].shard_n)
@@ -182,20 +188,23 @@ static syn_status join_group(merge *m, size_t *g, size_t n) {
 }
 
 static syn_status join_all(merge *m) {
-    size_t n = m->part.n_cls;
+    size_t n = m->part.n_cls, *g = NULL, cap = 0;
     m->order = malloc((n ? n : 1) * sizeof *m->order);
     if (!m->order) return mfail(m, SYN_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) m->order[i] = i;
-    sort_ctx = m;
+    for (size_t i = 0; i < n; i++) {
+        const sf_class *c = &m->part.cls[i];
+        m->order[i] = (struct order){c->hash, c->check, c->shard, i};
+    }
     qsort(m->order, n, sizeof *m->order, cmp_order);
     syn_status rc = SYN_OK;
     for (size_t i = 0, j; i < n && !rc; i = j) {
-        const sf_class *a = &m->part.cls[m->order[i]];
-        for (j = i + 1; j < n && m->part.cls[m->order[j]].hash == a->hash &&
-                        m->part.cls[m->order[j]].check == a->check; j++)
+        for (j = i + 1; j < n && m->order[j].hash == m->order[i].hash && m->order[j].check == m->order[i].check; j++)
             continue;
-        rc = join_group(m, m->order + i, j - i);
+        if (reserve((void **)&g, &cap, j - i, sizeof *g)) rc = mfail(m, SYN_ENOMEM, "out of memory");
+        for (size_t k = i; k < j && !rc; k++) g[k - i] = m->order[k].cls;
+        if (!rc) rc = join_group(m, g, j - i);
     }
+    free(g);
     return rc;
 }
 

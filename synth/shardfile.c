@@ -184,17 +184,11 @@ void sf_abort(sf_writer *w) {
 
 /* ---- reading ---- */
 
-/* Read the header and part table of an open file; tab gets malloc'd. */
-static int read_header(FILE *f, const char *path, sf_header *h, part_entry **tab, char *err,
-                       size_t errlen) {
-    uint8_t fixed[FIXED];
-    struct stat sb;
-    *tab = NULL;
-    if (fstat(fileno(f), &sb) != 0) return efail(err, errlen, "%s: %s", path, strerror(errno));
-    if (fread(fixed, 1, FIXED, f) != FIXED) return efail(err, errlen, "%s: truncated header", path);
-    if (memcmp(fixed, MAGIC, 8) != 0) return efail(err, errlen, "%s: not a synth shard file", path);
+/* The fixed header fields, checked. name names the file in messages. */
+static int decode_fixed(const uint8_t *fixed, const char *name, sf_header *h, char *err, size_t errlen) {
+    if (memcmp(fixed, MAGIC, 8) != 0) return efail(err, errlen, "%s: not a synth shard file", name);
     if (get32(fixed + 8) != VERSION)
-        return efail(err, errlen, "%s: shard file version %u (this synth reads %d)", path,
+        return efail(err, errlen, "%s: shard file version %u (this synth reads %d)", name,
                      get32(fixed + 8), VERSION);
     memset(h, 0, sizeof *h);
     h->shard_k = get32(fixed + 12), h->shard_n = get32(fixed + 16), h->parts = get32(fixed + 20);
@@ -203,34 +197,54 @@ static int read_header(FILE *f, const char *path, sf_header *h, part_entry **tab
     h->seed = get64(fixed + 40), h->ops = get64(fixed + 48);
     memcpy(h->digest, fixed + 56, 16);
     h->wall_ms = get64(fixed + 72), h->cpu_ms = get64(fixed + 80), h->graphs = get64(fixed + 88);
-    if (h->parts < 1 || h->parts > SF_MAX_PARTS || h->shard_n < 2 || h->shard_k >= h->shard_n)
-        return efail(err, errlen, "%s: bad header (shard %u/%u, %u parts)", path, h->shard_k,
+    if (h->parts < 1 || h->parts > SF_MAX_PARTS || h->shard_n < 2 || h->shard_n > 64 ||
+        h->shard_k >= h->shard_n)
+        return efail(err, errlen, "%s: bad header (shard %u/%u, %u parts)", name, h->shard_k,
                      h->shard_n, h->parts);
+    uint8_t digest[16];
+    ops_digest(digest);
+    if (memcmp(digest, h->digest, 16) != 0) return efail(err, errlen, "%s: made from other opspecs", name);
+    return 0;
+}
+
+/* The part table from the whole header buf (header_bytes(h->parts)) of a
+ * file of size bytes: checksum, and parts back to back up to the end. */
+static int decode_table(const uint8_t *buf, uint64_t size, const char *name, const sf_header *h,
+                        part_entry *tab, char *err, size_t errlen) {
+    size_t hb = header_bytes(h->parts);
+    if (get64(buf + hb - 8) != XXH64(buf, hb - 8, 0))
+        return efail(err, errlen, "%s: header checksum mismatch (a damaged file)", name);
+    uint64_t at = hb;
+    for (uint32_t p = 0; p < h->parts; p++) {
+        const uint8_t *e = buf + FIXED + 32 * (size_t)p;
+        part_entry *t = &tab[p];
+        t->offset = get64(e), t->bytes = get64(e + 8), t->classes = get64(e + 16), t->hash = get64(e + 24);
+        if (t->offset != at || at > size || t->bytes > size - at)
+            return efail(err, errlen, "%s: part %u lies outside the file (truncated?)", name, p);
+        at += t->bytes;
+    }
+    if (at != size)
+        return efail(err, errlen, "%s: %llu bytes, the header says %llu", name,
+                     (unsigned long long)size, (unsigned long long)at);
+    return 0;
+}
+
+/* Read the header and part table of an open file; tab gets malloc'd. */
+static int read_header(FILE *f, const char *path, sf_header *h, part_entry **tab, char *err,
+                       size_t errlen) {
+    uint8_t fixed[FIXED];
+    struct stat sb;
+    *tab = NULL;
+    if (fstat(fileno(f), &sb) != 0) return efail(err, errlen, "%s: %s", path, strerror(errno));
+    if (fread(fixed, 1, FIXED, f) != FIXED) return efail(err, errlen, "%s: truncated header", path);
+    if (decode_fixed(fixed, path, h, err, errlen)) return -1;
     size_t hb = header_bytes(h->parts);
     uint8_t *buf = malloc(hb);
     *tab = malloc(h->parts * sizeof **tab);
     if (!buf || !*tab) return free(buf), efail(err, errlen, "%s: out of memory", path);
     memcpy(buf, fixed, FIXED);
-    int rc = fread(buf + FIXED, 1, hb - FIXED, f) == hb - FIXED ? 0 : -1;
-    if (rc) efail(err, errlen, "%s: truncated header", path);
-    else if (get64(buf + hb - 8) != XXH64(buf, hb - 8, 0))
-        rc = efail(err, errlen, "%s: header checksum mismatch (a damaged file)", path);
-    uint64_t at = hb;
-    for (uint32_t p = 0; p < h->parts && !rc; p++) {
-        const uint8_t *e = buf + FIXED + 32 * (size_t)p;
-        part_entry *t = &(*tab)[p];
-        t->offset = get64(e), t->bytes = get64(e + 8), t->classes = get64(e + 16), t->hash = get64(e + 24);
-        if (t->offset != at || t->bytes > (uint64_t)sb.st_size - at)
-            rc = efail(err, errlen, "%s: part %u lies outside the file (truncated?)", path, p);
-        at += t->bytes;
-    }
-    if (!rc && at != (uint64_t)sb.st_size)
-        rc = efail(err, errlen, "%s: %llu bytes, the header says %llu", path,
-                   (unsigned long long)sb.st_size, (unsigned long long)at);
-    uint8_t digest[16];
-    ops_digest(digest);
-    if (!rc && memcmp(digest, h->digest, 16) != 0)
-        rc = efail(err, errlen, "%s: made from other opspecs", path);
+    int rc = fread(buf + FIXED, 1, hb - FIXED, f) == hb - FIXED ? 0 : efail(err, errlen, "%s: truncated header", path);
+    if (!rc) rc = decode_table(buf, (uint64_t)sb.st_size, path, h, *tab, err, errlen);
     free(buf);
     return rc;
 }
@@ -254,6 +268,12 @@ int sf_read_header(const char *path, sf_header *h, char *err, size_t errlen) {
     return rc;
 }
 
+static int check_section(const uint8_t *b, const part_entry *t, const char *name, uint32_t p,
+                         char *err, size_t errlen) {
+    if (XXH64(b, t->bytes, 0) == t->hash) return 0;
+    return efail(err, errlen, "%s: part %u: checksum mismatch (a damaged file)", name, p);
+}
+
 /* Read section p's bytes and check its hash. @return the bytes, or NULL. */
 static uint8_t *read_section(FILE *f, const char *path, const part_entry *t, uint32_t p, char *err,
                              size_t errlen) {
@@ -263,10 +283,7 @@ static uint8_t *read_section(FILE *f, const char *path, const part_entry *t, uin
         efail(err, errlen, "%s: part %u: cannot read", path, p);
         return free(b), NULL;
     }
-    if (XXH64(b, t->bytes, 0) != t->hash) {
-        efail(err, errlen, "%s: part %u: checksum mismatch (a damaged file)", path, p);
-        return free(b), NULL;
-    }
+    if (check_section(b, t, path, p, err, errlen)) return free(b), NULL;
     return b;
 }
 
@@ -334,7 +351,7 @@ static int parse_section(const uint8_t *b, const part_entry *t, const char *path
         k->count_below = get32(b + at + 12), k->count_last = get32(b + at + 16);
         k->n_members = nm, k->shard = shard, k->first = out->n_mem;
         memcpy(&k->rep, b + at + REC, g);
-        memcpy(out->members + out->n_mem, b + at + REC + g, nm * g);
+        if (nm) memcpy(out->members + out->n_mem, b + at + REC + g, nm * g);
         int ok = graph_ok(&k->rep, d, pl, max_ops);
         for (uint32_t m = 0; m < nm && ok; m++) ok = graph_ok(&out->members[out->n_mem + m], d, pl, max_ops);
         if (!ok) return efail(err, errlen, "%s: part %u: class %llu: an invalid graph", path, p, (unsigned long long)c);
@@ -357,6 +374,22 @@ int sf_read_part(const char *path, uint32_t p, uint32_t shard, const dom *d, con
     if (!rc) rc = parse_section(b, &tab[p], path, p, shard, d, pl, max_ops, out, err, errlen);
     if (f) fclose(f);
     free(tab), free(b);
+    return rc;
+}
+
+int sf_read_mem(const uint8_t *buf, size_t len, sf_header *h, const dom *d, const pool *pl,
+                sf_part *out, char *err, size_t errlen) {
+    const char *name = "(memory)";
+    if (len < FIXED) return efail(err, errlen, "%s: truncated header", name);
+    if (decode_fixed(buf, name, h, err, errlen)) return -1;
+    if (len < header_bytes(h->parts)) return efail(err, errlen, "%s: truncated header", name);
+    part_entry *tab = malloc(h->parts * sizeof *tab);
+    int rc = tab ? decode_table(buf, len, name, h, tab, err, errlen) : efail(err, errlen, "out of memory");
+    for (uint32_t p = 0; p < h->parts && !rc; p++) {
+        rc = check_section(buf + tab[p].offset, &tab[p], name, p, err, errlen);
+        if (!rc) rc = parse_section(buf + tab[p].offset, &tab[p], name, p, 0, d, pl, (int)h->max_ops, out, err, errlen);
+    }
+    free(tab);
     return rc;
 }
 

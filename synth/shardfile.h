@@ -115,6 +115,12 @@ int sf_verify(const char *path, sf_header *h, char *err, size_t errlen);
 int sf_read_part(const char *path, uint32_t p, uint32_t shard, const dom *d, const pool *pl,
                  int max_ops, sf_part *out, char *err, size_t errlen);
 
+/* A whole shard file in memory (the fuzz target's entry): header, every
+ * part's checksum and records, as the readers above check them. Never
+ * reads outside buf[0..len). @return 0, or -1 with a message in err. */
+int sf_read_mem(const uint8_t *buf, size_t len, sf_header *h, const dom *d, const pool *pl,
+                sf_part *out, char *err, size_t errlen);
+
 void sf_part_free(sf_part *p);
 
 #endif
