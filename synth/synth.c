@@ -207,35 +207,79 @@ static int in_partition(void *arg, uint64_t h) {
 
 /* ---- a shard's classes ---- */
 
-/* Write the classes of pass partition p to the shard file, by part. m is
- * the mark before the last level (NULL: there is none, all counts are of
- * levels every shard runs). */
-static syn_status dump_partition(run *r, const partition *p, const fpt_mark *m) {
-    uint32_t parts = r->o->parts ? r->o->parts : r->o->shard_n;
-    size_t cap = 0, k;
-    sg_graph *mem = NULL;
-    syn_status rc = SYN_OK;
-    for (uint32_t q = 0; q < parts && !rc; q++) {
-        if (sf_begin_part(r->sw, q)) rc = fail(r, SYN_EIO, "write error");
-        for (int s = 0; s < fpt_n_stripes(r->table) && !rc; s++) {
-            const fpt_class *c = fpt_classes(r->table, s, &k);
-            for (size_t i = 0; i < k && !rc; i++) {
-                if (!in_partition((void *)p, c[i].hash) || c[i].hash % parts != q) continue;
-                if (c[i].n_members > cap) {
-                    free(mem);
-                    cap = 2 * c[i].n_members;
-                    if (!(mem = malloc(cap * sizeof *mem))) rc = fail(r, SYN_ENOMEM, "out of memory");
-                    if (rc) break;
-                }
-                size_t n = fpt_members(r->table, s, &c[i], mem, c[i].n_members);
-                uint32_t below = m ? fpt_mark_count(m, s, i) : c[i].count;
-                r->st->classes++, r->st->class_graphs += c[i].count - below, r->st->members += n;
-                if (sf_put(r->sw, c[i].hash, c[i].check, below, c[i].count - below, &c[i].rep, mem, (uint32_t)n))
-                    rc = fail(r, SYN_EIO, "write error");
+/* A class of the table by its place, with the keys that order a part. */
+typedef struct {
+    uint64_t hash;
+    uint32_t check;
+    int stripe;
+    size_t idx;
+    const sg_graph *rep;
+} class_ref;
+
+/* By hash, then the representative (distinct classes have distinct
+ * representatives): an order that does not depend on which thread added
+ * what first, so a shard file's bytes do not either. */
+static int cmp_ref(const void *a, const void *b) {
+    const class_ref *x = a, *y = b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    if (x->check != y->check) return x->check < y->check ? -1 : 1;
+    return sg_compare(x->rep, y->rep);
+}
+
+/* The classes of pass partition p in part q, sorted. @return their count,
+ * or SIZE_MAX when out of memory. */
+static size_t part_refs(run *r, const partition *p, uint32_t q, uint32_t parts, class_ref **refs, size_t *cap) {
+    size_t n = 0, k;
+    for (int s = 0; s < fpt_n_stripes(r->table); s++) {
+        const fpt_class *c = fpt_classes(r->table, s, &k);
+        for (size_t i = 0; i < k; i++) {
+            if (!in_partition((void *)p, c[i].hash) || c[i].hash % parts != q) continue;
+            if (n == *cap) {
+                size_t nc = *cap ? 2 * *cap : 4096;
+                class_ref *g = realloc(*refs, nc * sizeof *g);
+                if (!g) return SIZE_MAX;
+                *refs = g, *cap = nc;
             }
+            (*refs)[n++] = (class_ref){c[i].hash, c[i].check, s, i, &c[i].rep};
         }
     }
-    free(mem);
+    qsort(*refs, n, sizeof **refs, cmp_ref);
+    return n;
+}
+
+/* Write one class: members in sg order, counts split at the mark m (NULL:
+ * there is none, all counts are of levels every shard runs). */
+static syn_status dump_class(run *r, const class_ref *ref, const fpt_mark *m, sg_graph **mem, size_t *cap) {
+    size_t k;
+    const fpt_class *c = &fpt_classes(r->table, ref->stripe, &k)[ref->idx];
+    if (c->n_members > *cap) {
+        free(*mem);
+        *cap = 2 * c->n_members;
+        if (!(*mem = malloc(*cap * sizeof **mem))) return fail(r, SYN_ENOMEM, "out of memory");
+    }
+    size_t n = fpt_members(r->table, ref->stripe, c, *mem, c->n_members);
+    qsort(*mem, n, sizeof **mem, cmp_sg);
+    uint32_t below = m ? fpt_mark_count(m, ref->stripe, ref->idx) : c->count;
+    r->st->classes++, r->st->class_graphs += c->count - below, r->st->members += n;
+    if (sf_put(r->sw, c->hash, c->check, below, c->count - below, &c->rep, *mem, (uint32_t)n))
+        return fail(r, SYN_EIO, "write error");
+    return SYN_OK;
+}
+
+/* Write the classes of pass partition p to the shard file, part by part. */
+static syn_status dump_partition(run *r, const partition *p, const fpt_mark *m) {
+    uint32_t parts = r->o->parts ? r->o->parts : r->o->shard_n;
+    size_t cap = 0, rcap = 0;
+    sg_graph *mem = NULL;
+    class_ref *refs = NULL;
+    syn_status rc = SYN_OK;
+    for (uint32_t q = 0; q < parts && !rc; q++) {
+        size_t n = part_refs(r, p, q, parts, &refs, &rcap);
+        if (n == SIZE_MAX) rc = fail(r, SYN_ENOMEM, "out of memory");
+        else if (sf_begin_part(r->sw, q)) rc = fail(r, SYN_EIO, "write error");
+        for (size_t i = 0; i < n && !rc; i++) rc = dump_class(r, &refs[i], m, &mem, &cap);
+    }
+    free(mem), free(refs);
     return rc;
 }
 

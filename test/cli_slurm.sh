@@ -48,7 +48,7 @@ mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
 port=$(( 20000 + ($$ % 5000) * 2 ))
 cat >"$D/slurm.conf" <<EOC
 ClusterName=tasoctest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 SlurmUser=root
@@ -73,7 +73,7 @@ SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=2,bf_interval=1
 ReturnToService=2
 MpiDefault=none
-NodeName=$host CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
 PartitionName=tasoctest Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOC
 export SLURM_CONF=$D/slurm.conf

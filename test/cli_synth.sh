@@ -54,6 +54,9 @@ check "1 and 2 threads: byte-identical files" cmp -s "$tmp/t1.db" "$tmp/t2.db"
 D3=(-q --no-timings --max-ops 3 --ops matmul,ewadd,relu,transpose)
 "$S" "${D3[@]}" -o "$tmp/u3.db"
 for k in 0 1 2; do "$S" "${D3[@]}" --shard $k/3 --parts 2 -o "$tmp/s$k.shd"; done
+"$S" "${D3[@]}" --shard 1/3 --parts 2 --threads 1 -o "$tmp/t1.shd"
+"$S" "${D3[@]}" --shard 1/3 --parts 2 --threads 2 -o "$tmp/t2.shd"
+check "a shard file: the same bytes with 1 and 2 threads" cmp -s "$tmp/t1.shd" "$tmp/t2.shd"
 check "shard files: complete (--verify-shard)" status_is 0 "$S" --verify-shard "$tmp/s0.shd" "$tmp/s1.shd" "$tmp/s2.shd"
 for p in 0 1; do "$S" -q --no-timings --merge-part $p -o "$tmp/p$p.db" "$tmp/s2.shd" "$tmp/s0.shd" "$tmp/s1.shd"; done
 "$BIN/ruledb" merge -o "$tmp/merged.db" "$tmp/p0.db" "$tmp/p1.db" >/dev/null 2>&1
