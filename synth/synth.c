@@ -261,6 +261,7 @@ static syn_status dump_class(run *r, const class_ref *ref, const fpt_mark *m, sg
     qsort(*mem, n, sizeof **mem, cmp_sg);
     uint32_t below = m ? fpt_mark_count(m, ref->stripe, ref->idx) : c->count;
     r->st->classes++, r->st->class_graphs += c->count - below, r->st->members += n;
+    if (r->o->max_ops > 0 && c->rep.n_nodes == r->o->max_ops) r->st->level_classes[r->o->max_ops]++;
     if (sf_put(r->sw, c->hash, c->check, below, c->count - below, &c->rep, *mem, (uint32_t)n))
         return fail(r, SYN_EIO, "write error");
     return SYN_OK;
@@ -652,6 +653,13 @@ void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st) {
     fprintf(f, "synth: %llu graphs enumerated (%llu skipped), %llu classes in this shard\n",
             (unsigned long long)st->graphs, (unsigned long long)st->skipped,
             (unsigned long long)st->classes);
+    if (o->shard_n > 1) { /* a shard prunes nothing: the merge does */
+        fprintf(f, "synth: shard file: %llu classes, %llu more members, in %u parts; wall %.2f s, "
+                   "cpu %.2f s, peak RSS %.1f MB\n", (unsigned long long)st->classes,
+                (unsigned long long)st->members, o->parts ? o->parts : o->shard_n, st->wall_s,
+                st->cpu_s, (double)st->peak_rss / 1e6);
+        return;
+    }
     for (int k = 0; k < PR_N; k++)
         fprintf(f, "synth: candidates after %-11s %llu classes, %llu graphs\n", pr_step_name[k],
                 (unsigned long long)st->pruning.classes[k], (unsigned long long)st->pruning.graphs[k]);
