@@ -5,6 +5,7 @@ the merged file is the undivided run's bytes.
 
     python3 bench/divided.py [--max-ops D] [--ops LIST] [--shards N]
                              [--threads T] [--bin DIR] [--work DIR]
+    python3 bench/divided.py --prove CANDIDATES [--reference RULEDB] [--shards N]
 
 Runs synth once undivided, then the N shards at once (N processes: CPU time,
 not wall time, is the measure, so the shards may share the cores), then the
@@ -13,6 +14,12 @@ N merge parts two at a time, then `ruledb merge` of the parts, each under
 process). Every process gets --threads T (default 1: one thread each, so
 the CPU times compare work, not thread contention). Writes
 bench/results/divided.md and divided.jsonl.
+
+With --prove: prove of CANDIDATES undivided (--jobs T) against N prove
+shards at once (--jobs T each) and their merge, the same accounting, and
+the merged ruledb compared with the undivided one (and with --reference,
+e.g. ruledb/default.tasodb for the candidates prove/regen.sh makes).
+Writes bench/results/divided-prove.md.
 """
 import argparse
 import json
@@ -31,7 +38,7 @@ DEFAULT_OPS = "matmul,ewadd,ewmul,relu,transpose,concat,split0,split1,smul,conv2
 
 
 def start(argv, log):
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), time.monotonic()
+    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT), time.monotonic()
 
 
 def finish(proc, t0):
@@ -65,7 +72,11 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--work", default=None, help="scratch directory (default: a temporary one)")
+    ap.add_argument("--prove", default=None, help="a candidates file: divide prove instead")
+    ap.add_argument("--reference", default=None, help="with --prove: a ruledb the result must equal")
     a = ap.parse_args()
+    if a.prove:
+        return divide_prove(a)
     work = a.work or tempfile.mkdtemp(prefix="divided-")
     os.makedirs(work, exist_ok=True)
     common = ["-q", "--no-timings", "--max-ops", str(a.max_ops), "--ops", a.ops, "--threads", str(a.threads)]
@@ -109,6 +120,44 @@ def main():
     print(f"bench/divided.py: identical {identical}, CPU ratio {row['cpu_ratio']:.3f}, "
           f"shard peak {row['shard_rss_ratio']:.1%} of the undivided run's", file=sys.stderr)
     return 0 if identical else 1
+
+
+def divide_prove(a):
+    work = a.work or tempfile.mkdtemp(prefix="divided-prove-")
+    os.makedirs(work, exist_ok=True)
+    prove, n = os.path.join(a.bin, "prove"), a.shards
+    # the default axioms path, from ROOT: the files name it in a note, and the
+    # shipped ruledb was made so
+    common = ["-q", "--no-timings", "--seed", "1", "--jobs", str(a.threads)]
+    a.prove, a.reference = os.path.abspath(a.prove), a.reference and os.path.abspath(a.reference)
+    whole = os.path.join(work, "whole.tasodb")
+    print("bench/divided.py: prove undivided ...", file=sys.stderr)
+    [u] = run_all([[prove, *common, a.prove, "-o", whole]], 1, work, "prove-whole")
+    print(f"bench/divided.py: {n} prove shards at once ...", file=sys.stderr)
+    parts = [os.path.join(work, f"prove-{k}.tasodb") for k in range(n)]
+    shards = run_all([[prove, *common, "--shard", f"{k}/{n}", a.prove, "-o", parts[k]] for k in range(n)],
+                     n, work, "prove-shard")
+    merged = os.path.join(work, "merged.tasodb")
+    [m] = run_all([[prove, *common, "--merge", a.prove, "-o", merged, *parts]], 1, work, "prove-merge")
+    same = subprocess.run(["cmp", "-s", merged, whole]).returncode == 0
+    ref = a.reference and subprocess.run(["cmp", "-s", merged, a.reference]).returncode == 0
+    cpu = sum(s[2] for s in shards) + m[2]
+    lines = report.header("prove divided into shards",
+                          f"`python3 bench/divided.py --prove {a.prove} --shards {n}"
+                          f"`, --jobs {a.threads} per process, --seed 1, --no-timings.")
+    lines += ["| process | wall s | CPU s | peak RSS MB |", "|---|--:|--:|--:|",
+              f"| undivided prove | {u[1]:.1f} | {u[2]:.1f} | {u[3]:.0f} |"]
+    lines += [f"| prove shard {k}/{n} | {s[1]:.1f} | {s[2]:.1f} | {s[3]:.0f} |" for k, s in enumerate(shards)]
+    lines += [f"| prove --merge (final pruning) | {m[1]:.1f} | {m[2]:.1f} | {m[3]:.0f} |", "",
+              f"- merged ruledb byte-identical to the undivided prove's: **{'yes' if same else 'NO'}**"]
+    if a.reference:
+        lines.append(f"- ... and to {os.path.relpath(a.reference, ROOT)}: **{'yes' if ref else 'NO'}**")
+    lines += [f"- CPU: shards and merge {cpu:.1f} s, **{cpu / u[2]:.2f}x** the undivided {u[2]:.1f} s; "
+              f"the largest shard {max(s[2] for s in shards):.1f} s", ""]
+    with open(os.path.join(ROOT, "bench", "results", "divided-prove.md"), "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines), file=sys.stderr)
+    return 0 if same and (ref or not a.reference) else 1
 
 
 def write(r, work):
