@@ -243,7 +243,7 @@ static size_t part_refs(run *r, const partition *p, uint32_t q, uint32_t parts, 
             (*refs)[n++] = (class_ref){c[i].hash, c[i].check, s, i, &c[i].rep};
         }
     }
-    qsort(*refs, n, sizeof **refs, cmp_ref);
+    if (n > 1) qsort(*refs, n, sizeof **refs, cmp_ref); /* *refs may be NULL when n is 0 */
     return n;
 }
 
@@ -258,7 +258,7 @@ static syn_status dump_class(run *r, const class_ref *ref, const fpt_mark *m, sg
         if (!(*mem = malloc(*cap * sizeof **mem))) return fail(r, SYN_ENOMEM, "out of memory");
     }
     size_t n = fpt_members(r->table, ref->stripe, c, *mem, c->n_members);
-    qsort(*mem, n, sizeof **mem, cmp_sg);
+    if (n > 1) qsort(*mem, n, sizeof **mem, cmp_sg); /* *mem may be NULL when n is 0 */
     uint32_t below = m ? fpt_mark_count(m, ref->stripe, ref->idx) : c->count;
     r->st->classes++, r->st->class_graphs += c->count - below, r->st->members += n;
     if (r->o->max_ops > 0 && c->rep.n_nodes == r->o->max_ops) r->st->level_classes[r->o->max_ops]++;
