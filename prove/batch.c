@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "emit.h"
 #include "workers.h"
@@ -16,6 +17,7 @@ typedef struct {
     dc_result *res;
     size_t *group_of; /* per pair: its group, or SIZE_MAX when decided by stage 1 */
     size_t *first;    /* per group: the pair whose graphs and seed it uses */
+    size_t lane_end[BT_LANES]; /* groups of lane l: [lane_end[l-1], lane_end[l]) */
     dc_result *gres;
     size_t n_groups;
     atomic_size_t done, errors, by[RDB_PROOF_COUNT];
@@ -59,25 +61,42 @@ static void shapes_work(void *arg, size_t i) {
 
 /* ---- phase 2 ---- */
 
-static int group(batch *b) {
+unsigned bt_lane(const em_key *k) { return (unsigned)(XXH3_64bits(k->b, k->len) % BT_LANES); }
+
+/* The groups of one lane, numbered on from b->n_groups in order of their
+ * first pair. */
+static int group_lane(batch *b, unsigned lane, size_t n_lane) {
     em_map m;
-    int rc = -1;
-    b->group_of = malloc((b->n + 1) * sizeof *b->group_of);
-    b->first = malloc((b->n + 1) * sizeof *b->first);
-    if (em_map_init(&m, b->n) == 0 && b->group_of && b->first) {
-        for (size_t i = 0; i < b->n; i++) {
-            b->group_of[i] = SIZE_MAX;
-            if (b->res[i].status != RDB_UNCHECKED) continue;
-            em_key k;
-            em_pair_key(b->p[i].a, b->p[i].b, &k);
-            size_t g = em_map_put(&m, &k, b->n_groups);
-            if (g == b->n_groups) b->first[b->n_groups++] = i;
-            b->group_of[i] = g;
-        }
-        rc = 0;
+    if (em_map_init(&m, n_lane) != 0) {
+        em_map_free(&m);
+        return -1;
+    }
+    size_t base = b->n_groups;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->p[i].lane != lane || b->res[i].status != RDB_UNCHECKED) continue;
+        em_key k;
+        em_pair_key(b->p[i].a, b->p[i].b, &k);
+        size_t g = em_map_put(&m, &k, b->n_groups - base) + base;
+        if (g == b->n_groups) b->first[b->n_groups++] = i;
+        b->group_of[i] = g;
     }
     em_map_free(&m);
-    return rc;
+    b->lane_end[lane] = b->n_groups;
+    return 0;
+}
+
+static int group(batch *b) {
+    size_t per_lane[BT_LANES] = {0};
+    b->group_of = malloc((b->n + 1) * sizeof *b->group_of);
+    b->first = malloc((b->n + 1) * sizeof *b->first);
+    if (!b->group_of || !b->first) return -1;
+    for (size_t i = 0; i < b->n; i++) {
+        b->group_of[i] = SIZE_MAX;
+        if (b->res[i].status == RDB_UNCHECKED) per_lane[b->p[i].lane % BT_LANES]++;
+    }
+    for (unsigned l = 0; l < BT_LANES; l++)
+        if (group_lane(b, l, per_lane[l]) != 0) return -1;
+    return 0;
 }
 
 /* ---- phase 3 ---- */
@@ -85,7 +104,7 @@ static int group(batch *b) {
 static void lane_work(void *arg, size_t lane) {
     batch *b = arg;
     dc_worker w = {b->cfg, NULL, 0};
-    for (size_t g = lane; g < b->n_groups; g += BT_LANES) {
+    for (size_t g = lane ? b->lane_end[lane - 1] : 0; g < b->lane_end[lane]; g++) {
         const bt_pair *p = &b->p[b->first[g]];
         if (dc_decide(&w, p->a, p->b, p->shapes, p->n_shapes, p->seed, &b->gres[g]) != 0)
             atomic_fetch_add(&b->errors, 1);

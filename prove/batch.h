@@ -8,13 +8,18 @@
  *     shapes, so the same identity often comes several times, and a
  *     verdict on it is a verdict on all (stage 2 starts from the shapes of
  *     the group's first pair; any refutation refutes the rule);
- *  3. stages 2 and 3 once per group, on BT_LANES lanes: group g belongs to
- *     lane g % BT_LANES, a lane's groups are decided in order by one thread
- *     with one Z3 context (z3enc.h: a check may depend on the context's
- *     history, so the lanes, not the threads, fix that history); threads
- *     take whole lanes.
+ *  3. stages 2 and 3 once per group, on BT_LANES lanes: every pair carries
+ *     its lane (the caller's choice: bt_lane of its question, so a
+ *     question's pairs share a lane), groups are formed within a lane, and
+ *     a lane's groups are decided in order of their first pair by one
+ *     thread with one Z3 context (z3enc.h: a check may depend on the
+ *     context's history, so the lanes, not the threads, fix that history);
+ *     threads take whole lanes.
  * So the verdicts depend on the pairs, seeds and limits, never on the
- * number of threads. Every pair of a group gets the group's verdict.
+ * number of threads; and a lane's verdicts only on the pairs in that lane,
+ * which is what lets `prove --shard` divide the lanes between machines and
+ * still decide every pair as the undivided run does. Every pair of a group
+ * gets the group's verdict.
  */
 #ifndef BATCH_H
 #define BATCH_H
@@ -23,6 +28,7 @@
 #include <stdint.h>
 
 #include "decide.h"
+#include "emit.h"
 
 #define BT_LANES 16
 
@@ -31,7 +37,11 @@ typedef struct {
     const ten_shape *shapes; /* NULL: no stage 1 (a rule has no shapes) */
     int n_shapes;
     uint64_t seed;
+    uint8_t lane; /* < BT_LANES */
 } bt_pair;
+
+/* The lane of a question (em_pair_key): a hash of its bytes. */
+unsigned bt_lane(const em_key *k);
 
 typedef struct {
     size_t distinct; /* groups decided by stages 2 and 3 */

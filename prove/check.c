@@ -49,7 +49,8 @@ static bt_pair *rule_pairs(const rdb_file *rules, uint64_t seed) {
     bt_pair *p = malloc((rules->n_rules + 1) * sizeof *p);
     for (size_t i = 0; p && i < rules->n_rules; i++) {
         uint64_t s = seed ^ (rules->rules[i].id * 0x9E3779B97F4A7C15ull);
-        p[i] = (bt_pair){&rules->rules[i].src, &rules->rules[i].dst, NULL, 0, ten_rand_next(&s)};
+        p[i] = (bt_pair){&rules->rules[i].src, &rules->rules[i].dst, NULL, 0, ten_rand_next(&s),
+                         (uint8_t)(i % BT_LANES)};
     }
     return p;
 }

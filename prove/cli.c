@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "prove.h"
 #include "z3enc.h"
 
@@ -14,6 +15,8 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_BAD = 2 };
 static const char usage_text[] =
     "usage: prove CANDIDATES -o RULEDB [options]   prove candidate classes into a ruledb\n"
     "       prove --check RULEDB [options]         re-prove every rule; exit 1 if any fails\n"
+    "       prove CANDIDATES -o PART --shard K/N [options]   shard K of N (N <= 16)\n"
+    "       prove --merge CANDIDATES -o RULEDB PART... [options]  merge the N shards\n"
     "       prove --axioms-check [FILE] [--wrong FILE] [options]\n"
     "                                              axioms hold concretely and prove\n"
     "                                              themselves; wrong identities do not prove\n"
@@ -31,6 +34,10 @@ static const char usage_text[] =
     "  --seed S       seed of the concrete evaluations\n"
     "  --no-general   skip the evaluation at shapes other than the class's\n"
     "  --no-timings   write 0 for every time, so reruns are byte-identical\n"
+    "  --shard K/N    decide only the pairs of Z3 lanes l % N == K and write\n"
+    "                 their rules unpruned; --merge of the N files (same\n"
+    "                 options) prunes them all and writes the ruledb the\n"
+    "                 undivided run writes\n"
     "  --verdicts     with --check: every rule's verdict on stdout, one line\n"
     "                 each: ID CLASS[: WHY] (for comparing runs)\n"
     "  -q             no progress or summary\n"
@@ -43,13 +50,15 @@ static const char usage_text[] =
     "or out of budget); 2 bad input or usage, or --check could not judge a\n"
     "rule (clock or error).\n";
 
-typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS } mode;
+typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS, MODE_MERGE } mode;
 
 typedef struct {
     mode m;
     const char *input, *output, *wrong;
     int verdicts;
     pv_options o;
+    char **more; /* positional arguments after the first (--merge's shards) */
+    int n_more;
 } args;
 
 static int usage_error(const char *why, const char *arg) {
@@ -84,6 +93,12 @@ static int numeric_option(args *a, const char *opt, const char *val) {
     } else if (!strcmp(opt, "--seed")) {
         if (number(val, 0, ~0ull, &v)) return -1;
         a->o.seed = v;
+    } else if (!strcmp(opt, "--shard")) {
+        unsigned k, n;
+        char tail;
+        if (!val || sscanf(val, "%u/%u%c", &k, &n, &tail) != 2 || n < 1 || n > BT_LANES || k >= n)
+            return -1;
+        a->o.shard_k = k, a->o.shard_n = n;
     } else {
         return 0;
     }
@@ -105,13 +120,14 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--check")) a->m = MODE_CHECK;
     else if (!strcmp(s, "--verdicts")) a->verdicts = 1;
     else if (!strcmp(s, "--axioms-check")) a->m = MODE_AXIOMS;
+    else if (!strcmp(s, "--merge")) a->m = MODE_MERGE;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong")) && !next)
         return usage_error("missing value for", s);
     else if (!strcmp(s, "-o")) a->output = argv[++*i];
     else if (!strcmp(s, "--axioms")) a->o.axioms_path = argv[++*i];
     else if (!strcmp(s, "--wrong")) a->wrong = argv[++*i];
     else if (s[0] == '-' && s[1]) return usage_error("unknown option", s);
-    else if (a->input) return usage_error("more than one input file", s);
+    else if (a->input) a->more[a->n_more++] = argv[*i];
     else a->input = s;
     return -1;
 }
@@ -120,6 +136,7 @@ static int run_prove(const args *a) {
     pv_stats st;
     char err[PV_ERRLEN];
     if (!a->input || !a->output) return usage_error("need CANDIDATES and -o RULEDB", NULL);
+    if (a->n_more) return usage_error("more than one input file", a->more[0]);
     int rc = pv_prove_file(a->input, a->output, &a->o, &st, err, sizeof err);
     pv_stats_free(&st);
     if (rc == PV_OK) return EXIT_OK;
@@ -191,6 +208,18 @@ static int run_check(const args *a) {
     return status;
 }
 
+static int run_merge(const args *a) {
+    pv_stats st;
+    char err[PV_ERRLEN];
+    if (!a->input || !a->output || a->n_more < 2)
+        return usage_error("--merge needs CANDIDATES, -o RULEDB and the shards' files", NULL);
+    int rc = pv_merge_shards_file(a->input, a->more, a->n_more, a->output, &a->o, &st, err, sizeof err);
+    pv_stats_free(&st);
+    if (rc == PV_OK) return EXIT_OK;
+    fprintf(stderr, "prove: %s\n", err);
+    return EXIT_BAD;
+}
+
 static int run_axioms(const args *a) {
     char err[PV_ERRLEN];
     int bad;
@@ -207,14 +236,17 @@ int pv_cli_main(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     pv_defaults(&a.o);
     if (argc < 2) return usage_error("nothing to do", NULL);
-    for (int i = 1; i < argc; i++) {
-        int r = parse_one(&a, argc, argv, &i);
-        if (r >= 0) return r;
+    if (!(a.more = calloc((size_t)argc, sizeof *a.more))) return fputs("prove: out of memory\n", stderr), EXIT_BAD;
+    int r = -1;
+    for (int i = 1; i < argc && r < 0; i++) r = parse_one(&a, argc, argv, &i);
+    if (r < 0) {
+        switch (a.m) {
+        case MODE_CHECK: r = run_check(&a); break;
+        case MODE_AXIOMS: r = run_axioms(&a); break;
+        case MODE_MERGE: r = run_merge(&a); break;
+        case MODE_PROVE: r = run_prove(&a); break;
+        }
     }
-    switch (a.m) {
-    case MODE_CHECK: return run_check(&a);
-    case MODE_AXIOMS: return run_axioms(&a);
-    case MODE_PROVE: break;
-    }
-    return run_prove(&a);
+    free(a.more);
+    return r;
 }

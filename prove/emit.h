@@ -38,6 +38,7 @@ typedef struct {
     rg_graph src, dst;
     size_t cls, member; /* provenance: class index, member paired with 0 */
     int reversed;       /* 0: member 0 -> member; 1: member -> member 0 */
+    int guarded;        /* from the pair decided with 1x1-kernel guards */
     rdb_prover prover;
 } em_rule;
 

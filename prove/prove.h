@@ -117,6 +117,9 @@ typedef struct {
     int jobs;                /* worker threads; < 1: one per core */
     uint64_t seed;           /* for the concrete evaluations */
     int general;             /* evaluate at other shapes too (decide.h stage 2) */
+    unsigned shard_k, shard_n; /* 0 of 1; N > 1: decide only the pairs of
+                                  lanes l % N == K and write them unpruned
+                                  (shard.h); N <= BT_LANES (16) */
     int quiet;               /* no progress or summary */
     int no_timings;          /* write 0 for every time, so reruns are
                                 byte-identical */
@@ -207,6 +210,18 @@ void pv_check_free(pv_check_result *res);
  * @return PV_OK, or PV_EINPUT when a file does not parse. */
 int pv_axioms_check(const char *axiom_path, const char *wrong_path, const pv_options *o,
                     FILE *out, int *bad, char *err, size_t errlen);
+
+/* The merge of a divided run (shard.h): read the candidates file the
+ * shards proved and the N shards' rules files, check they belong together
+ * (every shard once, the same candidates and prover options), put the
+ * rules in the undivided run's order, prune them all (the final pruning
+ * needs every rule) and write the ruledb: byte-identical to the undivided
+ * run's with --no-timings.
+ * @return PV_OK, PV_EINPUT (a file unreadable, missing, repeated or from
+ *         another run; the message names it), PV_EIO or PV_ENOMEM. */
+int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts,
+                         const char *out_path, const pv_options *o, pv_stats *st, char *err,
+                         size_t errlen);
 
 /* The prove tool (cli.c). @return the exit status: 0 ok, 1 a check
  * failed, 2 bad input or usage. */

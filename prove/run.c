@@ -15,6 +15,8 @@
 #include "emit.h"
 #include "kernel1.h"
 #include "reduce.h"
+#include "runfile.h"
+#include "shard.h"
 #include "trig.h"
 
 #define PROGRESS_TTY_MS 1000
@@ -46,7 +48,7 @@ static uint64_t mono_ms(void) {
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-static void resources(uint64_t *cpu_ms, long *rss_kb) {
+void pv_resources(uint64_t *cpu_ms, long *rss_kb) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     *cpu_ms = (uint64_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000u +
@@ -111,10 +113,14 @@ static int make_pairs(run_ctx *r, size_t *n) {
     k = 0;
     for (size_t c = 0; c < f->n_classes; c++) {
         const rdb_class *cl = &f->classes[c];
-        for (size_t m = 1; m < cl->n_members; m++, k++) {
+        for (size_t m = 1; m < cl->n_members; m++) {
+            em_key key;
+            em_pair_key(&cl->members[0], &cl->members[m], &key);
+            unsigned lane = bt_lane(&key);
+            if (r->o->shard_n > 1 && lane % r->o->shard_n != r->o->shard_k) continue; /* another shard's */
             r->items[k] = (item){c, m};
-            r->pairs[k] = (bt_pair){&cl->members[0], &cl->members[m], cl->shapes, cl->n_shapes,
-                                    pair_seed(r->o->seed, c, m)};
+            r->pairs[k++] = (bt_pair){&cl->members[0], &cl->members[m], cl->shapes, cl->n_shapes,
+                                      pair_seed(r->o->seed, c, m), (uint8_t)lane};
         }
     }
     *n = k;
@@ -222,9 +228,10 @@ static int keep_pairs(const run_ctx *r, size_t n, pv_stats *st) {
 
 /* ---- rules ---- */
 
-/* The rules of class c, whose pairs start at index first: from its
- * members, or for a member proved only with guards, from the guarded pair. */
-static int class_rules(const run_ctx *r, size_t c, size_t first, const uint8_t *proved,
+/* The rules of class c, whose member m was decided as pair at[m]
+ * (SIZE_MAX: not in this run's share): from its members, or for a member
+ * proved only with guards, from the guarded pair (emitted first). */
+static int class_rules(const run_ctx *r, size_t c, const size_t *at, const uint8_t *proved,
                        const rdb_prover *pv, em_rule **rules, size_t *n_rules, size_t *cap) {
     const rdb_class *cl = &r->cands->classes[c];
     uint8_t plain[2] = {0, 1};
@@ -233,48 +240,57 @@ static int class_rules(const run_ctx *r, size_t c, size_t first, const uint8_t *
     pair.members = two;
     pair.n_members = pair.cap_members = 2;
     for (size_t m = 1; m < cl->n_members; m++) {
-        size_t q = r->k1_of[first + m - 1];
+        size_t q = at[m] == SIZE_MAX ? SIZE_MAX : r->k1_of[at[m]], before = *n_rules;
         if (!proved[m] || q == SIZE_MAX) continue;
         two[0] = r->k1_graphs[2 * q], two[1] = r->k1_graphs[2 * q + 1];
         rdb_prover p2[2] = {pv[m], pv[m]};
         if (em_class_rules(&pair, c, plain, p2, rules, n_rules, cap)) return -1;
+        for (size_t i = before; i < *n_rules; i++) (*rules)[i].member = m, (*rules)[i].guarded = 1;
     }
     uint8_t *rest = malloc(cl->n_members + 1);
     if (!rest) return -1;
     for (size_t m = 1; m < cl->n_members; m++)
-        rest[m] = proved[m] && r->k1_of[first + m - 1] == SIZE_MAX;
+        rest[m] = proved[m] && r->k1_of[at[m]] == SIZE_MAX;
     int rc = em_class_rules(cl, c, rest, pv, rules, n_rules, cap);
     free(rest);
     return rc;
 }
 
-static int emit_rules(const run_ctx *r, em_rule **rules, size_t *n_rules) {
+/* Rules from the n decided pairs (items are in class, member order). */
+static int emit_rules(const run_ctx *r, size_t n, em_rule **rules, size_t *n_rules) {
     const rdb_file *f = r->cands;
-    size_t cap = 0, i = 0;
+    size_t cap = 0, *at = NULL;
     uint8_t *proved = NULL;
     rdb_prover *pv = NULL;
     int rc = 0;
     *rules = NULL;
     *n_rules = 0;
-    for (size_t c = 0; c < f->n_classes && rc == 0; c++) {
-        size_t nm = f->classes[c].n_members, first = i;
+    for (size_t i = 0, j; i < n && rc == 0; i = j) {
+        size_t c = r->items[i].cls, nm = f->classes[c].n_members;
         uint8_t *np = realloc(proved, nm);
         rdb_prover *npv = realloc(pv, nm * sizeof *pv);
+        size_t *nat = realloc(at, nm * sizeof *at);
         if (np) proved = np;
         if (npv) pv = npv;
-        if (!np || !npv) rc = -1;
-        for (size_t m = 1; m < nm && rc == 0; m++, i++) {
-            proved[m] = r->res[i].status == RDB_PROVED;
+        if (nat) at = nat;
+        if (!np || !npv || !nat) rc = -1;
+        for (size_t m = 0; m < nm && rc == 0; m++) proved[m] = 0, at[m] = SIZE_MAX;
+        for (j = i; j < n && r->items[j].cls == c && rc == 0; j++) {
+            size_t m = r->items[j].member;
+            at[m] = j;
+            proved[m] = r->res[j].status == RDB_PROVED;
             memset(&pv[m], 0, sizeof pv[m]);
             snprintf(pv[m].name, sizeof pv[m].name, "z3");
             snprintf(pv[m].version, sizeof pv[m].version, "%s", ze_version());
-            pv[m].millis = r->o->no_timings ? 0 : r->res[i].millis;
+            pv[m].millis = r->o->no_timings ? 0 : r->res[j].millis;
             pv[m].status = RDB_PROVED;
         }
-        if (rc == 0) rc = class_rules(r, c, first, proved, pv, rules, n_rules, &cap);
+        if (rc == 0) rc = class_rules(r, c, at, proved, pv, rules, n_rules, &cap);
+        if (rc) j = n;
     }
     free(proved);
     free(pv);
+    free(at);
     return rc;
 }
 
@@ -314,23 +330,29 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
          st->prune.after_output);
     note(g, "from=%s %s seed=%llu max_ops=%u", in->gen.tool[0] ? in->gen.tool : "?",
          in->gen.version, (unsigned long long)in->gen.seed, (unsigned)in->gen.max_ops);
+    if (o->shard_n > 1) {
+        note(g, PS_SHARD_NOTE, o->shard_k, o->shard_n);
+        g->shard_count = o->shard_n, g->shard_have = 1ull << o->shard_k;
+    }
 }
 
-static int build_file(const rdb_file *in, const pv_options *o, const em_rule *rules, size_t n,
-                      const pv_stats *st, rdb_file **out) {
+int pv_rules_file(const rdb_file *in, const pv_options *o, const em_rule *rules, size_t n,
+                  const pv_stats *st, rdb_file **out) {
     rdb_file *f = rdb_new(RDB_RULES);
     if (!f) return -1;
     fill_generator(in, o, st, &f->gen);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (rdb_add_rule(f, &rules[i].src, &rules[i].dst, &rules[i].prover) != RDB_OK) {
             rdb_free(f);
             return -1;
         }
+        if (o->shard_n > 1) f->rules[i].id = ps_rule_id(&rules[i]);
+    }
     *out = f;
     return 0;
 }
 
-static void summary(const pv_options *o, const pv_stats *st) {
+void pv_summary(const pv_options *o, const pv_stats *st) {
     FILE *l = log_of(o);
     double s = (double)st->wall_ms / 1000.0;
     fprintf(l, "prove: %zu candidates in %zu classes (%zu distinct up to renaming): %zu proved, "
@@ -352,7 +374,7 @@ static void summary(const pv_options *o, const pv_stats *st) {
 
 /* ---- entry points ---- */
 
-static void copy_counts(const rd_counts *c, pv_stats *st) {
+void pv_copy_counts(const rd_counts *c, pv_stats *st) {
     st->prune.emitted = c->emitted;
     st->prune.after_dup = c->after_dup;
     st->prune.after_rename = c->after_rename;
@@ -379,16 +401,24 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
     if (decide_all(&r, n) != 0 || retry_kernel1(&r, n, &st->kernel1_retried) != 0) goto cleanup;
     tally(&r, n, st);
     if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;
-    if (emit_rules(&r, &rules, &n_rules) != 0 || rd_prune(rules, &n_rules, &pc) != 0)
+    if (emit_rules(&r, n, &rules, &n_rules) != 0) goto cleanup;
+    if (o->shard_n > 1) /* a shard: the final pruning needs every rule, the merge runs it */
+        pc = (rd_counts){n_rules, n_rules, n_rules, n_rules, n_rules};
+    else if (rd_prune(rules, &n_rules, &pc) != 0)
         goto cleanup;
-    copy_counts(&pc, st);
+    pv_copy_counts(&pc, st);
     st->wall_ms = mono_ms() - r.t0;
-    resources(&st->cpu_ms, &st->peak_rss_kb);
-    if (build_file(cands, o, rules, n_rules, st, out) != 0) goto cleanup;
-    if (!o->quiet) summary(o, st);
+    pv_resources(&st->cpu_ms, &st->peak_rss_kb);
+    if (o->shard_n > 1 && ps_check_ids(rules, n_rules) != 0) {
+        rc = PV_EINPUT;
+        snprintf(err, errlen, "a class or member number too large for a shard's rule ids");
+        goto cleanup;
+    }
+    if (pv_rules_file(cands, o, rules, n_rules, st, out) != 0) goto cleanup;
+    if (!o->quiet) pv_summary(o, st);
     rc = PV_OK;
 cleanup:
-    if (rc != PV_OK) snprintf(err, errlen, "out of memory");
+    if (rc == PV_ENOMEM) snprintf(err, errlen, "out of memory");
     free(rules);
     free(r.items);
     free(r.pairs);
@@ -407,7 +437,7 @@ void pv_stats_free(pv_stats *st) {
 }
 
 /* XXH64 of a file's bytes, for the record of which axioms were used. */
-static int file_digest(const char *path, uint64_t *h) {
+int pv_file_digest(const char *path, uint64_t *h) {
     FILE *f = fopen(path, "rb");
     XXH64_state_t *s = XXH64_createState();
     char buf[4096];
@@ -449,8 +479,10 @@ int pv_prove_file(const char *cands_path, const char *out_path, const pv_options
     if (rc == PV_OK) rc = pv_load_axioms(o->axioms_path, &ax, err, errlen);
     if (rc == PV_OK) rc = pv_prove(in, &ax, o, &out, st, err, errlen);
     if (rc == PV_OK) {
-        if (file_digest(o->axioms_path, &h) == 0) note(&out->gen, "axioms=%s xxh64=%016llx",
+        if (pv_file_digest(o->axioms_path, &h) == 0) note(&out->gen, "axioms=%s xxh64=%016llx",
                                                        o->axioms_path, (unsigned long long)h);
+        if (o->shard_n > 1 && pv_file_digest(cands_path, &h) == 0) /* the merge checks it */
+            note(&out->gen, PS_INPUT_NOTE, (unsigned long long)h);
         if (rdb_write(out_path, out, werr, sizeof werr) != RDB_OK) {
             snprintf(err, errlen, "%s", werr);
             rc = PV_EIO;

@@ -421,20 +421,36 @@ static void *work(void *arg) {
     return NULL;
 }
 
+/* 1 when item it is in the level's share: items, not graphs, are divided,
+ * so a shard does only its part of the work. The hash is of the
+ * representative's bytes and the item's kind (a rep extends and joins as
+ * two items), mixed so that shares are even for any item_n. */
+static int in_share(const en_level *L, const item *it) {
+    if (L->item_n <= 1) return 1;
+    uint64_t h = sg_hash(it->g) ^ (uint64_t)(it->extend | it->join << 1 | it->split << 4) << 56;
+    h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33;
+    return h % L->item_n == L->item_k;
+}
+
 /* Items: every rep of level-1 nodes extends; single-output reps of i nodes
  * join with those of level-1-i (i >= level-1-i >= 1); single-output reps
- * of level-2 nodes take split pairs. */
+ * of level-2 nodes take split pairs. Only those of the level's share. */
 static item *make_items(const en_level *L, size_t *n) {
     size_t cap = L->n_prev, k = 0;
     for (int a = 1; a < L->level - 1; a++) cap += L->n_single[a];
     item *it = malloc((cap ? cap : 1) * sizeof *it);
     if (!it) return NULL;
-    for (size_t i = 0; i < L->n_prev; i++) it[k++] = (item){&L->prev[i], 1, 0, 0};
+    for (size_t i = 0; i < L->n_prev; i++) {
+        it[k] = (item){&L->prev[i], 1, 0, 0};
+        k += in_share(L, &it[k]);
+    }
     for (int a = 1; a < L->level - 1; a++) {
         int b = L->level - 1 - a, pair = a == L->level - 2;
         if (b > a && !pair) continue;
-        for (size_t i = 0; i < L->n_single[a]; i++)
-            it[k++] = (item){&L->single[a][i], 0, (uint8_t)(b <= a ? b : 0), (uint8_t)pair};
+        for (size_t i = 0; i < L->n_single[a]; i++) {
+            it[k] = (item){&L->single[a][i], 0, (uint8_t)(b <= a ? b : 0), (uint8_t)pair};
+            k += in_share(L, &it[k]);
+        }
     }
     *n = k;
     return it;

@@ -48,6 +48,10 @@ typedef struct {
     const size_t *n_single;        /* for i < level */
     int threads;
     int cuda;
+    /* Only the work items of share item_k of item_n (enum.c: by the hash
+     * of the item's representative and kind) are run; item_n 0 or 1: all.
+     * A synth shard runs its share of the last level this way. */
+    uint32_t item_k, item_n;
     /* Only graphs with keep(arg, hash) are added (NULL: all). */
     int (*keep)(void *arg, uint64_t hash);
     void *keep_arg;

@@ -324,6 +324,10 @@ fpt_mark *fpt_mark_new(const fpt *t) {
     return m;
 }
 
+uint32_t fpt_mark_count(const fpt_mark *m, int s, size_t ci) {
+    return ci < m->s[s].n_cls ? m->s[s].count[ci] : 0;
+}
+
 void fpt_mark_free(fpt_mark *m) {
     if (!m) return;
     for (int i = 0; i < m->n; i++) free(m->s[i].count);

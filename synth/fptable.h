@@ -88,4 +88,10 @@ fpt_mark *fpt_mark_new(const fpt *t);
 void fpt_rollback(fpt *t, const fpt_mark *m);
 void fpt_mark_free(fpt_mark *m);
 
+/* The count class ci of stripe s had when m was made: the graphs of the
+ * levels below the last that reached it (0: the class is newer than m).
+ * A synth shard writes it apart from the rest of the count, because every
+ * shard sees those graphs and the merge must count them once. */
+uint32_t fpt_mark_count(const fpt_mark *m, int s, size_t ci);
+
 #endif

@@ -24,16 +24,6 @@ typedef struct {
     uint8_t swap;
 } renaming;
 
-static uint32_t vars_of(const sg_graph *g) {
-    uint32_t m = 0;
-    for (int j = 0; j < g->n_nodes; j++)
-        for (int k = 0; k < ops_table[g->node[j].op].arity; k++)
-            if (!SG_IS_NODE(g->node[j].in[k])) m |= 1u << g->node[j].in[k];
-    for (int k = 0; k < g->n_out; k++)
-        if (!SG_IS_NODE(g->out[k])) m |= 1u << g->out[k];
-    return m;
-}
-
 static void rename_graph(const sg_graph *g, const renaming *r, sg_graph *out) {
     *out = *g;
     for (int j = 0; j < g->n_nodes; j++)
@@ -84,7 +74,7 @@ static size_t automorphisms(const pool *p, const sg_graph *g, uint32_t vars, ren
 
 static size_t prune_renamings(const pool *p, renaming *aut, sg_graph *g, size_t n) {
     uint32_t vars = 0;
-    for (size_t i = 0; i < n; i++) vars |= vars_of(&g[i]);
+    for (size_t i = 0; i < n; i++) vars |= sg_vars(&g[i]);
     size_t na = automorphisms(p, &g[0], vars, aut), kept = 1;
     for (size_t i = 1; i < n; i++) {
         int drop = 0;
@@ -286,7 +276,7 @@ static int splits_variable(key_ctx *c, const sg_graph *a, const sg_graph *b, uin
 }
 
 static int instance(const pool *p, key_ctx *c, const sg_graph *a, const sg_graph *b, uint64_t *store) {
-    uint32_t used = vars_of(a) | vars_of(b);
+    uint32_t used = sg_vars(a) | sg_vars(b);
     for (int v = 0; v < p->n_vars; v++) {
         if (!(used >> v & 1)) continue;
         int w = free_var(p, p->type_of[v], used);

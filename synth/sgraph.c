@@ -8,6 +8,16 @@
 
 int sg_compare(const sg_graph *a, const sg_graph *b) { return memcmp(a, b, sizeof *a); }
 
+uint32_t sg_vars(const sg_graph *g) {
+    uint32_t m = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < ops_table[g->node[j].op].arity; k++)
+            if (!SG_IS_NODE(g->node[j].in[k])) m |= 1u << g->node[j].in[k];
+    for (int k = 0; k < g->n_out; k++)
+        if (!SG_IS_NODE(g->out[k])) m |= 1u << g->out[k];
+    return m;
+}
+
 uint64_t sg_hash(const sg_graph *g) { return XXH3_64bits(g, sizeof *g); }
 
 uint64_t sg_cone(const sg_graph *g, uint8_t r) {

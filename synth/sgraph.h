@@ -61,6 +61,9 @@ typedef struct {
 /* memcmp order: fewer nodes first. @return <0, 0, >0 */
 int sg_compare(const sg_graph *a, const sg_graph *b);
 
+/* The leaves (pool variables or slots) g reads, one bit each. */
+uint32_t sg_vars(const sg_graph *g);
+
 /* XXH3-64 of the bytes. */
 uint64_t sg_hash(const sg_graph *g);
 

@@ -11,12 +11,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "clsout.h"
 #include "enum.h"
 #include "fptable.h"
 #include "gpu.h"
 #include "key.h"
 #include "pool.h"
 #include "sgraph.h"
+#include "shardfile.h"
 
 #define STRIPE_BITS 8
 #define MAX_PASSES (1u << 16)
@@ -32,6 +34,7 @@ typedef struct {
     key_ctx *kc;
     fpt_cache *cache;
     rdb_file *out;
+    sf_writer *sw; /* a shard of a divided run writes its classes here */
     sg_graph *reps[SYN_MAX_OPS + 1];   /* all representatives by nodes */
     size_t n_reps[SYN_MAX_OPS + 1];
     sg_graph *single[SYN_MAX_OPS + 1]; /* the single-output ones */
@@ -191,135 +194,124 @@ static syn_status collect_reps(run *r, int level) {
     return SYN_OK;
 }
 
-/* ---- partitions: shards and passes ---- */
+/* ---- partitions: the last level's passes ---- */
 
 typedef struct {
-    uint32_t shard_k, shard_n, pass, passes;
+    uint32_t pass, passes;
 } partition;
 
 static int in_partition(void *arg, uint64_t h) {
     const partition *p = arg;
-    return h % p->shard_n == p->shard_k && ((h >> 40) & (p->passes - 1)) == p->pass;
+    return ((h >> 40) & (p->passes - 1)) == p->pass;
+}
+
+/* ---- a shard's classes ---- */
+
+/* A class of the table by its place, with the keys that order a part. */
+typedef struct {
+    uint64_t hash;
+    uint32_t check;
+    int stripe;
+    size_t idx;
+    const sg_graph *rep;
+} class_ref;
+
+/* By hash, then the representative (distinct classes have distinct
+ * representatives): an order that does not depend on which thread added
+ * what first, so a shard file's bytes do not either. */
+static int cmp_ref(const void *a, const void *b) {
+    const class_ref *x = a, *y = b;
+    if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+    if (x->check != y->check) return x->check < y->check ? -1 : 1;
+    return sg_compare(x->rep, y->rep);
+}
+
+/* The classes of pass partition p in part q, sorted. @return their count,
+ * or SIZE_MAX when out of memory. */
+static size_t part_refs(run *r, const partition *p, uint32_t q, uint32_t parts, class_ref **refs, size_t *cap) {
+    size_t n = 0, k;
+    for (int s = 0; s < fpt_n_stripes(r->table); s++) {
+        const fpt_class *c = fpt_classes(r->table, s, &k);
+        for (size_t i = 0; i < k; i++) {
+            if (!in_partition((void *)p, c[i].hash) || c[i].hash % parts != q) continue;
+            if (n == *cap) {
+                size_t nc = *cap ? 2 * *cap : 4096;
+                class_ref *g = realloc(*refs, nc * sizeof *g);
+                if (!g) return SIZE_MAX;
+                *refs = g, *cap = nc;
+            }
+            (*refs)[n++] = (class_ref){c[i].hash, c[i].check, s, i, &c[i].rep};
+        }
+    }
+    if (n > 1) qsort(*refs, n, sizeof **refs, cmp_ref); /* *refs may be NULL when n is 0 */
+    return n;
+}
+
+/* Write one class: members in sg order, counts split at the mark m (NULL:
+ * there is none, all counts are of levels every shard runs). */
+static syn_status dump_class(run *r, const class_ref *ref, const fpt_mark *m, sg_graph **mem, size_t *cap) {
+    size_t k;
+    const fpt_class *c = &fpt_classes(r->table, ref->stripe, &k)[ref->idx];
+    if (c->n_members > *cap) {
+        free(*mem);
+        *cap = 2 * c->n_members;
+        if (!(*mem = malloc(*cap * sizeof **mem))) return fail(r, SYN_ENOMEM, "out of memory");
+    }
+    size_t n = fpt_members(r->table, ref->stripe, c, *mem, c->n_members);
+    if (n > 1) qsort(*mem, n, sizeof **mem, cmp_sg); /* *mem may be NULL when n is 0 */
+    uint32_t below = m ? fpt_mark_count(m, ref->stripe, ref->idx) : c->count;
+    r->st->classes++, r->st->class_graphs += c->count - below, r->st->members += n;
+    if (r->o->max_ops > 0 && c->rep.n_nodes == r->o->max_ops) r->st->level_classes[r->o->max_ops]++;
+    if (sf_put(r->sw, c->hash, c->check, below, c->count - below, &c->rep, *mem, (uint32_t)n))
+        return fail(r, SYN_EIO, "write error");
+    return SYN_OK;
+}
+
+/* Write the classes of pass partition p to the shard file, part by part. */
+static syn_status dump_partition(run *r, const partition *p, const fpt_mark *m) {
+    uint32_t parts = r->o->parts ? r->o->parts : r->o->shard_n;
+    size_t cap = 0, rcap = 0;
+    sg_graph *mem = NULL;
+    class_ref *refs = NULL;
+    syn_status rc = SYN_OK;
+    for (uint32_t q = 0; q < parts && !rc; q++) {
+        size_t n = part_refs(r, p, q, parts, &refs, &rcap);
+        if (n == SIZE_MAX) rc = fail(r, SYN_ENOMEM, "out of memory");
+        else if (sf_begin_part(r->sw, q)) rc = fail(r, SYN_EIO, "write error");
+        for (size_t i = 0; i < n && !rc; i++) rc = dump_class(r, &refs[i], m, &mem, &cap);
+    }
+    free(mem), free(refs);
+    return rc;
 }
 
 /* ---- output classes ---- */
 
 /* One thread of the output phase: classes of the stripes it takes, with
- * its own evaluation scratch, file and counts (merged afterwards). */
+ * its own writer (evaluation scratch, file and counts, merged afterwards). */
 typedef struct {
     run *r;
     const partition *p;
     atomic_int *next_stripe;
-    key_ctx *kc;
-    pr_scratch *ps;
-    rdb_file *out;
-    syn_stats st;
+    co_writer w;
     syn_status rc;
-    char err[SYN_ERRLEN];
 } emitter;
 
-static syn_status efail(emitter *e, syn_status rc, const char *what) {
-    snprintf(e->err, sizeof e->err, "%s", what);
-    return rc;
-}
-
-typedef struct {
-    rg_graph rg;
-    sg_graph sg;
-} pair;
-
-static int cmp_pair(const void *a, const void *b) {
-    return rg_compare(&((const pair *)a)->rg, &((const pair *)b)->rg);
-}
-
-static uint32_t vars_of(const sg_graph *s) {
-    uint32_t used = 0;
-    for (int j = 0; j < s->n_nodes; j++)
-        for (int k = 0; k < ops_table[s->node[j].op].arity; k++)
-            if (!SG_IS_NODE(s->node[j].in[k])) used |= 1u << s->node[j].in[k];
-    for (int k = 0; k < s->n_out; k++)
-        if (!SG_IS_NODE(s->out[k])) used |= 1u << s->out[k];
-    return used;
-}
-
-/* A class's members share one numbering of at most RG_MAX_INPUTS inputs:
- * keep the representative and, in sg order, each member that still fits.
- * @return the graphs kept; *used their variables. */
-static size_t fit_inputs(emitter *e, sg_graph *sg, size_t n, uint32_t *used) {
-    size_t k = 1;
-    *used = vars_of(&sg[0]);
-    qsort(sg + 1, n - 1, sizeof *sg, cmp_sg); /* an order independent of arrival */
-    for (size_t i = 1; i < n; i++) {
-        uint32_t u = *used | vars_of(&sg[i]);
-        if (__builtin_popcount(u) > RG_MAX_INPUTS) {
-            e->st.over_inputs++;
-            continue;
-        }
-        *used = u, sg[k++] = sg[i];
-    }
-    return k;
-}
-
-/* Append class c: its members kept by pruning, as rule graphs. */
-static syn_status write_class(emitter *e, const fpt_class *c, const pair *g, size_t n,
-                              const sg_graph *kept, size_t n_kept, const int8_t *idx, int n_in,
-                              uint8_t *key) {
-    const pool *pl = &e->r->pool;
-    size_t len;
-    rdb_class *rc;
-    if (fpt_key(e->kc, c, key, &len)) return efail(e, SYN_ENOMEM, "out of memory");
-    if (rdb_add_class(e->out, key, len, c->count, &rc) != RDB_OK) return efail(e, SYN_ENOMEM, "out of memory");
-    rc->n_shapes = n_in;
-    for (int v = 0; v < pl->n_vars; v++)
-        if (idx[v] >= 0) rc->shapes[idx[v]] = pl->var[v].shape;
-    for (size_t i = 0, k = 0; i < n && k < n_kept; i++) { /* kept: a subsequence of g */
-        if (sg_compare(&g[i].sg, &kept[k]) != 0) continue;
-        k++;
-        if (rdb_class_add_member(rc, &g[i].rg) != RDB_OK) return efail(e, SYN_ENOMEM, "out of memory");
-    }
-    e->st.candidates++, e->st.members += n_kept;
-    return SYN_OK;
-}
-
-/* Convert, sort, prune and append one class. */
-static syn_status emit_class(emitter *e, int s, const fpt_class *c, pair *g, sg_graph *sg, uint8_t *key) {
-    run *r = e->r;
-    size_t n = 1 + fpt_members(r->table, s, c, sg + 1, c->n_members), kept;
-    int8_t idx[POOL_MAX_VARS];
-    uint32_t used;
-    int n_in = 0;
-    sg[0] = c->rep;
-    n = fit_inputs(e, sg, n, &used);
-    for (int v = 0; v < r->pool.n_vars; v++) idx[v] = (int8_t)(used >> v & 1 ? n_in++ : -1);
-    for (size_t i = 0; i < n; i++) {
-        g[i].sg = sg[i];
-        if (sg_to_rg(&g[i].sg, &r->dom, &r->pool, key_memo(e->kc), idx, &g[i].rg) != RG_OK)
-            return efail(e, SYN_ENOMEM, "internal error: a stored graph has no shape");
-    }
-    qsort(g, n, sizeof *g, cmp_pair);
-    for (size_t i = 0; i < n; i++) sg[i] = g[i].sg;
-    kept = r->o->no_prune ? n : pr_class(e->kc, e->ps, &r->pool, sg, n, &e->st.pruning);
-    if (!kept) return efail(e, SYN_ENOMEM, "out of memory while pruning");
-    return kept < 2 ? SYN_OK : write_class(e, c, g, n, sg, kept, idx, n_in, key);
-}
-
 /* The classes of stripe s in the emitter's partition. */
-static syn_status emit_stripe(emitter *e, int s, pair **g, sg_graph **sg, size_t *cap, uint8_t *key) {
+static syn_status emit_stripe(emitter *e, int s, sg_graph **mem, size_t *cap) {
     size_t k;
     const fpt_class *c = fpt_classes(e->r->table, s, &k);
-    int max_ops = e->r->o->max_ops;
     for (size_t i = 0; i < k; i++) {
         if (!in_partition((void *)e->p, c[i].hash)) continue;
-        e->st.classes++, e->st.class_graphs += c[i].count;
-        if (max_ops > 0 && c[i].rep.n_nodes == max_ops) e->st.level_classes[max_ops]++;
-        if (!c[i].n_members) continue;
-        if (c[i].n_members + 1 > *cap) {
-            *cap = 2 * (c[i].n_members + 1);
-            free(*g), free(*sg);
-            *g = malloc(*cap * sizeof **g), *sg = malloc(*cap * sizeof **sg);
-            if (!*g || !*sg) return efail(e, SYN_ENOMEM, "out of memory");
+        if (c[i].n_members > *cap) {
+            free(*mem);
+            *cap = 2 * c[i].n_members;
+            if (!(*mem = malloc(*cap * sizeof **mem))) {
+                snprintf(e->w.err, sizeof e->w.err, "out of memory");
+                return SYN_ENOMEM;
+            }
         }
-        syn_status rc = emit_class(e, s, &c[i], *g, *sg, key);
+        size_t n = fpt_members(e->r->table, s, &c[i], *mem, c[i].n_members);
+        syn_status rc = co_class(&e->w, &c[i].rep, *mem, n, c[i].count);
         if (rc) return rc;
     }
     return SYN_OK;
@@ -328,39 +320,25 @@ static syn_status emit_stripe(emitter *e, int s, pair **g, sg_graph **sg, size_t
 static void *emit_work(void *arg) {
     emitter *e = arg;
     size_t cap = 0;
-    pair *g = NULL;
-    sg_graph *sg = NULL;
-    uint8_t *key = malloc(KEY_MAX_BYTES);
-    if (!key) e->rc = efail(e, SYN_ENOMEM, "out of memory");
+    sg_graph *mem = NULL;
     for (int s; !e->rc && (s = atomic_fetch_add(e->next_stripe, 1)) < fpt_n_stripes(e->r->table);)
-        e->rc = emit_stripe(e, s, &g, &sg, &cap, key);
-    free(g), free(sg), free(key);
+        e->rc = emit_stripe(e, s, &mem, &cap);
+    free(mem);
     return NULL;
-}
-
-static void add_counts(syn_stats *to, const syn_stats *from, int max_ops) {
-    to->classes += from->classes, to->class_graphs += from->class_graphs;
-    to->level_classes[max_ops] += max_ops > 0 ? from->level_classes[max_ops] : 0;
-    to->over_inputs += from->over_inputs;
-    to->candidates += from->candidates, to->members += from->members;
-    for (int k = 0; k < PR_N; k++) {
-        to->pruning.classes[k] += from->pruning.classes[k];
-        to->pruning.graphs[k] += from->pruning.graphs[k];
-    }
 }
 
 /* Move e's classes into the run's file. */
 static syn_status take_classes(run *r, emitter *e) {
-    rdb_file *o = r->out;
-    size_t n = o->n_classes + e->out->n_classes;
-    if (!e->out->n_classes) return SYN_OK;
+    rdb_file *o = r->out, *from = e->w.out;
+    size_t n = o->n_classes + from->n_classes;
+    if (!from->n_classes) return SYN_OK;
     if (n > o->cap_classes) {
         rdb_class *c = realloc(o->classes, n * sizeof *c);
         if (!c) return fail(r, SYN_ENOMEM, "out of memory");
         o->classes = c, o->cap_classes = n;
     }
-    memcpy(o->classes + o->n_classes, e->out->classes, e->out->n_classes * sizeof *o->classes);
-    o->n_classes = n, e->out->n_classes = 0; /* the members now belong to r->out */
+    memcpy(o->classes + o->n_classes, from->classes, from->n_classes * sizeof *o->classes);
+    o->n_classes = n, from->n_classes = 0; /* the members now belong to r->out */
     return SYN_OK;
 }
 
@@ -373,11 +351,10 @@ static syn_status emit_partition(run *r, const partition *p) {
     syn_status rc = e && tid ? SYN_OK : fail(r, SYN_ENOMEM, "out of memory");
     for (int i = 0; i < n && !rc; i++) {
         e[i] = (emitter){.r = r, .p = p, .next_stripe = &next};
-        e[i].kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
-        e[i].ps = pr_scratch_new();
-        e[i].out = rdb_new(RDB_CANDIDATES);
-        if (!e[i].kc || !e[i].ps || !e[i].out || pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
-            key_ctx_free(e[i].kc), pr_scratch_free(e[i].ps), rdb_free(e[i].out);
+        if (co_init(&e[i].w, &r->pool, &r->dom, r->o->max_ops, r->o->no_prune,
+                    r->o->backend == SYN_CUDA) ||
+            pthread_create(&tid[i], NULL, emit_work, &e[i]) != 0) {
+            co_free(&e[i].w);
             rc = fail(r, SYN_ENOMEM, "cannot start the output threads");
         } else {
             started++;
@@ -385,10 +362,10 @@ static syn_status emit_partition(run *r, const partition *p) {
     }
     for (int i = 0; i < started; i++) {
         pthread_join(tid[i], NULL);
-        if (!rc && e[i].rc) rc = fail(r, e[i].rc, "%s", e[i].err);
+        if (!rc && e[i].rc) rc = fail(r, e[i].rc, "%s", e[i].w.err);
         if (!rc) rc = take_classes(r, &e[i]);
-        add_counts(r->st, &e[i].st, r->o->max_ops);
-        key_ctx_free(e[i].kc), pr_scratch_free(e[i].ps), rdb_free(e[i].out);
+        co_add_counts(r->st, &e[i].w.st, r->o->max_ops);
+        co_free(&e[i].w);
     }
     free(e), free(tid);
     return rc;
@@ -398,6 +375,8 @@ static syn_status emit_partition(run *r, const partition *p) {
 
 static void level_setup(run *r, en_level *L, int level) {
     memset(L, 0, sizeof *L);
+    if (level == r->o->max_ops && r->sw) /* a shard: its share of the last level */
+        L->item_k = r->o->shard_k, L->item_n = r->o->shard_n;
     L->pool = &r->pool, L->dom = &r->dom, L->table = r->table, L->level = level;
     L->prev = r->reps[level - 1], L->n_prev = r->n_reps[level - 1];
     L->threads = n_threads(r->o), L->cuda = r->o->backend == SYN_CUDA;
@@ -472,7 +451,7 @@ static syn_status run_pass(run *r, int level, const fpt_mark *m, const partition
     if (!rc && !*outgrew) {
         r->st->passes++;
         if (fpt_bytes(r->table) > r->st->table_peak) r->st->table_peak = fpt_bytes(r->table);
-        rc = emit_partition(r, part);
+        rc = r->sw ? dump_partition(r, part, m) : emit_partition(r, part);
     }
     fpt_rollback(r->table, m);
     return rc;
@@ -495,7 +474,7 @@ static syn_status last_level(run *r, int level) {
     for (uint32_t q = 0; q < P && !rc; q++) {
         int outgrew = 0;
         if (covered((const uint32_t(*)[2])done, n_done, q, P)) continue;
-        partition part = {r->o->shard_k, r->o->shard_n, q, P};
+        partition part = {q, P};
         rc = run_pass(r, level, m, &part, budget, &outgrew);
         if (!rc && !outgrew) done[n_done][0] = P, done[n_done++][1] = q;
         else if (!rc && P >= MAX_PASSES) rc = fail(r, SYN_ELIMIT, "memory limit too small even for %u passes", P);
@@ -508,23 +487,23 @@ static syn_status last_level(run *r, int level) {
 
 /* ---- the file ---- */
 
-static void fill_generator(run *r) {
-    rdb_generator *g = &r->out->gen;
-    const syn_options *o = r->o;
+/* Notes in sorted order: `ruledb merge` sorts the notes it unites, so a
+ * merge of the parts of a divided run has the unsharded file's bytes. */
+void syn_fill_generator(rdb_generator *g, const syn_options *o, const syn_stats *st) {
     char pool_text[RDB_NOTE_LEN - 8];
     snprintf(g->tool, sizeof g->tool, "synth");
     snprintf(g->version, sizeof g->version, "%s", SYN_VERSION);
     g->max_ops = (uint32_t)o->max_ops, g->seed = o->seed, g->ops = o->ops;
-    g->shard_count = o->shard_n, g->shard_have = 1ull << o->shard_k;
-    g->counts.graphs = r->st->class_graphs, g->counts.classes = r->st->classes;
-    uint64_t found = r->st->pruning.graphs[PR_FOUND];
-    g->counts.pruned = found > r->st->members ? found - r->st->members : 0;
+    g->shard_count = 1, g->shard_have = 1;
+    g->counts.graphs = st->class_graphs, g->counts.classes = st->classes;
+    uint64_t found = st->pruning.graphs[PR_FOUND];
+    g->counts.pruned = found > st->members ? found - st->members : 0;
     if (!o->no_timings) {
-        g->timings.wall_ms = (uint64_t)(r->st->wall_s * 1000);
-        g->timings.cpu_ms = (uint64_t)(r->st->cpu_s * 1000);
+        g->timings.wall_ms = (uint64_t)(st->wall_s * 1000);
+        g->timings.cpu_ms = (uint64_t)(st->cpu_s * 1000);
     }
-    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "conv_groups=%s", o->groups2 ? "1,2" : "1");
+    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
     if (o->types != (1u << pool_n_types) - 1) {
         char t[RDB_NOTE_LEN - 8];
         size_t n = 0;
@@ -533,12 +512,6 @@ static void fill_generator(run *r) {
             if (o->types >> k & 1) n += (size_t)snprintf(t + n, sizeof t - n, "%s%s", n ? "," : "", pool_types[k].name);
         snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "types=%s", t);
     }
-}
-
-static int cmp_class(const void *a, const void *b) {
-    const rdb_class *x = a, *y = b;
-    int c = memcmp(x->fp, y->fp, x->fp_len < y->fp_len ? x->fp_len : y->fp_len);
-    return c ? c : (x->fp_len > y->fp_len) - (x->fp_len < y->fp_len);
 }
 
 static void finish_stats(run *r) {
@@ -562,14 +535,19 @@ static void keep_combos(dom *d, int (*keep)(int op, const int32_t *p)) {
     }
 }
 
+int syn_inputs(const syn_options *o, pool *p, dom *d) {
+    if (pool_init(p, o->seed)) return -1;
+    for (int t = 0; t < p->n_types; t++) /* a type left out: no variable of it */
+        if (!(o->types >> t & 1)) p->count_of[t] = 0;
+    dom_init(d, o->ops, o->groups2);
+    if (o->test_combo) keep_combos(d, o->test_combo);
+    return 0;
+}
+
 static syn_status setup(run *r) {
     syn_status rc = check_options(r);
     if (rc) return rc;
-    if (pool_init(&r->pool, r->o->seed)) return fail(r, SYN_ENOMEM, "out of memory");
-    for (int t = 0; t < r->pool.n_types; t++) /* a type left out: no variable of it */
-        if (!(r->o->types >> t & 1)) r->pool.count_of[t] = 0;
-    dom_init(&r->dom, r->o->ops, r->o->groups2);
-    if (r->o->test_combo) keep_combos(&r->dom, r->o->test_combo);
+    if (syn_inputs(r->o, &r->pool, &r->dom)) return fail(r, SYN_ENOMEM, "out of memory");
     r->table = fpt_new(STRIPE_BITS, r->o->hash);
     r->kc = key_ctx_new(&r->pool, &r->dom, r->o->backend == SYN_CUDA);
     r->cache = fpt_cache_new();
@@ -590,11 +568,21 @@ static syn_status generate(run *r) {
     for (int level = 1; level < r->o->max_ops && !rc; level++) rc = middle_level(r, level);
     if (!rc && r->o->max_ops > 0) rc = last_level(r, r->o->max_ops);
     if (!rc && r->o->max_ops == 0) {
-        partition all = {r->o->shard_k, r->o->shard_n, 0, 1};
+        partition all = {0, 1};
         r->st->passes = 1;
-        rc = emit_partition(r, &all);
+        rc = r->sw ? dump_partition(r, &all, NULL) : emit_partition(r, &all);
     }
     return rc;
+}
+
+static void run_free(run *r) {
+    rdb_free(r->out);
+    sf_abort(r->sw);
+    for (int i = 0; i <= SYN_MAX_OPS; i++) free(r->reps[i]), free(r->single[i]);
+    key_ctx_free(r->kc);
+    fpt_cache_free(r->cache);
+    fpt_free(r->table);
+    pool_free(&r->pool);
 }
 
 syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *err, size_t errlen) {
@@ -603,21 +591,55 @@ syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *er
     memset(st, 0, sizeof *st);
     r.o = o, r.st = st, r.err = err, r.errlen = errlen, r.t0 = en_now();
     *out = NULL;
-    syn_status rc = setup(&r);
+    syn_status rc = o->shard_n > 1 ? fail(&r, SYN_EINVAL, "a shard of a divided run writes a "
+                                          "shard file (syn_run_shard)") : setup(&r);
     if (!rc) rc = generate(&r);
     if (!rc) {
-        if (r.out->n_classes > 1)
-            qsort(r.out->classes, r.out->n_classes, sizeof *r.out->classes, cmp_class);
+        co_sort(r.out);
         finish_stats(&r);
-        fill_generator(&r);
+        syn_fill_generator(&r.out->gen, o, st);
         *out = r.out, r.out = NULL;
     }
-    rdb_free(r.out);
-    for (int i = 0; i <= SYN_MAX_OPS; i++) free(r.reps[i]), free(r.single[i]);
-    key_ctx_free(r.kc);
-    fpt_cache_free(r.cache);
-    fpt_free(r.table);
-    pool_free(&r.pool);
+    run_free(&r);
+    return rc;
+}
+
+static void shard_header(const syn_options *o, const syn_stats *st, sf_header *h) {
+    memset(h, 0, sizeof *h);
+    h->shard_k = o->shard_k, h->shard_n = o->shard_n, h->parts = o->parts ? o->parts : o->shard_n;
+    h->max_ops = (uint32_t)o->max_ops, h->types = o->types, h->groups2 = (uint32_t)o->groups2;
+    h->no_prune = (uint32_t)o->no_prune, h->seed = o->seed, h->ops = o->ops;
+    ops_digest(h->digest);
+    if (!o->no_timings) h->wall_ms = (uint64_t)(st->wall_s * 1000), h->cpu_ms = (uint64_t)(st->cpu_s * 1000);
+    h->graphs = st->graphs;
+}
+
+syn_status syn_run_shard(const syn_options *o, const char *path, syn_stats *st, char *err,
+                         size_t errlen) {
+    run r;
+    sf_header h;
+    char werr[SF_ERRLEN];
+    memset(&r, 0, sizeof r);
+    memset(st, 0, sizeof *st);
+    r.o = o, r.st = st, r.err = err, r.errlen = errlen, r.t0 = en_now();
+    syn_status rc = setup(&r);
+    if (!rc && o->shard_n < 2) rc = fail(&r, SYN_EINVAL, "a shard file needs N >= 2 shards");
+    if (!rc && o->memory_limit)
+        rc = fail(&r, SYN_EINVAL, "--memory-limit and --shard: a shard holds 1/N of the last "
+                  "level; divide the run into more shards instead");
+    if (!rc && (o->parts > SF_MAX_PARTS))
+        rc = fail(&r, SYN_EINVAL, "parts %u out of range 1..%d", o->parts, SF_MAX_PARTS);
+    shard_header(o, st, &h);
+    if (!rc && !(r.sw = sf_create(path, &h, werr, sizeof werr))) rc = fail(&r, SYN_EIO, "%s", werr);
+    if (!rc) rc = generate(&r);
+    if (!rc) {
+        finish_stats(&r);
+        shard_header(o, st, &h);
+        sf_writer *w = r.sw;
+        r.sw = NULL;
+        if (sf_commit(w, &h, werr, sizeof werr)) rc = fail(&r, SYN_EIO, "%s", werr);
+    }
+    run_free(&r);
     return rc;
 }
 
@@ -631,6 +653,13 @@ void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st) {
     fprintf(f, "synth: %llu graphs enumerated (%llu skipped), %llu classes in this shard\n",
             (unsigned long long)st->graphs, (unsigned long long)st->skipped,
             (unsigned long long)st->classes);
+    if (o->shard_n > 1) { /* a shard prunes nothing: the merge does */
+        fprintf(f, "synth: shard file: %llu classes, %llu more members, in %u parts; wall %.2f s, "
+                   "cpu %.2f s, peak RSS %.1f MB\n", (unsigned long long)st->classes,
+                (unsigned long long)st->members, o->parts ? o->parts : o->shard_n, st->wall_s,
+                st->cpu_s, (double)st->peak_rss / 1e6);
+        return;
+    }
     for (int k = 0; k < PR_N; k++)
         fprintf(f, "synth: candidates after %-11s %llu classes, %llu graphs\n", pr_step_name[k],
                 (unsigned long long)st->pruning.classes[k], (unsigned long long)st->pruning.graphs[k]);

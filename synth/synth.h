@@ -49,17 +49,36 @@
  * sorted by rg_compare (so the smallest graph, the representative, first;
  * the same order `ruledb merge` produces) and the count of graphs seen.
  *
- * Sharding: --shard K/N keeps the classes whose fingerprint hash is K mod
- * N. Every shard still enumerates all levels below the last one in full
- * (their representatives feed the last level), and fingerprints the whole
- * last level; it stores only its share of the last level's classes. So
- * shards save memory and output, not time: N shards cost about N times the
- * CPU of one run. `ruledb merge` of the N files has the classes of the
- * unsharded run.
+ * Dividing a run over N machines (map, shuffle by fingerprint, reduce):
+ *   map     syn_run_shard, --shard K/N: every shard enumerates the levels
+ *           below the last in full (their representatives feed the last
+ *           level; they are small), then only its share of the last
+ *           level's work items (enum.h: item_k/item_n, by a hash of the
+ *           parent representative and the kind of item), and writes every
+ *           class its table holds, unpruned, to a shard file in M parts by
+ *           fingerprint hash (shardfile.h). A class may be reached from
+ *           parents in several shards: no shard can filter or prune it.
+ *   reduce  syn_merge_part, --merge-part P: part P of all N files; classes
+ *           with equal fingerprints join (a shared graph proves it, else
+ *           the exact key bytes: a hash collision never joins two), the
+ *           smallest graph represents, members unite, counts add (the
+ *           levels below counted once: every shard saw them), then the
+ *           class is pruned and written by the same code as the undivided
+ *           run (clsout.h).
+ *   `ruledb merge` of the M parts is byte-identical to the undivided
+ *   run's file (with --no-timings). Drivers: prove/divided/ (local
+ *   processes or a Slurm job array).
+ * Cost model: CPU of the N shards and M merges ~= the undivided run plus
+ * (N-1) times the levels below the last (a few percent at depth 4) plus
+ * the shuffle (writing, reading and joining the classes: every class is
+ * written once, by each shard that reached it); memory per shard ~= the
+ * levels below plus 1/N of the last level's table; a merge part holds 1/M
+ * of the classes. bench/divided.py measures both.
  *
  * Memory limit: the last level runs in passes over a partition of the hash
  * space; a pass that outgrows the limit is undone and its part split in
- * two. Levels below the last must fit (else SYN_ELIMIT).
+ * two. Levels below the last must fit (else SYN_ELIMIT). A shard refuses
+ * a memory limit: more shards divide the memory instead.
  *
  * Example: all candidates of up to 2 matmuls, as a file.
  *
@@ -83,6 +102,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dom.h"
+#include "pool.h"
 #include "prune.h"
 #include "ruledb.h"
 
@@ -95,7 +116,9 @@ typedef enum {
     SYN_EINVAL, /* bad options */
     SYN_ENOMEM,
     SYN_ELIMIT, /* the memory limit is too small for a level below the last */
-    SYN_EDEV    /* --backend cuda without a usable device */
+    SYN_EDEV,   /* --backend cuda without a usable device */
+    SYN_EIO,    /* a shard file could not be written */
+    SYN_EINPUT  /* a shard file is missing, damaged or from another run */
 } syn_status;
 
 typedef enum { SYN_CPU, SYN_CUDA } syn_backend;
@@ -105,7 +128,8 @@ typedef struct {
     ops_set ops;           /* enumerated; default all operators */
     uint32_t types;        /* bit t set: pool type t is used; default all */
     uint64_t seed;         /* default 1 */
-    uint32_t shard_k, shard_n; /* default 0 of 1 */
+    uint32_t shard_k, shard_n; /* default 0 of 1; N > 1: syn_run_shard */
+    uint32_t parts;            /* a shard file's parts (0: N) */
     uint64_t memory_limit; /* bytes, 0: none */
     int threads;           /* 0: every online core */
     syn_backend backend;
@@ -157,6 +181,33 @@ int syn_parse_types(const char *list, uint32_t *types, char *err, size_t errlen)
  *         code with a message in err and *out NULL. */
 syn_status syn_run(const syn_options *o, rdb_file **out, syn_stats *st, char *err,
                    size_t errlen);
+
+/* A shard of a divided run (--shard K/N, N >= 2): enumerate the levels
+ * below the last in full, then only this shard's share of the last
+ * level's work items, and write every class of the table (counts split
+ * into the levels below and this shard's share) to the shard file at path,
+ * in o->parts parts by fingerprint hash (shardfile.h).
+ * @return SYN_OK, or an error with a message in err (no file written). */
+syn_status syn_run_shard(const syn_options *o, const char *path, syn_stats *st, char *err,
+                         size_t errlen);
+
+/* The merge (reduce) of part `part` of a divided run: read that part of
+ * the N shard files paths[0..n) (each shard once, all from one run), join
+ * classes with equal key bytes, prune and write them as syn_run does.
+ * `ruledb merge` of the parts 0..parts-1 is byte-identical to the
+ * unsharded run's file (with no_timings). *o gets the run's options.
+ * @return SYN_OK and *out (rdb_free it), or an error with the file named
+ *         in err: SYN_EINPUT (missing, damaged or mismatched shards). */
+syn_status syn_merge_part(const char *const *paths, int n, uint32_t part, int no_timings,
+                          syn_options *o, rdb_file **out, syn_stats *st, char *err, size_t errlen);
+
+/* The run's inputs: the pool (o->seed, o->types) and the operator domains
+ * (o->ops, o->groups2, the test hook). @return 0, or -1 out of memory. */
+int syn_inputs(const syn_options *o, pool *p, dom *d);
+
+/* The generator record of a candidates file (notes sorted, as `ruledb
+ * merge` writes them). */
+void syn_fill_generator(rdb_generator *g, const syn_options *o, const syn_stats *st);
 
 /* Print the end-of-run summary. */
 void syn_print_summary(FILE *f, const syn_options *o, const syn_stats *st);

@@ -31,6 +31,36 @@ check "--no-timings reruns are byte-identical" sh -c "
     '$prove' -q --no-timings --jobs 2 '$tmp/cands.tasodb' -o '$tmp/b.tasodb' &&
     cmp -s '$tmp/a.tasodb' '$tmp/b.tasodb'"
 
+# A divided run: 3 shards of the Z3 lanes, merged with the final pruning,
+# give the undivided ruledb byte for byte. Candidates of depth 2 with 1x1
+# convs, so pairs are retried with kernel guards in several lanes.
+"$BIN/synth" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd,matmul,transpose -o "$tmp/d2.tasodb"
+"$prove" -q --no-timings --jobs 2 "$tmp/d2.tasodb" -o "$tmp/whole.tasodb"
+for k in 0 1 2; do "$prove" -q --no-timings --jobs 2 --shard $k/3 "$tmp/d2.tasodb" -o "$tmp/part$k.tasodb"; done
+check "prove shards merged: byte-identical to the undivided ruledb" sh -c "
+    '$prove' -q --no-timings --merge '$tmp/d2.tasodb' -o '$tmp/merged.tasodb' \
+        '$tmp/part2.tasodb' '$tmp/part0.tasodb' '$tmp/part1.tasodb' &&
+    cmp -s '$tmp/merged.tasodb' '$tmp/whole.tasodb'"
+check "... with rules from kernel-guarded retries" sh -c "
+    '$BIN/ruledb' info '$tmp/whole.tasodb' | grep -q 'kernel1 retried=[1-9][0-9]* proved=[1-9]'"
+shard_pairs() { "$BIN/ruledb" info "$tmp/part$1.tasodb" | sed -n 's/^note: *candidates=\([0-9]*\) .*/\1/p'; }
+whole_pairs=$("$BIN/ruledb" info "$tmp/whole.tasodb" | sed -n 's/^note: *candidates=\([0-9]*\) .*/\1/p')
+check "... each shard decided a part of the pairs, together all of them" sh -c "
+    test $(shard_pairs 0) -gt 0 -a $(shard_pairs 1) -gt 0 -a $(shard_pairs 2) -gt 0 &&
+    test $(( $(shard_pairs 0) + $(shard_pairs 1) + $(shard_pairs 2) )) -eq $whole_pairs"
+check "merge without shard 1: exit 2" \
+    status_is 2 "$prove" --merge "$tmp/d2.tasodb" -o "$tmp/m2.tasodb" "$tmp/part0.tasodb" "$tmp/part2.tasodb"
+check "... naming the missing shard" grep -q "shard 1 of 3 missing" "$tmp/err"
+check "... and nothing written" test ! -e "$tmp/m2.tasodb"
+check "merge with another candidates file: exit 2" \
+    status_is 2 "$prove" --merge "$tmp/cands.tasodb" -o "$tmp/m2.tasodb" "$tmp/part0.tasodb" "$tmp/part1.tasodb" "$tmp/part2.tasodb"
+check "... naming the shard" grep -q "part0.tasodb: proved from another candidates file" "$tmp/err"
+check "merge with other prover options: exit 2" \
+    status_is 2 "$prove" --max-instances 7 --merge "$tmp/d2.tasodb" -o "$tmp/m2.tasodb" "$tmp/part0.tasodb" "$tmp/part1.tasodb" "$tmp/part2.tasodb"
+check "merging an undivided ruledb: exit 2" \
+    status_is 2 "$prove" --merge "$tmp/d2.tasodb" -o "$tmp/m2.tasodb" "$tmp/whole.tasodb" "$tmp/part1.tasodb"
+check "--shard 0/17: exit 2 (at most 16 lanes)" status_is 2 "$prove" --shard 0/17 "$tmp/d2.tasodb" -o "$tmp/x.tasodb"
+
 # verdicts depend on the rules, the axioms and the options only: the same
 # per-rule verdicts (and reasons) with 1 and 2 jobs, and beside two busy
 # processes. mixed.tasodb has a false rule, the planted one, and a true rule

@@ -43,14 +43,47 @@ check "unwritable output: exit 2" status_is 2 "$S" -q --max-ops 1 --ops relu -o 
 check "... names the file" grep -q "no/such/dir" "$tmp/err"
 check "no temporary file left behind" sh -c "! ls '$tmp' | grep -q tmp"
 
-# Same seed, 1 or 2 threads: the same bytes; shards merged: the same classes.
+# Same seed, 1 or 2 threads: the same bytes.
 "$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --threads 1 -o "$tmp/t1.db"
 "$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --threads 2 -o "$tmp/t2.db"
 check "1 and 2 threads: byte-identical files" cmp -s "$tmp/t1.db" "$tmp/t2.db"
-"$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --shard 0/2 -o "$tmp/s0.db"
-"$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --shard 1/2 -o "$tmp/s1.db"
-"$BIN/ruledb" merge -o "$tmp/merged.db" "$tmp/s0.db" "$tmp/s1.db" >/dev/null 2>&1
-check "shards merged: the classes of the whole run" status_is 0 "$BIN/ruledb" diff "$tmp/merged.db" "$tmp/t1.db"
+
+# A divided run (map, shuffle by fingerprint, reduce): 3 shards in 2 parts,
+# merged per part, the parts merged by ruledb: the unsharded run's bytes.
+# Depth 3 over these operators joins classes met in different shards.
+D3=(-q --no-timings --max-ops 3 --ops matmul,ewadd,relu,transpose)
+"$S" "${D3[@]}" -o "$tmp/u3.db"
+for k in 0 1 2; do "$S" "${D3[@]}" --shard $k/3 --parts 2 -o "$tmp/s$k.shd"; done
+"$S" "${D3[@]}" --shard 1/3 --parts 2 --threads 1 -o "$tmp/t1.shd"
+"$S" "${D3[@]}" --shard 1/3 --parts 2 --threads 2 -o "$tmp/t2.shd"
+check "a shard file: the same bytes with 1 and 2 threads" cmp -s "$tmp/t1.shd" "$tmp/t2.shd"
+check "shard files: complete (--verify-shard)" status_is 0 "$S" --verify-shard "$tmp/s0.shd" "$tmp/s1.shd" "$tmp/s2.shd"
+for p in 0 1; do "$S" -q --no-timings --merge-part $p -o "$tmp/p$p.db" "$tmp/s2.shd" "$tmp/s0.shd" "$tmp/s1.shd"; done
+"$BIN/ruledb" merge -o "$tmp/merged.db" "$tmp/p0.db" "$tmp/p1.db" >/dev/null 2>&1
+check "shards merged: byte-identical to the unsharded run" cmp -s "$tmp/merged.db" "$tmp/u3.db"
+check "... which has classes" test "$(stat -c %s "$tmp/u3.db")" -gt 10000
+check "a shard's share of the work: fewer graphs than the whole run" \
+    test "$("$S" --no-timings --max-ops 3 --ops matmul,ewadd,relu,transpose --shard 1/3 -o "$tmp/x1.shd" 2>&1 |
+            sed -n 's/^synth: *level 3: \([0-9]*\) graphs.*/\1/p')" -lt \
+         "$("$S" --no-timings --max-ops 3 --ops matmul,ewadd,relu,transpose -o "$tmp/x.db" 2>&1 |
+            sed -n 's/^synth: *level 3: \([0-9]*\) graphs.*/\1/p')"
+check "merge without shard 1: exit 2" status_is 2 "$S" --merge-part 0 -o "$tmp/bad.db" "$tmp/s0.shd" "$tmp/s2.shd"
+check "... naming the missing shard" grep -q "shard 1 of 3 missing" "$tmp/err"
+check "... and nothing written" test ! -e "$tmp/bad.db"
+check "shard given twice: exit 2" status_is 2 "$S" --merge-part 0 -o "$tmp/bad.db" "$tmp/s0.shd" "$tmp/s0.shd" "$tmp/s2.shd"
+head -c 5000 "$tmp/s1.shd" >"$tmp/trunc.shd"
+check "truncated shard file: --verify-shard exit 2" status_is 2 "$S" --verify-shard "$tmp/trunc.shd"
+check "... naming the file" grep -q "trunc.shd" "$tmp/err"
+check "truncated shard file: merge exit 2" status_is 2 "$S" --merge-part 0 -o "$tmp/bad.db" "$tmp/s0.shd" "$tmp/trunc.shd" "$tmp/s2.shd"
+cp "$tmp/s1.shd" "$tmp/flip.shd"
+printf '\377' | dd of="$tmp/flip.shd" bs=1 seek=$(( $(stat -c %s "$tmp/s1.shd") - 100 )) conv=notrunc 2>/dev/null
+check "damaged shard file: --verify-shard exit 2" status_is 2 "$S" --verify-shard "$tmp/flip.shd"
+check "... says checksum" grep -q "checksum" "$tmp/err"
+"$S" -q --no-timings --max-ops 2 --ops matmul --shard 0/3 -o "$tmp/other.shd"
+check "a shard of another run: merge exit 2" status_is 2 "$S" --merge-part 0 -o "$tmp/bad.db" "$tmp/other.shd" "$tmp/s1.shd" "$tmp/s2.shd"
+check "... says options differ" grep -q "options differ" "$tmp/err"
+check "a candidates file is not a shard file" status_is 2 "$S" --verify-shard "$tmp/u3.db"
+check "--shard with --memory-limit: exit 2" status_is 2 "$S" --max-ops 1 --shard 0/2 --memory-limit 1G -o "$tmp/x.shd"
 check "--memory-limit too small: exit 2 with a message" status_is 2 "$S" --memory-limit 1K --max-ops 2 -o "$tmp/m.db"
 check "... naming the limit" grep -q "memory limit" "$tmp/err"
 echo "1..$n"

@@ -576,31 +576,58 @@ static void test_threads_same_bytes(void **state) {
     }
 }
 
-static int g_shard;
-static void shard_of_3(syn_options *o) { o->shard_k = (uint32_t)g_shard, o->shard_n = 3; }
+/* A divided run: N shard files in `parts` parts, each part merged, the
+ * parts merged by rdb_merge. tweak as in run_synth. */
+static rdb_file *run_divided(int max_ops, const char *ops, uint32_t n, uint32_t parts,
+                             void (*tweak)(syn_options *)) {
+    char dir[] = "/tmp/test_synth.XXXXXX", path[8][64], err[RDB_ERRLEN];
+    const char *paths[8];
+    syn_options o;
+    syn_stats st;
+    rdb_file *merged = NULL;
+    assert_non_null(mkdtemp(dir));
+    syn_options_init(&o);
+    o.max_ops = max_ops, o.threads = 2, o.no_timings = 1, o.shard_n = n, o.parts = parts;
+    assert_int_equal(syn_parse_ops(ops, &o.ops, err, sizeof err), 0);
+    if (tweak) tweak(&o);
+    for (uint32_t k = 0; k < n; k++) {
+        snprintf(path[k], sizeof path[k], "%s/shard-%u", dir, k);
+        paths[k] = path[k];
+        o.shard_k = k;
+        if (syn_run_shard(&o, path[k], &st, err, sizeof err) != SYN_OK) fail_msg("syn_run_shard: %s", err);
+    }
+    for (uint32_t p = 0; p < parts; p++) {
+        syn_options ro;
+        rdb_file *part = NULL, *m = NULL;
+        /* the files in another order than the shards': the result must not care */
+        const char *rev[8];
+        for (uint32_t k = 0; k < n; k++) rev[k] = paths[(k + p + 1) % n];
+        if (syn_merge_part(rev, (int)n, p, 1, &ro, &part, &st, err, sizeof err) != SYN_OK)
+            fail_msg("syn_merge_part: %s", err);
+        assert_int_equal(ro.max_ops, max_ops);
+        if (!merged) {
+            merged = part;
+            continue;
+        }
+        assert_int_equal(rdb_merge(merged, part, &m, err, sizeof err), RDB_OK);
+        rdb_free(merged), rdb_free(part);
+        merged = m;
+    }
+    for (uint32_t k = 0; k < n; k++) remove(path[k]);
+    remove(dir);
+    return merged;
+}
 
-/* R02: shards merged hold the classes of the unsharded run. */
+/* R02: a divided run (3 shards, 2 parts, merged) gives the undivided
+ * run's file byte for byte, generator included; one part gives it too. */
 static void test_shards_merge(void **state) {
     (void)state;
     const char *ops = "matmul,ewadd,transpose,smul";
-    rdb_file *whole = run_synth(3, ops, 2, NULL), *merged = NULL;
-    char err[RDB_ERRLEN];
-    for (g_shard = 0; g_shard < 3; g_shard++) {
-        rdb_file *s = run_synth(3, ops, 2, shard_of_3), *m;
-        if (!merged) {
-            merged = s;
-            continue;
-        }
-        assert_int_equal(rdb_merge(merged, s, &m, err, sizeof err), RDB_OK);
-        rdb_free(merged), rdb_free(s);
-        merged = m;
-    }
-    assert_int_equal(merged->n_classes, whole->n_classes);
-    assert_int_equal(merged->gen.counts.graphs, whole->gen.counts.graphs);
-    assert_int_equal(merged->gen.counts.classes, whole->gen.counts.classes);
-    assert_int_equal(merged->gen.shard_have, 7);
-    /* the same classes, byte for byte, once the generators agree */
-    merged->gen = whole->gen;
+    rdb_file *whole = run_synth(3, ops, 2, NULL), *merged = run_divided(3, ops, 3, 2, NULL);
+    assert_true(whole->n_classes > 100);
+    assert_same_bytes(merged, whole);
+    rdb_free(merged);
+    merged = run_divided(3, ops, 2, 1, NULL);
     assert_same_bytes(merged, whole);
     rdb_free(merged), rdb_free(whole);
 }
@@ -610,6 +637,18 @@ static uint64_t constant_hash(const void *p, size_t n) {
     return 0x1234567812345678ull;
 }
 static void planted_collision(syn_options *o) { o->hash = constant_hash; }
+
+/* R02b: every class with one hash: a divided run still joins only the
+ * classes with equal key bytes (the merge compares them), and gives the
+ * undivided run's file. */
+static void test_shards_collision(void **state) {
+    (void)state;
+    rdb_file *whole = run_synth(2, "ewadd,relu,transpose", 1, NULL);
+    rdb_file *merged = run_divided(2, "ewadd,relu,transpose", 3, 2, planted_collision);
+    assert_true(whole->n_classes > 0);
+    assert_same_bytes(merged, whole);
+    rdb_free(merged), rdb_free(whole);
+}
 
 /* R03: a hash that always collides changes nothing: exact comparison keeps
  * classes apart, so no candidate comes from a collision. */
@@ -691,6 +730,7 @@ int main(void) {
         cmocka_unit_test(test_pruning_subset),
         cmocka_unit_test(test_threads_same_bytes),
         cmocka_unit_test(test_shards_merge),
+        cmocka_unit_test(test_shards_collision),
         cmocka_unit_test(test_planted_collision),
         cmocka_unit_test(test_memory_passes),
         cmocka_unit_test(test_bad_options),

@@ -188,8 +188,9 @@ def synth(output: Optional[PathLike] = None, max_ops: int = 3, ops: Optional[Seq
         argv += ["--types", ",".join(types)]
     if threads:
         argv += ["--threads", str(int(threads))]
-    if shard:
-        argv += ["--shard", shard]
+    if shard:  # a shard writes a shard file, not candidates: the drivers join them
+        raise ValueError("synth(shard=...): a divided run writes shard files that "
+                         "`synth --merge-part` joins; run prove/divided/local.sh or slurm.sh")
     argv += list(extra)
     t0 = time.monotonic()
     p = _run(argv)
