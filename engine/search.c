@@ -385,25 +385,34 @@ static eg_status consider(run *R, const eg_match *m, eg_graph *ng, double *nc, u
 }
 
 /* Move the cheapest states still queued, after the best, into r->runner,
- * built (ties to the older, as in the queue). @return EG_OK or EG_ENOMEM. */
+ * built (ties to the older, as in the queue). All are built, and held,
+ * before any graph is taken: a queued state built early to be looked past
+ * may be the parent of another. @return EG_OK or EG_ENOMEM. */
 static eg_status keep_runners(run *R, eg_search_result *r) {
     search *S = &R->S;
-    while (r->n_runners < EG_SEARCH_RUNNERS) {
-        int64_t pick = -1;
+    int64_t pick[EG_SEARCH_RUNNERS];
+    int n = 0;
+    while (n < EG_SEARCH_RUNNERS) {
+        int64_t p = -1;
         for (size_t i = 0; i < S->n; i++)
-            if ((int64_t)i != R->best && S->s[i].queued && (pick < 0 || S->s[i].cost < S->s[pick].cost))
-                pick = (int64_t)i;
-        if (pick < 0) return EG_OK;
+            if ((int64_t)i != R->best && S->s[i].queued && (p < 0 || S->s[i].cost < S->s[p].cost))
+                p = (int64_t)i;
+        if (p < 0) break;
         int ok;
-        eg_status rc = build_state(R, pick, &ok);
+        eg_status rc = build_state(R, p, &ok);
         if (rc != EG_OK) return rc;
-        release_parent(R, pick);
-        unqueue(S, pick);
-        if (!ok) continue;
-        r->runner[r->n_runners] = S->s[pick].g;
-        r->runner_cost[r->n_runners++] = S->s[pick].cost;
-        S->s[pick].g = NULL;
-        free_graph(&S->s[pick]);
+        release_parent(R, p);
+        unqueue(S, p);
+        if (ok) {
+            S->s[p].held = 1; /* kept while the others are built */
+            pick[n++] = p;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        r->runner[r->n_runners] = S->s[pick[k]].g;
+        r->runner_cost[r->n_runners++] = S->s[pick[k]].cost;
+        S->s[pick[k]].g = NULL, S->s[pick[k]].held = 0;
+        free_graph(&S->s[pick[k]]);
     }
     return EG_OK;
 }

@@ -1178,6 +1178,48 @@ static void test_stop(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* The search stopped after every budget from 1 to 40 expansions: wherever
+ * it stops, the result, its runners-up and the graphs they were built from
+ * are whole (the runners-up are built before any graph is handed over: a
+ * state built early to be looked past can be another one's parent; this
+ * crashed at budget 20 on legal_dense), and the result is no dearer than
+ * the input and exports. */
+static void test_budgets(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN], path[160];
+    assert_int_equal(eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err), EG_OK);
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC, NULL, &c, err, sizeof err), EG_OK);
+    static const char *const files[] = {"legal_dense.onnx", "convs.onnx", "attention.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        eg_graph *g = NULL;
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", files[i]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        double before = eg_cost_graph(c, g);
+        for (uint64_t budget = 1; budget <= 40; budget++) {
+            eg_search_opts o;
+            eg_search_opts_init(&o);
+            o.budget = budget, o.time_limit = 1e9;
+            eg_graph *best = NULL;
+            eg_search_result r;
+            if (eg_optimize(g, rs, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("%s: %s", files[i], err);
+            assert_true(eg_cost_graph(c, best) <= before * (1 + 1e-9));
+            for (int k = 0; k < r.n_runners; k++) assert_non_null(r.runner[k]);
+            uint8_t *buf = NULL;
+            size_t len = 0;
+            if (eg_save_mem(best, &buf, &len, err, sizeof err) != EG_OK)
+                fail_msg("%s at budget %llu: %s", files[i], (unsigned long long)budget, err);
+            free(buf);
+            eg_search_result_free(&r);
+            eg_free(best);
+        }
+        eg_free(g);
+    }
+    eg_cost_free(c);
+    eg_ruleset_free(rs);
+}
+
 /* ================= main ================= */
 
 
@@ -1199,6 +1241,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_trial);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_rematch);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_budgets);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_free_params);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
