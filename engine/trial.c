@@ -72,18 +72,17 @@ struct eg_trial {
 /* ---- tokens ---- */
 
 static uint64_t node_share(const eg_node *n, const uint64_t *tok) {
-    uint64_t in[64], out[64];
+    uint64_t small[128], *buf = small;
     int n_in = n->n_in + n->n_implicit;
-    if (n_in > 64 || n->n_out > 64) { /* hash the ids' tokens in chunks: rare, still deterministic */
-        uint64_t s = 0;
-        for (int k = 0; k < n_in; k++) s += tok[n->in[k] >= 0 ? n->in[k] : 0] * (uint64_t)(2 * k + 1);
-        for (int k = 0; k < n->n_out; k++) s ^= n->out[k] >= 0 ? tok[n->out[k]] : 0;
-        uint64_t z = 0;
-        return eg_node_share(n, &s, &z) ^ s;
-    }
+    size_t need = (size_t)n_in + (size_t)n->n_out;
+    if (need > sizeof small / sizeof small[0] && !(buf = malloc(sizeof *buf * need)))
+        return 0; /* out of memory for a few KB: no share */
+    uint64_t *in = buf, *out = buf + n_in;
     for (int k = 0; k < n_in; k++) in[k] = n->in[k] >= 0 ? tok[n->in[k]] : (uint64_t)-1;
     for (int k = 0; k < n->n_out; k++) out[k] = n->out[k] >= 0 ? tok[n->out[k]] : (uint64_t)-1;
-    return eg_node_share(n, in, out);
+    uint64_t h = eg_node_share(n, in, out);
+    if (buf != small) free(buf);
+    return h;
 }
 
 static uint64_t outputs_hash(const eg_graph *g, const uint64_t *tok, int o, uint64_t o_tok) {
