@@ -16,6 +16,7 @@ typedef struct {
     const eg_plan *p;
     int nm[RG_MAX_NODES];  /* graph node of src node j, -1 unbound */
     int im[RG_MAX_INPUTS]; /* tensor of rule input i, -1 unbound */
+    int start;             /* the src node the route starts from */
 } mstate;
 
 static eg_status m_fail(eg_status rc, char *err, size_t errlen, const char *msg, int a) {
@@ -29,6 +30,7 @@ static void state_init(mstate *s, const eg_ruleset *rs, const eg_graph *g, uint3
     s->p = &rs->plan[rule];
     for (int j = 0; j < RG_MAX_NODES; j++) s->nm[j] = -1;
     for (int i = 0; i < RG_MAX_INPUTS; i++) s->im[i] = -1;
+    s->start = 0;
 }
 
 /* The tensor graph node c writes (opspecs nodes have one output). */
@@ -182,6 +184,8 @@ typedef struct {
 
 typedef struct {
     const eg_ruleset *rs;
+    const eg_tree *tree;            /* rs->tree, or rs->touch */
+    const unsigned char *touched;   /* with rs->touch: the nodes to bind */
     const eg_graph *g;
     int *cstart, *clist; /* readers of tensor t: clist[cstart[t] .. cstart[t+1]) */
     int *ostart, *olist; /* opspecs nodes by op: olist[ostart[op] .. ostart[op+1]) */
@@ -236,8 +240,12 @@ static int seen_insert(mctx *c, const eg_match *m) {
     return 1;
 }
 
-/* Keep the match s has bound for rule, when it passes the final checks. */
+/* Keep the match s has bound for rule, when it passes the final checks
+ * (and, matching touched nodes, it is found from the first src node that
+ * binds one). */
 static void keep(mctx *c, const mstate *s, uint32_t rule) {
+    for (int q = 0; c->touched && q < s->start; q++)
+        if (c->touched[s->nm[q]]) return;
     if (final_check(s, c->uses, NULL, 0) != EG_OK) return;
     if (c->n_found == c->cap_found) {
         size_t cap = c->cap_found ? 2 * c->cap_found : 64;
@@ -271,7 +279,7 @@ static void report_found(mctx *c) {
     if (c->n_found > 1) qsort(c->found, c->n_found, sizeof *c->found, cmp_found);
     for (size_t i = 0; i < c->n_found && !c->stop; i++) {
         const eg_match *m = &c->found[i].m;
-        if (c->rs->rule[m->rule].src.n_outputs > 1 && !seen_insert(c, m)) continue;
+        if (!c->touched && c->rs->rule[m->rule].src.n_outputs > 1 && !seen_insert(c, m)) continue;
         if (c->fn(m, c->arg)) c->stop = 1;
     }
     c->n_found = 0;
@@ -292,11 +300,11 @@ static void tree_try(mctx *c, mstate *s, const eg_tnode *T, int cand) {
     memcpy(saved, s->im, sizeof saved);
     if (bind_node(s, j, cand)) {
         for (uint32_t e = 0; e < T->n_end && !c->stop; e++) {
-            uint32_t rule = rs->ends[T->end + e];
+            uint32_t rule = c->tree->ends[T->end + e];
             s->r = &rs->rule[rule], s->p = &rs->plan[rule];
             keep(c, s, rule);
         }
-        for (uint32_t q = 0; q < T->n_kid && !c->stop; q++) tree_step(c, s, rs->kids[T->kid + q], -1);
+        for (uint32_t q = 0; q < T->n_kid && !c->stop; q++) tree_step(c, s, c->tree->kids[T->kid + q], -1);
     }
     s->nm[j] = -1;
     memcpy(s->im, saved, sizeof saved);
@@ -311,7 +319,7 @@ static int ref_tensor(const mstate *s, int ref) {
 
 /* The candidates for tree node t's step, each tried in graph order. */
 static void tree_step(mctx *c, mstate *s, uint32_t t, int anchor) {
-    const eg_tnode *T = &c->rs->tree[t];
+    const eg_tnode *T = &c->tree->node[t];
     const eg_step *st = &T->step;
     int x;
     if (c->stop) return;
@@ -361,28 +369,47 @@ eg_status eg_match_all(const eg_ruleset *rs, const eg_graph *g, eg_match_fn fn, 
     return eg_match_anchored(rs, g, NULL, fn, arg);
 }
 
+/* Match from every node a with anchor[a] set (NULL: every node), in
+ * order, through c->tree. */
+static eg_status match_from(mctx *c, const unsigned char *anchor) {
+    const eg_ruleset *rs = c->rs;
+    const eg_tree *t = c->tree;
+    const eg_graph *g = c->g;
+    c->rc = build_index(c);
+    for (int a = 0; c->rc == EG_OK && !c->stop && a < g->n_nodes; a++) {
+        const eg_node *n = &g->node[a];
+        if (n->kind != EG_KIND_OPS || (anchor && !anchor[a])) continue;
+        for (uint32_t q = t->root[n->op]; q < t->root[n->op] + t->n_root[n->op] && !c->stop; q++) {
+            const eg_tnode *T = &t->node[t->kids[q]];
+            mstate s;
+            state_init(&s, rs, g, T->rep);
+            s.start = T->step.node;
+            tree_step(c, &s, t->kids[q], a);
+        }
+        report_found(c);
+    }
+    free(c->cstart);
+    free(c->clist);
+    free(c->ostart);
+    free(c->olist);
+    free(c->uses);
+    free(c->seen);
+    free(c->found);
+    return c->rc;
+}
+
 eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsigned char *anchor,
                             eg_match_fn fn, void *arg) {
     mctx c;
     memset(&c, 0, sizeof c);
-    c.rs = rs, c.g = g, c.fn = fn, c.arg = arg;
-    c.rc = build_index(&c);
-    for (int a = 0; c.rc == EG_OK && !c.stop && a < g->n_nodes; a++) {
-        const eg_node *n = &g->node[a];
-        if (n->kind != EG_KIND_OPS || (anchor && !anchor[a])) continue;
-        for (uint32_t q = rs->root[n->op]; q < rs->root[n->op] + rs->n_root[n->op] && !c.stop; q++) {
-            mstate s;
-            state_init(&s, rs, g, rs->tree[rs->kids[q]].rep);
-            tree_step(&c, &s, rs->kids[q], a);
-        }
-        report_found(&c);
-    }
-    free(c.cstart);
-    free(c.clist);
-    free(c.ostart);
-    free(c.olist);
-    free(c.uses);
-    free(c.seen);
-    free(c.found);
-    return c.rc;
+    c.rs = rs, c.tree = &rs->tree, c.g = g, c.fn = fn, c.arg = arg;
+    return match_from(&c, anchor);
+}
+
+eg_status eg_match_touching(const eg_ruleset *rs, const eg_graph *g, const unsigned char *touched,
+                            eg_match_fn fn, void *arg) {
+    mctx c;
+    memset(&c, 0, sizeof c);
+    c.rs = rs, c.tree = &rs->touch, c.touched = touched, c.g = g, c.fn = fn, c.arg = arg;
+    return match_from(&c, touched);
 }

@@ -1,9 +1,9 @@
 /* rematch.c - the matches of a rewritten graph from its parent's
  * (eg_rematch, rules.h). A rewrite changes a few nodes; every match that
  * binds none of them is the parent's, and the new ones are found by
- * matching anchored near them. In phases: map the parent's nodes to the
- * child's, mark what the rewrite touched, keep the parent's matches clear
- * of it, match around it. */
+ * matching from them (eg_match_touching). In phases: map the parent's
+ * nodes to the child's, mark what the rewrite touched, keep the parent's
+ * matches clear of it, match from it, put all in eg_match_all's order. */
 #include "rules_int.h"
 
 #include <stdlib.h>
@@ -19,7 +19,6 @@ typedef struct {
 
 typedef struct {
     const eg_ruleset *rs;
-    const unsigned char *touched; /* NULL: keep every match (all new) */
     found *f;
     size_t n, cap;
     int oom;
@@ -42,13 +41,9 @@ static int keep_found(collected *x, const eg_match *m, size_t from) {
     return 0;
 }
 
-/* Keep a match found near the rewrite only if it binds a touched node:
- * the others are the parent's, kept already. */
-static int keep_touching(const eg_match *m, void *arg) {
-    collected *x = arg;
-    for (int j = 0; j < m->n_nodes; j++)
-        if (!x->touched || x->touched[m->node[j]]) return keep_found(x, m, EG_REMATCH_NEW);
-    return 0;
+/* A match found from a touched node: new. */
+static int keep_new(const eg_match *m, void *arg) {
+    return keep_found(arg, m, EG_REMATCH_NEW);
 }
 
 /* eg_match_all's order: the node of the first output (key[0]), the
@@ -92,39 +87,47 @@ static void mark_touched(const eg_graph *p, const eg_graph *c, const unsigned ch
             if (c->node[j].out[k] >= 0 && changed[c->node[j].out[k]]) touched[j] = 1;
 }
 
-/* The nodes a match binding a touched node can be anchored at. A match is
- * found from its anchor one node at a time, each next to one bound
- * already: the producer of a bound node's input (PRODUCER), or a node
- * reading a bound value at some input (CONSUMER). So the anchor is at
- * most n_nodes - 1 such steps back from any node n it binds: to a reader
- * of n's output (n was a producer), or, when n's operator is bound by a
- * CONSUMER step at input k, to the producer or a reader of that input.
- * Marked: every node that many steps back from a touched one. */
-static void mark_anchors(const eg_ruleset *rs, const eg_graph *c, const int *at, const int *rd,
-                         const unsigned char *touched, unsigned char *anchor, int *queue) {
-    int n = 0;
-    for (int j = 0; j < c->n_nodes; j++) {
-        anchor[j] = touched[j];
-        if (touched[j]) queue[n++] = j;
-    }
-    for (int round = 1, from = 0; round < rs->max_nodes && from < n; round++) {
-        int to = n;
-        for (int h = from; h < to; h++) {
-            const eg_node *nd = &c->node[queue[h]];
-            unsigned cpos = nd->kind == EG_KIND_OPS ? rs->consumer_pos[nd->op] : 0;
-            for (int k = 0; k < nd->n_out; k++) /* back over a PRODUCER step */
-                for (int i = nd->out[k] >= 0 ? at[nd->out[k]] : 0; nd->out[k] >= 0 && i < at[nd->out[k] + 1]; i++)
-                    if (!anchor[rd[i]]) anchor[rd[i]] = 1, queue[n++] = rd[i];
-            for (int k = 0; k < nd->n_in && k < 32; k++) { /* back over a CONSUMER step */
-                int v = nd->in[k], p = v >= 0 ? c->tensor[v].producer : -1;
-                if (v < 0 || !(cpos >> k & 1)) continue;
-                if (p >= 0 && !anchor[p]) anchor[p] = 1, queue[n++] = p;
-                for (int i = at[v]; i < at[v + 1]; i++)
-                    if (!anchor[rd[i]]) anchor[rd[i]] = 1, queue[n++] = rd[i];
-            }
+/* A new match of a multi-output rule by its node set, to find the ones
+ * binding the same nodes in another order. */
+typedef struct {
+    uint32_t rule;
+    int node[RG_MAX_NODES]; /* sorted, -1 past n_nodes */
+    size_t at;              /* its index in eg_match_all's order */
+} node_set;
+
+static int cmp_set(const void *a, const void *b) {
+    const node_set *x = a, *y = b;
+    if (x->rule != y->rule) return x->rule < y->rule ? -1 : 1;
+    for (int k = 0; k < RG_MAX_NODES; k++)
+        if (x->node[k] != y->node[k]) return x->node[k] < y->node[k] ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* eg_match_all reports one match per node set of a multi-output rule, the
+ * first in its order: drop the new ones after it (f sorted). Matches kept
+ * from the parent bind no touched node, so none shares its nodes with a
+ * new one. @return 0, or 1 out of memory. */
+static int drop_repeats(collected *x) {
+    node_set *v = malloc(sizeof *v * (x->n ? x->n : 1));
+    if (!v) return 1;
+    size_t n = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        const eg_match *m = &x->f[i].m;
+        if (x->f[i].from != EG_REMATCH_NEW || x->rs->rule[m->rule].src.n_outputs < 2) continue;
+        node_set *e = &v[n++];
+        e->rule = m->rule, e->at = i;
+        for (int k = 0; k < RG_MAX_NODES; k++) {
+            int nd = k < m->n_nodes ? m->node[k] : -1, j = k; /* insertion sort */
+            while (j > 0 && e->node[j - 1] > nd) e->node[j] = e->node[j - 1], j--;
+            e->node[j] = nd;
         }
-        from = to;
     }
+    qsort(v, n, sizeof *v, cmp_set);
+    for (size_t i = 1; i < n; i++)
+        if (v[i].rule == v[i - 1].rule && !memcmp(v[i].node, v[i - 1].node, sizeof v[i].node))
+            x->f[v[i].at].m.n_nodes = 0; /* dropped */
+    free(v);
+    return 0;
 }
 
 eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
@@ -132,18 +135,16 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
     collected x = {.rs = rs};
     if (rs->has_scan) { /* a match can bind any node */
         if (touched_out) memset(touched_out, 1, (size_t)child->n_nodes);
-        eg_status rc = eg_match_all(rs, child, keep_touching, &x);
+        eg_status rc = eg_match_all(rs, child, keep_new, &x);
         for (size_t i = 0; rc == EG_OK && !x.oom && i < x.n; i++)
             if (fn(&x.f[i].m, EG_REMATCH_NEW, arg)) break;
         free(x.f);
         return rc == EG_OK && x.oom ? EG_ENOMEM : rc;
     }
     size_t pn = (size_t)parent->n_nodes + 1, cn = (size_t)child->n_nodes + 1, ct = (size_t)child->n_tensors + 1;
-    int *p2c = malloc(sizeof *p2c * pn), *queue = malloc(sizeof *queue * cn), *at = NULL, *rd = NULL;
-    unsigned char *p_wo = malloc(pn), *c_wo = malloc(cn), *changed = calloc(ct, 1);
-    unsigned char *touched = calloc(cn, 1), *anchor = malloc(cn);
-    eg_status rc = p2c && queue && p_wo && c_wo && changed && touched && anchor ? EG_OK : EG_ENOMEM;
-    if (rc == EG_OK) rc = eg_reader_index(child, &at, &rd);
+    int *p2c = malloc(sizeof *p2c * pn);
+    unsigned char *p_wo = malloc(pn), *c_wo = malloc(cn), *changed = calloc(ct, 1), *touched = calloc(cn, 1);
+    eg_status rc = p2c && p_wo && c_wo && changed && touched ? EG_OK : EG_ENOMEM;
     if (rc == EG_OK) {
         for (int j = 0; j < parent->n_nodes; j++) p2c[j] = -1;
         for (int j = 0; j < child->n_nodes; j++) {
@@ -165,18 +166,16 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
             }
             if (keep) keep_found(&x, &m, i);
         }
-        /* the ones that bind a touched node, found around them */
-        mark_anchors(rs, child, at, rd, touched, anchor, queue);
-        x.touched = touched;
-        if (!x.oom) rc = eg_match_anchored(rs, child, anchor, keep_touching, &x);
+        /* the ones that bind a touched node, found from them */
+        if (!x.oom) rc = eg_match_touching(rs, child, touched, keep_new, &x);
         if (rc == EG_OK && x.oom) rc = EG_ENOMEM;
         /* reported in eg_match_all's order, so a search sees the same
          * order either way */
         if (rc == EG_OK) qsort(x.f, x.n, sizeof *x.f, cmp_found);
+        if (rc == EG_OK && drop_repeats(&x)) rc = EG_ENOMEM;
         for (size_t i = 0; rc == EG_OK && i < x.n; i++)
-            if (fn(&x.f[i].m, x.f[i].from, arg)) break;
+            if (x.f[i].m.n_nodes && fn(&x.f[i].m, x.f[i].from, arg)) break;
     }
-    free(p2c), free(queue), free(at), free(rd), free(p_wo), free(c_wo), free(changed);
-    free(touched), free(anchor), free(x.f);
+    free(p2c), free(p_wo), free(c_wo), free(changed), free(touched), free(x.f);
     return rc;
 }

@@ -85,12 +85,29 @@ static int plan_free_sites(const rg_graph *s, const rg_graph *d, eg_plan *p) {
     return 1;
 }
 
+/* The steps that find src from its node `start`: an anchor, then each
+ * next node a producer or reader of one bound already (next_step).
+ * in_bound receives the inputs src binds. */
+static void route_steps(const rg_graph *s, int start, eg_step *step, unsigned char *in_bound) {
+    unsigned char nd_bound[RG_MAX_NODES] = {0};
+    int n = 0;
+    step[n++] = (eg_step){EG_STEP_ANCHOR, start, -1, -1};
+    nd_bound[start] = 1;
+    bind_inputs(s, start, in_bound);
+    while (n < s->n_nodes) {
+        eg_step st = next_step(s, in_bound, nd_bound);
+        step[n++] = st;
+        nd_bound[st.node] = 1;
+        bind_inputs(s, st.node, in_bound);
+    }
+}
+
 /* Build rule r's plan. @return 1, or 0 when the rule cannot be matched:
  * an output of src that is an input or repeats, an input dst or a size
  * needs that src does not read, output counts that differ. */
 static int make_plan(const rdb_rule *r, eg_plan *p) {
     const rg_graph *s = &r->src, *d = &r->dst;
-    unsigned char in_bound[RG_MAX_INPUTS] = {0}, nd_bound[RG_MAX_NODES] = {0};
+    unsigned char in_bound[RG_MAX_INPUTS] = {0};
     memset(p, 0, sizeof *p);
     if (s->n_nodes < 1 || s->n_outputs != d->n_outputs || d->n_inputs > s->n_inputs) return 0;
     for (int k = 0; k < s->n_outputs; k++) {
@@ -99,16 +116,8 @@ static int make_plan(const rdb_rule *r, eg_plan *p) {
         if (p->is_out[j]) return 0;
         p->is_out[j] = 1;
     }
-    int a = RG_NODE_INDEX(s->out[0]);
-    p->step[p->n_steps++] = (eg_step){EG_STEP_ANCHOR, a, -1, -1};
-    nd_bound[a] = 1;
-    bind_inputs(s, a, in_bound);
-    while (p->n_steps < s->n_nodes) {
-        eg_step st = next_step(s, in_bound, nd_bound);
-        p->step[p->n_steps++] = st;
-        nd_bound[st.node] = 1;
-        bind_inputs(s, st.node, in_bound);
-    }
+    route_steps(s, RG_NODE_INDEX(s->out[0]), p->step, in_bound);
+    p->n_steps = s->n_nodes;
     for (int j = 0; j < d->n_nodes; j++)
         for (int k = 0; k < ops_table[d->node[j].op].arity; k++)
             if (RG_IS_INPUT(d->node[j].in[k]) && !in_bound[d->node[j].in[k]]) return 0;
@@ -163,15 +172,21 @@ static eg_status index_rules(eg_ruleset *rs) {
     return EG_OK;
 }
 
-/* ---- the plan tree ---- */
+/* ---- the plan trees ---- */
 
-/* Compare step si of rules a and b: the step, then the src node it binds
- * (operator, parameters, inputs); a plan that has ended sorts first. */
-static int step_cmp(const eg_ruleset *rs, uint32_t a, uint32_t b, int si) {
-    const eg_plan *pa = &rs->plan[a], *pb = &rs->plan[b];
+/* A rule's src found from one of its nodes (eg_tree). */
+typedef struct {
+    uint32_t rule;
+    int n_steps;
+    eg_step step[RG_MAX_NODES];
+} route;
+
+/* Compare step si of routes a and b: the step, then the src node it binds
+ * (operator, parameters, inputs); a route that has ended sorts first. */
+static int step_cmp(const eg_ruleset *rs, const route *pa, const route *pb, int si) {
     if (si >= pa->n_steps || si >= pb->n_steps) return (si < pa->n_steps) - (si < pb->n_steps);
     const eg_step *x = &pa->step[si], *y = &pb->step[si];
-    const rg_node *u = &rs->rule[a].src.node[x->node], *v = &rs->rule[b].src.node[y->node];
+    const rg_node *u = &rs->rule[pa->rule].src.node[x->node], *v = &rs->rule[pb->rule].src.node[y->node];
     int32_t ka[4 + 1 + OPS_MAX_PARAMS + OPS_MAX_ARITY], kb[sizeof ka / sizeof ka[0]];
     int n = 0;
     ka[n] = (int32_t)x->kind, kb[n++] = (int32_t)y->kind;
@@ -192,91 +207,128 @@ static int step_cmp(const eg_ruleset *rs, uint32_t a, uint32_t b, int si) {
     return 0;
 }
 
-/* Plans in order of their steps, then rule index. */
-static int plan_cmp(const eg_ruleset *rs, uint32_t a, uint32_t b) {
+typedef struct {
+    eg_ruleset *rs;
+    eg_tree *t;
+    const route *rt;
+    uint32_t *order; /* route indices in step order */
+    size_t n_kids, n_ends;
+} tree_build;
+
+/* Routes in order of their steps, then rule index, then index. */
+static int route_cmp(const tree_build *b, uint32_t x, uint32_t y) {
     for (int si = 0; si < RG_MAX_NODES; si++) {
-        int c = step_cmp(rs, a, b, si);
+        int c = step_cmp(b->rs, &b->rt[x], &b->rt[y], si);
         if (c) return c;
     }
-    return (a > b) - (a < b);
+    if (b->rt[x].rule != b->rt[y].rule) return b->rt[x].rule < b->rt[y].rule ? -1 : 1;
+    return (x > y) - (x < y);
 }
 
-static void plan_sort(const eg_ruleset *rs, uint32_t *v, uint32_t *tmp, size_t n) {
+static void route_sort(const tree_build *b, uint32_t *v, uint32_t *tmp, size_t n) {
     if (n < 2) return;
     size_t h = n / 2, i = 0, j = h, k = 0;
-    plan_sort(rs, v, tmp, h);
-    plan_sort(rs, v + h, tmp, n - h);
-    while (i < h && j < n) tmp[k++] = plan_cmp(rs, v[i], v[j]) <= 0 ? v[i++] : v[j++];
+    route_sort(b, v, tmp, h);
+    route_sort(b, v + h, tmp, n - h);
+    while (i < h && j < n) tmp[k++] = route_cmp(b, v[i], v[j]) <= 0 ? v[i++] : v[j++];
     while (i < h) tmp[k++] = v[i++];
     while (j < n) tmp[k++] = v[j++];
     memcpy(v, tmp, n * sizeof *v);
 }
 
-typedef struct {
-    eg_ruleset *rs;
-    const uint32_t *order; /* rules in plan order */
-    size_t n_kids, n_ends;
-} tree_build;
-
-/* The tree nodes for step si of the rules order[lo..hi), which share
- * steps 0..si-1 and all have a step si, as consecutive kids from *kid:
- * one per run of equal steps. @return the number made. */
-/* The end of the run of rules from order[i] with the same step si. */
+/* The end of the run of routes from order[i] with the same step si. */
 static size_t run_end(const tree_build *b, size_t i, size_t hi, int si) {
     size_t j = i + 1;
-    while (j < hi && step_cmp(b->rs, b->order[i], b->order[j], si) == 0) j++;
+    while (j < hi && step_cmp(b->rs, &b->rt[b->order[i]], &b->rt[b->order[j]], si) == 0) j++;
     return j;
 }
 
+/* The tree nodes for step si of the routes order[lo..hi), which share
+ * steps 0..si-1 and all have a step si, as consecutive kids: one per run
+ * of equal steps. @return the number made. */
 static uint32_t build_level(tree_build *b, size_t lo, size_t hi, int si) {
-    eg_ruleset *rs = b->rs;
+    eg_tree *tr = b->t;
     uint32_t first = (uint32_t)b->n_kids, made = 0;
     for (size_t i = lo; i < hi; i = run_end(b, i, hi, si)) /* reserve one kid slot per run */
         b->n_kids++, made++;
     uint32_t slot = first;
     for (size_t i = lo; i < hi; slot++) {
         size_t j = run_end(b, i, hi, si);
-        uint32_t t = (uint32_t)rs->n_tree++;
-        eg_tnode *T = &rs->tree[t];
+        uint32_t t = (uint32_t)tr->n++;
+        eg_tnode *T = &tr->node[t];
         memset(T, 0, sizeof *T);
-        T->step = rs->plan[b->order[i]].step[si];
-        T->rep = b->order[i];
+        T->step = b->rt[b->order[i]].step[si];
+        T->rep = b->rt[b->order[i]].rule;
         T->end = (uint32_t)b->n_ends;
-        size_t k = i; /* plans that end here come first (step_cmp) */
-        while (k < j && rs->plan[b->order[k]].n_steps == si + 1) rs->ends[b->n_ends++] = b->order[k++];
+        size_t k = i; /* routes that end here come first (step_cmp) */
+        while (k < j && b->rt[b->order[k]].n_steps == si + 1) tr->ends[b->n_ends++] = b->rt[b->order[k++]].rule;
         T->n_end = (uint32_t)(k - i);
-        rs->kids[slot] = t;
+        tr->kids[slot] = t;
         uint32_t kid = (uint32_t)b->n_kids, n_kid = k < j ? build_level(b, k, j, si + 1) : 0;
-        rs->tree[t].kid = kid;
-        rs->tree[t].n_kid = n_kid;
+        tr->node[t].kid = kid;
+        tr->node[t].n_kid = n_kid;
         i = j;
     }
     return made;
 }
 
-/* Build rs->tree from the plans (needs index_rules first). */
-static eg_status build_tree(eg_ruleset *rs) {
+/* Build tree t from the routes rt[n]: grouped by the operator of the node
+ * each starts from, then shared step by step. */
+static eg_status build_tree(eg_ruleset *rs, const route *rt, size_t n, eg_tree *t) {
     size_t cap = 1;
-    for (size_t i = 0; i < rs->n; i++) cap += (size_t)rs->plan[i].n_steps;
-    uint32_t *order = malloc(sizeof *order * (rs->n ? rs->n : 1));
-    uint32_t *tmp = malloc(sizeof *tmp * (rs->n ? rs->n : 1));
-    rs->tree = malloc(sizeof *rs->tree * cap);
-    rs->kids = malloc(sizeof *rs->kids * cap);
-    rs->ends = malloc(sizeof *rs->ends * (rs->n ? rs->n : 1));
-    eg_status rc = order && tmp && rs->tree && rs->kids && rs->ends ? EG_OK : EG_ENOMEM;
+    for (size_t i = 0; i < n; i++) cap += (size_t)rt[i].n_steps;
+    uint32_t *order = malloc(sizeof *order * (n ? n : 1));
+    uint32_t *tmp = malloc(sizeof *tmp * (n ? n : 1));
+    t->node = malloc(sizeof *t->node * cap);
+    t->kids = malloc(sizeof *t->kids * cap);
+    t->ends = malloc(sizeof *t->ends * (n ? n : 1));
+    eg_status rc = order && tmp && t->node && t->kids && t->ends ? EG_OK : EG_ENOMEM;
     if (rc == EG_OK) {
-        memcpy(order, rs->by_op, sizeof *order * rs->n);
-        tree_build b = {.rs = rs, .order = order};
+        uint32_t start[OP_COUNT + 1] = {0}, fill[OP_COUNT];
+        for (size_t i = 0; i < n; i++) start[rs->rule[rt[i].rule].src.node[rt[i].step[0].node].op + 1]++;
+        for (int op = 0; op < OP_COUNT; op++) start[op + 1] += start[op];
+        memcpy(fill, start, sizeof fill);
+        for (size_t i = 0; i < n; i++) order[fill[rs->rule[rt[i].rule].src.node[rt[i].step[0].node].op]++] = (uint32_t)i;
+        tree_build b = {.rs = rs, .t = t, .rt = rt, .order = order};
         for (int op = 0; op < OP_COUNT; op++) {
-            uint32_t lo = rs->op_start[op], hi = rs->op_start[op + 1];
-            plan_sort(rs, order + lo, tmp, hi - lo);
-            rs->root[op] = (uint32_t)b.n_kids;
-            rs->n_root[op] = build_level(&b, lo, hi, 0);
+            route_sort(&b, order + start[op], tmp, start[op + 1] - start[op]);
+            t->root[op] = (uint32_t)b.n_kids;
+            t->n_root[op] = build_level(&b, start[op], start[op + 1], 0);
         }
     }
     free(order);
     free(tmp);
     return rc;
+}
+
+/* The two trees: each rule's plan (from its first output), and, unless a
+ * src is not connected, each rule from each of its src nodes. */
+static eg_status build_trees(eg_ruleset *rs) {
+    size_t n_touch = 0;
+    for (size_t i = 0; i < rs->n && !rs->has_scan; i++) n_touch += (size_t)rs->rule[i].src.n_nodes;
+    route *rt = malloc(sizeof *rt * (rs->n + n_touch + 1));
+    if (!rt) return EG_ENOMEM;
+    for (size_t i = 0; i < rs->n; i++) {
+        rt[i] = (route){.rule = (uint32_t)i, .n_steps = rs->plan[i].n_steps};
+        memcpy(rt[i].step, rs->plan[i].step, sizeof rt[i].step);
+    }
+    eg_status rc = build_tree(rs, rt, rs->n, &rs->tree);
+    size_t n = 0;
+    for (size_t i = 0; i < rs->n && !rs->has_scan; i++)
+        for (int j = 0; j < rs->rule[i].src.n_nodes; j++) {
+            unsigned char in_bound[RG_MAX_INPUTS] = {0};
+            rt[n] = (route){.rule = (uint32_t)i, .n_steps = rs->rule[i].src.n_nodes};
+            route_steps(&rs->rule[i].src, j, rt[n++].step, in_bound);
+        }
+    if (rc == EG_OK) rc = build_tree(rs, rt, n, &rs->touch);
+    free(rt);
+    return rc;
+}
+
+static void tree_free(eg_tree *t) {
+    free(t->node);
+    free(t->kids);
+    free(t->ends);
 }
 
 eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen) {
@@ -304,19 +356,15 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
         if (ok) strip_unit_enlarges(&r.src, &guard), strip_unit_enlarges(&r.dst, &guard);
         if (ok && make_plan(&r, &rs->plan[rs->n])) {
             rs->plan[rs->n].kernel1 = guard;
-            for (int k = 0; k < rs->plan[rs->n].n_steps; k++) {
-                const eg_step *st = &rs->plan[rs->n].step[k];
-                rs->has_scan |= st->kind == EG_STEP_SCAN;
-                if (st->kind == EG_STEP_CONSUMER) rs->consumer_pos[r.src.node[st->node].op] |= 1u << st->pos;
-            }
-            if (r.src.n_nodes > rs->max_nodes) rs->max_nodes = r.src.n_nodes;
+            for (int k = 0; k < rs->plan[rs->n].n_steps; k++)
+                rs->has_scan |= rs->plan[rs->n].step[k].kind == EG_STEP_SCAN;
             rs->rule[rs->n++] = r;
         } else {
             rs->n_skipped++;
         }
     }
     if (rc == EG_OK) rc = index_rules(rs);
-    if (rc == EG_OK) rc = build_tree(rs);
+    if (rc == EG_OK) rc = build_trees(rs);
     if (rc != EG_OK) {
         eg_ruleset_free(rs);
         return rs_fail(rc, err, errlen, "%s", "out of memory");
@@ -379,8 +427,7 @@ void eg_ruleset_free(eg_ruleset *rs) {
     free(rs->plan);
     free(rs->by_op);
     free(rs->rank);
-    free(rs->tree);
-    free(rs->kids);
-    free(rs->ends);
+    tree_free(&rs->tree);
+    tree_free(&rs->touch);
     free(rs);
 }

@@ -40,19 +40,29 @@ typedef struct {
     uint8_t kernel1;
 } eg_plan;
 
-/* The plans as a tree: rules whose first d steps find and bind the same
- * src nodes the same way share a path of d tree nodes, so matching tries a
- * graph node once for all of them (engine/match.c). A tree node is one
- * step: what it binds is src node step.node of its representative rule
- * `rep` (every rule below it has the same step and the same src node
- * there). Its children are kids[kid .. kid + n_kid) and the rules whose
- * plans end with it ends[end .. end + n_end) (ruleset order). */
+/* Plans as a tree: routes (a rule's src found step by step from one of
+ * its nodes) whose first d steps find and bind the same src nodes the same
+ * way share a path of d tree nodes, so matching tries a graph node once for
+ * all of them (engine/match.c). A tree node is one step: what it binds is
+ * src node step.node of its representative rule `rep` (every rule below it
+ * has the same step and the same src node there). Its children are
+ * kids[kid .. kid + n_kid) and the rules whose routes end with it
+ * ends[end .. end + n_end) (ruleset order). */
 typedef struct {
     eg_step step;
     uint32_t rep;
     uint32_t kid, n_kid;
     uint32_t end, n_end;
 } eg_tnode;
+
+typedef struct {
+    eg_tnode *node;
+    uint32_t *kids, *ends;     /* tree node ids, rule ids */
+    size_t n;
+    uint32_t root[OP_COUNT], n_root[OP_COUNT]; /* the first steps by the
+                                  operator of the node they start from:
+                                  kids[root[op] .. root[op] + n_root[op]) */
+} eg_tree;
 
 struct eg_ruleset {
     rdb_rule *rule;
@@ -61,17 +71,24 @@ struct eg_ruleset {
     uint32_t op_start[OP_COUNT + 1]; /* rules by anchor op: by_op[op_start[op]..] */
     uint32_t *by_op;
     uint32_t *rank;                  /* rank[i]: rule i's position in by_op */
-    eg_tnode *tree;                  /* the plan tree (tree nodes) */
-    uint32_t *kids, *ends;           /* tree node ids, rule ids */
-    uint32_t root[OP_COUNT], n_root[OP_COUNT]; /* the first steps by anchor
-                                        op: kids[root[op] .. root[op] + n_root[op]) */
-    size_t n_tree;
+    eg_tree tree;                    /* the plans, from src's first output
+                                        (eg_match_all) */
+    eg_tree touch;                   /* every rule from each of its src
+                                        nodes (eg_match_touching); empty
+                                        with has_scan */
     int has_scan;                    /* a plan has a SCAN step: a match can
                                         bind nodes anywhere (rematch.c) */
-    int max_nodes;                   /* the most src nodes of a rule */
-    unsigned consumer_pos[OP_COUNT]; /* bit k: a CONSUMER step binds a node
-                                        of this op reading its input k */
 };
+
+/* Every match of g that binds a node j with touched[j] set (eg_rematch
+ * finds a rewritten graph's new matches so), each binding of src nodes to
+ * graph nodes once: it is found from the first src node, in src order,
+ * that binds a touched node. Unlike eg_match_all, bindings of a
+ * multi-output rule to the same nodes in another order are all reported
+ * (eg_match_all reports the first of them in its order), and the order is
+ * not eg_match_all's. @pre !rs->has_scan. @return EG_OK or EG_ENOMEM. */
+eg_status eg_match_touching(const eg_ruleset *rs, const eg_graph *g, const unsigned char *touched,
+                            eg_match_fn fn, void *arg);
 
 /* Dst node j as the rewrite writes it (operator, parameters; inputs and
  * outputs left to the caller): a free parameter takes the value the match

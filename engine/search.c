@@ -567,8 +567,10 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         R->r->t_judge += now_s() - t;
         if (rc == EG_OK && look_next && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
             int ok;
+            /* the parent stays while st is queued: st's matches, when it
+             * is popped, come from the parent's */
             rc = build_state(R, st, &ok);
-            release_parent(R, st);
+            if (rc != EG_OK || !ok) release_parent(R, st);
             if (rc == EG_OK && ok) {
                 S->s[st].held = 1;
                 held[n_held++] = st;
@@ -637,12 +639,40 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     return rc;
 }
 
+/* Give built state i, never expanded, its matches (ml) from its
+ * parent's, deriving the parent's first the same way when it has none: a
+ * graph built to be looked past is matched only near what it changed, and
+ * its children, popped later, are matched from its matches.
+ * @return EG_OK, also when no ancestor has matches at hand (ml stays NULL),
+ * or EG_ENOMEM. */
+static eg_status derive_matches(run *R, int64_t i) {
+    search *S = &R->S;
+    state *st = &S->s[i];
+    if (st->ml || !st->g || st->parent < 0 || !S->s[st->parent].g) return EG_OK;
+    eg_status rc = derive_matches(R, st->parent);
+    const state *p = &S->s[st->parent];
+    if (rc != EG_OK || !p->ml) return rc;
+    unsigned char *wo = malloc((size_t)(st->g->n_nodes ? st->g->n_nodes : 1));
+    match_list L = {.rs = R->rs, .g = st->g, .weight_only = wo};
+    if (!wo) return EG_ENOMEM;
+    eg_mark_weight_only(st->g, wo);
+    rc = eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, NULL, collect_from, &L);
+    if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
+    if (rc == EG_OK) st->ml = L.m, st->n_ml = L.n;
+    else free(L.m);
+    free(L.from);
+    free(wo);
+    return rc;
+}
+
 /* Find every match in state i's graph: from its parent's matches when the
  * parent is still at hand (eg_rematch), else all anew. */
 static eg_status match_state(run *R, int64_t i, unsigned char *touched) {
     search *S = &R->S;
     const state *st = &S->s[i];
+    eg_status rc = st->parent >= 0 ? derive_matches(R, st->parent) : EG_OK;
     const state *p = st->parent >= 0 ? &S->s[st->parent] : NULL;
+    if (rc != EG_OK) return rc;
     if (p && p->g && p->ml) return eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, touched, collect_from, &R->L);
     return eg_match_all(R->rs, st->g, collect_match, &R->L);
 }
