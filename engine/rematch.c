@@ -19,6 +19,8 @@ typedef struct {
 
 typedef struct {
     const eg_ruleset *rs;
+    const unsigned char *anchor; /* NULL, or new matches only with their
+                                    first output at a node marked here */
     found *f;
     size_t n, cap;
     int oom;
@@ -43,7 +45,9 @@ static int keep_found(collected *x, const eg_match *m, size_t from) {
 
 /* A match found from a touched node: new. */
 static int keep_new(const eg_match *m, void *arg) {
-    return keep_found(arg, m, EG_REMATCH_NEW);
+    collected *x = arg;
+    if (x->anchor && !x->anchor[m->node[RG_NODE_INDEX(x->rs->rule[m->rule].src.out[0])]]) return 0;
+    return keep_found(x, m, EG_REMATCH_NEW);
 }
 
 /* eg_match_all's order: the node of the first output (key[0]), the
@@ -130,6 +134,27 @@ static int drop_repeats(collected *x) {
     return 0;
 }
 
+/* Put x's matches in eg_match_all's order: the first n_kept, kept from
+ * the parent, are in it already when the rewrite moved no node before
+ * another (else they are sorted too); the new ones are sorted and merged
+ * in. Then drop the repeats (drop_repeats). @return 0, or 1 out of memory. */
+static int sort_found(collected *x, size_t n_kept) {
+    size_t n = x->n;
+    found *tmp = malloc(sizeof *tmp * (n ? n : 1));
+    if (!tmp) return 1;
+    int sorted = 1;
+    for (size_t i = 1; i < n_kept && sorted; i++) sorted = cmp_found(&x->f[i - 1], &x->f[i]) <= 0;
+    if (!sorted) qsort(x->f, n_kept, sizeof *x->f, cmp_found);
+    qsort(x->f + n_kept, n - n_kept, sizeof *x->f, cmp_found);
+    size_t i = 0, j = n_kept, k = 0;
+    while (i < n_kept && j < n) tmp[k++] = cmp_found(&x->f[j], &x->f[i]) < 0 ? x->f[j++] : x->f[i++];
+    while (i < n_kept) tmp[k++] = x->f[i++];
+    while (j < n) tmp[k++] = x->f[j++];
+    free(x->f);
+    x->f = tmp, x->cap = n ? n : 1;
+    return drop_repeats(x);
+}
+
 eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_match *pm, size_t n_pm,
                      const eg_graph *child, unsigned char *touched_out, eg_rematch_fn fn, void *arg) {
     collected x = {.rs = rs};
@@ -167,15 +192,45 @@ eg_status eg_rematch(const eg_ruleset *rs, const eg_graph *parent, const eg_matc
             if (keep) keep_found(&x, &m, i);
         }
         /* the ones that bind a touched node, found from them */
+        size_t n_kept = x.n;
         if (!x.oom) rc = eg_match_touching(rs, child, touched, keep_new, &x);
         if (rc == EG_OK && x.oom) rc = EG_ENOMEM;
         /* reported in eg_match_all's order, so a search sees the same
          * order either way */
-        if (rc == EG_OK) qsort(x.f, x.n, sizeof *x.f, cmp_found);
-        if (rc == EG_OK && drop_repeats(&x)) rc = EG_ENOMEM;
+        if (rc == EG_OK && sort_found(&x, n_kept)) rc = EG_ENOMEM;
         for (size_t i = 0; rc == EG_OK && i < x.n; i++)
             if (x.f[i].m.n_nodes && fn(&x.f[i].m, x.f[i].from, arg)) break;
     }
     free(p2c), free(p_wo), free(c_wo), free(changed), free(touched), free(x.f);
+    return rc;
+}
+
+/* 1 when m binds a node marked in touched. */
+static int binds(const eg_match *m, const unsigned char *touched) {
+    for (int j = 0; j < m->n_nodes; j++)
+        if (touched[m->node[j]]) return 1;
+    return 0;
+}
+
+static int keep_binding(const eg_match *m, void *arg) {
+    collected *x = arg;
+    return binds(m, x->anchor) ? keep_found(x, m, EG_REMATCH_NEW) : 0;
+}
+
+eg_status eg_match_near(const eg_ruleset *rs, const eg_graph *g, const unsigned char *touched,
+                        const unsigned char *anchor, eg_match_fn fn, void *arg) {
+    collected x = {.rs = rs, .anchor = anchor};
+    eg_status rc;
+    if (rs->has_scan) { /* eg_match_anchored's, in its order */
+        x.anchor = touched;
+        rc = eg_match_anchored(rs, g, anchor, keep_binding, &x);
+    } else {
+        rc = eg_match_touching(rs, g, touched, keep_new, &x);
+        if (rc == EG_OK && !x.oom && sort_found(&x, 0)) rc = EG_ENOMEM;
+    }
+    if (rc == EG_OK && x.oom) rc = EG_ENOMEM;
+    for (size_t i = 0; rc == EG_OK && i < x.n; i++)
+        if (x.f[i].m.n_nodes && fn(&x.f[i].m, arg)) break;
+    free(x.f);
     return rc;
 }

@@ -126,6 +126,25 @@ static int make_plan(const rdb_rule *r, eg_plan *p) {
     return sizes_bound(s, in_bound) && sizes_bound(d, in_bound) && plan_free_sites(s, d, p);
 }
 
+/* Bit i of reads[ref]: value ref of g reads rule input i. */
+static void input_reads(const rg_graph *g, unsigned *reads) {
+    for (int i = 0; i < RG_MAX_INPUTS; i++) reads[RG_IN(i)] = 1u << i;
+    for (int j = 0; j < g->n_nodes; j++) {
+        reads[RG_NODE(j)] = 0;
+        for (int k = 0; k < ops_table[g->node[j].op].arity; k++) reads[RG_NODE(j)] |= reads[g->node[j].in[k]];
+    }
+}
+
+/* plan->keeps_paths for rule r (eg_ruleset_keeps_paths). */
+static int keeps_paths(const rdb_rule *r) {
+    unsigned rs[RG_MAX_REFS], rd[RG_MAX_REFS];
+    input_reads(&r->src, rs);
+    input_reads(&r->dst, rd);
+    for (int k = 0; k < r->src.n_outputs; k++)
+        if (rs[r->src.out[k]] & ~rd[r->dst.out[k]]) return 0;
+    return 1;
+}
+
 /* Replace each (enlarge 1x1 xi) of g by xi and set bit i of *guard. An
  * enlargement to 1x1 is well shaped only for a 1x1 kernel and is then the
  * identity: prove writes a rule that holds for 1x1 kernels only that way
@@ -356,6 +375,7 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
         if (ok) strip_unit_enlarges(&r.src, &guard), strip_unit_enlarges(&r.dst, &guard);
         if (ok && make_plan(&r, &rs->plan[rs->n])) {
             rs->plan[rs->n].kernel1 = guard;
+            rs->plan[rs->n].keeps_paths = (uint8_t)keeps_paths(&r);
             for (int k = 0; k < rs->plan[rs->n].n_steps; k++)
                 rs->has_scan |= rs->plan[rs->n].step[k].kind == EG_STEP_SCAN;
             rs->rule[rs->n++] = r;
@@ -415,6 +435,10 @@ const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i) {
 
 unsigned eg_ruleset_kernel1(const eg_ruleset *rs, size_t i) {
     return rs->plan[i].kernel1;
+}
+
+int eg_ruleset_keeps_paths(const eg_ruleset *rs, size_t i) {
+    return i < rs->n && rs->plan[i].keeps_paths;
 }
 
 size_t eg_ruleset_skipped(const eg_ruleset *rs) {

@@ -86,6 +86,13 @@ const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i);
  * by eg_ruleset_rule has xk bare instead. */
 unsigned eg_ruleset_kernel1(const eg_ruleset *rs, size_t i);
 
+/* 1 when rule i's rewrite keeps every path of a graph between the nodes it
+ * leaves: each dst output reads every rule input its src output reads. A
+ * rewrite then makes no cycle refusal of another match go away (a match
+ * whose rewrite would close a cycle still would); (x * 0 => 0) is one that
+ * does not keep them. */
+int eg_ruleset_keeps_paths(const eg_ruleset *rs, size_t i);
+
 /* Rules of the source file left out (not proved, or not matchable). */
 size_t eg_ruleset_skipped(const eg_ruleset *rs);
 
@@ -114,13 +121,19 @@ eg_status eg_match_all(const eg_ruleset *rs, const eg_graph *g, eg_match_fn fn, 
 eg_status eg_match_anchored(const eg_ruleset *rs, const eg_graph *g, const unsigned char *anchor,
                             eg_match_fn fn, void *arg);
 
+/* eg_match_anchored(rs, g, anchor) (anchor NULL: every node) less the
+ * matches that bind no node j with touched[j] set, in the same order; the
+ * work is in proportion to the matches that bind a touched node. */
+eg_status eg_match_near(const eg_ruleset *rs, const eg_graph *g, const unsigned char *touched,
+                        const unsigned char *anchor, eg_match_fn fn, void *arg);
+
 /* The matches of child, which eg_apply made of a match in parent, from
  * parent's matches pm[n_pm] (every match eg_match_all reports in parent,
  * less any the caller leaves out for a reason that holds in the child as
  * well): those that bind no node the rewrite touched (new nodes, changed
  * inputs, changed readers), in pm's order, with from = their index in pm;
- * then those found by eg_match_anchored around the touched nodes that bind
- * one, with from = EG_REMATCH_NEW. The same set as eg_match_all on child,
+ * then those that bind a touched node (eg_match_near), with
+ * from = EG_REMATCH_NEW. The same set as eg_match_all on child,
  * but the order. touched (may be NULL; child->n_nodes entries) receives
  * the touched nodes. A ruleset with a rule whose src is not connected
  * falls back to eg_match_all (every match new, every node touched).

@@ -38,6 +38,10 @@ typedef struct {
     /* bit i: rule input xi must be a 1x1 kernel (rank 4, dims 2 and 3 of
      * 1): the rule wrote it (enlarge 1x1 xi), which rules.c strips */
     uint8_t kernel1;
+    /* 1 when each dst output reads (through dst) every rule input its src
+     * output reads: the rewrite then keeps every path between the nodes
+     * it leaves (eg_ruleset_keeps_paths) */
+    uint8_t keeps_paths;
 } eg_plan;
 
 /* Plans as a tree: routes (a rule's src found step by step from one of

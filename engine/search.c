@@ -232,14 +232,22 @@ typedef struct {
 /* How a match was judged, kept with a graph's matches so the same match in
  * a child, far from what the child's rewrite touched, is judged alike
  * without a trial (eg_trial_reach). */
-enum { J_OK, J_SHAPE, J_OTHER };
+enum { J_OK, J_SHAPE, J_CYCLE, J_OTHER };
 typedef struct judgment {
     double delta; /* cost change (J_OK) */
     uint64_t dh;  /* token hash change (J_OK) */
-    int verdict;  /* J_OK; J_SHAPE: eg_apply refuses its shapes; J_OTHER:
-                     a cycle, not judged by the trial, or unknown: judge
-                     it again */
+    int verdict;  /* J_OK; J_SHAPE: eg_apply refuses its shapes (they are
+                     the match's own: it holds in any graph the match is
+                     in); J_CYCLE: its rewrite would close a cycle (it
+                     holds after a rewrite that keeps paths,
+                     eg_ruleset_keeps_paths); J_OTHER: not judged by the
+                     trial, or unknown: judge it again */
 } judgment;
+
+/* The verdict for a trial's status. */
+static int verdict_of(eg_status jr) {
+    return jr == EG_OK ? J_OK : jr == EG_ESHAPE ? J_SHAPE : jr == EG_EGRAPH ? J_CYCLE : J_OTHER;
+}
 
 /* Collect a match, unless it rewrites only weight-only nodes: such an
  * expression is folded into initializers on export, so all its rewrites
@@ -489,42 +497,40 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
     judgment *jl = NULL;            /* an expansion keeps its judgments */
     unsigned char *dirty = NULL;    /* nodes whose matches are judged again */
     const judgment *inherit = level == 0 ? R->inherit : NULL;
+    int keeps_paths = eg_ruleset_keeps_paths(R->rs, S->s[gi].rule); /* gi's own rewrite */
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
     if (rc == EG_OK && level == 0 && L->n && !(jl = malloc(L->n * sizeof *jl))) rc = EG_ENOMEM;
-    double t = now_s();
+    /* the judge phase's time: this loop's, less the graphs built in it
+     * (judge_built, build_state count theirs as apply) */
+    double t = now_s(), applied = R->r->t_apply;
     if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, S->s[gi].node_cost, &tr);
-    if (rc == EG_OK && L->n && !(hx = eg_hash_ctx_new(g))) rc = EG_ENOMEM;
     if (rc == EG_OK && inherit) {
         if ((dirty = malloc((size_t)g->n_nodes + 1))) eg_trial_near(tr, R->touched, eg_trial_reach(R->c), dirty);
         else rc = EG_ENOMEM;
     }
-    R->r->t_judge += now_s() - t;
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
         const eg_match *m = &L->m[k];
         eg_graph *ng = NULL;
         double *nc = NULL, delta = 0, cost;
         uint64_t *tok = NULL, h = 0;
-        t = now_s();
         const judgment *pj = inherit && L->from[k] != EG_REMATCH_NEW ? &inherit[L->from[k]] : NULL;
         eg_status jr;
-        if (pj && pj->verdict != J_OTHER && far_from(g, m, dirty)) { /* judged as in the parent */
-            jr = pj->verdict == J_OK ? EG_OK : EG_ESHAPE;
+        if (pj && (pj->verdict == J_SHAPE || (pj->verdict == J_CYCLE && keeps_paths))) {
+            jr = pj->verdict == J_SHAPE ? EG_ESHAPE : EG_EGRAPH; /* refused as in the parent */
+        } else if (pj && pj->verdict == J_OK && far_from(g, m, dirty)) { /* judged as in the parent */
+            jr = EG_OK;
             delta = pj->delta, h = eg_trial_hash(tr) + pj->dh;
         } else {
             jr = eg_trial_judge(tr, m, &delta, &h);
         }
-        if (jl)
-            jl[k] = (judgment){delta, h - eg_trial_hash(tr), jr == EG_OK ? J_OK : jr == EG_ESHAPE ? J_SHAPE : J_OTHER};
-        double t1 = now_s();
-        R->r->t_judge += t1 - t;
+        if (jl) jl[k] = (judgment){delta, h - eg_trial_hash(tr), verdict_of(jr)};
         cost = S->s[gi].cost + delta;
         if (jr == EG_EUNSUPPORTED) {
+            double t1 = now_s();
             jr = judge_built(R, gi, m, &ng, &nc, &tok, &cost, &h);
             R->r->t_apply += now_s() - t1;
         }
-        int fresh = jr == EG_OK ? seen_add(S, h) : 0;
-        if (jr == EG_ENOMEM || fresh < 0) {
-            eg_free(ng), free(nc), free(tok);
+        if (jr == EG_ENOMEM) {
             rc = EG_ENOMEM;
             break;
         }
@@ -534,19 +540,30 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         }
         R->r->generated++;
         R->r->looked_ahead += counted_ahead;
-        if (!fresh) {
-            R->r->duplicates++;
+        /* over alpha: pruned, and not worth remembering (the best only
+         * falls, so the same graph met again is over alpha again) */
+        if (cost >= R->o->alpha * S->s[R->best].cost) {
+            R->r->pruned++;
             eg_free(ng), free(nc), free(tok);
             continue;
         }
-        /* under alpha: new in structure too? Token hashes tell apart some
-         * graphs equal in structure (trial.h: a value named on one path as
-         * a rewrite's output, on another as its inner value), and queueing
-         * such copies crowds the queue: the exact test, for the few that
-         * get this far */
-        t = now_s();
-        if (cost < R->o->alpha * S->s[R->best].cost && would_stay(R, cost)) {
+        int fresh = seen_add(S, h);
+        if (fresh <= 0) {
+            eg_free(ng), free(nc), free(tok);
+            if (fresh < 0) rc = EG_ENOMEM;
+            else R->r->duplicates++;
+            continue;
+        }
+        /* new in structure too? Token hashes tell apart some graphs equal
+         * in structure (trial.h: a value named on one path as a rewrite's
+         * output, on another as its inner value), and queueing such copies
+         * crowds the queue: the exact test, for the few that would stay */
+        if (would_stay(R, cost)) {
             uint64_t sh = 0;
+            if (!ng && !hx && !(hx = eg_hash_ctx_new(g))) { /* made when first needed */
+                rc = EG_ENOMEM;
+                break;
+            }
             eg_status hr = ng ? EG_OK : eg_apply_hash(R->rs, hx, m, &sh);
             if (ng) sh = eg_graph_hash(ng);
             int shape_fresh = hr == EG_OK ? shape_add(S, sh) : 0;
@@ -557,14 +574,12 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
             }
             if (!shape_fresh) {
                 R->r->duplicates++;
-                R->r->t_judge += now_s() - t;
                 eg_free(ng), free(nc), free(tok);
                 continue;
             }
         }
         int64_t st;
         rc = consider(R, m, ng, nc, tok, cost, gi, &st);
-        R->r->t_judge += now_s() - t;
         if (rc == EG_OK && look_next && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
             int ok;
             /* the parent stays while st is queued: st's matches, when it
@@ -577,6 +592,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
             }
         }
     }
+    R->r->t_judge += now_s() - t - (R->r->t_apply - applied);
     eg_trial_free(tr);
     eg_hash_ctx_free(hx);
     free(dirty);
@@ -627,7 +643,7 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
         eg_mark_weight_only(c, wo);
         L.weight_only = wo, L.fresh = fresh;
         double t = now_s();
-        rc = eg_match_anchored(R->rs, c, near, collect_match, &L);
+        rc = eg_match_near(R->rs, c, fresh, near, collect_match, &L);
         R->r->t_match += now_s() - t;
         if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     }
