@@ -515,10 +515,11 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         uint64_t *tok = NULL, h = 0;
         const judgment *pj = inherit && L->from[k] != EG_REMATCH_NEW ? &inherit[L->from[k]] : NULL;
         eg_status jr;
+        int inherited = 0;
         if (pj && (pj->verdict == J_SHAPE || (pj->verdict == J_CYCLE && keeps_paths))) {
             jr = pj->verdict == J_SHAPE ? EG_ESHAPE : EG_EGRAPH; /* refused as in the parent */
         } else if (pj && pj->verdict == J_OK && far_from(g, m, dirty)) { /* judged as in the parent */
-            jr = EG_OK;
+            jr = EG_OK, inherited = 1;
             delta = pj->delta, h = eg_trial_hash(tr) + pj->dh;
         } else {
             jr = eg_trial_judge(tr, m, &delta, &h);
@@ -578,9 +579,11 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
                 continue;
             }
         }
+        /* a dearer rewrite is looked past, unless it is judged as in the
+         * parent: far from the last change, it was looked past there */
         int64_t st;
         rc = consider(R, m, ng, nc, tok, cost, gi, &st);
-        if (rc == EG_OK && look_next && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
+        if (rc == EG_OK && look_next && !inherited && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
             int ok;
             /* the parent stays while st is queued: st's matches, when it
              * is popped, come from the parent's */

@@ -17,7 +17,9 @@
  *           change from the charges around the match, the token hash
  *           change, the refusals eg_apply would make); a match far from
  *           what the rewrite touched (eg_trial_reach) keeps the parent's
- *           judgment; a token hash seen already or a cost over alpha x the
+ *           judgment, and a refusal for its own shapes or for a cycle
+ *           (after a rewrite that keeps paths) stays; a token hash seen
+ *           already or a cost over alpha x the
  *           best cost seen (TASO's backtracking: alpha > 1 lets it pass
  *           through slightly worse graphs to reach better ones) stops
  *           there; the rest are checked by their structural hash
@@ -26,7 +28,8 @@
  * The result reports the seconds spent in each (build counts as apply). A
  * rewrite dearer than its parent is built and has the rewrites that use
  * what it created judged at once (one step further), so a two-step gain is
- * not left behind every graph of the first step's cost.
+ * not left behind every graph of the first step's cost; one judged as in
+ * the parent is not (it was looked past there).
  * Graphs that differ only in the operand order of ewadd/ewmul hash alike,
  * and matches inside weight-only expressions (folded on export) are not
  * tried: neither changes what the model runs. It stops when the queue is empty
