@@ -1049,6 +1049,13 @@ static int mlist_add_from(const eg_match *m, size_t from, void *arg) {
     return mlist_add(m, arg);
 }
 
+static int record_from(const eg_match *m, size_t from, void *arg) {
+    struct { size_t *from; size_t n; } *fl = arg;
+    (void)m;
+    fl->from[fl->n++] = from;
+    return 0;
+}
+
 static int cmp_int(const void *a, const void *b) {
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
@@ -1088,6 +1095,13 @@ static int rematch_chain(const eg_ruleset *rs, eg_graph *g, int steps) {
         mlist full = {0}, inc = {0}, sets = {0};
         assert_int_equal(eg_match_all(rs, h, mlist_add, &full), EG_OK);
         assert_int_equal(eg_rematch(rs, g, pl.m, pl.n, h, NULL, mlist_add_from, &inc), EG_OK);
+        /* the same list: order, and the orientation of a 2-output match */
+        assert_int_equal(full.n, inc.n);
+        for (size_t i = 0; i < full.n; i++) {
+            assert_int_equal(full.m[i].rule, inc.m[i].rule);
+            assert_memory_equal(full.m[i].node, inc.m[i].node, sizeof full.m[i].node[0] * (size_t)full.m[i].n_nodes);
+            assert_memory_equal(full.m[i].input, inc.m[i].input, sizeof full.m[i].input);
+        }
         sets.n = sets.cap = inc.n;
         sets.m = malloc(sizeof *sets.m * (inc.n + 1));
         assert_non_null(sets.m);
@@ -1132,6 +1146,181 @@ static void test_rematch(void **state) {
     }
     print_message("# rematch: %d rewritten graphs, the same matches as matching anew\n", compared);
     assert_true(compared > 30);
+    eg_ruleset_free(rs);
+}
+
+
+/* eg_match_near is eg_match_anchored less the matches that bind no touched
+ * node, in the same order, for touched and anchor sets of every density. */
+typedef struct {
+    const unsigned char *touched;
+    mlist *l;
+} near_filter;
+
+static int keep_if_touching(const eg_match *m, void *arg) {
+    near_filter *f = arg;
+    for (int j = 0; j < m->n_nodes; j++)
+        if (f->touched[m->node[j]]) return mlist_add(m, f->l);
+    return 0;
+}
+
+static int match_near_graph(const eg_ruleset *rs, const eg_graph *g) {
+    int compared = 0;
+    unsigned char *touched = malloc((size_t)g->n_nodes + 1), *anchor = malloc((size_t)g->n_nodes + 1);
+    assert_non_null(touched);
+    assert_non_null(anchor);
+    uint32_t x = 12345;
+    for (int round = 0; round < 6; round++) {
+        for (int j = 0; j < g->n_nodes; j++) {
+            x = x * 1664525u + 1013904223u;
+            touched[j] = (x >> 24) % 6 <= (unsigned)round / 2;
+            anchor[j] = (x >> 8) % 4 != 0;
+        }
+        mlist want = {0}, got = {0};
+        near_filter f = {touched, &want};
+        const unsigned char *a = round % 2 ? anchor : NULL;
+        assert_int_equal(eg_match_anchored(rs, g, a, keep_if_touching, &f), EG_OK);
+        assert_int_equal(eg_match_near(rs, g, touched, a, mlist_add, &got), EG_OK);
+        assert_int_equal(want.n, got.n);
+        for (size_t i = 0; i < want.n; i++) {
+            assert_int_equal(want.m[i].rule, got.m[i].rule);
+            assert_memory_equal(want.m[i].node, got.m[i].node, sizeof want.m[i].node[0] * (size_t)want.m[i].n_nodes);
+        }
+        compared += (int)want.n;
+        free(want.m), free(got.m);
+    }
+    free(touched), free(anchor);
+    return compared;
+}
+
+static void test_match_near(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN], path[160];
+    assert_int_equal(eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err), EG_OK);
+    eg_graph *g = big_graph(4);
+    int compared = match_near_graph(rs, g);
+    eg_free(g);
+    static const char *const files[] = {"attention.onnx", "convs.onnx", "mixed.onnx", "transformer.onnx",
+                                        "legal_dense.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", files[i]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        compared += match_near_graph(rs, g);
+        eg_free(g);
+    }
+    print_message("# match_near: %d matches, the same as anchored matching filtered\n", compared);
+    assert_true(compared > 300);
+    eg_ruleset_free(rs);
+}
+
+/* The refusals the search inherits hold: along chains of rewrites, a
+ * match kept from the parent (eg_rematch) that the trial refused there
+ * for its shapes is refused so again, and one refused for a cycle is when
+ * the rewrite kept paths (eg_ruleset_keeps_paths). Counts in *shape and
+ * *cycle the refusals checked. */
+static void refusals_chain(const eg_ruleset *rs, eg_graph *g, int steps, int *shape, int *cycle) {
+    char err[EG_ERRLEN];
+    eg_cost *c = NULL;
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC, NULL, &c, err, sizeof err), EG_OK);
+    mlist pl = {0};
+    assert_int_equal(eg_match_all(rs, g, mlist_add, &pl), EG_OK);
+    eg_graph *keep[64] = {0};
+    for (int d = 0; d < steps && d < 64 && pl.n; d++) {
+        /* the parent's verdicts */
+        uint64_t *tok = malloc(sizeof *tok * (size_t)(g->n_tensors + 1));
+        assert_non_null(tok);
+        assert_int_equal(eg_tensor_hashes(g, tok), 0);
+        eg_trial *t = NULL;
+        assert_int_equal(eg_trial_new(rs, c, g, tok, NULL, &t), EG_OK);
+        eg_status *was = malloc(sizeof *was * pl.n);
+        assert_non_null(was);
+        for (size_t k = 0; k < pl.n; k++) {
+            double dl;
+            uint64_t hh;
+            was[k] = eg_trial_judge(t, &pl.m[k], &dl, &hh);
+        }
+        eg_trial_free(t);
+        free(tok);
+        /* a rewrite, accepted by the trial, of a rule that keeps paths */
+        eg_graph *h = NULL;
+        for (size_t k = (size_t)d * 5 % pl.n, tries = 0; !h && tries < pl.n; k = (k + 1) % pl.n, tries++)
+            if (was[k] != EG_OK || !eg_ruleset_keeps_paths(rs, pl.m[k].rule) ||
+                eg_apply(rs, g, &pl.m[k], &h, err, sizeof err) != EG_OK)
+                h = NULL;
+        if (!h) {
+            free(was);
+            break;
+        }
+        mlist inc = {0};
+        size_t *from = NULL;
+        assert_int_equal(eg_rematch(rs, g, pl.m, pl.n, h, NULL, mlist_add_from, &inc), EG_OK);
+        /* the kept ones' parent index, by matching again with from */
+        from = malloc(sizeof *from * (inc.n + 1));
+        assert_non_null(from);
+        struct { size_t *from; size_t n; } fl = {from, 0};
+        assert_int_equal(eg_rematch(rs, g, pl.m, pl.n, h, NULL, record_from, &fl), EG_OK);
+        tok = malloc(sizeof *tok * (size_t)(h->n_tensors + 1));
+        assert_non_null(tok);
+        assert_int_equal(eg_tensor_hashes(h, tok), 0);
+        assert_int_equal(eg_trial_new(rs, c, h, tok, NULL, &t), EG_OK);
+        for (size_t k = 0; k < inc.n; k++) {
+            if (from[k] == EG_REMATCH_NEW) continue;
+            eg_status before = was[from[k]];
+            if (before != EG_ESHAPE && before != EG_EGRAPH) continue;
+            double dl;
+            uint64_t hh;
+            assert_int_equal(eg_trial_judge(t, &inc.m[k], &dl, &hh), before);
+            *(before == EG_ESHAPE ? shape : cycle) += 1;
+        }
+        eg_trial_free(t);
+        free(tok), free(was), free(from), free(pl.m);
+        pl = inc;
+        keep[d] = h;
+        g = h;
+    }
+    for (int d = 63; d >= 0; d--) eg_free(keep[d]);
+    free(pl.m);
+    eg_cost_free(c);
+}
+
+static void test_inherited_refusals(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN], path[160];
+    assert_int_equal(eg_ruleset_load("ruledb/default.tasodb", &rs, err, sizeof err), EG_OK);
+    /* a rule that drops an input keeps no paths: (split0 (concat x0 x1)) => x0 */
+    int dropping = 0, keeping = 0;
+    for (size_t i = 0; i < eg_ruleset_count(rs); i++) {
+        const rdb_rule *r = eg_ruleset_rule(rs, i);
+        int reads_x1 = 0;
+        for (int j = 0; j < r->dst.n_nodes; j++)
+            for (int k = 0; k < ops_table[r->dst.node[j].op].arity; k++) reads_x1 |= r->dst.node[j].in[k] == RG_IN(1);
+        if (r->src.n_outputs == 1 && r->dst.out[0] == RG_IN(0) && r->src.n_inputs == 2 && !reads_x1) {
+            assert_false(eg_ruleset_keeps_paths(rs, i));
+            dropping++;
+        }
+        keeping += eg_ruleset_keeps_paths(rs, i);
+    }
+    assert_true(dropping > 0 && keeping > 0);
+    int shape = 0, cycle = 0;
+    /* a bias vector shared across layers (BERT's zero biases, exported
+     * once): two biases down one path would close a cycle as one */
+    eg_graph *g = build("in x 2 8; in w1 8 8; in w2 8 8; in w3 8 8; in w4 8 8; in b 8;"
+                        "a = matmul x w1; p = bias 1 a b; q = relu p; c = matmul q w2; r = bias 1 c b;"
+                        "s = relu r; e = matmul s w3; t = bias 1 e b; u = relu t; f = matmul u w4;"
+                        "v = bias 1 f b; y = matmul x w2; z = bias 1 y b; out v; out z");
+    refusals_chain(rs, g, 10, &shape, &cycle);
+    eg_free(g);
+    static const char *const files[] = {"attention.onnx", "transformer.onnx", "legal_dense.onnx", "mixed.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", files[i]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        refusals_chain(rs, g, 6, &shape, &cycle);
+        eg_free(g);
+    }
+    print_message("# inherited refusals: %d for shapes, %d for cycles, refused again\n", shape, cycle);
+    assert_true(cycle > 0); /* the matcher checks shapes: few get to the trial */
     eg_ruleset_free(rs);
 }
 
@@ -1267,6 +1456,8 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_trial);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_rematch);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_match_near);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_inherited_refusals);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_budgets);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_free_params);
