@@ -140,7 +140,8 @@ static int drop_repeats(collected *x) {
  * in. Then drop the repeats (drop_repeats). @return 0, or 1 out of memory. */
 static int sort_found(collected *x, size_t n_kept) {
     size_t n = x->n;
-    found *tmp = malloc(sizeof *tmp * (n ? n : 1));
+    if (n == 0) return 0;
+    found *tmp = malloc(sizeof *tmp * n);
     if (!tmp) return 1;
     int sorted = 1;
     for (size_t i = 1; i < n_kept && sorted; i++) sorted = cmp_found(&x->f[i - 1], &x->f[i]) <= 0;
@@ -151,7 +152,7 @@ static int sort_found(collected *x, size_t n_kept) {
     while (i < n_kept) tmp[k++] = x->f[i++];
     while (j < n) tmp[k++] = x->f[j++];
     free(x->f);
-    x->f = tmp, x->cap = n ? n : 1;
+    x->f = tmp, x->cap = n;
     return drop_repeats(x);
 }
 

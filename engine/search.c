@@ -742,6 +742,7 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     if (rc) return fail(err, errlen, rc, "search: %s", rc == EG_ENOMEM ? "out of memory" : eg_status_name(rc));
     /* the state keeps its matches while its graph lives: its children's
      * matches come from them */
+    free(S->s[i].ml); /* derived when a child of it was popped (derive_matches) */
     S->s[i].ml = R->L.m, S->s[i].n_ml = R->L.n;
     R->L.m = NULL, R->L.n = R->L.cap = 0;
     return EG_OK;

@@ -1439,7 +1439,7 @@ static void test_budgets(void **state) {
 
 
 int main(void) {
-    struct CMUnitTest tests[N_MATCH_CASES + N_APPLY_CASES + N_WRONG_CASES + EC_N_MODELS + 16];
+    struct CMUnitTest tests[N_MATCH_CASES + N_APPLY_CASES + N_WRONG_CASES + EC_N_MODELS + 32];
     size_t n = 0;
     ADD_TABLE(tests, n, match_cases, N_MATCH_CASES, test_match);
     ADD_TABLE(tests, n, apply_cases, N_APPLY_CASES, test_apply);
