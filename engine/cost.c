@@ -88,11 +88,13 @@ static void key_bytes(eg_cost *c, const void *p, size_t n) {
     c->klen += n;
 }
 
-/* Append v as 8 little-endian bytes. */
+/* Append v as 8 little-endian bytes (straight into the buffer when it
+ * has room: a key is built for every node a judgment charges). */
 static void key_i64(eg_cost *c, int64_t v) {
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)v >> (8 * i));
-    key_bytes(c, b, 8);
+    uint8_t b[8], *to = c->klen + 8 <= c->kcap && c->klen + 8 <= EG_COST_MAX_KEY ? c->kbuf + c->klen : b;
+    for (int i = 0; i < 8; i++) to[i] = (uint8_t)((uint64_t)v >> (8 * i));
+    if (to != b) c->klen += 8;
+    else key_bytes(c, b, 8);
 }
 
 static void key_str(eg_cost *c, const char *s) {
