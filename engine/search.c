@@ -530,6 +530,8 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
             double t1 = now_s();
             jr = judge_built(R, gi, m, &ng, &nc, &tok, &cost, &h);
             R->r->t_apply += now_s() - t1;
+            /* the built graph's judgment is kept like a trial's */
+            if (jl) jl[k] = (judgment){cost - S->s[gi].cost, h - eg_trial_hash(tr), verdict_of(jr)};
         }
         if (jr == EG_ENOMEM) {
             rc = EG_ENOMEM;
