@@ -136,26 +136,42 @@ eg_status eg_names_set(eg_names *m, const char *key, int value) {
     return eg_names_put(m, key, value);
 }
 
-/* A copy of m whose keys are copied to *cursor, inside the block [lo, lo +
- * len) (eg_graph_clone's arena); *cursor moves past them. NULL: no memory. */
-static eg_names *names_clone_into(const eg_names *m, char **cursor, const char *lo, size_t len) {
-    eg_names *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    c->slot = calloc(m->cap, sizeof *c->slot);
-    if (!c->slot) {
-        free(c);
+/* 1 when slot s of g's name map names tensor s->value by that tensor's
+ * own name: a clone then points the key at its copy of the name. */
+static int key_is_tensor_name(const eg_graph *g, const name_slot *s) {
+    int v = s->value;
+    if (v < 0 || v >= g->n_tensors || !g->tensor[v].name) return 0;
+    return s->key == g->tensor[v].name || strcmp(s->key, g->tensor[v].name) == 0;
+}
+
+/* A copy of g's name map for its clone c (whose tensors' names are copied
+ * already): a key that is a tensor's name points at c's copy of it, others
+ * are copied to *cursor, inside the block [lo, lo + len) (the clone's
+ * arena); *cursor moves past them. NULL: no memory. */
+static eg_names *names_clone_into(const eg_graph *g, const eg_graph *c, char **cursor, const char *lo, size_t len) {
+    const eg_names *m = g->names;
+    eg_names *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->slot = calloc(m->cap, sizeof *d->slot);
+    if (!d->slot) {
+        free(d);
         return NULL;
     }
-    c->cap = m->cap, c->used = m->used;
-    c->arena = lo, c->arena_len = len;
+    d->cap = m->cap, d->used = m->used;
+    d->arena = lo, d->arena_len = len;
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->slot[i].key) continue;
+        d->slot[i].value = m->slot[i].value;
+        if (key_is_tensor_name(g, &m->slot[i])) {
+            d->slot[i].key = c->tensor[m->slot[i].value].name;
+            continue;
+        }
         size_t n = strlen(m->slot[i].key) + 1;
         memcpy(*cursor, m->slot[i].key, n);
-        c->slot[i].key = *cursor, c->slot[i].value = m->slot[i].value;
+        d->slot[i].key = *cursor;
         *cursor += n;
     }
-    return c;
+    return d;
 }
 
 /* ================= building ================= */
@@ -284,7 +300,8 @@ static void arena_size(const eg_graph *g, const eg_names *m, size_t *n_ints, siz
         *n_ints += (size_t)(n->n_in + n->n_implicit > 0 ? n->n_in + n->n_implicit : 1) +
                    (size_t)(n->n_out > 0 ? n->n_out : 1);
     }
-    for (size_t i = 0; i < m->cap; i++) *n_chars += m->slot[i].key ? strlen(m->slot[i].key) + 1 : 0;
+    for (size_t i = 0; i < m->cap; i++) /* keys that are tensor names share the tensor's copy */
+        if (m->slot[i].key && !key_is_tensor_name(g, &m->slot[i])) *n_chars += strlen(m->slot[i].key) + 1;
 }
 
 eg_graph *eg_graph_clone(const eg_graph *g) {
@@ -310,13 +327,13 @@ eg_graph *eg_graph_clone(const eg_graph *g) {
     c->tensor = malloc(sizeof *c->tensor * (size_t)cap_t);
     c->node = malloc(sizeof *c->node * (size_t)cap_n);
     ok = ok && c->arena && c->input && c->output && c->tensor && c->node;
-    if (ok) c->names = names_clone_into(g->names, &cursor, c->arena, c->arena_len);
-    ok = ok && c->names;
     if (ok) c->cap_tensors = cap_t, c->cap_nodes = cap_n;
     for (int i = 0; ok && i < g->n_tensors; i++) {
         ok = clone_tensor(&g->tensor[i], &c->tensor[i], &cursor);
         c->n_tensors = i + 1; /* freed by eg_free even when partial */
     }
+    if (ok) c->names = names_clone_into(g, c, &cursor, c->arena, c->arena_len);
+    ok = ok && c->names;
     for (int j = 0; ok && j < g->n_nodes; j++) {
         clone_node(&g->node[j], &c->node[j], &cursor, &ints);
         c->node[j].origin = j + 1;
