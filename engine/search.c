@@ -173,6 +173,29 @@ static int64_t heap_top(search *S, heap *h) {
     return h->n ? h->e[0] : -1;
 }
 
+/* Keep only h's entries still queued, as a heap again: a state leaves
+ * the other heap lazily, and the queue turns over many times, so without
+ * this both heaps would hold every state ever queued. */
+static void heap_compact(search *S, heap *h) {
+    size_t n = 0;
+    for (size_t i = 0; i < h->n; i++)
+        if (S->s[h->e[i]].queued) h->e[n++] = h->e[i];
+    h->n = n;
+    for (size_t k = n / 2; k-- > 0;) { /* sift down, bottom up */
+        int64_t x = h->e[k];
+        size_t at = k;
+        for (;;) {
+            size_t c = 2 * at + 1;
+            if (c >= n) break;
+            if (c + 1 < n && heap_before(S, h, h->e[c + 1], h->e[c])) c++;
+            if (!heap_before(S, h, h->e[c], x)) break;
+            h->e[at] = h->e[c];
+            at = c;
+        }
+        h->e[at] = x;
+    }
+}
+
 /* Let state st's graph go. */
 static void free_graph(state *st) {
     eg_free(st->g);
@@ -203,6 +226,8 @@ static int64_t add_state(search *S, eg_graph *g, double *node_cost, uint64_t *to
                          .rule = rule, .queued = 1, .owes = !g};
     if (m) S->s[S->n].m = *m;
     if (!g) S->s[parent].pending++;
+    if (S->lo.n > 4 * S->queued + 1024) heap_compact(S, &S->lo);
+    if (S->hi.n > 4 * S->queued + 1024) heap_compact(S, &S->hi);
     if (heap_push(S, &S->lo, (int64_t)S->n) || heap_push(S, &S->hi, (int64_t)S->n)) {
         free_graph(&S->s[S->n]);
         return -1;
