@@ -582,11 +582,17 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
             else R->r->duplicates++;
             continue;
         }
+        /* a full queue would drop it at once: no state for it (the states
+         * are kept for the whole search) */
+        if (!would_stay(R, cost)) {
+            eg_free(ng), free(nc), free(tok);
+            continue;
+        }
         /* new in structure too? Token hashes tell apart some graphs equal
          * in structure (trial.h: a value named on one path as a rewrite's
          * output, on another as its inner value), and queueing such copies
-         * crowds the queue: the exact test, for the few that would stay */
-        if (would_stay(R, cost)) {
+         * crowds the queue: the exact test */
+        {
             uint64_t sh = 0;
             if (!ng && !hx && !(hx = eg_hash_ctx_new(g))) { /* made when first needed */
                 rc = EG_ENOMEM;
