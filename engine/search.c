@@ -575,17 +575,18 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
             eg_free(ng), free(nc), free(tok);
             continue;
         }
+        /* a full queue would drop it at once: no state for it (the states
+         * are kept for the whole search), and not remembered as seen, so
+         * met again when the queue has room, it is queued then */
+        if (!would_stay(R, cost)) {
+            eg_free(ng), free(nc), free(tok);
+            continue;
+        }
         int fresh = seen_add(S, h);
         if (fresh <= 0) {
             eg_free(ng), free(nc), free(tok);
             if (fresh < 0) rc = EG_ENOMEM;
             else R->r->duplicates++;
-            continue;
-        }
-        /* a full queue would drop it at once: no state for it (the states
-         * are kept for the whole search) */
-        if (!would_stay(R, cost)) {
-            eg_free(ng), free(nc), free(tok);
             continue;
         }
         /* new in structure too? Token hashes tell apart some graphs equal

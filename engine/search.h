@@ -18,11 +18,11 @@
  *           change, the refusals eg_apply would make); a match far from
  *           what the rewrite touched (eg_trial_reach) keeps the parent's
  *           judgment, and a refusal for its own shapes or for a cycle
- *           (after a rewrite that keeps paths) stays; a token hash seen
- *           already or a cost over alpha x the
- *           best cost seen (TASO's backtracking: alpha > 1 lets it pass
- *           through slightly worse graphs to reach better ones) stops
- *           there; the rest are checked by their structural hash
+ *           (after a rewrite that keeps paths) stays; a cost over alpha
+ *           x the best cost seen (TASO's backtracking: alpha > 1 lets it
+ *           pass through slightly worse graphs to reach better ones), one
+ *           a full queue would drop at once, or a token hash seen already
+ *           stops there; the rest are checked by their structural hash
  *           (eg_apply_hash: token hashes tell apart a few graphs equal in
  *           structure) and queued when new.
  * The result reports the seconds spent in each (build counts as apply). A
