@@ -667,8 +667,14 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     eg_status rc = fresh && depth ? EG_OK : EG_ENOMEM;
     for (int j = 0; rc == EG_OK && j < c->n_nodes; j++) { /* producers come first */
         const eg_node *n = &c->node[j];
-        for (int k = 0; k < n->n_out && !fresh[j]; k++)
-            fresh[j] = n->out[k] >= 0 && eg_find_tensor(p, c->tensor[n->out[k]].name) < 0;
+        /* a value p has not: a tensor eg_apply added, or one whose name it
+         * swapped with an added one (a graph output or pinned name keeps
+         * its name, apply.c); any other keeps its id and name */
+        for (int k = 0; k < n->n_out && !fresh[j]; k++) {
+            int t = n->out[k];
+            fresh[j] = t >= 0 && (t >= p->n_tensors || (p->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED))) &&
+                       eg_find_tensor(p, c->tensor[t].name) < 0;
+        }
         depth[j] = fresh[j] ? 0 : LOOK_DEPTH + 1;
         for (int k = 0; k < n->n_in + n->n_implicit; k++) {
             int t = n->in[k], q = t >= 0 ? c->tensor[t].producer : -1;
