@@ -19,8 +19,10 @@ typedef struct {
 
 typedef struct {
     const eg_ruleset *rs;
-    const unsigned char *anchor; /* NULL, or new matches only with their
-                                    first output at a node marked here */
+    const unsigned char *anchor;  /* NULL, or new matches only with their
+                                     first output at a node marked here */
+    const unsigned char *touched; /* keep_binding: only matches binding a
+                                     node marked here */
     found *f;
     size_t n, cap;
     int oom;
@@ -215,17 +217,16 @@ static int binds(const eg_match *m, const unsigned char *touched) {
 
 static int keep_binding(const eg_match *m, void *arg) {
     collected *x = arg;
-    return binds(m, x->anchor) ? keep_found(x, m, EG_REMATCH_NEW) : 0;
+    return binds(m, x->touched) ? keep_found(x, m, EG_REMATCH_NEW) : 0;
 }
 
 eg_status eg_match_near(const eg_ruleset *rs, const eg_graph *g, const unsigned char *touched,
                         const unsigned char *anchor, eg_match_fn fn, void *arg) {
-    collected x = {.rs = rs, .anchor = anchor};
+    collected x = {.rs = rs, .anchor = anchor, .touched = touched};
     eg_status rc;
-    if (rs->has_scan) { /* eg_match_anchored's, in its order */
-        x.anchor = touched;
+    if (rs->has_scan) /* eg_match_anchored's, in its order */
         rc = eg_match_anchored(rs, g, anchor, keep_binding, &x);
-    } else {
+    else {
         rc = eg_match_touching(rs, g, touched, keep_new, &x);
         if (rc == EG_OK && !x.oom && sort_found(&x, 0)) rc = EG_ENOMEM;
     }

@@ -155,20 +155,25 @@ static int heap_push(search *S, heap *h, int64_t i) {
     return 0;
 }
 
+/* Put x at slot k of h and move it down to its place (heap order below
+ * k holds). */
+static void sift_down(const search *S, heap *h, size_t k, int64_t x) {
+    for (;;) {
+        size_t c = 2 * k + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && heap_before(S, h, h->e[c + 1], h->e[c])) c++;
+        if (!heap_before(S, h, h->e[c], x)) break;
+        h->e[k] = h->e[c];
+        k = c;
+    }
+    h->e[k] = x;
+}
+
 /* The first queued state of h (stale entries are dropped on the way), or -1. */
 static int64_t heap_top(search *S, heap *h) {
     while (h->n && !S->s[h->e[0]].queued) {
         int64_t last = h->e[--h->n];
-        size_t k = 0;
-        for (;;) {
-            size_t c = 2 * k + 1;
-            if (c >= h->n) break;
-            if (c + 1 < h->n && heap_before(S, h, h->e[c + 1], h->e[c])) c++;
-            if (!heap_before(S, h, h->e[c], last)) break;
-            h->e[k] = h->e[c];
-            k = c;
-        }
-        if (h->n) h->e[k] = last;
+        if (h->n) sift_down(S, h, 0, last);
     }
     return h->n ? h->e[0] : -1;
 }
@@ -181,19 +186,7 @@ static void heap_compact(search *S, heap *h) {
     for (size_t i = 0; i < h->n; i++)
         if (S->s[h->e[i]].queued) h->e[n++] = h->e[i];
     h->n = n;
-    for (size_t k = n / 2; k-- > 0;) { /* sift down, bottom up */
-        int64_t x = h->e[k];
-        size_t at = k;
-        for (;;) {
-            size_t c = 2 * at + 1;
-            if (c >= n) break;
-            if (c + 1 < n && heap_before(S, h, h->e[c + 1], h->e[c])) c++;
-            if (!heap_before(S, h, h->e[c], x)) break;
-            h->e[at] = h->e[c];
-            at = c;
-        }
-        h->e[at] = x;
-    }
+    for (size_t k = n / 2; k-- > 0;) sift_down(S, h, k, h->e[k]); /* bottom up */
 }
 
 /* Let state st's graph go. */
@@ -247,7 +240,6 @@ typedef struct {
     const eg_ruleset *rs;
     const eg_graph *g;
     const unsigned char *weight_only; /* per node of g (eg_mark_weight_only) */
-    const unsigned char *fresh;       /* NULL, or per node: only matches using one */
     eg_match *m;
     size_t *from; /* [n]: the parent's match it is (eg_rematch), or EG_REMATCH_NEW */
     size_t n, cap;
@@ -281,12 +273,9 @@ static int verdict_of(eg_status jr) {
  * budget would be spent on. */
 static int collect_from(const eg_match *m, size_t from, void *arg) {
     match_list *L = arg;
-    int all_weights = 1, uses_fresh = !L->fresh;
-    for (int j = 0; j < m->n_nodes; j++) {
-        all_weights &= L->weight_only[m->node[j]];
-        uses_fresh |= L->fresh && L->fresh[m->node[j]];
-    }
-    if (all_weights || !uses_fresh) return 0;
+    int all_weights = 1;
+    for (int j = 0; j < m->n_nodes; j++) all_weights &= L->weight_only[m->node[j]];
+    if (all_weights) return 0;
     if (L->n == L->cap) {
         size_t cap = L->cap ? 2 * L->cap : 64;
         eg_match *t = realloc(L->m, cap * sizeof *t);
@@ -684,7 +673,7 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     }
     if (rc == EG_OK) {
         eg_mark_weight_only(c, wo);
-        L.weight_only = wo, L.fresh = fresh;
+        L.weight_only = wo;
         double t = now_s();
         rc = eg_match_near(R->rs, c, fresh, near, collect_match, &L);
         R->r->t_match += now_s() - t;
