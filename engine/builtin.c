@@ -350,19 +350,23 @@ static int same_attrs(const eg_attrs *a, const eg_attrs *b) {
     return 1;
 }
 
-/* The same tensor, or two int64 constants holding the same values. */
+/* The same tensor, or two constants holding the same bytes (exported
+ * models repeat a constant per layer: a mask's fill value, a shape). */
 static int same_input(const eg_graph *g, int s, int t) {
     if (s == t) return 1;
     if (s < 0 || t < 0) return 0;
     const eg_tensor *a = &g->tensor[s], *b = &g->tensor[t];
-    return (a->flags & EG_TF_INIT) && (b->flags & EG_TF_INIT) && a->dtype == EG_DT_INT64 &&
-           b->dtype == EG_DT_INT64 && a->raw && b->raw && a->raw_len == b->raw_len &&
-           shape_eq(&a->shape, &b->shape) && memcmp(a->raw, b->raw, a->raw_len) == 0;
+    if (!(a->flags & EG_TF_INIT) || !(b->flags & EG_TF_INIT) || a->dtype != b->dtype || !a->dtype ||
+        !shape_eq(&a->shape, &b->shape))
+        return 0;
+    int64_t n = eg_shape_numel(&a->shape);
+    if (a->data && b->data) return n >= 0 && memcmp(a->data, b->data, sizeof(float) * (size_t)n) == 0;
+    return !a->data && !b->data && a->raw && b->raw && a->raw_len == b->raw_len &&
+           memcmp(a->raw, b->raw, a->raw_len) == 0;
 }
 
 static int same_node(const eg_graph *g, const eg_node *a, const eg_node *b) {
-    if (a->kind != b->kind || a->kind == EG_KIND_OPAQUE || a->n_in != b->n_in || a->n_out != b->n_out ||
-        a->n_implicit || b->n_implicit)
+    if (a->kind != b->kind || a->n_in != b->n_in || a->n_out != b->n_out || a->n_implicit || b->n_implicit)
         return 0;
     if (a->kind == EG_KIND_OPS &&
         (a->op != b->op || memcmp(a->param, b->param, sizeof(int32_t) * (size_t)ops_table[a->op].n_params)))
@@ -372,7 +376,8 @@ static int same_node(const eg_graph *g, const eg_node *a, const eg_node *b) {
         if (!same_input(g, a->in[k], b->in[k])) return 0;
     for (int k = 0; k < a->n_out; k++)
         if ((a->out[k] < 0) != (b->out[k] < 0) || (b->out[k] >= 0 && !movable(g, b->out[k]))) return 0;
-    return 1;
+    /* last: it reads both node protos */
+    return a->kind != EG_KIND_OPAQUE || eg_opaque_same(a, b);
 }
 
 static eg_status merge_common(eg_graph *g, dropset *d, eg_builtin_stats *st) {

@@ -487,6 +487,11 @@ int eg_const_ints(const eg_tensor *t, int64_t *out, int max);
  * is ONNX's default (read from its NodeProto; onnx_in.c). */
 int eg_opaque_consts_are(const eg_node *n, const ops_onnx_const *c, int count);
 
+/* 1 when opaque nodes a and b compute the same function of their inputs:
+ * the same default-domain operator, not a random one, with the same
+ * attributes byte for byte and none holding a subgraph. */
+int eg_opaque_same(const eg_node *a, const eg_node *b);
+
 /* Replace every model node whose meaning is exactly an opspecs operator by
  * that operator (see the header comment). Keeps topological order and
  * recomputes producers. @pre shapes inferred.

@@ -1365,3 +1365,47 @@ int eg_opaque_consts_are(const eg_node *n, const ops_onnx_const *c, int count) {
     if (np) onnx__node_proto__free_unpacked(np, NULL);
     return ok;
 }
+
+/* Operators of the default domain whose output is not a function of their
+ * inputs and attributes: two such nodes are never one. */
+static int is_random(const char *op_type) {
+    static const char *const random_ops[] = {"RandomNormal",     "RandomUniform", "RandomNormalLike",
+                                             "RandomUniformLike", "Multinomial",   "Bernoulli",
+                                             "Dropout"};
+    for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
+        if (!strcmp(op_type, random_ops[i])) return 1;
+    return 0;
+}
+
+/* 1 when attribute a holds a subgraph, or refers to a function's. */
+static int attr_unsafe(const Onnx__AttributeProto *a) {
+    return a->ref_attr_name || a->g || a->n_graphs || attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) ||
+           attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS);
+}
+
+static int attr_bytes_equal(const Onnx__AttributeProto *a, const Onnx__AttributeProto *b) {
+    size_t la = onnx__attribute_proto__get_packed_size(a), lb = onnx__attribute_proto__get_packed_size(b);
+    if (la != lb) return 0;
+    uint8_t *pa = malloc(la ? la : 1), *pb = malloc(lb ? lb : 1);
+    int same = pa && pb && onnx__attribute_proto__pack(a, pa) == la && onnx__attribute_proto__pack(b, pb) == lb &&
+               memcmp(pa, pb, la) == 0;
+    free(pa);
+    free(pb);
+    return same;
+}
+
+int eg_opaque_same(const eg_node *a, const eg_node *b) {
+    if (a->kind != EG_KIND_OPAQUE || b->kind != EG_KIND_OPAQUE || !a->proto || !b->proto) return 0;
+    if (strcmp(a->op_type, b->op_type) || strcmp(a->domain, b->domain)) return 0;
+    if ((a->domain[0] && strcmp(a->domain, "ai.onnx")) || is_random(a->op_type)) return 0;
+    Onnx__NodeProto *pa = onnx__node_proto__unpack(NULL, a->proto_len, a->proto);
+    Onnx__NodeProto *pb = onnx__node_proto__unpack(NULL, b->proto_len, b->proto);
+    int same = pa && pb && pa->n_attribute == pb->n_attribute;
+    /* the same attributes in the same order, byte for byte: a different
+     * spelling of equal attributes only misses a merge */
+    for (size_t k = 0; same && k < pa->n_attribute; k++)
+        same = !attr_unsafe(pa->attribute[k]) && attr_bytes_equal(pa->attribute[k], pb->attribute[k]);
+    if (pa) onnx__node_proto__free_unpacked(pa, NULL);
+    if (pb) onnx__node_proto__free_unpacked(pb, NULL);
+    return same;
+}

@@ -33,7 +33,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 CORPUS = "test/corpus/onnx"
-MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "conv_bn_relu", "convs",
+MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "conv_bn_relu", "convs",
           "attention", "inception", "mixed", "old_opset", "opaque", "reg_ir3"]
 TOL = 1e-4
 # op types that must be gone after the rewrites (fold_conv_bn: no Add
@@ -42,6 +42,9 @@ GONE = {"fold_conv_bn": {"BatchNormalization", "Identity", "Add"},
         "fold_conv_bias": {"Concat"},
         "fold_matmul3": {"Transpose"},
         "conv_bn_relu": {"BatchNormalization"}}
+# op types and how many of each must be left (common subexpressions of
+# opaque nodes merged, random and differing ones kept)
+LEFT = {"fold_cse_opaque": {"Greater": 1, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2}}
 
 n = 0
 failed = False
@@ -104,6 +107,9 @@ def check_model(driver, name, tmp):
     if name in GONE:
         left = GONE[name] & ops
         tap(not left, "%s: no %s left" % (name, "/".join(sorted(GONE[name]))), left)
+    if name in LEFT:
+        got = {op: sum(nd.op_type == op for nd in m1.graph.node) for op in LEFT[name]}
+        tap(got == LEFT[name], "%s: left %s" % (name, LEFT[name]), got)
 
 
 # corpus models eg_eval_graph runs (opaque.onnx and old_opset.onnx have ops

@@ -507,6 +507,30 @@ def fold_matmul3():
                   ints("shp2", [5, 8])])
 
 
+
+def fold_cse_opaque():
+    """A per-layer mask, as transformer exports write it: the same opaque
+    Greater and Where on equal constants, repeated (merged to one each);
+    Hardmax on two axes (kept apart); two seeded RandomUniformLike nodes
+    (random: never merged, read through a multiply by zero so the outputs
+    are deterministic)."""
+    n = [helper.make_node("Greater", ["x", "za"], ["ga"], name="ga"),
+         helper.make_node("Greater", ["x", "zb"], ["gb"], name="gb"),
+         helper.make_node("Where", ["ga", "fa", "x"], ["wa"], name="wa"),
+         helper.make_node("Where", ["gb", "fb", "x"], ["wb"], name="wb"),
+         helper.make_node("Add", ["wa", "wb"], ["y"], name="add"),
+         helper.make_node("Hardmax", ["x"], ["h0"], name="h0", axis=0),
+         helper.make_node("Hardmax", ["x"], ["h1"], name="h1", axis=1),
+         helper.make_node("Hardmax", ["x"], ["h1b"], name="h1b", axis=1),
+         helper.make_node("Sum", ["h0", "h1", "h1b"], ["h"], name="hsum"),
+         helper.make_node("RandomUniformLike", ["x"], ["ra"], name="ra", seed=1.0),
+         helper.make_node("RandomUniformLike", ["x"], ["rb"], name="rb", seed=1.0),
+         helper.make_node("Add", ["ra", "rb"], ["r"], name="radd"),
+         helper.make_node("Mul", ["r", "zero"], ["z"], name="rzero")]
+    return model(n, "fold_cse_opaque", [vi("x", [3, 4])], [vi("y", [3, 4]), vi("h", [3, 4]), vi("z", [3, 4])],
+                 [f32("za", 0.25), f32("zb", 0.25), f32("fa", -3.0), f32("fb", -3.0),
+                  f32("zero", np.zeros((3, 4)))])
+
 # ---- shape rules and constant folding (cfold.c); every tensor named after
 # ---- the case that checks it in test/test_engine_io.c's S table
 
@@ -878,6 +902,7 @@ MODELS = {
     "control_flow": control_flow, "opset6": opset6, "opset3": opset3, "opset28": opset28,
     "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
+    "fold_cse_opaque": fold_cse_opaque,
     "shapes_op17": shapes_op17, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
