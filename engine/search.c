@@ -28,6 +28,12 @@ typedef struct {
                         them for its children) */
     struct judgment *jl; /* with ml: how each was judged */
     size_t n_ml;
+    eg_match *cyc;   /* with ml once expanded: matches refused because
+                        their rewrite would close a cycle, left out of ml
+                        (with jl). A child made by a rewrite that keeps
+                        paths refuses them too, without a look
+                        (carry_cycles); another child matches them again. */
+    size_t n_cyc;
     eg_match m;      /* the rewrite of the parent's graph that makes it */
     double cost;
     int64_t parent;  /* state index, -1 for the input */
@@ -196,7 +202,9 @@ static void free_graph(state *st) {
     free(st->tok);
     free(st->ml);
     free(st->jl);
+    free(st->cyc);
     st->g = NULL, st->node_cost = NULL, st->tok = NULL, st->ml = NULL, st->jl = NULL, st->n_ml = 0;
+    st->cyc = NULL, st->n_cyc = 0;
 }
 
 /* A queued state: built (g, node_cost, tok) or a rewrite m of parent.
@@ -687,6 +695,75 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     return rc;
 }
 
+/* Parent p's matches, for eg_rematch: ml, and cyc after them (in
+ * *joined, to free) when all. */
+static eg_status parent_matches(const state *p, int all, eg_match **joined, const eg_match **pm, size_t *n) {
+    *joined = NULL, *pm = p->ml, *n = p->n_ml;
+    if (!all || !p->n_cyc) return EG_OK;
+    if (!(*joined = malloc(sizeof **joined * (p->n_ml + p->n_cyc)))) return EG_ENOMEM;
+    if (p->n_ml) memcpy(*joined, p->ml, sizeof **joined * p->n_ml);
+    memcpy(*joined + p->n_ml, p->cyc, sizeof **joined * p->n_cyc);
+    *pm = *joined, *n = p->n_ml + p->n_cyc;
+    return EG_OK;
+}
+
+/* State st, made of its parent p by a rewrite that keeps paths, refuses
+ * p's cyc as p did: each that binds no node the rewrite touched (touched:
+ * st's nodes) becomes one of st's, in st's node ids, counted as refused.
+ * @return EG_OK or EG_ENOMEM. */
+static eg_status carry_cycles(run *R, const state *p, state *st, const unsigned char *touched) {
+    if (!p->n_cyc) return EG_OK;
+    const eg_graph *pg = p->g, *cg = st->g;
+    int *p2c = malloc(sizeof *p2c * (size_t)(pg->n_nodes ? pg->n_nodes : 1));
+    eg_match *cyc = malloc(sizeof *cyc * p->n_cyc);
+    if (!p2c || !cyc) {
+        free(p2c), free(cyc);
+        return EG_ENOMEM;
+    }
+    for (int j = 0; j < pg->n_nodes; j++) p2c[j] = -1;
+    for (int q = 0; q < cg->n_nodes; q++) {
+        int o = cg->node[q].origin - 1;
+        if (o >= 0 && o < pg->n_nodes) p2c[o] = q;
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < p->n_cyc; k++) {
+        eg_match m = p->cyc[k];
+        int keep = 1;
+        for (int j = 0; j < m.n_nodes && keep; j++) {
+            int q = p2c[m.node[j]];
+            keep = q >= 0 && !touched[q];
+            m.node[j] = q;
+        }
+        if (keep) cyc[n++] = m;
+    }
+    free(p2c);
+    free(st->cyc);
+    st->cyc = cyc, st->n_cyc = n;
+    R->r->rejected += n;
+    return EG_OK;
+}
+
+/* Move expanded state st's matches judged to close a cycle from ml (and
+ * jl) to cyc, after the ones it carried. @return EG_OK or EG_ENOMEM. */
+static eg_status set_aside_cycles(state *st) {
+    size_t nc = 0, w = 0;
+    for (size_t k = 0; st->jl && k < st->n_ml; k++) nc += st->jl[k].verdict == J_CYCLE;
+    if (!nc) return EG_OK;
+    eg_match *cyc = realloc(st->cyc, sizeof *cyc * (st->n_cyc + nc));
+    if (!cyc) return EG_ENOMEM;
+    st->cyc = cyc;
+    for (size_t k = 0; k < st->n_ml; k++) {
+        if (st->jl[k].verdict == J_CYCLE) {
+            cyc[st->n_cyc++] = st->ml[k];
+            continue;
+        }
+        st->ml[w] = st->ml[k], st->jl[w] = st->jl[k];
+        w++;
+    }
+    st->n_ml = w;
+    return EG_OK;
+}
+
 /* Give built state i, never expanded, its matches (ml) from its
  * parent's, deriving the parent's first the same way when it has none: a
  * graph built to be looked past is matched only near what it changed, and
@@ -704,7 +781,12 @@ static eg_status derive_matches(run *R, int64_t i) {
     match_list L = {.rs = R->rs, .g = st->g, .weight_only = wo};
     if (!wo) return EG_ENOMEM;
     eg_mark_weight_only(st->g, wo);
-    rc = eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, NULL, collect_from, &L);
+    eg_match *joined;
+    const eg_match *pm;
+    size_t n_pm;
+    rc = parent_matches(p, 1, &joined, &pm, &n_pm); /* st has no cyc: all of them */
+    if (rc == EG_OK) rc = eg_rematch(R->rs, p->g, pm, n_pm, st->g, NULL, collect_from, &L);
+    free(joined);
     if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     if (rc == EG_OK) st->ml = L.m, st->n_ml = L.n;
     else free(L.m);
@@ -714,15 +796,28 @@ static eg_status derive_matches(run *R, int64_t i) {
 }
 
 /* Find every match in state i's graph: from its parent's matches when the
- * parent is still at hand (eg_rematch), else all anew. */
+ * parent is still at hand (eg_rematch), else all anew. After a rewrite
+ * that keeps paths, the parent's cyc are carried over as i's; after
+ * another, they are matched again, to be judged anew. */
 static eg_status match_state(run *R, int64_t i, unsigned char *touched) {
     search *S = &R->S;
-    const state *st = &S->s[i];
+    state *st = &S->s[i];
     eg_status rc = st->parent >= 0 ? derive_matches(R, st->parent) : EG_OK;
     const state *p = st->parent >= 0 ? &S->s[st->parent] : NULL;
     if (rc != EG_OK) return rc;
-    if (p && p->g && p->ml) return eg_rematch(R->rs, p->g, p->ml, p->n_ml, st->g, touched, collect_from, &R->L);
-    return eg_match_all(R->rs, st->g, collect_match, &R->L);
+    if (!p || !p->g || !p->ml) return eg_match_all(R->rs, st->g, collect_match, &R->L);
+    int keeps = eg_ruleset_keeps_paths(R->rs, st->rule), joined_in = !keeps && p->n_cyc;
+    eg_match *joined;
+    const eg_match *pm;
+    size_t n_pm;
+    rc = parent_matches(p, !keeps, &joined, &pm, &n_pm);
+    if (rc == EG_OK) rc = eg_rematch(R->rs, p->g, pm, n_pm, st->g, touched, collect_from, &R->L);
+    free(joined);
+    if (rc == EG_OK && keeps) rc = carry_cycles(R, p, st, touched);
+    /* one of p's cyc has no judgment in p's jl to inherit */
+    for (size_t k = 0; rc == EG_OK && joined_in && k < R->L.n; k++)
+        if (R->L.from[k] != EG_REMATCH_NEW && R->L.from[k] >= p->n_ml) R->L.from[k] = EG_REMATCH_NEW;
+    return rc;
 }
 
 static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
@@ -774,6 +869,7 @@ static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
     free(S->s[i].ml); /* derived when a child of it was popped (derive_matches) */
     S->s[i].ml = R->L.m, S->s[i].n_ml = R->L.n;
     R->L.m = NULL, R->L.n = R->L.cap = 0;
+    if (set_aside_cycles(&S->s[i]) != EG_OK) return fail(err, errlen, EG_ENOMEM, "search: out of memory");
     return EG_OK;
 }
 
