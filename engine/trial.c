@@ -64,6 +64,7 @@ struct eg_trial {
     int n_red;
     struct {             /* nodes downstream of a node (by its index), recent ones */
         int node;
+        int upto;             /* below[node .. upto] are known */
         unsigned char *below; /* [nn] */
     } desc[N_DESC];
     int n_desc, next_desc;
@@ -298,29 +299,36 @@ static unsigned outside_deps(eg_trial *t, const rdb_rule *r, const eg_match *m, 
     return mask;
 }
 
-/* The nodes of g downstream of node q (below[j] = 1), from the cache or
- * one sweep in node order. @return NULL when out of memory. */
-static const unsigned char *downstream(eg_trial *t, int q) {
-    for (int i = 0; i < t->n_desc; i++)
-        if (t->desc[i].node == q) return t->desc[i].below;
-    int slot = t->n_desc < N_DESC ? t->n_desc++ : t->next_desc++ % N_DESC;
-    if (!t->desc[slot].below && !(t->desc[slot].below = malloc((size_t)t->nn + 1))) {
-        if (slot == t->n_desc - 1) t->n_desc--;
-        return NULL;
+/* 1 when node p of g is downstream of node q, from the cache of recent
+ * q's, each swept in node order only as far as asked (toposorted: only
+ * nodes from q to p can be on a path between them). @return -1 when out
+ * of memory. */
+static int downstream(eg_trial *t, int q, int p) {
+    if (p < q) return 0;
+    int slot = -1;
+    for (int i = 0; i < t->n_desc && slot < 0; i++)
+        if (t->desc[i].node == q) slot = i;
+    if (slot < 0) {
+        slot = t->n_desc < N_DESC ? t->n_desc++ : t->next_desc++ % N_DESC;
+        if (!t->desc[slot].below && !(t->desc[slot].below = malloc((size_t)t->nn + 1))) {
+            if (slot == t->n_desc - 1) t->n_desc--;
+            return -1;
+        }
+        t->desc[slot].node = q, t->desc[slot].upto = q;
+        t->desc[slot].below[q] = 1;
     }
     unsigned char *below = t->desc[slot].below;
     const eg_graph *g = t->g;
-    memset(below, 0, (size_t)t->nn);
-    below[q] = 1;
-    for (int j = q + 1; j < t->nn; j++) {
+    for (int j = t->desc[slot].upto + 1; j <= p; j++) {
         const eg_node *n = &g->node[j];
+        below[j] = 0;
         for (int k = 0; k < n->n_in + n->n_implicit && !below[j]; k++) {
-            int p = n->in[k] >= 0 ? g->tensor[n->in[k]].producer : -1;
-            below[j] = p >= q && below[p];
+            int a = n->in[k] >= 0 ? g->tensor[n->in[k]].producer : -1;
+            below[j] = a >= q && below[a];
         }
     }
-    t->desc[slot].node = q;
-    return below;
+    if (p > t->desc[slot].upto) t->desc[slot].upto = p;
+    return below[p];
 }
 
 /* 1 when src output k feeds another src node: then a path through the
@@ -350,9 +358,9 @@ static int makes_cycle(eg_trial *t, const rdb_rule *r, const eg_match *m) {
         int v = m->input[i], p = v >= 0 ? t->g->tensor[v].producer : -1;
         if (p <= first) continue; /* upstream of the whole match */
         for (int k = 0; k < r->src.n_outputs && !walk; k++) {
-            const unsigned char *below = downstream(t, m->node[RG_NODE_INDEX(r->src.out[k])]);
-            if (!below) walk = 1; /* out of memory: walk instead */
-            else if (below[p]) dep[i] |= 1u << k;
+            int below = downstream(t, m->node[RG_NODE_INDEX(r->src.out[k])], p);
+            if (below < 0) walk = 1; /* out of memory: walk instead */
+            else if (below) dep[i] |= 1u << k;
         }
         if (walk) {
             t->visit++;
