@@ -32,7 +32,7 @@ typedef enum {
 /* Folding kernels. ORDER FOLD */
 typedef enum {
     F_NONE, F_SHAPE, F_SIZE, F_CONSTANT, F_COPY, F_CAST, F_GATHER, F_EXPAND, F_CONCAT,
-    F_SLICE, F_COFS, F_RANGE, F_BIN, F_CMP, F_WHERE, F_UNARY, F_REDPROD, F_COUNT
+    F_SLICE, F_COFS, F_RANGE, F_BIN, F_CMP, F_WHERE, F_UNARY, F_REDPROD, F_TRANSPOSE, F_COUNT
 } fold;
 
 /* The ONNX operators with a shape rule. ORDER XOP */
@@ -119,7 +119,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_MEAN] = {"Mean", R_BCAST, F_NONE},
     [X_MIN] = {"Min", R_BCAST, F_BIN},
     [X_MISH] = {"Mish", R_SAME, F_NONE},
-    [X_MOD] = {"Mod", R_BCAST, F_NONE},
+    [X_MOD] = {"Mod", R_BCAST, F_BIN},
     [X_MUL] = {"Mul", R_BCAST, F_BIN},
     [X_NEG] = {"Neg", R_SAME, F_UNARY},
     [X_NONZERO] = {"NonZero", R_NONZERO, F_NONE},
@@ -166,7 +166,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_THRESHRELU] = {"ThresholdedRelu", R_SAME, F_NONE},
     [X_TILE] = {"Tile", R_TILE, F_NONE},
     [X_TOPK] = {"TopK", R_TOPK, F_NONE},
-    [X_TRANSPOSE] = {"Transpose", R_TRANSPOSE, F_NONE},
+    [X_TRANSPOSE] = {"Transpose", R_TRANSPOSE, F_TRANSPOSE},
     [X_TRILU] = {"Trilu", R_SAME, F_NONE},
     [X_UNSQUEEZE] = {"Unsqueeze", R_UNSQUEEZE, F_COPY},
     [X_UPSAMPLE] = {"Upsample", R_RESIZE, F_NONE},
@@ -1194,25 +1194,68 @@ static int64_t wrap_int(int dt, int64_t v) {
     }
 }
 
-/* Elementwise binary ops. @return 0, or -1 when not foldable here. */
-static int f_bin(xop op, const cval *a, const cval *b, cval *o) {
+/* Integer Mod: the sign of the divisor (fmod 0, as Python's %) or of
+ * the dividend (fmod 1, as C's %); unsigned types as unsigned.
+ * @return 0, or -1 for a zero divisor (onnxruntime's own error). */
+static int mod_int(int dt, int fmod_c, uint64_t x, uint64_t y, int64_t *r) {
+    if (y == 0) return -1;
+    if (!signed_dt(dt)) {
+        *r = (int64_t)(x % y);
+        return 0;
+    }
+    int64_t sx = (int64_t)x, sy = (int64_t)y;
+    int64_t m = sy == -1 ? 0 : sx % sy; /* INT64_MIN % -1 overflows in C */
+    if (!fmod_c && m != 0 && (m < 0) != (sy < 0)) m += sy;
+    *r = m;
+    return 0;
+}
+
+/* Elementwise binary ops (fmod: Mod's attribute). @return 0, or -1 when
+ * not foldable here. */
+static int f_bin(xop op, int fmod_c, const cval *a, const cval *b, cval *o) {
     if (o->n && (!a->n || !b->n)) return -1; /* an absent operand has no cells to give */
+    if (op == X_MOD && o->isf && !fmod_c) return -1; /* not valid ONNX: left to the runtime */
     for (int64_t k = 0; k < o->n; k++) {
         int64_t ia = boff(&a->s, &o->s, k), ib = boff(&b->s, &o->s, k);
         if (o->isf) {
             double x = cv_get(a, ia), y = cv_get(b, ib);
             double r = op == X_ADD ? x + y : op == X_SUB ? x - y : op == X_MUL ? x * y
-                     : op == X_DIV ? x / y : op == X_MAX ? (x > y ? x : y) : (x < y ? x : y);
+                     : op == X_DIV ? x / y : op == X_MOD ? fmod(x, y) : op == X_MAX ? (x > y ? x : y)
+                     : (x < y ? x : y);
             o->f[k] = o->dtype == EG_DT_FLOAT ? (double)(float)r : r;
         } else {
             uint64_t x = (uint64_t)a->i[ia], y = (uint64_t)b->i[ib];
             int64_t sx = (int64_t)x, sy = (int64_t)y, r;
             if (op == X_DIV && (y == 0 || (sx == INT64_MIN && sy == -1))) return -1;
-            r = op == X_ADD ? (int64_t)(x + y) : op == X_SUB ? (int64_t)(x - y)
-              : op == X_MUL ? (int64_t)(x * y) : op == X_DIV ? sx / sy
-              : op == X_MAX ? (sx > sy ? sx : sy) : (sx < sy ? sx : sy);
+            if (op == X_MOD && mod_int(o->dtype, fmod_c, x, y, &r)) return -1;
+            if (op != X_MOD)
+                r = op == X_ADD ? (int64_t)(x + y) : op == X_SUB ? (int64_t)(x - y)
+                  : op == X_MUL ? (int64_t)(x * y) : op == X_DIV ? sx / sy
+                  : op == X_MAX ? (sx > sy ? sx : sy) : (sx < sy ? sx : sy);
             o->i[k] = wrap_int(o->dtype, r);
         }
+    }
+    return 0;
+}
+
+/* Transpose by the perm attribute (absent: the axes reversed). */
+static int f_transpose(const cctx *c, const cval *x, cval *o) {
+    int64_t p[EG_MAX_RANK], stride[EG_MAX_RANK];
+    int rank = x->s.rank, n = a_ints(c, "perm", p, EG_MAX_RANK);
+    if (rank < 0 || (n >= 0 && n != rank) || x->n != o->n || o->s.rank != rank) return -1;
+    for (int i = 0; i < rank; i++) {
+        if (n < 0) p[i] = rank - 1 - i;
+        if (p[i] < 0 || p[i] >= rank || o->s.dim[i] != x->s.dim[p[i]]) return -1;
+    }
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) stride[i] = s, s *= x->s.dim[i];
+    for (int64_t k = 0; k < o->n; k++) {
+        int64_t flat = k, off = 0;
+        for (int i = rank - 1; i >= 0; i--) { /* output axis i reads input axis p[i] */
+            off += (flat % o->s.dim[i]) * stride[p[i]];
+            flat /= o->s.dim[i];
+        }
+        cv_copy(o, k, x, off);
     }
     return 0;
 }
@@ -1454,7 +1497,8 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
             else o->i[k] = (int64_t)((uint64_t)in[0].i[0] + (uint64_t)k * (uint64_t)in[2].i[0]);
         return 0;
     }
-    case F_BIN: return nin < 2 ? -1 : f_bin(c->op, &in[0], &in[1], o);
+    case F_BIN: return nin < 2 ? -1 : f_bin(c->op, (int)a_int(c, "fmod", 0), &in[0], &in[1], o);
+    case F_TRANSPOSE: return f_transpose(c, &in[0], o);
     case F_CMP: return nin < 2 ? -1 : f_cmp(c->op, &in[0], &in[1], o);
     case F_WHERE:
         if (nin < 3) return -1;

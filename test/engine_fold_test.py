@@ -33,7 +33,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 CORPUS = "test/corpus/onnx"
-MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "conv_bn_relu", "convs",
+MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "fold_window", "conv_bn_relu", "convs",
           "attention", "inception", "mixed", "old_opset", "opaque", "reg_ir3"]
 TOL = 1e-4
 # op types that must be gone after the rewrites (fold_conv_bn: no Add

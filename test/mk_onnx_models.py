@@ -623,6 +623,44 @@ def shapes_op17():
                  opset=17)
 
 
+def fold_window():
+    """Swin-style window padding (K04 in test_engine_io.c): the pads come
+    from the input's shape through Mod (fmod 0) and Sub, then torch's
+    F.pad layout (Concat, Reshape to pairs, a reversing Slice, Transpose,
+    Reshape), all folded at load. Mod with negative operands, fmod 0
+    (the divisor's sign) and 1 (the dividend's), int64 and float, feeds the
+    outputs through a Cast (not folded: float vectors fold after the
+    search) and an Add."""
+    n = [N("Shape", ["x"], "w_shape"),
+         N("Gather", ["w_shape", "i1"], "w_h", axis=0),
+         N("Gather", ["w_shape", "i2"], "w_w", axis=0),
+         N("Mod", ["w_h", "seven"], "w_hm"), N("Sub", ["seven", "w_hm"], "w_hs"),
+         N("Mod", ["w_hs", "seven"], "pad_b"),
+         N("Mod", ["w_w", "seven"], "w_wm"), N("Sub", ["seven", "w_wm"], "w_ws"),
+         N("Mod", ["w_ws", "seven"], "pad_r"),
+         N("Unsqueeze", ["pad_b", "ax0"], "w_pbu"), N("Unsqueeze", ["pad_r", "ax0"], "w_pru"),
+         N("Concat", ["zero1", "zero1", "zero1", "w_pru", "zero1", "w_pbu", "zero2"], "w_pairs", axis=0),
+         N("Reshape", ["w_pairs", "pair_shape"], "w_pr"),
+         N("Slice", ["w_pr", "rs_starts", "rs_ends", "ax0", "rs_steps"], "w_rev"),
+         N("Transpose", ["w_rev"], "w_tp", perm=[1, 0]),
+         N("Reshape", ["w_tp", "flat_shape"], "pads"),
+         N("Pad", ["x", "pads"], "y"),
+         N("Mod", ["negi", "divi"], "mod_py"),
+         N("Mod", ["negi", "divi"], "mod_c", fmod=1),
+         N("Mod", ["negf", "divf"], "mod_f", fmod=1),
+         N("Concat", ["mod_py", "mod_c"], "mod_i", axis=0),
+         N("Cast", ["mod_i"], "mod_if", to=TensorProto.FLOAT),
+         N("Add", ["mod_if", "v6"], "z"),
+         N("Add", ["mod_f", "v2"], "z2")]
+    return model(n, "fold_window", [vi("x", [1, 5, 6, 3]), vi("v6", [6]), vi("v2", [2])],
+                 [vi("y", [1, 7, 7, 3]), vi("z", [6]), vi("z2", [2])],
+                 [ints("i1", 1), ints("i2", 2), ints("seven", 7), ints("ax0", [0]), ints("zero1", [0]),
+                  ints("zero2", [0, 0]), ints("pair_shape", [-1, 2]), ints("rs_starts", [-1]),
+                  ints("rs_ends", [-(2 ** 63 - 1)]), ints("rs_steps", [-1]), ints("flat_shape", [-1]),
+                  ints("negi", [-3, 3, -10]), ints("divi", [7, -7, 3]),
+                  f32("negf", -5.5), f32("divf", 2.0)])
+
+
 def shapes_op9():
     """The attribute forms: Slice (before 10), Squeeze/Unsqueeze axes,
     Pad pads, Split sizes, ReduceMean axes; Upsample scales input."""
@@ -903,7 +941,7 @@ MODELS = {
     "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
     "fold_cse_opaque": fold_cse_opaque,
-    "shapes_op17": shapes_op17, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
+    "shapes_op17": shapes_op17, "fold_window": fold_window, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,

@@ -852,6 +852,31 @@ static void test_fold_transformer(void **state) {
     eg_free(g);
 }
 
+/* K04: Swin-style window padding: Mod (fmod 0 and 1, int and float,
+ * negative operands as onnxruntime gives them), Sub, a reversing Slice and
+ * an int64 Transpose fold, so the Pad's pads are a constant. */
+static void test_fold_window(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("fold_window.onnx");
+    const char *gone[] = {"w_shape", "w_hm", "pad_b", "pad_r", "w_rev", "w_tp", "pads", "mod_py", "mod_c", "mod_f"};
+    for (size_t k = 0; k < sizeof gone / sizeof gone[0]; k++) assert_false(has_node(g, gone[k]));
+    const eg_tensor *t = &g->tensor[eg_find_tensor(g, "pads")];
+    assert_true(t->flags & EG_TF_INIT);
+    int64_t pads[8] = {0, 0, 0, 0, 0, 2, 1, 0};
+    for (int i = 0; i < 8; i++) assert_int_equal(int_at(t, i), pads[i]);
+    t = &g->tensor[eg_find_tensor(g, "mod_i")];
+    assert_true(t->flags & EG_TF_INIT);
+    int64_t mods[6] = {4, -4, 2, -3, 3, -1};
+    for (int i = 0; i < 6; i++) assert_int_equal(int_at(t, i), mods[i]);
+    t = &g->tensor[eg_find_tensor(g, "mod_f")];
+    assert_true(t->flags & EG_TF_INIT);
+    assert_non_null(t->data);
+    assert_true(t->data[0] == -1.5f);
+    char buf[160];
+    assert_string_equal(shape_of(g, "y", buf), "[1,7,7,3]");
+    eg_free(g);
+}
+
 /* ================= main ================= */
 
 
@@ -865,6 +890,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_reshape);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_cofs);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_transformer);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_window);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_sorted);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_legal_eval);
