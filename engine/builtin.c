@@ -154,14 +154,46 @@ static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, fl
 
 /* ================= before the search ================= */
 
-/* Identity(x) -> y: readers of y read x; or, when y is a graph output,
- * x's producer writes y directly. */
+/* The input whose value node n's one output is: an Identity's, or an
+ * opaque node's that moves nothing (exports write them where a size
+ * happens to need no change: a Swin window that divides the image): a
+ * Cast to the same type, a Pad by zeros, a Slice with steps forward or an
+ * Expand that keeps the shape. Else -1. */
+static int noop_input(const eg_graph *g, const eg_node *n) {
+    if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0) return -1;
+    if (n->kind == EG_KIND_MODEL) return n->mop == EG_MOP_IDENTITY ? n->in[0] : -1;
+    if (n->kind != EG_KIND_OPAQUE || n->n_implicit || (n->domain[0] && strcmp(n->domain, "ai.onnx"))) return -1;
+    const eg_tensor *x = &g->tensor[n->in[0]], *y = &g->tensor[n->out[0]];
+    if (!x->dtype || x->dtype != y->dtype || !shape_eq(&x->shape, &y->shape)) return -1;
+    int64_t v[2 * EG_MAX_RANK];
+    int k = -1;
+    if (!strcmp(n->op_type, "Cast") || !strcmp(n->op_type, "Expand")) return n->in[0];
+    if (!strcmp(n->op_type, "Pad")) { /* opset >= 11: pads is an input */
+        if (n->n_in < 2 || n->in[1] < 0 || (k = eg_const_ints(&g->tensor[n->in[1]], v, 2 * EG_MAX_RANK)) < 0)
+            return -1;
+        for (int i = 0; i < k; i++)
+            if (v[i]) return -1;
+        return n->in[0];
+    }
+    if (!strcmp(n->op_type, "Slice")) { /* the same shape, forward: all of it */
+        if (n->n_in >= 5 && n->in[4] >= 0 && (k = eg_const_ints(&g->tensor[n->in[4]], v, EG_MAX_RANK)) < 0)
+            return -1;
+        for (int i = 0; i < k; i++)
+            if (v[i] <= 0) return -1;
+        return n->in[0];
+    }
+    return -1;
+}
+
+/* Identity(x) -> y (or a node that moves nothing, noop_input): readers
+ * of y read x; or, when y is a graph output, x's producer writes y
+ * directly. */
 static eg_status remove_identities(eg_graph *g, dropset *d, eg_builtin_stats *st) {
     for (int j = 0; j < g->n_nodes; j++) {
         eg_node *n = &g->node[j];
-        if (n->kind != EG_KIND_MODEL || n->mop != EG_MOP_IDENTITY || n->in[0] < 0 || n->out[0] < 0)
-            continue;
-        int x = n->in[0], y = n->out[0], p = g->tensor[x].producer;
+        int x = noop_input(g, n);
+        if (x < 0) continue;
+        int y = n->out[0], p = g->tensor[x].producer;
         eg_tensor *ty = &g->tensor[y];
         if (!(ty->flags & (EG_TF_OUTPUT | EG_TF_PINNED))) {
             eg_replace_uses(g, y, x);

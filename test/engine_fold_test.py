@@ -33,7 +33,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 CORPUS = "test/corpus/onnx"
-MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "fold_window", "conv_bn_relu", "convs",
+MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "fold_window", "fold_noops", "conv_bn_relu", "convs",
           "attention", "inception", "mixed", "old_opset", "opaque", "reg_ir3"]
 TOL = 1e-4
 # op types that must be gone after the rewrites (fold_conv_bn: no Add
@@ -44,7 +44,8 @@ GONE = {"fold_conv_bn": {"BatchNormalization", "Identity", "Add"},
         "conv_bn_relu": {"BatchNormalization"}}
 # op types and how many of each must be left (common subexpressions of
 # opaque nodes merged, random and differing ones kept)
-LEFT = {"fold_cse_opaque": {"Greater": 1, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2}}
+LEFT = {"fold_cse_opaque": {"Greater": 1, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2},
+        "fold_noops": {"Pad": 1, "Slice": 1, "Cast": 1, "Expand": 0}}
 
 n = 0
 failed = False

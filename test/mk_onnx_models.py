@@ -661,6 +661,26 @@ def fold_window():
                   f32("negf", -5.5), f32("divf", 2.0)])
 
 
+def fold_noops():
+    """Nodes that move nothing, as exports write them where a size needs no
+    change (removed): a Pad by zeros, a Cast to the same type, a Slice of
+    everything, an Expand to the same shape. And their look-alikes that do
+    move data (kept): a Pad by ones, a reversing Slice of the same shape,
+    a Cast to int32."""
+    n = [N("Pad", ["x", "pads0"], "p0"),
+         N("Cast", ["p0"], "c0", to=TensorProto.FLOAT),
+         N("Slice", ["c0", "st0", "en0", "ax1", "step1"], "s0"),
+         N("Expand", ["s0", "shp"], "e0"),
+         N("Relu", ["e0"], "r0"),
+         N("Pad", ["r0", "pads1"], "y"),
+         N("Slice", ["x", "st_rev", "en_rev", "ax1", "step_rev"], "rev"),
+         N("Cast", ["rev"], "z", to=TensorProto.INT32)]
+    return model(n, "fold_noops", [vi("x", [2, 3, 4])], [vi("y", [4, 5, 6]), vi("z", [2, 3, 4], TensorProto.INT32)],
+                 [ints("pads0", [0, 0, 0, 0, 0, 0]), ints("pads1", [1, 1, 1, 1, 1, 1]), ints("st0", [0]),
+                  ints("en0", [3]), ints("ax1", [1]), ints("step1", [1]), ints("shp", [2, 3, 4]),
+                  ints("st_rev", [-1]), ints("en_rev", [-(2 ** 63 - 1)]), ints("step_rev", [-1])])
+
+
 def shapes_op9():
     """The attribute forms: Slice (before 10), Squeeze/Unsqueeze axes,
     Pad pads, Split sizes, ReduceMean axes; Upsample scales input."""
@@ -941,7 +961,7 @@ MODELS = {
     "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
     "fold_cse_opaque": fold_cse_opaque,
-    "shapes_op17": shapes_op17, "fold_window": fold_window, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
+    "shapes_op17": shapes_op17, "fold_window": fold_window, "fold_noops": fold_noops, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
