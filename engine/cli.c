@@ -12,6 +12,8 @@
 #include "search.h"
 #include "verify.h"
 
+#define EG_CLI_MAX_DIMS 16 /* --dim options */
+
 enum { EXIT_OK = 0, EXIT_BAD = 2 };
 
 static const char usage_text[] =
@@ -41,6 +43,10 @@ static const char usage_text[] =
     "    --verify-runs N     alternating rounds of --verify (default 20)\n"
     "    --threads T         onnxruntime intra-op threads for --cost ort and --verify\n"
     "                        (default 1)\n"
+    "    --dim NAME=N        read the model's symbolic dimension NAME (a dim_param,\n"
+    "                        such as a batch size) as N, so its shapes are known\n"
+    "                        and the rules can apply; the output is the model at\n"
+    "                        that size. Repeat for more names\n"
     "    -q                  no progress on stderr\n"
     "       engine --help | --version\n"
     "Exit status: 0 ok, 2 bad input or usage.\n";
@@ -235,7 +241,11 @@ typedef struct {
     eg_search_opts search;
     eg_verify_opts verify;
     int quiet, verify_on; /* verify_on: -1 off (--no-verify), 0 unset, 1 on */
+    eg_dim_value dims[EG_CLI_MAX_DIMS]; /* --dim NAME=N */
+    char dim_name[EG_CLI_MAX_DIMS][128];
+    int n_dims;
 } opt_args;
+
 
 /* A number option's value. @return 0, or -1 after a usage message. */
 static int number_arg(const char *opt, const char *s, double lo, double hi, double *v) {
@@ -245,6 +255,25 @@ static int number_arg(const char *opt, const char *s, double lo, double hi, doub
         fprintf(stderr, "engine: %s wants a number in [%g, %g], not '%s'\n", opt, lo, hi, s);
         return -1;
     }
+    return 0;
+}
+
+/* --dim NAME=N: a symbolic dimension read as size N. @return 0, or -1
+ * after a usage message. */
+static int dim_arg(const char *v, opt_args *a) {
+    const char *eq = strrchr(v, '=');
+    double x;
+    if (a->n_dims == EG_CLI_MAX_DIMS) return usage_error("too many --dim options"), -1;
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof a->dim_name[0])
+        return usage_error("--dim wants NAME=SIZE, the name of a symbolic dimension of the model"), -1;
+    if (number_arg("--dim", eq + 1, 1, (double)EG_DIM_MAX, &x) || x != (double)(int64_t)x) {
+        if (x != (double)(int64_t)x) fprintf(stderr, "engine: --dim wants a whole size, not '%s'\n", eq + 1);
+        return -1;
+    }
+    memcpy(a->dim_name[a->n_dims], v, (size_t)(eq - v));
+    a->dim_name[a->n_dims][eq - v] = 0;
+    a->dims[a->n_dims] = (eg_dim_value){a->dim_name[a->n_dims], (int64_t)x};
+    a->n_dims++;
     return 0;
 }
 
@@ -283,6 +312,8 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         } else if (!strcmp(o, "--verify-runs")) {
             if (number_arg(o, v, 1, 10000, &x)) return -1;
             a->verify.runs = (int)x;
+        } else if (!strcmp(o, "--dim")) {
+            if (dim_arg(v, a)) return -1;
         } else if (!strcmp(o, "--threads")) {
             if (number_arg(o, v, 1, 1024, &x)) return -1;
             a->verify.threads = (int)x;
@@ -354,6 +385,18 @@ static int census(const eg_graph *g) {
     op_count *ops = NULL;
     int n = count_ops(g, &ops), rc = n < 0 ? -1 : print_census(stderr, "engine: census: ", g, ops, n);
     free(ops);
+    /* a symbolic dim leaves the shapes after it unknown, and the rules
+     * need shapes: say how to pin it */
+    for (int i = 0; rc == 0 && i < g->n_inputs; i++) {
+        const eg_tensor *t = &g->tensor[g->input[i]];
+        for (int d = 0; t->dim_name && d < t->shape.rank && d < EG_MAX_RANK; d++)
+            if (t->dim_name[d] && t->shape.dim[d] < 0) {
+                fprintf(stderr, "engine: note: graph input '%s' has the symbolic dimension '%s': the shapes "
+                        "that depend on it are unknown, and rules need shapes; --dim %s=SIZE optimizes the "
+                        "model at that size\n", t->name, t->dim_name[d], t->dim_name[d]);
+                return 0;
+            }
+    }
     return rc;
 }
 
@@ -450,7 +493,8 @@ static int cmd_optimize(int argc, char **argv) {
     eg_search_result r = {0};
     if (optimize_args(argc, argv, &a)) return EXIT_BAD;
     eg_status rc = egp_read_file(a.in, EG_MAX_FILE, &bytes, &len, err, sizeof err);
-    if (rc == EG_OK) rc = eg_load_mem(bytes, len, a.in, NULL, &g, err, sizeof err);
+    eg_load_opts lo = {.dims = a.dims, .n_dims = a.n_dims};
+    if (rc == EG_OK) rc = eg_load_mem(bytes, len, a.in, &lo, &g, err, sizeof err);
     if (rc == EG_OK)
         rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
     if (rc == EG_OK) rc = eg_cost_new_threads(a.cost, a.cost_cache, a.verify.threads, &cost, err, sizeof err);

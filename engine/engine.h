@@ -64,11 +64,23 @@
 #define EG_MAX_FILE ((size_t)2 << 30)   /* 2 GiB: protobuf's own limit */
 #define EG_MAX_DEPTH 64                 /* nested messages (subgraphs) */
 
+/* A symbolic dimension (an ONNX dim_param) to read as a fixed size. */
+typedef struct {
+    const char *name;
+    int64_t value; /* 1 .. EG_DIM_MAX */
+} eg_dim_value;
+
 /* Limits for eg_load; a zero field takes the default. */
 typedef struct {
     size_t max_file_bytes;   /* EG_MAX_FILE */
     size_t max_decode_bytes; /* decoder memory cap: 2 x file size + 64 MiB */
     int max_depth;           /* EG_MAX_DEPTH */
+    /* Symbolic dims read as these sizes wherever a graph input, output or
+     * value_info names them (`engine optimize --dim`): the graph is then
+     * the model at that size, and written so (its inputs declare the
+     * sizes). Every name must occur in the file (else EG_EFORMAT). */
+    const eg_dim_value *dims;
+    int n_dims;
 } eg_load_opts;
 
 /* Read and import an ONNX model. opts may be NULL.

@@ -46,6 +46,8 @@ typedef struct {
     Onnx__GraphProto *gp;
     int *node_of;     /* gp->node[i] -> node id, or -1 for a Constant */
     eg_shape *vshape; /* per tensor: the file's value_info shape (rank -2: none) */
+    const eg_load_opts *o;
+    int *dim_used;    /* per o->dims[k]: found in the file */
 } ictx;
 
 IN_PRINTF(3, 4)
@@ -271,14 +273,59 @@ static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const ch
 
 static int shapes_conflict(const eg_shape *a, const eg_shape *b);
 
-/* Keep a ValueInfoProto's bytes for export; its type gives the tensor's
- * dtype and shape unless the tensor has a value (which knows better). */
+/* The load options' size for symbolic dim d, or -1. */
+static int pinned_dim(const ictx *c, const Onnx__TensorShapeProto__Dimension *d) {
+    if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM || !d->dim_param) return -1;
+    for (int k = 0; k < c->o->n_dims; k++)
+        if (c->o->dims[k].name && !strcmp(c->o->dims[k].name, d->dim_param)) return k;
+    return -1;
+}
+
+/* vi, with each symbolic dim the load options pin (--dim) given its size:
+ * *copy is NULL when vi names none, else a copy so changed (free it with
+ * onnx__value_info_proto__free_unpacked). @return EG_OK or EG_ENOMEM. */
+static eg_status pin_dims(const ictx *c, const Onnx__ValueInfoProto *vi, Onnx__ValueInfoProto **copy) {
+    *copy = NULL;
+    const Onnx__TypeProto *tp = vi->type;
+    if (!c->o || !c->o->n_dims || !tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !tp->tensor_type || !tp->tensor_type->shape)
+        return EG_OK;
+    int any = 0;
+    for (size_t i = 0; i < tp->tensor_type->shape->n_dim && !any; i++)
+        any = pinned_dim(c, tp->tensor_type->shape->dim[i]) >= 0;
+    if (!any) return EG_OK;
+    uint8_t *buf;
+    size_t len;
+    if (egp_pack(&vi->base, &buf, &len) != EG_OK) return EG_ENOMEM;
+    Onnx__ValueInfoProto *v = onnx__value_info_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!v) return EG_ENOMEM;
+    Onnx__TensorShapeProto *sh = v->type->tensor_type->shape;
+    for (size_t i = 0; i < sh->n_dim; i++) {
+        int k = pinned_dim(c, sh->dim[i]);
+        if (k < 0) continue;
+        free(sh->dim[i]->dim_param); /* the default allocator's, as unpack made it */
+        sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        sh->dim[i]->dim_value = c->o->dims[k].value;
+        c->dim_used[k] = 1;
+    }
+    *copy = v;
+    return EG_OK;
+}
+
+/* Keep a ValueInfoProto's bytes for export (with the pinned dims); its
+ * type gives the tensor's dtype and shape unless the tensor has a value
+ * (which knows better). */
 static eg_status keep_vinfo(const ictx *c, const Onnx__ValueInfoProto *vi, eg_tensor *t) {
+    Onnx__ValueInfoProto *pinned;
     free(t->vinfo);
     t->vinfo = NULL;
-    if (egp_pack(&vi->base, &t->vinfo, &t->vinfo_len) != EG_OK) return fail(c, EG_ENOMEM, "out of memory");
-    if (t->flags & (EG_TF_INIT | EG_TF_SPARSE)) return EG_OK;
-    return read_type(vi->type, t) == EG_OK ? EG_OK : fail(c, EG_ENOMEM, "out of memory");
+    if (pin_dims(c, vi, &pinned) != EG_OK) return fail(c, EG_ENOMEM, "out of memory");
+    if (pinned) vi = pinned;
+    eg_status rc = egp_pack(&vi->base, &t->vinfo, &t->vinfo_len) == EG_OK ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK && !(t->flags & (EG_TF_INIT | EG_TF_SPARSE))) rc = read_type(vi->type, t);
+    if (pinned) onnx__value_info_proto__free_unpacked(pinned, NULL);
+    return rc == EG_OK ? EG_OK : fail(c, EG_ENOMEM, "out of memory");
 }
 
 static eg_status add_inputs(ictx *c) {
@@ -1315,12 +1362,23 @@ eg_status eg_load_mem(const void *buf, size_t len, const char *name, const eg_lo
     fill_opts(opts, len, &o);
     if (len > o.max_file_bytes)
         return fail(&c, EG_ELIMIT, "larger than the limit of %zu bytes", o.max_file_bytes);
+    for (int k = 0; k < o.n_dims; k++)
+        if (!o.dims[k].name || !o.dims[k].name[0] || o.dims[k].value < 1 || o.dims[k].value > EG_DIM_MAX)
+            return fail(&c, EG_EFORMAT, "a pinned dimension (--dim) needs a name and a size of 1 to %lld",
+                        (long long)EG_DIM_MAX);
     egp_alloc_init(&a, o.max_decode_bytes);
     eg_status rc = egp_unpack(&onnx__model_proto__descriptor, &a, o.max_depth, buf, len,
                               (ProtobufCMessage **)&c.m, msg, sizeof msg);
     if (rc != EG_OK) return fail(&c, rc, "not a valid ONNX model: %s", msg);
+    c.o = &o;
+    c.dim_used = calloc((size_t)o.n_dims + 1, sizeof *c.dim_used);
     c.g = eg_graph_new();
-    rc = c.g ? import_model(&c) : fail(&c, EG_ENOMEM, "out of memory");
+    rc = c.g && c.dim_used ? import_model(&c) : fail(&c, EG_ENOMEM, "out of memory");
+    for (int k = 0; rc == EG_OK && k < o.n_dims; k++)
+        if (!c.dim_used[k])
+            rc = fail(&c, EG_EFORMAT, "no graph input, output or value_info has a dimension named '%s' (--dim)",
+                      o.dims[k].name ? o.dims[k].name : "");
+    free(c.dim_used);
     protobuf_c_message_free_unpacked(&c.m->base, &a.pc);
     free(c.node_of);
     free(c.vshape);

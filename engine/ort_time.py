@@ -79,8 +79,17 @@ def main(argv):
         sessions = [session(paths[0])] + [candidate(p) for p in paths[1:]] + [session(paths[0])]
         rng = np.random.default_rng(0)
         feed = {}
+        # a symbolic dim takes the size a candidate pinned it to (engine
+        # optimize --dim), else 1
+        pinned = {}
+        for sess in sessions[1:-1]:
+            for ci in sess.get_inputs() if sess else []:
+                for k, d in enumerate(ci.shape):
+                    if isinstance(d, int) and d > 0:
+                        pinned.setdefault((ci.name, k), d)
         for inp in sessions[0].get_inputs():
-            shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+            shape = [d if isinstance(d, int) and d > 0 else pinned.get((inp.name, k), 1)
+                     for k, d in enumerate(inp.shape)]
             t = types.get(inp.type)
             if t is None:
                 print(f"{paths[0]}: input '{inp.name}' of type {inp.type} is not supported", file=sys.stderr)

@@ -40,6 +40,28 @@ check "missing ruledb: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o
 check "truncated ruledb: exit 2" eval "head -c 1000 ruledb/default.tasodb >'$tmp/cut.tasodb'; status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/o.onnx' --ruledb '$tmp/cut.tasodb'"
 check "... names the file" grep -q "cut.tasodb" "$tmp/err"
 check "a candidates file is not a rule set: exit 2" eval "'$BIN/synth' -q --max-ops 1 -o '$tmp/c.tasodb' && status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/o.onnx' --ruledb '$tmp/c.tasodb'"
+
+# --dim: a symbolic batch pinned. convs.onnx with its batch made symbolic
+# ('B') gets no rule (no shapes) until --dim B=1; then the output declares
+# batch 1 and computes what the input computes at that size.
+python3 - "$corpus/convs.onnx" "$tmp/dyn.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+for v in list(m.graph.input) + list(m.graph.output):
+    v.type.tensor_type.shape.dim[0].dim_param = "B"
+onnx.save(m, sys.argv[2])
+PY
+check "symbolic batch: the census says how to pin it" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d0.onnx' 2>&1 | grep -q -- '--dim B=SIZE'"
+check "... and no rule applies" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d0.onnx' -q | grep -q '^rules applied: 0'"
+check "--dim B=1: every shape known" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 2>&1 | grep 'census' | grep -q '(100%)'"
+check "... rules apply" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 -q | grep -q '^rules applied: [1-9]'"
+check "... the output declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/d1.onnx'); sys.exit(any(v.type.tensor_type.shape.dim[0].dim_value != 1 for v in list(m.graph.input) + list(m.graph.output)))"
+check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/dyn.onnx" "$tmp/d1.onnx"
+check "--dim with a name the model lacks: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim batch=1
+check "... names it" grep -q "'batch'" "$tmp/err"
+check "... and no output file" test ! -e "$tmp/d2.onnx"
+check "--dim B=0: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B=0
+check "--dim without a size: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B
 check "optimize a corpus model: exit 0" status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" -q
 check "... prints the costs" grep -q "^cost before: " "$tmp/out"
 check "... and the output loads again" status_is 0 "$E" info "$tmp/o.onnx"
