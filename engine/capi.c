@@ -75,10 +75,10 @@ static tasoc_graph *handle_new(eg_graph *g, uint8_t *bytes, size_t len) {
 }
 
 /* Import bytes we own: on success the handle takes them, else they go. */
-static int load_owned(uint8_t *bytes, size_t len, const char *name, tasoc_graph **out, char *err,
-                      size_t errlen) {
+static int load_owned(uint8_t *bytes, size_t len, const char *name, const eg_load_opts *opts, tasoc_graph **out,
+                      char *err, size_t errlen) {
     eg_graph *g = NULL;
-    eg_status rc = eg_load_mem(bytes, len, name, NULL, &g, err, errlen);
+    eg_status rc = eg_load_mem(bytes, len, name, opts, &g, err, errlen);
     if (rc == EG_OK && !(*out = handle_new(g, bytes, len))) {
         rc = EG_ENOMEM;
         snprintf(err, errlen, "out of memory");
@@ -95,19 +95,32 @@ int tasoc_load_file(const char *path, tasoc_graph **out, char *err, size_t errle
     size_t len = 0;
     *out = NULL;
     eg_status rc = egp_read_file(path, EG_MAX_FILE, &bytes, &len, err, errlen);
-    return rc != EG_OK ? (int)rc : load_owned(bytes, len, path, out, err, errlen);
+    return rc != EG_OK ? (int)rc : load_owned(bytes, len, path, NULL, out, err, errlen);
 }
 
 int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **out, char *err,
                    size_t errlen) {
-    uint8_t *bytes = malloc(len ? len : 1);
+    return tasoc_load_mem_dims(buf, len, name, NULL, NULL, 0, out, err, errlen);
+}
+
+int tasoc_load_mem_dims(const void *buf, size_t len, const char *name, const char *const *dim_names,
+                        const int64_t *dim_sizes, int n_dims, tasoc_graph **out, char *err, size_t errlen) {
+    enum { MAX_DIMS = 64 };
+    eg_dim_value dims[MAX_DIMS];
+    eg_load_opts opts = {.dims = dims, .n_dims = n_dims};
     *out = NULL;
+    if (n_dims < 0 || n_dims > MAX_DIMS || (n_dims && (!dim_names || !dim_sizes))) {
+        snprintf(err, errlen, "tasoc_load_mem_dims: 0 to %d dims, with their names and sizes", MAX_DIMS);
+        return EG_EFORMAT;
+    }
+    for (int k = 0; k < n_dims; k++) dims[k] = (eg_dim_value){dim_names[k], dim_sizes[k]};
+    uint8_t *bytes = malloc(len ? len : 1);
     if (!bytes) {
         snprintf(err, errlen, "out of memory");
         return EG_ENOMEM;
     }
     if (len) memcpy(bytes, buf, len);
-    return load_owned(bytes, len, name ? name : "<memory>", out, err, errlen);
+    return load_owned(bytes, len, name ? name : "<memory>", &opts, out, err, errlen);
 }
 
 int tasoc_save_mem(const tasoc_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen) {

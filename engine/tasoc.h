@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define TASOC_ERRLEN 320
-#define TASOC_API_VERSION 1 /* bumped when a signature or struct changes */
+#define TASOC_API_VERSION 2 /* bumped when a signature or struct changes */
 
 typedef struct tasoc_graph tasoc_graph;
 typedef struct tasoc_result tasoc_result;
@@ -99,6 +99,14 @@ int tasoc_load_file(const char *path, tasoc_graph **out, char *err, size_t errle
  * in messages. @return as tasoc_load_file. */
 int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **out, char *err,
                    size_t errlen);
+
+/* tasoc_load_mem with symbolic dimensions pinned (engine optimize --dim):
+ * the model's dim_param dim_names[k] is read as dim_sizes[k] (1 .. 2^40)
+ * wherever its inputs, outputs and value_info name it, so its shapes are
+ * known; the graph (and what it optimizes to) is the model at that size.
+ * A name the model lacks is an error. @return as tasoc_load_file. */
+int tasoc_load_mem_dims(const void *buf, size_t len, const char *name, const char *const *dim_names,
+                        const int64_t *dim_sizes, int n_dims, tasoc_graph **out, char *err, size_t errlen);
 
 /* Export as ONNX bytes into *buf (free with tasoc_mem_free). A graph
  * tasoc_optimize kept as its input gives the input's bytes unchanged, as

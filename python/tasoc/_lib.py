@@ -13,7 +13,7 @@ from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_int, c_size
 from pathlib import Path
 from typing import Optional
 
-API_VERSION = 1
+API_VERSION = 2
 ERRLEN = 320
 
 _HERE = Path(__file__).resolve().parent
@@ -82,6 +82,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "tasoc_opts_init": (None, [POINTER(Opts)]),
         "tasoc_load_file": (c_int, [c_char_p, pvp, c_char_p, c_size_t]),
         "tasoc_load_mem": (c_int, [c_char_p, c_size_t, c_char_p, pvp, c_char_p, c_size_t]),
+        "tasoc_load_mem_dims": (c_int, [c_char_p, c_size_t, c_char_p, POINTER(c_char_p),
+                                        POINTER(ctypes.c_int64), c_int, pvp, c_char_p, c_size_t]),
         "tasoc_save_mem": (c_int, [vp, POINTER(POINTER(ctypes.c_uint8)), POINTER(c_size_t),
                                    c_char_p, c_size_t]),
         "tasoc_mem_free": (None, [vp]),

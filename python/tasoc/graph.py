@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -383,10 +383,16 @@ def _pads(hw: Sequence[int], k: Sequence[int], s: Sequence[int], padding: str) -
     return begin + end
 
 
-def _load_bytes(data: bytes, name: str) -> int:
+def _load_bytes(data: bytes, name: str, dims: Optional[Mapping[str, int]] = None) -> int:
     h, err = ctypes.c_void_p(), _lib.err_buf()
-    _lib.check(_lib.lib().tasoc_load_mem(data, len(data), name.encode(), ctypes.byref(h), err,
-                                         _lib.ERRLEN), err)
+    if not dims:
+        _lib.check(_lib.lib().tasoc_load_mem(data, len(data), name.encode(), ctypes.byref(h), err,
+                                             _lib.ERRLEN), err)
+        return h.value  # type: ignore[return-value]
+    names = (ctypes.c_char_p * len(dims))(*(str(k).encode() for k in dims))
+    sizes = (ctypes.c_int64 * len(dims))(*(int(v) for v in dims.values()))
+    _lib.check(_lib.lib().tasoc_load_mem_dims(data, len(data), name.encode(), names, sizes, len(dims),
+                                              ctypes.byref(h), err, _lib.ERRLEN), err)
     return h.value  # type: ignore[return-value]
 
 
@@ -397,14 +403,21 @@ def new_graph() -> Graph:
     return Graph()
 
 
-def load_onnx(model: ModelLike) -> Graph:
+def load_onnx(model: ModelLike, dims: Optional[Mapping[str, int]] = None) -> Graph:
     """Import an ONNX model: a path, the file's bytes or an
-    onnx.ModelProto. Raises TasocError with the engine's message when the
-    model cannot be read (the file, the node and the tensor named)."""
+    onnx.ModelProto. dims pins symbolic dimensions, as `engine optimize
+    --dim` does: {"batch": 1} reads the dim_param "batch" as 1, so the
+    shapes are known and the rules can apply (the graph is then the model
+    at that size). Raises TasocError with the engine's message when the
+    model cannot be read (the file, the node and the tensor named) or
+    names no such dimension."""
     if isinstance(model, onnx.ModelProto):
-        return Graph(_load_bytes(model.SerializeToString(), model.graph.name or "<ModelProto>"))
+        return Graph(_load_bytes(model.SerializeToString(), model.graph.name or "<ModelProto>", dims))
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return Graph(_load_bytes(bytes(model), "<bytes>"))
+        return Graph(_load_bytes(bytes(model), "<bytes>", dims))
+    if isinstance(model, (str, os.PathLike)) and dims:
+        with open(model, "rb") as f:
+            return Graph(_load_bytes(f.read(), os.fsdecode(model), dims))
     if isinstance(model, (str, os.PathLike)):
         h, err = ctypes.c_void_p(), _lib.err_buf()
         _lib.check(_lib.lib().tasoc_load_file(_lib.fs(model), ctypes.byref(h), err, _lib.ERRLEN),

@@ -5,6 +5,7 @@ onnx.checker when the input does, and compute what the input computes
 in onnxruntime when onnxruntime runs the input (opset 7 and up)."""
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
@@ -58,3 +59,26 @@ def test_corpus_model(name):
     except Exception:
         return  # onnxruntime cannot run the input itself
     assert_same_outputs(original, out)
+
+
+def test_load_dims_pins_a_symbolic_batch():
+    """dims= reads a dim_param as a size (engine optimize --dim): the
+    symbolic batch N of inception.onnx becomes 2 in every shape, the graph
+    optimizes, and the result computes what the input computes at batch 2;
+    a name the model lacks is refused, naming it."""
+    path = CORPUS / "inception.onnx"
+    free = tasoc.load_onnx(path)
+    assert free.num_nodes() > 0
+    for model in (path, str(path), path.read_bytes(), onnx.load(str(path))):
+        g = tasoc.load_onnx(model, dims={"N": 2})
+        out = tasoc.export_onnx(g)
+        assert [d.dim_value for d in out.graph.input[0].type.tensor_type.shape.dim] == [2, 4, 6, 6]
+    best = tasoc.optimize(g, budget=20)
+    f = {"x": np.random.default_rng(0).standard_normal((2, 4, 6, 6)).astype(np.float32)}
+    for a, b in zip(run_ort(onnx.load(str(path)), f), run_ort(tasoc.export_onnx(best), f)):
+        assert a.shape[0] == 2 and np.max(np.abs(a - b)) <= 1e-4 * max(1.0, float(np.max(np.abs(a))))
+    with pytest.raises(tasoc.TasocError) as e:
+        tasoc.load_onnx(path, dims={"batch": 1})
+    assert "'batch'" in str(e.value)
+    with pytest.raises(tasoc.TasocError):
+        tasoc.load_onnx(path, dims={"N": 0})
