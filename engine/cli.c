@@ -17,8 +17,9 @@
 enum { EXIT_OK = 0, EXIT_BAD = 2 };
 
 static const char usage_text[] =
-    "usage: engine info MODEL.onnx              operators (opaque ones marked), inputs,\n"
-    "                                           outputs, parameter count\n"
+    "usage: engine info MODEL.onnx [--dim NAME=SIZE]...\n"
+    "                                           operators (opaque ones marked), inputs,\n"
+    "                                           outputs, parameter count, census\n"
     "       engine roundtrip IN.onnx -o OUT.onnx  import and export again (checks the\n"
     "                                           importer; OUT must pass onnx.checker)\n"
     "       engine optimize IN.onnx -o OUT.onnx [options]\n"
@@ -43,8 +44,8 @@ static const char usage_text[] =
     "    --verify-runs N     alternating rounds of --verify (default 20)\n"
     "    --threads T         onnxruntime intra-op threads for --cost ort and --verify\n"
     "                        (default 1)\n"
-    "    --dim NAME=N        read the model's symbolic dimension NAME (a dim_param,\n"
-    "                        such as a batch size) as N, so its shapes are known\n"
+    "    --dim NAME=SIZE     read the model's symbolic dimension NAME (a dim_param,\n"
+    "                        such as a batch size) as SIZE, so its shapes are known\n"
     "                        and the rules can apply; the output is the model at\n"
     "                        that size. Repeat for more names\n"
     "    -q                  no progress on stderr\n"
@@ -56,10 +57,10 @@ static int usage_error(const char *why) {
     return EXIT_BAD;
 }
 
-static eg_graph *load(const char *path) {
+static eg_graph *load(const char *path, const eg_load_opts *lo) {
     eg_graph *g;
     char err[EG_ERRLEN];
-    if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) {
+    if (eg_load(path, lo, &g, err, sizeof err) != EG_OK) {
         fprintf(stderr, "engine: %s\n", err);
         return NULL;
     }
@@ -170,8 +171,8 @@ static void print_summary(const eg_graph *g, const char *path) {
            n_values);
 }
 
-static int cmd_info(const char *path) {
-    eg_graph *g = load(path);
+static int cmd_info(const char *path, const eg_load_opts *lo) {
+    eg_graph *g = load(path, lo);
     op_count *ops = NULL;
     if (!g) return EXIT_BAD;
     int n = count_ops(g, &ops);
@@ -222,7 +223,7 @@ static int cmd_roundtrip(int argc, char **argv) {
     const char *in, *out;
     char err[EG_ERRLEN];
     if (in_out_args(argc, argv, &in, &out)) return EXIT_BAD;
-    eg_graph *g = load(in);
+    eg_graph *g = load(in, NULL);
     if (!g) return EXIT_BAD;
     int rc = EXIT_OK;
     if (eg_save(out, g, err, sizeof err) != EG_OK) {
@@ -275,6 +276,29 @@ static int dim_arg(const char *v, opt_args *a) {
     a->dims[a->n_dims] = (eg_dim_value){a->dim_name[a->n_dims], (int64_t)x};
     a->n_dims++;
     return 0;
+}
+
+/* info MODEL.onnx [--dim NAME=SIZE]... */
+static int info_args(int argc, char **argv) {
+    opt_args a;
+    const char *path = NULL;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--dim")) {
+            if (i + 1 == argc) return usage_error("--dim needs NAME=SIZE");
+            if (dim_arg(argv[++i], &a)) return EXIT_BAD;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "engine: unknown option '%s'\n%s", argv[i], usage_text);
+            return EXIT_BAD;
+        } else if (path) {
+            return usage_error("info takes one MODEL.onnx");
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) return usage_error("info takes one MODEL.onnx");
+    eg_load_opts lo = {.dims = a.dims, .n_dims = a.n_dims};
+    return cmd_info(path, &lo);
 }
 
 static int optimize_args(int argc, char **argv, opt_args *a) {
@@ -541,10 +565,7 @@ int eg_cli_main(int argc, char **argv) {
                EG_OPSET_MAX, EG_IR_MAX);
         return EXIT_OK;
     }
-    if (!strcmp(cmd, "info")) {
-        if (argc != 3) return usage_error("info takes one MODEL.onnx");
-        return cmd_info(argv[2]);
-    }
+    if (!strcmp(cmd, "info")) return info_args(argc - 2, argv + 2);
     if (!strcmp(cmd, "roundtrip")) return cmd_roundtrip(argc - 2, argv + 2);
     if (!strcmp(cmd, "optimize")) return cmd_optimize(argc - 2, argv + 2);
     fprintf(stderr, "engine: unknown command '%s'\n%s", cmd, usage_text);

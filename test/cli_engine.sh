@@ -19,6 +19,11 @@ check "unknown command: exit 2" status_is 2 "$BIN/engine" frobnicate
 check "info on a model: exit 0" status_is 0 "$BIN/engine" info "$corpus/opaque.onnx"
 check "... marks the custom op opaque" grep -qE "com.example:Foo +1 +OPAQUE" "$tmp/out"
 check "... shows the outputs" grep -qE "^  y +float32 +\[2,3\]" "$tmp/out"
+check "info on a symbolic batch: shapes past it unknown" eval "status_is 0 '$BIN/engine' info '$corpus/inception.onnx' && grep -q 'shapes known for 3 of 12' '$tmp/out'"
+check "info --dim N=2: every shape known" eval "status_is 0 '$BIN/engine' info '$corpus/inception.onnx' --dim N=2 && grep -q '(100%)' '$tmp/out' && grep -qE '^  x +float32 +\\[2,4,6,6\\]' '$tmp/out'"
+check "info --dim with a name the model lacks: exit 2" status_is 2 "$BIN/engine" info "$corpus/inception.onnx" --dim M=2
+check "... names it" grep -q "'M'" "$tmp/err"
+check "info with two models: exit 2" status_is 2 "$BIN/engine" info "$corpus/inception.onnx" "$corpus/convs.onnx"
 check "info on a cycle: exit 2" status_is 2 "$BIN/engine" info "$corpus/bad_cycle.onnx"
 check "... names the file, the node and its input" grep -q "bad_cycle.onnx: node 1 'second' (Relu): input 'a' depends on the node's own output" "$tmp/err"
 check "missing initializer: exit 2" status_is 2 "$BIN/engine" info "$corpus/bad_missing_init.onnx"
