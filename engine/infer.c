@@ -176,17 +176,32 @@ static eg_status infer_conv(const ictx *c) {
     return EG_OK;
 }
 
-/* ceil_mode = 1 is modelled only where it changes nothing: every padded
- * span a multiple of the stride, so ceil and floor give the same size
- * (then the flag is cleared); otherwise, or while a dim is unknown, the
- * node is kept opaque. */
-static eg_status ceil_mode(const ictx *c, eg_attrs *a, const int64_t in[2], const int64_t k[2]) {
+/* ceil_mode = 1, modelled where it is floor's size with other pads. Where
+ * ceil and floor give the same size, the flag is just cleared. Where ceil
+ * gives one more window (whose start ONNX wants inside the input or its
+ * begin pad), a MaxPool is the same pool, floor sized, with a longer end
+ * pad: max ignores padding. Written so, when that pad stays under the
+ * kernel (onnxruntime's rule); out[] is then the new size. An AveragePool
+ * would divide by other counts: it stays opaque, as does a pool while a
+ * dim is unknown. */
+static eg_status ceil_mode(const ictx *c, eg_attrs *a, const int64_t in[2], const int64_t k[2], int64_t out[2]) {
+    int64_t extra[2] = {0, 0};
     if (!(a->flags & EG_AF_CEIL)) return EG_OK;
+    for (int i = 0; i < 2; i++) {
+        if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)))
+            return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 with an input size unknown");
+        int64_t s = a->stride[i], span = in[i] + a->pad[i] + a->pad[i + 2] - k[i];
+        int64_t n = span % s ? span / s + 2 : span / s + 1; /* ceil(span / s) + 1 windows */
+        if (n > span / s + 1 && (n - 1) * s >= in[i] + a->pad[i]) n--;
+        extra[i] = (n - 1) * s + k[i] - (in[i] + a->pad[i] + a->pad[i + 2]);
+        if (extra[i] > 0 && (c->n->mop != EG_MOP_MAXPOOL || a->pad[i + 2] + extra[i] >= k[i]))
+            return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 gives a larger output than floor");
+    }
     for (int i = 0; i < 2; i++)
-        if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)) ||
-            (in[i] + a->pad[i] + a->pad[i + 2] - k[i]) % a->stride[i] != 0)
-            return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 gives a larger output than floor "
-                         "(or the input size is unknown)");
+        if (extra[i] > 0) {
+            a->pad[i + 2] += (int32_t)extra[i];
+            out[i] = (in[i] + a->pad[i] + a->pad[i + 2] - k[i]) / a->stride[i] + 1;
+        }
     a->flags &= ~EG_AF_CEIL;
     return EG_OK;
 }
@@ -204,7 +219,7 @@ static eg_status infer_pool(const ictx *c) {
         in[0] = x->dim[2], in[1] = x->dim[3];
         resolve_auto_pad(a, in, k);
         if ((rc = window_out(c, a, in, k, sp)) != EG_OK) return rc;
-        if ((rc = ceil_mode(c, a, in, k)) != EG_OK) return rc;
+        if ((rc = ceil_mode(c, a, in, k, sp)) != EG_OK) return rc;
         o.rank = 4;
         o.dim[0] = x->dim[0], o.dim[1] = x->dim[1], o.dim[2] = sp[0], o.dim[3] = sp[1];
     }

@@ -386,8 +386,11 @@ LEGAL_CASES = [
      lambda m: "Sum" not in [n.op_type for n in m.graph.node]),
     ("G05", "Sum-6 of 4 equal shapes -> Adds", mk.legal_sum6, False,
      lambda m: [n.op_type for n in m.graph.node].count("Add") == 3),
-    ("G06", "pools ceil_mode=1: lowered where ceil = floor, else kept", mk.legal_ceil, True,
-     lambda m: node_attr(m, "pool1", "ceil_mode") == 0 and node_attr(m, "pool_big", "ceil_mode") == 1),
+    ("G06", "pools ceil_mode=1: lowered where ceil = floor, a larger MaxPool written with an end "
+     "pad, a larger AveragePool kept", mk.legal_ceil, True,
+     lambda m: node_attr(m, "pool1", "ceil_mode") == 0 and node_attr(m, "pool_big", "ceil_mode") == 0
+     and [list(a.ints) for a in find_node(m, "pool_big").attribute if a.name == "pads"] == [[0, 0, 1, 1]]
+     and node_attr(m, "apool_big", "ceil_mode") == 1),
     ("G07", "opset 6 Add/Mul broadcast=1 axis=1 of [C] -> numpy, written back", mk.legal_legacy6,
      False, lambda m: legacy_bias(m, "bias", "b") and legacy_bias(m, "scale", "k")),
     ("G08", "Clip 0..6, HardSwish, torch's HardSigmoid -> maps, written back with their constants",

@@ -806,8 +806,9 @@ def legal_sum6():
 
 def legal_ceil():
     """SqueezeNet 1.1's pools: MaxPool k3 s2 ceil_mode=1 on 111, 55, 27
-    (ceil and floor agree -> maxpool), an AveragePool likewise, and a
-    MaxPool on 10 where ceil gives 5 and floor 4 (kept opaque)."""
+    (ceil and floor agree -> maxpool), an AveragePool likewise; on 10,
+    where ceil gives 5 and floor 4 (GoogLeNet's pools), a MaxPool (the
+    same pool with an end pad of 1) and an AveragePool (kept opaque)."""
     n = [helper.make_node("MaxPool", ["x"], ["p1"], name="pool1", kernel_shape=[3, 3],
                           strides=[2, 2], ceil_mode=1),
          helper.make_node("MaxPool", ["p1"], ["p2"], name="pool2", kernel_shape=[3, 3],
@@ -815,9 +816,11 @@ def legal_ceil():
          helper.make_node("AveragePool", ["p2"], ["p3"], name="pool3", kernel_shape=[3, 3],
                           strides=[2, 2], ceil_mode=1),
          helper.make_node("MaxPool", ["z"], ["q"], name="pool_big", kernel_shape=[3, 3],
+                          strides=[2, 2], ceil_mode=1),
+         helper.make_node("AveragePool", ["z"], ["qa"], name="apool_big", kernel_shape=[3, 3],
                           strides=[2, 2], ceil_mode=1)]
     return model(n, "legal_ceil", [vi("x", [1, 2, 111, 111]), vi("z", [1, 2, 10, 10])],
-                 [vi("p3", [1, 2, 13, 13]), vi("q", [1, 2, 5, 5])], [], opset=13)
+                 [vi("p3", [1, 2, 13, 13]), vi("q", [1, 2, 5, 5]), vi("qa", [1, 2, 5, 5])], [], opset=13)
 
 
 def legal_legacy6():
