@@ -383,13 +383,14 @@ static int same_attrs(const eg_attrs *a, const eg_attrs *b) {
 }
 
 /* The same tensor, or two constants holding the same bytes (exported
- * models repeat a constant per layer: a mask's fill value, a shape). */
+ * models repeat a constant per layer: a mask's fill value, a shape). A
+ * graph input's initializer is only a default, which a feed replaces. */
 static int same_input(const eg_graph *g, int s, int t) {
     if (s == t) return 1;
     if (s < 0 || t < 0) return 0;
     const eg_tensor *a = &g->tensor[s], *b = &g->tensor[t];
-    if (!(a->flags & EG_TF_INIT) || !(b->flags & EG_TF_INIT) || a->dtype != b->dtype || !a->dtype ||
-        !shape_eq(&a->shape, &b->shape))
+    if (!(a->flags & EG_TF_INIT) || !(b->flags & EG_TF_INIT) || ((a->flags | b->flags) & EG_TF_INPUT) ||
+        a->dtype != b->dtype || !a->dtype || !shape_eq(&a->shape, &b->shape))
         return 0;
     int64_t n = eg_shape_numel(&a->shape);
     if (a->data && b->data) return n >= 0 && memcmp(a->data, b->data, sizeof(float) * (size_t)n) == 0;

@@ -513,7 +513,8 @@ def fold_cse_opaque():
     Greater and Where on equal constants, repeated (merged to one each);
     Hardmax on two axes (kept apart); two seeded RandomUniformLike nodes
     (random: never merged, read through a multiply by zero so the outputs
-    are deterministic)."""
+    are deterministic); Greater on two graph inputs whose initializers
+    (defaults a feed may replace) are equal (kept apart)."""
     n = [helper.make_node("Greater", ["x", "za"], ["ga"], name="ga"),
          helper.make_node("Greater", ["x", "zb"], ["gb"], name="gb"),
          helper.make_node("Where", ["ga", "fa", "x"], ["wa"], name="wa"),
@@ -526,10 +527,15 @@ def fold_cse_opaque():
          helper.make_node("RandomUniformLike", ["x"], ["ra"], name="ra", seed=1.0),
          helper.make_node("RandomUniformLike", ["x"], ["rb"], name="rb", seed=1.0),
          helper.make_node("Add", ["ra", "rb"], ["r"], name="radd"),
-         helper.make_node("Mul", ["r", "zero"], ["z"], name="rzero")]
-    return model(n, "fold_cse_opaque", [vi("x", [3, 4])], [vi("y", [3, 4]), vi("h", [3, 4]), vi("z", [3, 4])],
+         helper.make_node("Mul", ["r", "zero"], ["z"], name="rzero"),
+         helper.make_node("Greater", ["x", "da"], ["gda"], name="gda"),
+         helper.make_node("Greater", ["x", "db"], ["gdb"], name="gdb"),
+         helper.make_node("Xor", ["gda", "gdb"], ["dx"], name="dxor"),
+         helper.make_node("Cast", ["dx"], ["d"], name="dcast", to=TensorProto.FLOAT)]
+    return model(n, "fold_cse_opaque", [vi("x", [3, 4]), vi("da", []), vi("db", [])],
+                 [vi("y", [3, 4]), vi("h", [3, 4]), vi("z", [3, 4]), vi("d", [3, 4])],
                  [f32("za", 0.25), f32("zb", 0.25), f32("fa", -3.0), f32("fb", -3.0),
-                  f32("zero", np.zeros((3, 4)))])
+                  f32("zero", np.zeros((3, 4))), f32("da", 0.5), f32("db", 0.5)])
 
 # ---- shape rules and constant folding (cfold.c); every tensor named after
 # ---- the case that checks it in test/test_engine_io.c's S table
