@@ -167,6 +167,8 @@ static int noop_input(const eg_graph *g, const eg_node *n) {
     if (!x->dtype || x->dtype != y->dtype || !shape_eq(&x->shape, &y->shape)) return -1;
     int64_t v[2 * EG_MAX_RANK];
     int k = -1;
+    for (int i = 1; i < n->n_in; i++) /* a feed could replace a graph input's default */
+        if (n->in[i] >= 0 && (g->tensor[n->in[i]].flags & EG_TF_INPUT)) return -1;
     if (!strcmp(n->op_type, "Cast") || !strcmp(n->op_type, "Expand")) return n->in[0];
     if (!strcmp(n->op_type, "Pad")) { /* opset >= 11: pads is an input */
         if (n->n_in < 2 || n->in[1] < 0 || (k = eg_const_ints(&g->tensor[n->in[1]], v, 2 * EG_MAX_RANK)) < 0)

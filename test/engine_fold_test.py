@@ -45,7 +45,7 @@ GONE = {"fold_conv_bn": {"BatchNormalization", "Identity", "Add"},
 # op types and how many of each must be left (common subexpressions of
 # opaque nodes merged, random and differing ones kept)
 LEFT = {"fold_cse_opaque": {"Greater": 3, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2},
-        "fold_noops": {"Pad": 1, "Slice": 1, "Cast": 1, "Expand": 0}}
+        "fold_noops": {"Pad": 2, "Slice": 1, "Cast": 1, "Expand": 0}}
 
 n = 0
 failed = False

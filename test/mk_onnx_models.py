@@ -672,7 +672,8 @@ def fold_noops():
     change (removed): a Pad by zeros, a Cast to the same type, a Slice of
     everything, an Expand to the same shape. And their look-alikes that do
     move data (kept): a Pad by ones, a reversing Slice of the same shape,
-    a Cast to int32."""
+    a Cast to int32, a Pad by zeros read from a graph input (a default a
+    feed may replace)."""
     n = [N("Pad", ["x", "pads0"], "p0"),
          N("Cast", ["p0"], "c0", to=TensorProto.FLOAT),
          N("Slice", ["c0", "st0", "en0", "ax1", "step1"], "s0"),
@@ -680,11 +681,14 @@ def fold_noops():
          N("Relu", ["e0"], "r0"),
          N("Pad", ["r0", "pads1"], "y"),
          N("Slice", ["x", "st_rev", "en_rev", "ax1", "step_rev"], "rev"),
-         N("Cast", ["rev"], "z", to=TensorProto.INT32)]
-    return model(n, "fold_noops", [vi("x", [2, 3, 4])], [vi("y", [4, 5, 6]), vi("z", [2, 3, 4], TensorProto.INT32)],
+         N("Cast", ["rev"], "z", to=TensorProto.INT32),
+         N("Pad", ["x", "pads_in"], "w")]
+    return model(n, "fold_noops", [vi("x", [2, 3, 4]), vi("pads_in", [6], TensorProto.INT64)],
+                 [vi("y", [4, 5, 6]), vi("z", [2, 3, 4], TensorProto.INT32), vi("w", [2, 3, 4])],
                  [ints("pads0", [0, 0, 0, 0, 0, 0]), ints("pads1", [1, 1, 1, 1, 1, 1]), ints("st0", [0]),
                   ints("en0", [3]), ints("ax1", [1]), ints("step1", [1]), ints("shp", [2, 3, 4]),
-                  ints("st_rev", [-1]), ints("en_rev", [-(2 ** 63 - 1)]), ints("step_rev", [-1])])
+                  ints("st_rev", [-1]), ints("en_rev", [-(2 ** 63 - 1)]), ints("step_rev", [-1]),
+                  ints("pads_in", [0, 0, 0, 0, 0, 0])])
 
 
 def shapes_op9():
