@@ -162,7 +162,7 @@ static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, fl
 static int noop_input(const eg_graph *g, const eg_node *n) {
     if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0) return -1;
     if (n->kind == EG_KIND_MODEL) return n->mop == EG_MOP_IDENTITY ? n->in[0] : -1;
-    if (n->kind != EG_KIND_OPAQUE || n->n_implicit || (n->domain[0] && strcmp(n->domain, "ai.onnx"))) return -1;
+    if (n->kind != EG_KIND_OPAQUE || n->n_implicit || !eg_default_domain(n->domain)) return -1;
     const eg_tensor *x = &g->tensor[n->in[0]], *y = &g->tensor[n->out[0]];
     if (!x->dtype || x->dtype != y->dtype || !shape_eq(&x->shape, &y->shape)) return -1;
     int64_t v[2 * EG_MAX_RANK];

@@ -1592,7 +1592,7 @@ eg_status eg_cfold_node(eg_cfold *f, int id, char *err, size_t errlen) {
     egp_alloc a;
     char msg[EG_ERRLEN];
     int folded = 0;
-    if (n->kind == EG_KIND_OPS || !n->proto || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")))
+    if (n->kind == EG_KIND_OPS || !n->proto || !eg_default_domain(n->domain))
         return EG_OK;
     c.op = xop_by_type(n->op_type);
     /* a Dropout the importer reads as an identity folds like one, as it

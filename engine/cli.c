@@ -247,7 +247,6 @@ typedef struct {
     int n_dims;
 } opt_args;
 
-
 /* A number option's value. @return 0, or -1 after a usage message. */
 static int number_arg(const char *opt, const char *s, double lo, double hi, double *v) {
     char *end;
@@ -267,8 +266,9 @@ static int dim_arg(const char *v, opt_args *a) {
     if (a->n_dims == EG_CLI_MAX_DIMS) return usage_error("too many --dim options"), -1;
     if (!eq || eq == v || (size_t)(eq - v) >= sizeof a->dim_name[0])
         return usage_error("--dim wants NAME=SIZE, the name of a symbolic dimension of the model"), -1;
-    if (number_arg("--dim", eq + 1, 1, (double)EG_DIM_MAX, &x) || x != (double)(int64_t)x) {
-        if (x != (double)(int64_t)x) fprintf(stderr, "engine: --dim wants a whole size, not '%s'\n", eq + 1);
+    if (number_arg("--dim", eq + 1, 1, (double)EG_DIM_MAX, &x)) return -1;
+    if (x != (double)(int64_t)x) { /* in range: the cast is defined */
+        fprintf(stderr, "engine: --dim wants a whole size, not '%s'\n", eq + 1);
         return -1;
     }
     memcpy(a->dim_name[a->n_dims], v, (size_t)(eq - v));

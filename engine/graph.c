@@ -941,7 +941,7 @@ const char *eg_node_opname(const eg_node *n, char *buf, size_t len) {
     case EG_KIND_OPS: return ops_table[n->op].name;
     case EG_KIND_MODEL: return eg_mop_table[n->mop].onnx;
     case EG_KIND_OPAQUE:
-        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        if (!eg_default_domain(n->domain))
             snprintf(buf, len, "%s:%s", n->domain, n->op_type ? n->op_type : "?");
         else
             snprintf(buf, len, "%s", n->op_type ? n->op_type : "?");
@@ -968,3 +968,5 @@ int eg_float_vec(const eg_graph *g, int t, int64_t n) {
     return x && (x->flags & EG_TF_INIT) && x->dtype == EG_DT_FLOAT && x->data &&
            x->shape.rank == 1 && x->shape.dim[0] == n;
 }
+
+int eg_default_domain(const char *domain) { return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0; }

@@ -450,6 +450,9 @@ const char *eg_kind_name(eg_kind k);
  * or a static string */
 const char *eg_node_opname(const eg_node *n, char *buf, size_t len);
 
+/* 1 when an ONNX domain name is the default one ("", NULL or "ai.onnx"). */
+int eg_default_domain(const char *domain);
+
 /* ---- shape inference (infer.c) ---- */
 
 /* Infer dtype and shape of node id's outputs from its inputs. Opaque nodes

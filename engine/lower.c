@@ -454,7 +454,7 @@ static int consts_match(const eg_graph *g, const eg_node *n, const ops_info *o) 
  * the constant inputs it drops are absorbed. */
 static void lower_map(eg_graph *g, eg_node *n) {
     static const int32_t p[OPS_MAX_PARAMS] = {0};
-    if (!n->op_type || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) ||
+    if (!n->op_type || !eg_default_domain(n->domain) ||
         n->n_in < 1 || n->n_out != 1 || n->n_implicit || g->opset > EG_OPSET_MAX)
         return;
     for (int m = 0; m < EG_MOP_COUNT; m++) /* a model op left opaque stays so */
@@ -586,7 +586,7 @@ static eg_status lower_layernorm(eg_graph *g, int j, int *appended) {
 
 static int opaque_is(const eg_node *n, const char *op_type, int n_in) {
     return n->kind == EG_KIND_OPAQUE && n->op_type && !strcmp(n->op_type, op_type) &&
-           (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) && n->n_in == n_in &&
+           eg_default_domain(n->domain) && n->n_in == n_in &&
            n->n_out == 1 && !n->n_implicit;
 }
 

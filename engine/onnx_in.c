@@ -65,7 +65,6 @@ static eg_status fail(const ictx *c, eg_status rc, const char *fmt, ...) {
 
 static const char *str(const char *s) { return s ? s : ""; }
 
-static int default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
 
 #define NREF_LEN 160
 
@@ -73,7 +72,7 @@ static int default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.o
  * "node 3 (com.example:Foo)" when it has no name; 3 is its index in
  * graph.node. @return buf. */
 static const char *node_ref(const Onnx__NodeProto *np, size_t i, char *buf, size_t len) {
-    const char *name = np->name ? np->name : "", *dom = default_domain(np->domain) ? "" : np->domain;
+    const char *name = np->name ? np->name : "", *dom = eg_default_domain(np->domain) ? "" : np->domain;
     snprintf(buf, len, "node %zu%s%.64s%s (%.40s%s%.40s)", i, name[0] ? " '" : "", name,
              name[0] ? "'" : "", dom, dom[0] ? ":" : "", np->op_type ? np->op_type : "");
     return buf;
@@ -93,7 +92,7 @@ static eg_status check_versions(ictx *c) {
                     (long long)m->ir_version, EG_IR_MAX);
     for (size_t i = 0; i < m->n_opset_import && opset < 0; i++) {
         const Onnx__OperatorSetIdProto *os = m->opset_import[i];
-        if (!default_domain(os->domain)) continue;
+        if (!eg_default_domain(os->domain)) continue;
         opset = !os->has_version || os->version < 0 ? 0 : os->version > 1000 ? 1000 : (int)os->version;
     }
     if (opset < 0) opset = m->ir_version < 3 && !m->n_opset_import ? 1 : 0;
@@ -761,7 +760,7 @@ static eg_mop parse_dropout(const Onnx__NodeProto *np, int opset) {
 static eg_mop classify(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     int min_in, max_in;
     memset(a, 0, sizeof *a);
-    if (!default_domain(np->domain) || !np->op_type) return EG_MOP_COUNT;
+    if (!eg_default_domain(np->domain) || !np->op_type) return EG_MOP_COUNT;
     if (strcmp(np->op_type, "Dropout") == 0) return parse_dropout(np, opset);
     eg_mop mop = mop_by_type(np->op_type);
     if (mop == EG_MOP_COUNT || opset < mop_opsets[mop].lo || opset > mop_opsets[mop].hi)
@@ -857,7 +856,7 @@ static eg_status take_constant(ictx *c, size_t i, int *taken) {
     int64_t dim;
     int id;
     *taken = 0;
-    if (!default_domain(np->domain) || !np->op_type || strcmp(np->op_type, "Constant") ||
+    if (!eg_default_domain(np->domain) || !np->op_type || strcmp(np->op_type, "Constant") ||
         c->g->opset < EG_OPSET_MIN || c->g->opset > EG_OPSET_MAX ||
         np->n_output != 1 || !np->output[0] || !np->output[0][0] || np->n_input ||
         is_graph_output(c, np->output[0]))
@@ -1442,10 +1441,9 @@ static int attr_unsafe(const Onnx__AttributeProto *a) {
 }
 
 static int attr_bytes_equal(const Onnx__AttributeProto *a, const Onnx__AttributeProto *b) {
-    size_t la = onnx__attribute_proto__get_packed_size(a), lb = onnx__attribute_proto__get_packed_size(b);
-    if (la != lb) return 0;
-    uint8_t *pa = malloc(la ? la : 1), *pb = malloc(lb ? lb : 1);
-    int same = pa && pb && onnx__attribute_proto__pack(a, pa) == la && onnx__attribute_proto__pack(b, pb) == lb &&
+    uint8_t *pa = NULL, *pb = NULL;
+    size_t la = 0, lb = 0;
+    int same = egp_pack(&a->base, &pa, &la) == EG_OK && egp_pack(&b->base, &pb, &lb) == EG_OK && la == lb &&
                memcmp(pa, pb, la) == 0;
     free(pa);
     free(pb);
@@ -1455,7 +1453,7 @@ static int attr_bytes_equal(const Onnx__AttributeProto *a, const Onnx__Attribute
 int eg_opaque_same(const eg_node *a, const eg_node *b) {
     if (a->kind != EG_KIND_OPAQUE || b->kind != EG_KIND_OPAQUE || !a->proto || !b->proto) return 0;
     if (strcmp(a->op_type, b->op_type) || strcmp(a->domain, b->domain)) return 0;
-    if ((a->domain[0] && strcmp(a->domain, "ai.onnx")) || is_random(a->op_type)) return 0;
+    if (!eg_default_domain(a->domain) || is_random(a->op_type)) return 0;
     Onnx__NodeProto *pa = onnx__node_proto__unpack(NULL, a->proto_len, a->proto);
     Onnx__NodeProto *pb = onnx__node_proto__unpack(NULL, b->proto_len, b->proto);
     int same = pa && pb && pa->n_attribute == pb->n_attribute;
