@@ -26,7 +26,9 @@ typedef enum {
     R_GPOOL, R_GEMM, R_MATMUL, R_REDUCE, R_ARG, R_CONCAT, R_SPLIT, R_SLICE, R_GATHER,
     R_TRANSPOSE, R_RESHAPE, R_FLATTEN, R_SQUEEZE, R_UNSQUEEZE, R_EXPAND, R_TILE, R_PAD,
     R_SHAPE, R_SIZE, R_COFS, R_CONSTANT, R_RANGE, R_RESIZE, R_DROPOUT, R_LAYERNORM,
-    R_BATCHNORM, R_NONZERO, R_TOPK, R_INDICES, R_COUNT
+    R_BATCHNORM, R_NONZERO, R_TOPK, R_INDICES, R_EINSUM, R_D2S, R_S2D, R_QUANT, R_DEQUANT,
+    R_DYNQUANT, R_LIKE, R_GATHERND, R_GRIDSAMPLE, R_ONEHOT, R_DET, R_MATMULINT, R_ROIALIGN,
+    R_NMS, R_COUNT
 } rule;
 
 /* Folding kernels. ORDER FOLD */
@@ -37,18 +39,21 @@ typedef enum {
 
 /* The ONNX operators with a shape rule. ORDER XOP */
 typedef enum {
-    X_ABS, X_ACOS, X_ADD, X_AND, X_ARGMAX, X_ARGMIN, X_ASIN, X_ATAN, X_AVGPOOL, X_BATCHNORM,
-    X_CAST, X_CASTLIKE, X_CEIL, X_CELU, X_CLIP, X_CONCAT, X_CONSTANT, X_COFS, X_CONV, X_CONVT,
-    X_COS, X_CUMSUM, X_DIV, X_DROPOUT, X_ELU, X_EQUAL, X_ERF, X_EXP, X_EXPAND, X_FLATTEN,
-    X_FLOOR, X_GATHER, X_GATHERELEM, X_GELU, X_GEMM, X_GAVGPOOL, X_GMAXPOOL, X_GREATER,
-    X_GREATEREQ, X_HARDSIGMOID, X_HARDSWISH, X_HARDMAX, X_IDENTITY, X_INSTNORM, X_ISINF,
-    X_ISNAN, X_LRN, X_LAYERNORM, X_LEAKYRELU, X_LESS, X_LESSEQ, X_LOG, X_LOGSOFTMAX,
-    X_LPPOOL, X_MATMUL, X_MAX, X_MAXPOOL, X_MEAN, X_MIN, X_MISH, X_MOD, X_MUL, X_NEG,
-    X_NONZERO, X_NOT, X_OR, X_PRELU, X_PAD, X_POW, X_RANGE, X_RECIPROCAL, X_REDL1, X_REDL2,
-    X_REDLOGSUM, X_REDLOGSUMEXP, X_REDMAX, X_REDMEAN, X_REDMIN, X_REDPROD, X_REDSUM,
-    X_REDSUMSQ, X_RELU, X_RESHAPE, X_RESIZE, X_ROUND, X_SCATTERELEM, X_SCATTERND, X_SELU,
-    X_SHAPE, X_SIGMOID, X_SIGN, X_SIN, X_SIZE, X_SLICE, X_SOFTMAX, X_SOFTPLUS, X_SOFTSIGN,
-    X_SPLIT, X_SQRT, X_SQUEEZE, X_SUB, X_SUM, X_TAN, X_TANH, X_THRESHRELU, X_TILE, X_TOPK,
+    X_ABS, X_ACOS, X_ACOSH, X_ADD, X_AND, X_ARGMAX, X_ARGMIN, X_ASIN, X_ASINH, X_ATAN, X_ATANH,
+    X_AVGPOOL, X_BATCHNORM, X_BERNOULLI, X_BITSHIFT, X_BITAND, X_BITNOT, X_BITOR, X_BITXOR, X_CAST,
+    X_CASTLIKE, X_CEIL, X_CELU, X_CLIP, X_CONCAT, X_CONSTANT, X_COFS, X_CONV, X_CONVT, X_COS,
+    X_COSH, X_CUMSUM, X_D2S, X_DEQUANT, X_DET, X_DIV, X_DROPOUT, X_DYNQUANT, X_EINSUM, X_ELU,
+    X_EQUAL, X_ERF, X_EXP, X_EXPAND, X_EYELIKE, X_FLATTEN, X_FLOOR, X_GATHER, X_GATHERELEM,
+    X_GATHERND, X_GELU, X_GEMM, X_GAVGPOOL, X_GLPPOOL, X_GMAXPOOL, X_GREATER, X_GREATEREQ,
+    X_GRIDSAMPLE, X_GROUPNORM, X_HARDMAX, X_HARDSIGMOID, X_HARDSWISH, X_IDENTITY, X_INSTNORM,
+    X_ISINF, X_ISNAN, X_LAYERNORM, X_LEAKYRELU, X_LESS, X_LESSEQ, X_LOG, X_LOGSOFTMAX, X_LPNORM,
+    X_LPPOOL, X_LRN, X_MATMUL, X_MATMULINT, X_MAX, X_MAXPOOL, X_MEAN, X_MVN, X_MIN, X_MISH, X_MOD,
+    X_MUL, X_NEG, X_NMS, X_NONZERO, X_NOT, X_ONEHOT, X_OR, X_PAD, X_POW, X_PRELU, X_QUANT,
+    X_RANDNLIKE, X_RANDULIKE, X_RANGE, X_RECIPROCAL, X_REDL1, X_REDL2, X_REDLOGSUM, X_REDLOGSUMEXP,
+    X_REDMAX, X_REDMEAN, X_REDMIN, X_REDPROD, X_REDSUM, X_REDSUMSQ, X_RELU, X_RESHAPE, X_RESIZE,
+    X_REVSEQ, X_RMSNORM, X_ROIALIGN, X_ROUND, X_SCATTERELEM, X_SCATTERND, X_SELU, X_SHAPE,
+    X_SHRINK, X_SIGMOID, X_SIGN, X_SIN, X_SINH, X_SIZE, X_SLICE, X_SOFTMAX, X_SOFTPLUS, X_SOFTSIGN,
+    X_S2D, X_SPLIT, X_SQRT, X_SQUEEZE, X_SUB, X_SUM, X_TAN, X_TANH, X_THRESHRELU, X_TILE, X_TOPK,
     X_TRANSPOSE, X_TRILU, X_UNSQUEEZE, X_UPSAMPLE, X_WHERE, X_XOR, X_COUNT
 } xop;
 
@@ -61,14 +66,23 @@ typedef struct {
 static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_ABS] = {"Abs", R_SAME, F_UNARY},
     [X_ACOS] = {"Acos", R_SAME, F_NONE},
+    [X_ACOSH] = {"Acosh", R_SAME, F_NONE},
     [X_ADD] = {"Add", R_BCAST, F_BIN},
     [X_AND] = {"And", R_CMP, F_NONE},
     [X_ARGMAX] = {"ArgMax", R_ARG, F_NONE},
     [X_ARGMIN] = {"ArgMin", R_ARG, F_NONE},
     [X_ASIN] = {"Asin", R_SAME, F_NONE},
+    [X_ASINH] = {"Asinh", R_SAME, F_NONE},
     [X_ATAN] = {"Atan", R_SAME, F_NONE},
+    [X_ATANH] = {"Atanh", R_SAME, F_NONE},
     [X_AVGPOOL] = {"AveragePool", R_POOL, F_NONE},
     [X_BATCHNORM] = {"BatchNormalization", R_BATCHNORM, F_NONE},
+    [X_BERNOULLI] = {"Bernoulli", R_LIKE, F_NONE},
+    [X_BITSHIFT] = {"BitShift", R_BCAST, F_NONE},
+    [X_BITAND] = {"BitwiseAnd", R_BCAST, F_NONE},
+    [X_BITNOT] = {"BitwiseNot", R_SAME, F_NONE},
+    [X_BITOR] = {"BitwiseOr", R_BCAST, F_NONE},
+    [X_BITXOR] = {"BitwiseXor", R_BCAST, F_NONE},
     [X_CAST] = {"Cast", R_CAST, F_CAST},
     [X_CASTLIKE] = {"CastLike", R_CASTLIKE, F_NONE},
     [X_CEIL] = {"Ceil", R_SAME, F_UNARY},
@@ -80,54 +94,73 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_CONV] = {"Conv", R_CONV, F_NONE},
     [X_CONVT] = {"ConvTranspose", R_CONVT, F_NONE},
     [X_COS] = {"Cos", R_SAME, F_NONE},
+    [X_COSH] = {"Cosh", R_SAME, F_NONE},
     [X_CUMSUM] = {"CumSum", R_SAME, F_NONE},
+    [X_D2S] = {"DepthToSpace", R_D2S, F_NONE},
+    [X_DEQUANT] = {"DequantizeLinear", R_DEQUANT, F_NONE},
+    [X_DET] = {"Det", R_DET, F_NONE},
     [X_DIV] = {"Div", R_BCAST, F_BIN},
     [X_DROPOUT] = {"Dropout", R_DROPOUT, F_NONE},
+    [X_DYNQUANT] = {"DynamicQuantizeLinear", R_DYNQUANT, F_NONE},
+    [X_EINSUM] = {"Einsum", R_EINSUM, F_NONE},
     [X_ELU] = {"Elu", R_SAME, F_NONE},
     [X_EQUAL] = {"Equal", R_CMP, F_CMP},
     [X_ERF] = {"Erf", R_SAME, F_NONE},
     [X_EXP] = {"Exp", R_SAME, F_NONE},
     [X_EXPAND] = {"Expand", R_EXPAND, F_EXPAND},
+    [X_EYELIKE] = {"EyeLike", R_LIKE, F_NONE},
     [X_FLATTEN] = {"Flatten", R_FLATTEN, F_COPY},
     [X_FLOOR] = {"Floor", R_SAME, F_UNARY},
     [X_GATHER] = {"Gather", R_GATHER, F_GATHER},
     [X_GATHERELEM] = {"GatherElements", R_INDICES, F_NONE},
+    [X_GATHERND] = {"GatherND", R_GATHERND, F_NONE},
     [X_GELU] = {"Gelu", R_SAME, F_NONE},
     [X_GEMM] = {"Gemm", R_GEMM, F_NONE},
     [X_GAVGPOOL] = {"GlobalAveragePool", R_GPOOL, F_NONE},
+    [X_GLPPOOL] = {"GlobalLpPool", R_GPOOL, F_NONE},
     [X_GMAXPOOL] = {"GlobalMaxPool", R_GPOOL, F_NONE},
     [X_GREATER] = {"Greater", R_CMP, F_CMP},
     [X_GREATEREQ] = {"GreaterOrEqual", R_CMP, F_NONE},
+    [X_GRIDSAMPLE] = {"GridSample", R_GRIDSAMPLE, F_NONE},
+    [X_GROUPNORM] = {"GroupNormalization", R_SAME, F_NONE},
+    [X_HARDMAX] = {"Hardmax", R_SAME, F_NONE},
     [X_HARDSIGMOID] = {"HardSigmoid", R_SAME, F_NONE},
     [X_HARDSWISH] = {"HardSwish", R_SAME, F_NONE},
-    [X_HARDMAX] = {"Hardmax", R_SAME, F_NONE},
     [X_IDENTITY] = {"Identity", R_SAME, F_COPY},
     [X_INSTNORM] = {"InstanceNormalization", R_SAME, F_NONE},
     [X_ISINF] = {"IsInf", R_CMP, F_NONE},
     [X_ISNAN] = {"IsNaN", R_CMP, F_NONE},
-    [X_LRN] = {"LRN", R_SAME, F_NONE},
     [X_LAYERNORM] = {"LayerNormalization", R_LAYERNORM, F_NONE},
     [X_LEAKYRELU] = {"LeakyRelu", R_SAME, F_NONE},
     [X_LESS] = {"Less", R_CMP, F_CMP},
     [X_LESSEQ] = {"LessOrEqual", R_CMP, F_NONE},
     [X_LOG] = {"Log", R_SAME, F_NONE},
     [X_LOGSOFTMAX] = {"LogSoftmax", R_SAME, F_NONE},
+    [X_LPNORM] = {"LpNormalization", R_SAME, F_NONE},
     [X_LPPOOL] = {"LpPool", R_POOL, F_NONE},
+    [X_LRN] = {"LRN", R_SAME, F_NONE},
     [X_MATMUL] = {"MatMul", R_MATMUL, F_NONE},
+    [X_MATMULINT] = {"MatMulInteger", R_MATMULINT, F_NONE},
     [X_MAX] = {"Max", R_BCAST, F_BIN},
     [X_MAXPOOL] = {"MaxPool", R_POOL, F_NONE},
     [X_MEAN] = {"Mean", R_BCAST, F_NONE},
+    [X_MVN] = {"MeanVarianceNormalization", R_SAME, F_NONE},
     [X_MIN] = {"Min", R_BCAST, F_BIN},
     [X_MISH] = {"Mish", R_SAME, F_NONE},
     [X_MOD] = {"Mod", R_BCAST, F_BIN},
     [X_MUL] = {"Mul", R_BCAST, F_BIN},
     [X_NEG] = {"Neg", R_SAME, F_UNARY},
+    [X_NMS] = {"NonMaxSuppression", R_NMS, F_NONE},
     [X_NONZERO] = {"NonZero", R_NONZERO, F_NONE},
     [X_NOT] = {"Not", R_SAME, F_UNARY},
+    [X_ONEHOT] = {"OneHot", R_ONEHOT, F_NONE},
     [X_OR] = {"Or", R_CMP, F_NONE},
-    [X_PRELU] = {"PRelu", R_SAME, F_NONE},
     [X_PAD] = {"Pad", R_PAD, F_NONE},
     [X_POW] = {"Pow", R_BCAST, F_NONE},
+    [X_PRELU] = {"PRelu", R_SAME, F_NONE},
+    [X_QUANT] = {"QuantizeLinear", R_QUANT, F_NONE},
+    [X_RANDNLIKE] = {"RandomNormalLike", R_LIKE, F_NONE},
+    [X_RANDULIKE] = {"RandomUniformLike", R_LIKE, F_NONE},
     [X_RANGE] = {"Range", R_RANGE, F_RANGE},
     [X_RECIPROCAL] = {"Reciprocal", R_SAME, F_NONE},
     [X_REDL1] = {"ReduceL1", R_REDUCE, F_NONE},
@@ -143,19 +176,25 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_RELU] = {"Relu", R_SAME, F_NONE},
     [X_RESHAPE] = {"Reshape", R_RESHAPE, F_COPY},
     [X_RESIZE] = {"Resize", R_RESIZE, F_NONE},
+    [X_REVSEQ] = {"ReverseSequence", R_SAME, F_NONE},
+    [X_RMSNORM] = {"RMSNormalization", R_SAME, F_NONE},
+    [X_ROIALIGN] = {"RoiAlign", R_ROIALIGN, F_NONE},
     [X_ROUND] = {"Round", R_SAME, F_NONE},
     [X_SCATTERELEM] = {"ScatterElements", R_SAME, F_NONE},
     [X_SCATTERND] = {"ScatterND", R_SAME, F_NONE},
     [X_SELU] = {"Selu", R_SAME, F_NONE},
     [X_SHAPE] = {"Shape", R_SHAPE, F_SHAPE},
+    [X_SHRINK] = {"Shrink", R_SAME, F_NONE},
     [X_SIGMOID] = {"Sigmoid", R_SAME, F_NONE},
     [X_SIGN] = {"Sign", R_SAME, F_NONE},
     [X_SIN] = {"Sin", R_SAME, F_NONE},
+    [X_SINH] = {"Sinh", R_SAME, F_NONE},
     [X_SIZE] = {"Size", R_SIZE, F_SIZE},
     [X_SLICE] = {"Slice", R_SLICE, F_SLICE},
     [X_SOFTMAX] = {"Softmax", R_SAME, F_NONE},
     [X_SOFTPLUS] = {"Softplus", R_SAME, F_NONE},
     [X_SOFTSIGN] = {"Softsign", R_SAME, F_NONE},
+    [X_S2D] = {"SpaceToDepth", R_S2D, F_NONE},
     [X_SPLIT] = {"Split", R_SPLIT, F_NONE},
     [X_SQRT] = {"Sqrt", R_SAME, F_NONE},
     [X_SQUEEZE] = {"Squeeze", R_SQUEEZE, F_COPY},
@@ -546,11 +585,11 @@ static eg_status r_gemm(const cctx *c) {
     return EG_OK;
 }
 
-static eg_status r_matmul(const cctx *c) {
+static eg_status r_matmul(const cctx *c, int dtype) {
     const eg_shape *a = in_s(c, 0), *b = in_s(c, 1);
     eg_shape o = unknown(), bb;
     if (a->rank < 1 || b->rank < 1) {
-        put(c, 0, in_dt(c, 0), &o);
+        put(c, 0, dtype, &o);
         return EG_OK;
     }
     int64_t ka = a->dim[a->rank - 1], kb = b->rank > 1 ? b->dim[b->rank - 2] : b->dim[0];
@@ -567,7 +606,7 @@ static eg_status r_matmul(const cctx *c) {
         if (a->rank > 1) o.dim[o.rank++] = a->dim[a->rank - 2];
         if (b->rank > 1) o.dim[o.rank++] = b->dim[b->rank - 1];
     }
-    put(c, 0, in_dt(c, 0), &o);
+    put(c, 0, dtype, &o);
     return EG_OK;
 }
 
@@ -1099,6 +1138,200 @@ static eg_status r_topk(const cctx *c) {
     return EG_OK;
 }
 
+/* ---- Einsum ---- */
+
+/* One dim of a label met twice: numpy's einsum broadcasts a 1 against
+ * the other; a real conflict (or an unknown that may be 1) is unknown. */
+static int64_t einsum_dim(int64_t a, int64_t b) {
+    if (a == b) return a;
+    if (a == 1) return b > 1 ? b : -1;
+    if (b == 1) return a > 1 ? a : -1;
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return -1;
+}
+
+static int einsum_label(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
+
+/* Einsum's output from the equation: each label's dim (equal dims, or a
+ * 1 broadcast), the dims under "..." broadcast across the operands; the
+ * output term as written after "->", else (implicit form) the "..." dims
+ * then every label met once, in ASCII order. An equation it cannot read
+ * leaves the output unknown (the node stays opaque either way). */
+static eg_status r_einsum(const cctx *c) {
+    const Onnx__AttributeProto *a = attr(c, "equation", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    int64_t dim[128];
+    int count[128] = {0};
+    eg_shape ell = {0, {0}}, o = unknown();
+    char eq[256];
+    size_t n = 0;
+    int any_ell = 0, k = 0;
+    for (int i = 0; i < 128; i++) dim[i] = -1;
+    if (!a || a->s.len >= sizeof eq) goto out;
+    for (size_t i = 0; i < a->s.len; i++)
+        if (a->s.data[i] != ' ') eq[n++] = (char)a->s.data[i];
+    eq[n] = 0;
+    char *arrow = strstr(eq, "->");
+    const char *p = eq, *end = arrow ? arrow : eq + n;
+    while (p <= end) { /* one operand's term: p up to ',' or end */
+        const char *q = p;
+        while (q < end && *q != ',') q++;
+        if (k >= c->n->n_in || !in_t(c, k)) goto out;
+        const eg_shape *x = in_s(c, k);
+        int labels = 0, has_ell = 0;
+        for (const char *r = p; r < q; r++) {
+            if (einsum_label(*r)) labels++;
+            else if (*r == '.' && q - r >= 3 && r[1] == '.' && r[2] == '.' && !has_ell)
+                has_ell = 1, r += 2;
+            else goto out;
+        }
+        if (x->rank < 0 || x->rank < labels || (!has_ell && x->rank != labels)) goto out;
+        int ne = x->rank - labels, d = 0;
+        for (const char *r = p; r < q; r++) {
+            if (*r == '.') { /* the "..." dims, broadcast with the others' */
+                eg_shape e = {ne, {0}};
+                memcpy(e.dim, x->dim + d, sizeof(int64_t) * (size_t)ne);
+                if (bcast2(&ell, &e)) goto out;
+                d += ne, r += 2, any_ell = 1;
+                continue;
+            }
+            unsigned char ch = (unsigned char)*r;
+            dim[ch] = count[ch]++ ? einsum_dim(dim[ch], x->dim[d]) : x->dim[d];
+            d++;
+        }
+        k++;
+        p = q + 1;
+    }
+    if (k != c->n->n_in) goto out;
+    o.rank = 0;
+    if (arrow) {
+        int done_ell = 0;
+        for (const char *r = arrow + 2; *r; r++) {
+            if (r[0] == '.' && r[1] == '.' && r[2] == '.' && !done_ell) {
+                if (o.rank + ell.rank > EG_MAX_RANK) goto unknown_out;
+                for (int i = 0; i < ell.rank; i++) o.dim[o.rank++] = ell.dim[i];
+                done_ell = 1, r += 2;
+            } else if (einsum_label(*r) && count[(unsigned char)*r] && o.rank < EG_MAX_RANK) {
+                o.dim[o.rank++] = dim[(unsigned char)*r];
+            } else {
+                goto unknown_out;
+            }
+        }
+        if (any_ell && !done_ell && ell.rank) goto unknown_out;
+    } else {
+        for (int i = 0; i < ell.rank; i++) o.dim[o.rank++] = ell.dim[i];
+        for (int ch = 0; ch < 128; ch++)
+            if (count[ch] == 1) {
+                if (o.rank >= EG_MAX_RANK) goto unknown_out;
+                o.dim[o.rank++] = dim[ch];
+            }
+    }
+    goto out;
+unknown_out:
+    o = unknown();
+out:
+    put(c, 0, in_dt(c, 0), &o);
+    return EG_OK;
+}
+
+/* ---- other layouts and quantization ---- */
+
+/* DepthToSpace (to_space) and SpaceToDepth: [N, C, H, W] and blocksize b
+ * into [N, C/b^2, H*b, W*b] or [N, C*b^2, H/b, W/b]; a size that does not
+ * divide is left unknown. */
+static eg_status r_space(const cctx *c, int to_space) {
+    const eg_shape *x = in_s(c, 0);
+    int64_t b = a_int(c, "blocksize", 0);
+    eg_shape o = x->rank == 4 ? *x : unknown();
+    if (x->rank == 4 && b >= 1 && b <= EG_DIM_MAX) {
+        int64_t bb = mul_dim(b, b);
+        o.dim[1] = to_space ? (x->dim[1] >= 0 && bb > 0 && x->dim[1] % bb == 0 ? x->dim[1] / bb : -1)
+                            : mul_dim(x->dim[1], bb);
+        for (int i = 2; i < 4; i++)
+            o.dim[i] = to_space ? mul_dim(x->dim[i], b) : (x->dim[i] >= 0 && x->dim[i] % b == 0 ? x->dim[i] / b : -1);
+    } else if (x->rank == 4) {
+        o = ranked(4);
+    }
+    put(c, 0, in_dt(c, 0), &o);
+    return EG_OK;
+}
+
+/* QuantizeLinear's output type: the zero point's, else output_dtype
+ * (opset 21), else uint8. */
+static int quant_dtype(const cctx *c) {
+    if (in_t(c, 2)) return in_dt(c, 2);
+    int64_t dt = a_int(c, "output_dtype", 0);
+    return dt > 0 && dt < 64 ? (int)dt : EG_DT_UINT8;
+}
+
+/* DequantizeLinear's: output_dtype when given, else the scale's. */
+static int dequant_dtype(const cctx *c) {
+    int64_t dt = a_int(c, "output_dtype", 0);
+    return dt > 0 && dt < 64 ? (int)dt : in_dt(c, 1);
+}
+
+/* GatherND: indices' dims but the last (q), then data's dims after the
+ * batch dims and the q indexed ones. */
+static eg_status r_gathernd(const cctx *c) {
+    const eg_shape *x = in_s(c, 0), *ix = in_s(c, 1);
+    int64_t b = a_int(c, "batch_dims", 0);
+    eg_shape o = unknown();
+    if (x->rank >= 0 && ix->rank >= 1 && ix->dim[ix->rank - 1] >= 0 && b >= 0) {
+        int64_t q = ix->dim[ix->rank - 1];
+        int64_t rank = ix->rank - 1 + x->rank - q - b;
+        if (b + q <= x->rank && rank >= 0 && rank <= EG_MAX_RANK) {
+            o.rank = 0;
+            for (int i = 0; i < ix->rank - 1; i++) o.dim[o.rank++] = ix->dim[i];
+            for (int64_t i = b + q; i < x->rank; i++) o.dim[o.rank++] = x->dim[i];
+        }
+    }
+    put(c, 0, in_dt(c, 0), &o);
+    return EG_OK;
+}
+
+/* GridSample: [N, C] then the grid's spatial dims ([N, H', W', 2]). */
+static eg_status r_gridsample(const cctx *c) {
+    const eg_shape *x = in_s(c, 0), *gr = in_s(c, 1);
+    eg_shape o = unknown();
+    if (x->rank >= 3 && gr->rank == x->rank) {
+        o.rank = x->rank;
+        o.dim[0] = x->dim[0], o.dim[1] = x->dim[1];
+        for (int i = 2; i < o.rank; i++) o.dim[i] = gr->dim[i - 1];
+    }
+    put(c, 0, in_dt(c, 0), &o);
+    return EG_OK;
+}
+
+/* OneHot: indices' shape with the (constant) depth put in at axis. */
+static eg_status r_onehot(const cctx *c) {
+    const eg_shape *ix = in_s(c, 0);
+    double depth;
+    int axis;
+    eg_shape o = unknown();
+    if (ix->rank >= 0 && ix->rank < EG_MAX_RANK && !norm_axis(a_int(c, "axis", -1), ix->rank + 1, &axis)) {
+        o.rank = ix->rank + 1;
+        for (int i = 0, j = 0; i < o.rank; i++)
+            o.dim[i] = i == axis ? -1 : ix->dim[j++];
+        if (!in_scalar(c, 1, &depth) && depth >= 1 && depth <= (double)EG_DIM_MAX)
+            o.dim[axis] = (int64_t)depth;
+    }
+    put(c, 0, in_dt(c, 2), &o);
+    return EG_OK;
+}
+
+/* RoiAlign: [rois, C, output_height, output_width]. */
+static eg_status r_roialign(const cctx *c) {
+    const eg_shape *x = in_s(c, 0), *r = in_s(c, 1);
+    eg_shape o = ranked(4);
+    int64_t oh = a_int(c, "output_height", 1), ow = a_int(c, "output_width", 1);
+    o.dim[0] = r->rank == 2 ? r->dim[0] : -1;
+    o.dim[1] = x->rank == 4 ? x->dim[1] : -1;
+    o.dim[2] = oh >= 1 && oh <= EG_DIM_MAX ? oh : -1;
+    o.dim[3] = ow >= 1 && ow <= EG_DIM_MAX ? ow : -1;
+    put(c, 0, in_dt(c, 0), &o);
+    return EG_OK;
+}
+
 static eg_status infer_rule(const cctx *c) {
     const eg_shape *x = in_s(c, 0);
     switch (xop_table[c->op].rule) {
@@ -1114,7 +1347,7 @@ static eg_status infer_rule(const cctx *c) {
     case R_POOL: return r_window(c, xop_table[c->op].rule);
     case R_GPOOL: return r_gpool(c);
     case R_GEMM: return r_gemm(c);
-    case R_MATMUL: return r_matmul(c);
+    case R_MATMUL: return r_matmul(c, in_dt(c, 0));
     case R_REDUCE: return r_reduce(c);
     case R_ARG: return r_arg(c);
     case R_CONCAT: return r_concat(c);
@@ -1149,6 +1382,34 @@ static eg_status infer_rule(const cctx *c) {
     }
     case R_TOPK: return r_topk(c);
     case R_INDICES: put(c, 0, in_dt(c, 0), in_s(c, 1)); return EG_OK;
+    case R_EINSUM: return r_einsum(c);
+    case R_D2S: return r_space(c, 1);
+    case R_S2D: return r_space(c, 0);
+    case R_QUANT: put(c, 0, quant_dtype(c), x); return EG_OK;
+    case R_DEQUANT: put(c, 0, dequant_dtype(c), x); return EG_OK;
+    case R_DYNQUANT:
+        put(c, 0, EG_DT_UINT8, x);
+        put(c, 1, EG_DT_FLOAT, &(eg_shape){0, {0}});
+        put(c, 2, EG_DT_UINT8, &(eg_shape){0, {0}});
+        return EG_OK;
+    case R_LIKE: put(c, 0, (int)a_int(c, "dtype", in_dt(c, 0)), x); return EG_OK;
+    case R_GATHERND: return r_gathernd(c);
+    case R_GRIDSAMPLE: return r_gridsample(c);
+    case R_ONEHOT: return r_onehot(c);
+    case R_DET: {
+        eg_shape o = x->rank >= 2 ? *x : unknown();
+        if (x->rank >= 2) o.rank -= 2;
+        put(c, 0, in_dt(c, 0), &o);
+        return EG_OK;
+    }
+    case R_MATMULINT: return r_matmul(c, EG_DT_INT32);
+    case R_ROIALIGN: return r_roialign(c);
+    case R_NMS: {
+        eg_shape o = ranked(2);
+        o.dim[1] = 3;
+        put(c, 0, EG_DT_INT64, &o);
+        return EG_OK;
+    }
     case R_COUNT: break;
     }
     return EG_OK;

@@ -189,7 +189,9 @@ MODELS = [("conv+bn+relu block", conv_bn_relu, True),
           ("If and Loop, nodes in reverse order", control_flow_reversed, True),
           ("a node per shape rule, constants folded (opset 17)", mk.shapes_op17, True),
           ("attribute forms of Slice/Squeeze/Pad/Split (opset 9)", mk.shapes_op9, True),
-          ("input forms of ReduceMean/Split/Pad (opset 18)", mk.shapes_op18, True)]
+          ("input forms of ReduceMean/Split/Pad (opset 18)", mk.shapes_op18, True),
+          ("Einsum, DepthToSpace, Quantize/DequantizeLinear, GroupNormalization, ... (opset 21)",
+           mk.shapes_op21, True)]
 
 # One model per structural rule onnx.checker enforces on the top-level
 # graph (and one inside an If's subgraph), with what the engine's message

@@ -714,6 +714,58 @@ def shapes_op18():
                  [ints("ax2", [2]), ints("p2", [1, 2]), ints("axl", [-1])], opset=18)
 
 
+def shapes_op21():
+    """Opset 21: the shape rules of operators real exports use and the
+    engine keeps opaque (Einsum in its forms, DepthToSpace/SpaceToDepth,
+    QuantizeLinear/DequantizeLinear, GroupNormalization, GatherND,
+    GridSample, OneHot, ...): each output feeds a model operator (a Relu
+    or an Add), which the rules can rewrite only when the shape is known."""
+    n = [N("Einsum", ["q5", "k5"], "es_attn", equation="bhqd,bhkd->bhqk"),
+         N("Einsum", ["m23", "m34"], "es_implicit", equation="ij,jk"),
+         N("Einsum", ["b2134", "b546"], "es_ellipsis", equation="...ij, ...jk -> ...ik"),
+         N("Einsum", ["m23"], "es_transpose", equation="Ab->bA"),
+         N("Einsum", ["sq33"], "es_diag", equation="ii->i"),
+         N("Einsum", ["v3", "v4"], "es_outer", equation="i,j"),
+         N("Einsum", ["m23"], "es_sum", equation="ij->"),
+         N("DepthToSpace", ["x8"], "d2s", blocksize=2, mode="CRD"),
+         N("SpaceToDepth", ["x8"], "s2d", blocksize=2),
+         N("QuantizeLinear", ["x8", "qs", "qz"], "q8"),
+         N("DequantizeLinear", ["q8", "qs", "qz"], "dq8"),
+         N("DynamicQuantizeLinear", ["x8"], ["dyq", "dyq_s", "dyq_z"]),
+         N("GroupNormalization", ["x8", "gn_s", "gn_b"], "gn", num_groups=2),
+         N("GatherND", ["m34", "gnd_i"], "gnd"),
+         N("GridSample", ["x8", "grid"], "gs"),
+         N("OneHot", ["oh_i", "oh_d", "oh_v"], "oh", axis=1),
+         N("Det", ["sq233"], "det"),
+         N("Shrink", ["m23"], "shrink"),
+         N("Sinh", ["m23"], "sinh"),
+         N("LpNormalization", ["m23"], "lpn", axis=1),
+         N("EyeLike", ["sq33"], "eye"),
+         N("BitwiseAnd", ["i23", "i3"], "band"),
+         N("MatMulInteger", ["u23", "u34"], "mmi")]
+    relu = ["es_attn", "es_implicit", "es_ellipsis", "es_transpose", "es_diag", "es_outer",
+            "d2s", "s2d", "dq8", "gn", "gnd", "gs", "oh", "det", "shrink", "sinh", "lpn", "eye"]
+    n += [N("Relu", [t], t + "_r") for t in relu]
+    n += [N("Add", ["es_sum", "es_sum"], "es_sum_r")]
+    shape = {"es_attn": [1, 2, 5, 6], "es_implicit": [2, 4], "es_ellipsis": [2, 5, 3, 6],
+             "es_transpose": [3, 2], "es_diag": [3], "es_outer": [3, 4], "d2s": [1, 1, 12, 16],
+             "s2d": [1, 16, 3, 4], "dq8": [1, 4, 6, 8], "gn": [1, 4, 6, 8], "gnd": [2],
+             "gs": [1, 4, 3, 5], "oh": [1, 4, 3], "det": [2], "shrink": [2, 3], "sinh": [2, 3],
+             "lpn": [2, 3], "eye": [3, 3], "es_sum": []}
+    outs = [vi(t + "_r", shape[t]) for t in relu + ["es_sum"]] + [
+        vi("dyq", [1, 4, 6, 8], TensorProto.UINT8), vi("band", [2, 3], TensorProto.INT64),
+        vi("mmi", [2, 4], TensorProto.INT32)]
+    u8 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.uint8), name)
+    inits = [weight("q5", 1, 2, 5, 4), weight("k5", 1, 2, 6, 4), weight("m23", 2, 3), weight("m34", 3, 4),
+             weight("b2134", 2, 1, 3, 4), weight("b546", 1, 5, 4, 6), weight("sq33", 3, 3), weight("v3", 3),
+             weight("v4", 4), f32("qs", 0.05), u8("qz", 128), weight("gn_s", 4), weight("gn_b", 4),
+             ints("gnd_i", [[0, 1], [2, 3]]), weight("grid", 1, 3, 5, 2),
+             ints("oh_i", [[1, 0, 2]]), f32("oh_d", 4.0), f32("oh_v", [0.0, 1.0]),
+             weight("sq233", 2, 3, 3), ints("i23", [[1, 2, 3], [4, 5, 6]]), ints("i3", [3, 5, 7]),
+             u8("u23", [[1, 2, 3], [4, 5, 6]]), u8("u34", np.arange(12).reshape(3, 4))]
+    return model(n, "shapes_op21", [vi("x8", [1, 4, 6, 8])], outs, inits, opset=21)
+
+
 def transformer():
     """A one-layer encoder as torch.onnx writes it: every Reshape target is
     Shape/Gather/Unsqueeze/Concat arithmetic, the attention mask a
@@ -975,6 +1027,7 @@ MODELS = {
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
     "fold_cse_opaque": fold_cse_opaque,
     "shapes_op17": shapes_op17, "fold_window": fold_window, "fold_noops": fold_noops, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
+    "shapes_op21": shapes_op21,
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
