@@ -1276,7 +1276,8 @@ static eg_status r_gathernd(const cctx *c) {
     const eg_shape *x = in_s(c, 0), *ix = in_s(c, 1);
     int64_t b = a_int(c, "batch_dims", 0);
     eg_shape o = unknown();
-    if (x->rank >= 0 && ix->rank >= 1 && ix->dim[ix->rank - 1] >= 0 && b >= 0) {
+    if (x->rank >= 0 && ix->rank >= 1 && ix->dim[ix->rank - 1] >= 0 && b >= 0 && b <= x->rank &&
+        ix->dim[ix->rank - 1] <= x->rank) {
         int64_t q = ix->dim[ix->rank - 1];
         int64_t rank = ix->rank - 1 + x->rank - q - b;
         if (b + q <= x->rank && rank >= 0 && rank <= EG_MAX_RANK) {
