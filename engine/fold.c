@@ -172,13 +172,57 @@ static void make_init(fctx *c, int t) {
     c->val[t] = NULL;
 }
 
+/* A folded value this large is written only when it is no copy: an
+ * initializer it is computed from and something else still reads (a tied
+ * embedding that a Gather reads and a Transpose turns into the LM head;
+ * ALBERT's one layer's weights, read by every layer) would be stored twice.
+ * The weight-only nodes stay instead, and the runtime folds them at load
+ * (onnxruntime does), so the time is the same and the file does not grow
+ * by a copy of the weight. Smaller values fold always: a copy of a bias
+ * costs nothing worth a node. */
+#define FOLD_SHARED_MIN_BYTES ((int64_t)1 << 20)
+
+/* 1 when value t (computed by weight-only nodes) is computed from an
+ * initializer that a node outside those nodes reads too. cone and stack
+ * are scratch of g->n_nodes entries; cone is left all zero. */
+static int copies_a_weight(const fctx *c, int t, const int *rd_at, const int *rd, unsigned char *cone,
+                           int *stack) {
+    const eg_graph *g = c->g;
+    int n = 0, top = 0, shared = 0;
+    stack[n++] = g->tensor[t].producer;
+    cone[stack[0]] = 1;
+    while (top < n) { /* the weight-only nodes t is computed by */
+        const eg_node *nd = &g->node[stack[top++]];
+        for (int k = 0; k < nd->n_in; k++) {
+            int p = nd->in[k] >= 0 ? g->tensor[nd->in[k]].producer : -1;
+            if (p >= 0 && c->wo[p] && !cone[p]) cone[p] = 1, stack[n++] = p;
+        }
+    }
+    for (int i = 0; i < n && !shared; i++) { /* their initializers, read elsewhere? */
+        const eg_node *nd = &g->node[stack[i]];
+        for (int k = 0; k < nd->n_in && !shared; k++) {
+            int v = nd->in[k];
+            if (v < 0 || !(g->tensor[v].flags & EG_TF_INIT)) continue;
+            for (int r = rd_at[v]; r < rd_at[v + 1] && !shared; r++) shared = !cone[rd[r]];
+        }
+    }
+    for (int i = 0; i < n; i++) cone[stack[i]] = 0;
+    return shared;
+}
+
 /* Every value computed here that an unevaluated node or a graph output
- * reads becomes an initializer. @return how many. */
+ * reads becomes an initializer, unless it would copy a weight (above).
+ * @return how many. */
 static int materialise(fctx *c) {
     eg_graph *g = c->g;
-    int count = 0;
+    int count = 0, *rd_at = NULL, *rd = NULL;
     unsigned char *read_outside = calloc((size_t)g->n_tensors + 1, 1);
-    if (!read_outside) return -1;
+    unsigned char *cone = calloc((size_t)g->n_nodes + 1, 1);
+    int *stack = malloc(sizeof *stack * ((size_t)g->n_nodes + 1));
+    if (!read_outside || !cone || !stack || eg_reader_index(g, &rd_at, &rd) != EG_OK) {
+        free(read_outside), free(cone), free(stack);
+        return -1;
+    }
     for (int k = 0; k < g->n_outputs; k++) read_outside[g->output[k]] = 1;
     for (int j = 0; j < g->n_nodes; j++) {
         const eg_node *n = &g->node[j];
@@ -186,12 +230,14 @@ static int materialise(fctx *c) {
         for (int k = 0; k < n->n_in + n->n_implicit; k++)
             if (n->in[k] >= 0) read_outside[n->in[k]] = 1;
     }
-    for (int t = 0; t < g->n_tensors; t++)
-        if (c->val[t] && read_outside[t] && g->tensor[t].producer >= 0) {
-            make_init(c, t);
-            count++;
-        }
-    free(read_outside);
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (!c->val[t] || !read_outside[t] || g->tensor[t].producer < 0) continue;
+        int64_t bytes = 4 * eg_shape_numel(&g->tensor[t].shape);
+        if (bytes >= FOLD_SHARED_MIN_BYTES && copies_a_weight(c, t, rd_at, rd, cone, stack)) continue;
+        make_init(c, t);
+        count++;
+    }
+    free(read_outside), free(cone), free(stack), free(rd_at), free(rd);
     return count;
 }
 

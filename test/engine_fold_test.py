@@ -45,7 +45,10 @@ GONE = {"fold_conv_bn": {"BatchNormalization", "Identity", "Add"},
 # op types and how many of each must be left (common subexpressions of
 # opaque nodes merged, random and differing ones kept)
 LEFT = {"fold_cse_opaque": {"Greater": 3, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2},
-        "fold_noops": {"Pad": 2, "Slice": 1, "Cast": 1, "Expand": 0}}
+        "fold_noops": {"Pad": 2, "Slice": 1, "Cast": 1, "Expand": 0},
+        "fold_shared_weight": {"Transpose": 1}}
+# models whose file must not grow by a folded copy of a weight (bytes of slack)
+NO_GROWTH = {"fold_shared_weight": 65536}
 
 n = 0
 failed = False
@@ -80,8 +83,8 @@ def run(path, f):
     return dict(zip([o.name for o in s.get_outputs()], s.run(None, f)))
 
 
-def check_model(driver, name, tmp):
-    src = os.path.join(CORPUS, name + ".onnx")
+def check_model(driver, name, tmp, src=None):
+    src = src or os.path.join(CORPUS, name + ".onnx")
     dst = os.path.join(tmp, name + ".out.onnx")
     r = subprocess.run([driver, src, dst], capture_output=True, text=True)
     tap(r.returncode == 0, "%s: fold_driver exits 0 (%s)" % (name, r.stdout.strip()), r.stderr)
@@ -111,6 +114,30 @@ def check_model(driver, name, tmp):
     if name in LEFT:
         got = {op: sum(nd.op_type == op for nd in m1.graph.node) for op in LEFT[name]}
         tap(got == LEFT[name], "%s: left %s" % (name, LEFT[name]), got)
+    if name in NO_GROWTH:
+        a, b = os.path.getsize(src), os.path.getsize(dst)
+        tap(b < a + NO_GROWTH[name], "%s: the file grows by less than %d bytes (%d -> %d)" % (name, NO_GROWTH[name], a, b))
+
+
+def shared_weight():
+    """A tied embedding as a language model's export writes it: E [1024, 512]
+    (2 MiB) is read as it is by one MatMul and through a Transpose by
+    another (the LM head); F (1 MiB) only through a Transpose.
+    F's Transpose folds (F^T replaces F), E's stays: folding it would store
+    E twice, and onnxruntime folds it at load anyway."""
+    nodes = [helper.make_node("MatMul", ["x", "E"], ["emb"]),
+             helper.make_node("Transpose", ["E"], ["Et"], perm=[1, 0]),
+             helper.make_node("MatMul", ["emb", "Et"], ["logits"]),
+             helper.make_node("Transpose", ["F"], ["Ft"], perm=[1, 0]),
+             helper.make_node("MatMul", ["y", "Ft"], ["z"])]
+    return build("fold_shared_weight", nodes, [("x", [2, 1024]), ("y", [2, 128])], ["logits", "z"],
+                 [small("E", 1024, 512), small("F", 2048, 128)])
+
+
+def small(name, *shape):
+    """Weights of a trained model's size (about 0.01): sums over 1024 terms stay
+    near 1, where the kernels' rounding is far under the tolerance."""
+    return numpy_helper.from_array((wrng.standard_normal(shape) * 0.01).astype(np.float32), name)
 
 
 # corpus models eg_eval_graph runs (opaque.onnx and old_opset.onnx have ops
@@ -227,6 +254,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in MODELS:
             check_model(args[0], name, tmp)
+        m = shared_weight()
+        onnx.save(m, os.path.join(tmp, "fold_shared_weight.onnx"))
+        check_model(args[0], "fold_shared_weight", tmp, os.path.join(tmp, "fold_shared_weight.onnx"))
         for name in EVAL_MODELS:
             check_eval(args[0], name, onnx.load(os.path.join(CORPUS, name + ".onnx")), tmp)
         for make in (ev_windows, ev_matmul):
