@@ -172,55 +172,65 @@ static void make_init(fctx *c, int t) {
     c->val[t] = NULL;
 }
 
-/* A folded value this large is written only when it is no copy: an
- * initializer it is computed from and something else still reads (a tied
- * embedding that a Gather reads and a Transpose turns into the LM head;
- * ALBERT's one layer's weights, read by every layer) would be stored twice.
- * The weight-only nodes stay instead, and the runtime folds them at load
- * (onnxruntime does), so the time is the same and the file does not grow
- * by a copy of the weight. Smaller values fold always: a copy of a bias
+/* A folded value this large is written only when it copies no weight:
+ * when every initializer of this size it is computed from is consumed by
+ * it alone. A consumer is a node that stays (a runtime reader, such as the
+ * Gather of a tied embedding whose transpose is the LM head) or another
+ * folded value this large (ALBERT's one layer's weights, scaled in each
+ * layer). Else the weight-only nodes stay, and the runtime folds them at
+ * load (onnxruntime does): the same time, and the file does not store the
+ * weight twice. Smaller values fold always: a bias derived from a weight
  * costs nothing worth a node. */
-#define FOLD_SHARED_MIN_BYTES ((int64_t)1 << 20)
+#define FOLD_BIG_BYTES ((int64_t)1 << 20)
 
-/* 1 when value t (computed by weight-only nodes) is computed from an
- * initializer that a node outside those nodes reads too. cone and stack
- * are scratch of g->n_nodes entries; cone is left all zero. */
-static int copies_a_weight(const fctx *c, int t, const int *rd_at, const int *rd, unsigned char *cone,
-                           int *stack) {
+static int big(const eg_graph *g, int t) { return 4 * eg_shape_numel(&g->tensor[t].shape) >= FOLD_BIG_BYTES; }
+
+/* The weight-only nodes value t is computed by into stack (marked in
+ * cone, which the caller clears). @return how many. */
+static int cone_of(const fctx *c, int t, unsigned char *cone, int *stack) {
     const eg_graph *g = c->g;
-    int n = 0, top = 0, shared = 0;
+    int n = 0, top = 0;
     stack[n++] = g->tensor[t].producer;
     cone[stack[0]] = 1;
-    while (top < n) { /* the weight-only nodes t is computed by */
+    while (top < n) {
         const eg_node *nd = &g->node[stack[top++]];
         for (int k = 0; k < nd->n_in; k++) {
             int p = nd->in[k] >= 0 ? g->tensor[nd->in[k]].producer : -1;
             if (p >= 0 && c->wo[p] && !cone[p]) cone[p] = 1, stack[n++] = p;
         }
     }
-    for (int i = 0; i < n && !shared; i++) { /* their initializers, read elsewhere? */
+    return n;
+}
+
+/* The large initializers the n nodes of stack read, each once (seen: per
+ * tensor, stamped with `stamp`): with count, each gains a consumer; else
+ * @return 1 when one of them has more than one. */
+static int big_inits(const eg_graph *g, const int *stack, int n, int *seen, int stamp, int *consumers,
+                     int count) {
+    for (int i = 0; i < n; i++) {
         const eg_node *nd = &g->node[stack[i]];
-        for (int k = 0; k < nd->n_in && !shared; k++) {
+        for (int k = 0; k < nd->n_in; k++) {
             int v = nd->in[k];
-            if (v < 0 || !(g->tensor[v].flags & EG_TF_INIT)) continue;
-            for (int r = rd_at[v]; r < rd_at[v + 1] && !shared; r++) shared = !cone[rd[r]];
+            if (v < 0 || !(g->tensor[v].flags & EG_TF_INIT) || !big(g, v) || seen[v] == stamp) continue;
+            seen[v] = stamp;
+            if (count) consumers[v]++;
+            else if (consumers[v] > 1) return 1;
         }
     }
-    for (int i = 0; i < n; i++) cone[stack[i]] = 0;
-    return shared;
+    return 0;
 }
 
 /* Every value computed here that an unevaluated node or a graph output
  * reads becomes an initializer, unless it would copy a weight (above).
- * @return how many. */
+ * @return how many, -1 when out of memory. */
 static int materialise(fctx *c) {
     eg_graph *g = c->g;
     int count = 0, *rd_at = NULL, *rd = NULL;
-    unsigned char *read_outside = calloc((size_t)g->n_tensors + 1, 1);
-    unsigned char *cone = calloc((size_t)g->n_nodes + 1, 1);
-    int *stack = malloc(sizeof *stack * ((size_t)g->n_nodes + 1));
-    if (!read_outside || !cone || !stack || eg_reader_index(g, &rd_at, &rd) != EG_OK) {
-        free(read_outside), free(cone), free(stack);
+    size_t nt = (size_t)g->n_tensors + 1, nn = (size_t)g->n_nodes + 1;
+    unsigned char *read_outside = calloc(nt, 1), *cone = calloc(nn, 1);
+    int *stack = malloc(sizeof *stack * nn), *consumers = calloc(nt, sizeof(int)), *seen = calloc(nt, sizeof(int));
+    if (!read_outside || !cone || !stack || !consumers || !seen || eg_reader_index(g, &rd_at, &rd) != EG_OK) {
+        free(read_outside), free(cone), free(stack), free(consumers), free(seen), free(rd_at), free(rd);
         return -1;
     }
     for (int k = 0; k < g->n_outputs; k++) read_outside[g->output[k]] = 1;
@@ -230,14 +240,33 @@ static int materialise(fctx *c) {
         for (int k = 0; k < n->n_in + n->n_implicit; k++)
             if (n->in[k] >= 0) read_outside[n->in[k]] = 1;
     }
+    /* the consumers of each large initializer: the nodes that stay, then
+     * the large values to fold that are computed from it */
+    for (int v = 0; v < g->n_tensors; v++) {
+        if (!(g->tensor[v].flags & EG_TF_INIT) || !big(g, v)) continue;
+        consumers[v] = (g->tensor[v].flags & EG_TF_OUTPUT) != 0;
+        for (int r = rd_at[v]; r < rd_at[v + 1]; r++) /* a weight-only node not needed is dropped */
+            consumers[v] += !c->done[rd[r]] && (!c->wo[rd[r]] || c->need[rd[r]]);
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (!c->val[t] || !read_outside[t] || g->tensor[t].producer < 0 || !big(g, t)) continue;
+        int n = cone_of(c, t, cone, stack);
+        big_inits(g, stack, n, seen, t + 1, consumers, 1);
+        for (int i = 0; i < n; i++) cone[stack[i]] = 0;
+    }
     for (int t = 0; t < g->n_tensors; t++) {
         if (!c->val[t] || !read_outside[t] || g->tensor[t].producer < 0) continue;
-        int64_t bytes = 4 * eg_shape_numel(&g->tensor[t].shape);
-        if (bytes >= FOLD_SHARED_MIN_BYTES && copies_a_weight(c, t, rd_at, rd, cone, stack)) continue;
+        int copies = 0;
+        if (big(g, t)) {
+            int n = cone_of(c, t, cone, stack);
+            copies = big_inits(g, stack, n, seen, -(t + 1), consumers, 0);
+            for (int i = 0; i < n; i++) cone[stack[i]] = 0;
+        }
+        if (copies) continue;
         make_init(c, t);
         count++;
     }
-    free(read_outside), free(cone), free(stack), free(rd_at), free(rd);
+    free(read_outside), free(cone), free(stack), free(consumers), free(seen), free(rd_at), free(rd);
     return count;
 }
 

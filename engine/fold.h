@@ -94,8 +94,10 @@ eg_status eg_drop_dead(eg_graph *g, int *n_removed, char *err, size_t errlen);
  * outputs keep theirs). Works for opspecs nodes and the model operators of
  * eg_fkern_model; other weight-only nodes stay (with their inputs folded),
  * and so do those whose value (1 MiB or more) would copy an initializer
- * that something else still reads (a tied embedding's transpose): the
- * runtime folds them at load, and the file does not store the weight twice.
+ * (1 MiB or more) that a node left in the graph or another such value
+ * still reads (a tied embedding's transpose, a shared layer scaled per
+ * layer): the runtime folds them at load, and the file does not store the
+ * weight twice.
  * Then drops dead nodes, re-indexes, sorts and re-infers.
  * @pre eg_index and eg_toposort succeeded, shapes inferred.
  * @return EG_OK with *n_folded (may be NULL) the number of tensors made

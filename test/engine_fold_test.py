@@ -46,7 +46,7 @@ GONE = {"fold_conv_bn": {"BatchNormalization", "Identity", "Add"},
 # opaque nodes merged, random and differing ones kept)
 LEFT = {"fold_cse_opaque": {"Greater": 3, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2},
         "fold_noops": {"Pad": 2, "Slice": 1, "Cast": 1, "Expand": 0},
-        "fold_shared_weight": {"Transpose": 1}}
+        "fold_shared_weight": {"Transpose": 1, "Mul": 2}}
 # models whose file must not grow by a folded copy of a weight (bytes of slack)
 NO_GROWTH = {"fold_shared_weight": 65536}
 
@@ -122,16 +122,23 @@ def check_model(driver, name, tmp, src=None):
 def shared_weight():
     """A tied embedding as a language model's export writes it: E [1024, 512]
     (2 MiB) is read as it is by one MatMul and through a Transpose by
-    another (the LM head); F (1 MiB) only through a Transpose.
-    F's Transpose folds (F^T replaces F), E's stays: folding it would store
-    E twice, and onnxruntime folds it at load anyway."""
+    another (the LM head); F (1 MiB) only through a Transpose; G (1 MiB)
+    only through two scalings (ALBERT's shared layer, scaled per layer).
+    F's Transpose folds (F^T replaces F); E's Transpose and G's Muls stay:
+    folding them would store E twice and G twice, and onnxruntime folds
+    them at load anyway."""
     nodes = [helper.make_node("MatMul", ["x", "E"], ["emb"]),
              helper.make_node("Transpose", ["E"], ["Et"], perm=[1, 0]),
              helper.make_node("MatMul", ["emb", "Et"], ["logits"]),
              helper.make_node("Transpose", ["F"], ["Ft"], perm=[1, 0]),
-             helper.make_node("MatMul", ["y", "Ft"], ["z"])]
-    return build("fold_shared_weight", nodes, [("x", [2, 1024]), ("y", [2, 128])], ["logits", "z"],
-                 [small("E", 1024, 512), small("F", 2048, 128)])
+             helper.make_node("MatMul", ["y", "Ft"], ["z"]),
+             helper.make_node("Mul", ["G", "two"], ["G2"]),
+             helper.make_node("Mul", ["G", "half"], ["Gh"]),
+             helper.make_node("MatMul", ["u", "G2"], ["u2"]),
+             helper.make_node("MatMul", ["u", "Gh"], ["uh"])]
+    scalars = [numpy_helper.from_array(np.array(v, dtype=np.float32), k) for k, v in (("two", 2.0), ("half", 0.5))]
+    return build("fold_shared_weight", nodes, [("x", [2, 1024]), ("y", [2, 128]), ("u", [2, 1024])],
+                 ["logits", "z", "u2", "uh"], [small("E", 1024, 512), small("F", 2048, 128), small("G", 1024, 256)] + scalars)
 
 
 def small(name, *shape):
