@@ -91,11 +91,32 @@ static int load_owned(uint8_t *bytes, size_t len, const char *name, const eg_loa
 }
 
 int tasoc_load_file(const char *path, tasoc_graph **out, char *err, size_t errlen) {
+    return tasoc_load_file_dims(path, NULL, NULL, 0, out, err, errlen);
+}
+
+/* dims[MAX_DIMS] from the caller's arrays. @return 0, or an error code. */
+enum { MAX_DIMS = 64 };
+static int take_dims(const char *who, const char *const *dim_names, const int64_t *dim_sizes, int n_dims,
+                     eg_dim_value *dims, char *err, size_t errlen) {
+    if (n_dims < 0 || n_dims > MAX_DIMS || (n_dims && (!dim_names || !dim_sizes))) {
+        snprintf(err, errlen, "%s: 0 to %d dims, with their names and sizes", who, MAX_DIMS);
+        return EG_EFORMAT;
+    }
+    for (int k = 0; k < n_dims; k++) dims[k] = (eg_dim_value){dim_names[k], dim_sizes[k]};
+    return 0;
+}
+
+int tasoc_load_file_dims(const char *path, const char *const *dim_names, const int64_t *dim_sizes, int n_dims,
+                         tasoc_graph **out, char *err, size_t errlen) {
+    eg_dim_value dims[MAX_DIMS];
+    eg_load_opts opts = {.dims = dims, .n_dims = n_dims, .model_path = path};
     uint8_t *bytes = NULL;
     size_t len = 0;
     *out = NULL;
+    int bad = take_dims("tasoc_load_file_dims", dim_names, dim_sizes, n_dims, dims, err, errlen);
+    if (bad) return bad;
     eg_status rc = egp_read_file(path, EG_MAX_FILE, &bytes, &len, err, errlen);
-    return rc != EG_OK ? (int)rc : load_owned(bytes, len, path, NULL, out, err, errlen);
+    return rc != EG_OK ? (int)rc : load_owned(bytes, len, path, &opts, out, err, errlen);
 }
 
 int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **out, char *err,
@@ -105,15 +126,11 @@ int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **
 
 int tasoc_load_mem_dims(const void *buf, size_t len, const char *name, const char *const *dim_names,
                         const int64_t *dim_sizes, int n_dims, tasoc_graph **out, char *err, size_t errlen) {
-    enum { MAX_DIMS = 64 };
     eg_dim_value dims[MAX_DIMS];
     eg_load_opts opts = {.dims = dims, .n_dims = n_dims};
     *out = NULL;
-    if (n_dims < 0 || n_dims > MAX_DIMS || (n_dims && (!dim_names || !dim_sizes))) {
-        snprintf(err, errlen, "tasoc_load_mem_dims: 0 to %d dims, with their names and sizes", MAX_DIMS);
-        return EG_EFORMAT;
-    }
-    for (int k = 0; k < n_dims; k++) dims[k] = (eg_dim_value){dim_names[k], dim_sizes[k]};
+    int bad = take_dims("tasoc_load_mem_dims", dim_names, dim_sizes, n_dims, dims, err, errlen);
+    if (bad) return bad;
     uint8_t *bytes = malloc(len ? len : 1);
     if (!bytes) {
         snprintf(err, errlen, "out of memory");
@@ -261,7 +278,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
         b = NULL; /* the handle owns it */
         atomic_fetch_add(&g->refs, 1);
         (*best)->base = g;
-        (*best)->verbatim = res.kept_input && !g->g->repaired && g->bytes;
+        (*best)->verbatim = res.kept_input && !g->g->repaired && !g->g->external && g->bytes;
     } else {
         tasoc_result_free(*r);
         *r = NULL;

@@ -485,7 +485,12 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
         printf("verify: writing the %s (timing took %.2f s)\n",
                *pick ? names[*pick] : "input (no candidate measured faster)", secs);
     }
-    for (int k = 1; k < n; k++) remove(paths[k]);
+    for (int k = 1; k < n; k++) { /* and the data file eg_save wrote beside it */
+        char data[4096 + 8];
+        snprintf(data, sizeof data, "%s.data", paths[k]);
+        remove(paths[k]);
+        if (g->external) remove(data);
+    }
     int src = rc == EG_OK && *pick ? source[*pick] : 0;
     if (src == MAX_CAND) { /* plain is a clone of g: it borrows nothing from *best */
         eg_free(*best);
@@ -505,7 +510,9 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
 
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
  * the input's bytes are written unchanged, not an export of them, unless
- * the import mended the file (g->repaired). */
+ * the import mended the file (g->repaired) or the file keeps its data in
+ * external files (g->external: the export writes a.out.data beside a.out,
+ * so the result does not depend on files next to the input). */
 static int cmd_optimize(int argc, char **argv) {
     opt_args a;
     char err[EG_ERRLEN];
@@ -517,7 +524,7 @@ static int cmd_optimize(int argc, char **argv) {
     eg_search_result r = {0};
     if (optimize_args(argc, argv, &a)) return EXIT_BAD;
     eg_status rc = egp_read_file(a.in, EG_MAX_FILE, &bytes, &len, err, sizeof err);
-    eg_load_opts lo = {.dims = a.dims, .n_dims = a.n_dims};
+    eg_load_opts lo = {.dims = a.dims, .n_dims = a.n_dims, .model_path = a.in};
     if (rc == EG_OK) rc = eg_load_mem(bytes, len, a.in, &lo, &g, err, sizeof err);
     if (rc == EG_OK)
         rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
@@ -533,7 +540,7 @@ static int cmd_optimize(int argc, char **argv) {
         rc = verify(&a, g, cost, &r, &best, &pick, err, sizeof err);
         keep_input = rc == EG_OK && pick == 0;
     }
-    int verbatim = keep_input && !g->repaired;
+    int verbatim = keep_input && !g->repaired && !g->external;
     if (rc == EG_OK)
         rc = verbatim ? egp_write_file(a.out, bytes, len, err, sizeof err)
                       : eg_save(a.out, keep_input ? g : best, err, sizeof err);

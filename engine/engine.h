@@ -81,6 +81,11 @@ typedef struct {
      * sizes). Every name must occur in the file (else EG_EFORMAT). */
     const eg_dim_value *dims;
     int n_dims;
+    /* The file the model's bytes came from: initializers kept in external
+     * files (ONNX external data; torch.onnx.export writes MODEL.onnx.data
+     * by default) are read from its directory. NULL (eg_load_mem from
+     * memory): such a model is refused with a message. eg_load sets it. */
+    const char *model_path;
 } eg_load_opts;
 
 /* Read and import an ONNX model. opts may be NULL.
@@ -102,7 +107,10 @@ eg_status eg_load_mem(const void *buf, size_t len, const char *name, const eg_lo
  *         writer cannot express), EG_ENOMEM, with a message in err. */
 eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen);
 
-/* Export to a file, written to "PATH.tmp.PID" and renamed.
+/* Export to a file, written to "PATH.tmp.PID" and renamed. A graph read
+ * with external data (g->external) keeps its initializers of 1 KiB or
+ * more in "PATH.data" (written first, the same way), named in the model
+ * relative to it, so the two files move together; else all is inline.
  * @return as eg_save_mem, or EG_EIO. */
 eg_status eg_save(const char *path, const eg_graph *g, char *err, size_t errlen);
 

@@ -230,6 +230,10 @@ typedef struct eg_graph {
     int repaired;            /* the file broke a rule the export mends (an
                                 IR < 4 initializer not listed as a graph
                                 input), so its bytes are never the result */
+    int external;            /* initializers were read from external data
+                                files: eg_save writes them so too, and the
+                                file's bytes are never the result (they name
+                                the data beside the input) */
     char *producer;          /* "name version", for display */
     char *graph_name;
     uint8_t *model_shell;    /* the ModelProto without its graph */

@@ -161,21 +161,9 @@ static eg_status read_type(const Onnx__TypeProto *tp, eg_tensor *t) {
     return EG_OK;
 }
 
-static const char *external_location(const Onnx__TensorProto *tp) {
-    for (size_t i = 0; i < tp->n_external_data; i++)
-        if (tp->external_data[i]->key && strcmp(tp->external_data[i]->key, "location") == 0)
-            return str(tp->external_data[i]->value);
-    return "?";
-}
-
 /* Shape of a TensorProto; rejects what a value cannot have. */
 static eg_status value_shape(const ictx *c, const Onnx__TensorProto *tp, const char *what,
                              eg_tensor *t, int64_t *numel) {
-    if ((tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
-        tp->n_external_data)
-        return fail(c, EG_EUNSUPPORTED, "%s '%s' keeps its data in an external file (%s), which "
-                    "is not supported; re-save the model with its data inline",
-                    what, t->name, external_location(tp));
     if (tp->segment) return fail(c, EG_EUNSUPPORTED, "%s '%s' is segmented", what, t->name);
     if (!tp->has_data_type || tp->data_type == EG_DT_UNDEFINED)
         return fail(c, EG_EFORMAT, "%s '%s' has no data type", what, t->name);
@@ -253,18 +241,111 @@ static eg_status value_data(const ictx *c, const Onnx__TensorProto *tp, const ch
     return EG_OK;
 }
 
+/* ================= external data ================= */
+
+static int is_external(const Onnx__TensorProto *tp) {
+    return (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+           tp->n_external_data;
+}
+
+/* The value of an external_data key, or NULL. */
+static const char *ext_value(const Onnx__TensorProto *tp, const char *key) {
+    for (size_t i = 0; i < tp->n_external_data; i++)
+        if (tp->external_data[i]->key && strcmp(tp->external_data[i]->key, key) == 0)
+            return str(tp->external_data[i]->value);
+    return NULL;
+}
+
+/* A decimal byte count or offset (under 2^62): 0, or -1 when it is none. */
+static int parse_count(const char *s, uint64_t *v) {
+    *v = 0;
+    if (!s || !*s) return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || *v > (((uint64_t)1 << 62) - 10) / 10) return -1;
+        *v = *v * 10 + (uint64_t)(*s - '0');
+    }
+    return 0;
+}
+
+/* A location the reader follows: relative and never above the model's
+ * directory (no ".." part), as onnx's own loader requires, so a file cannot
+ * make the engine read what lies elsewhere on the machine. */
+static int safe_location(const char *loc) {
+    if (!loc[0] || loc[0] == '/' || strchr(loc, '\\')) return 0;
+    for (const char *p = loc; *p;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') return 0;
+        p += n + (e != NULL);
+    }
+    return 1;
+}
+
+/* An initializer's bytes from the file its external_data names (location,
+ * offset, length; relative to the model file's directory) into *data, its
+ * shape needing `bytes`. */
+static eg_status read_external(const ictx *c, const Onnx__TensorProto *tp, const eg_tensor *t, size_t bytes,
+                               uint8_t **data) {
+    const char *loc = ext_value(tp, "location"), *off = ext_value(tp, "offset"), *len = ext_value(tp, "length");
+    uint64_t offset = 0, length = bytes;
+    char msg[EG_ERRLEN];
+    if (!c->o->model_path)
+        return fail(c, EG_EUNSUPPORTED, "initializer '%s' keeps its data in an external file (%s), and the model was "
+                    "read from memory: load it from its file, or with onnx.load (which reads the data in)",
+                    t->name, loc ? loc : "?");
+    if (!loc || !safe_location(loc))
+        return fail(c, EG_EFORMAT, "initializer '%s': external data location '%s' is not a relative path inside "
+                    "the model's directory", t->name, loc ? loc : "");
+    if ((off && parse_count(off, &offset)) || (len && parse_count(len, &length)))
+        return fail(c, EG_EFORMAT, "initializer '%s': external data offset '%s' or length '%s' is no byte count",
+                    t->name, off ? off : "", len ? len : "");
+    if (length != bytes)
+        return fail(c, EG_EFORMAT, "initializer '%s': external data has %llu bytes, its shape needs %zu", t->name,
+                    (unsigned long long)length, bytes);
+    const char *slash = strrchr(c->o->model_path, '/');
+    size_t dir = slash ? (size_t)(slash - c->o->model_path) + 1 : 0, n = dir + strlen(loc) + 1;
+    char *path = malloc(n);
+    if (!path) return fail(c, EG_ENOMEM, "out of memory");
+    memcpy(path, c->o->model_path, dir);
+    strcpy(path + dir, loc);
+    eg_status rc = egp_read_range(path, offset, length, data, msg, sizeof msg);
+    free(path);
+    return rc == EG_OK ? EG_OK : fail(c, rc, "initializer '%s': external data: %s", t->name, msg);
+}
+
 /* Load a TensorProto as t's value. Non-float initializers also keep their
- * bytes for export (keep_proto); types with no fixed width keep only them. */
+ * bytes for export (keep_proto); types with no fixed width keep only them.
+ * An initializer's external data is read in: the value, and the bytes
+ * kept, are as if the file held it inline (and g->external says the
+ * export writes such values to a file of its own). */
 static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const char *what,
                             eg_tensor *t, int keep_proto) {
     int64_t numel = 0;
+    Onnx__TensorProto inline_tp;
+    uint8_t *ext = NULL;
     eg_status rc = value_shape(c, tp, what, t, &numel);
     if (rc != EG_OK) return rc;
+    if (is_external(tp)) {
+        size_t size = eg_dtype_size(t->dtype);
+        if (strcmp(what, "initializer") || !size)
+            return fail(c, EG_EUNSUPPORTED, "%s '%s' keeps its data in an external file (%s): read for "
+                        "initializers of fixed-width types only", what, t->name, str(ext_value(tp, "location")));
+        if ((uint64_t)numel > (uint64_t)SIZE_MAX / size)
+            return fail(c, EG_ELIMIT, "%s '%s' is too large", what, t->name);
+        if ((rc = read_external(c, tp, t, (size_t)numel * size, &ext)) != EG_OK) return rc;
+        inline_tp = *tp; /* the same message, its bytes inline */
+        inline_tp.has_data_location = 0, inline_tp.data_location = 0;
+        inline_tp.n_external_data = 0, inline_tp.external_data = NULL;
+        inline_tp.has_raw_data = 1, inline_tp.raw_data.len = (size_t)numel * size, inline_tp.raw_data.data = ext;
+        tp = &inline_tp;
+        c->g->external = 1;
+    }
     t->flags |= EG_TF_INIT;
     if (eg_dtype_size(t->dtype)) rc = value_data(c, tp, what, t, numel);
     if (rc == EG_OK && keep_proto && t->dtype != EG_DT_FLOAT &&
         egp_pack(&tp->base, &t->proto, &t->proto_len) != EG_OK)
         rc = fail(c, EG_ENOMEM, "out of memory");
+    free(ext);
     return rc;
 }
 
@@ -395,6 +476,9 @@ static eg_status add_initializers(ictx *c) {
         eg_status rc = value_tensor(c, sp->values ? sp->values->name : NULL, "sparse initializer", &id);
         if (rc != EG_OK) return rc;
         eg_tensor *t = &c->g->tensor[id];
+        if (is_external(sp->values) || (sp->indices && is_external(sp->indices)))
+            return fail(c, EG_EUNSUPPORTED, "sparse initializer '%s' keeps its data in an external file (%s): "
+                        "read for dense initializers only", t->name, str(ext_value(sp->values, "location")));
         t->flags |= EG_TF_SPARSE | EG_TF_PINNED;
         t->dtype = sp->values->has_data_type ? sp->values->data_type : 0;
         if (sp->n_dims <= EG_MAX_RANK) {
@@ -1396,9 +1480,10 @@ eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, ch
     eg_load_opts o;
     *out = NULL;
     fill_opts(opts, 0, &o);
+    if (!o.model_path) o.model_path = path; /* external data lies beside it */
     eg_status rc = egp_read_file(path, o.max_file_bytes, &buf, &len, err, errlen);
     if (rc != EG_OK) return rc;
-    rc = eg_load_mem(buf, len, path, opts, out, err, errlen);
+    rc = eg_load_mem(buf, len, path, &o, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -63,7 +63,16 @@ typedef struct {
     int n_added, cap_added;
     new_ints *ints;       /* the int64 vectors put_ints wrote */
     int n_ints, cap_ints;
+    const char *ext_loc;  /* non-NULL: float values of EXT_MIN_BYTES or more go
+                             to ext, named in the model by this location
+                             (integer ones stay inline: onnxruntime reads a
+                             Reshape's shape only from the model itself) */
+    egp_buf ext;
 } octx;
+
+/* The size from which a value goes to the external data file: onnx's own
+ * default threshold (onnx.save_model's size_threshold). */
+#define EXT_MIN_BYTES 1024
 
 /* Field numbers, from the descriptors rather than copied by hand. */
 static uint32_t field_id(const ProtobufCMessageDescriptor *d, const char *name) {
@@ -81,7 +90,7 @@ static eg_status fail(const octx *c, eg_status rc, const char *fmt, ...) {
     return rc;
 }
 
-static int oom(const octx *c) { return c->nodes.oom || c->inits.oom || c->ios.oom; }
+static int oom(const octx *c) { return c->nodes.oom || c->inits.oom || c->ios.oom || c->ext.oom; }
 
 /* ================= names ================= */
 
@@ -157,6 +166,22 @@ static eg_status put_value(octx *c, const char *name, int dtype, const eg_shape 
     tp.dims = dims;
     tp.has_data_type = 1, tp.data_type = dtype;
     tp.has_raw_data = 1, tp.raw_data.len = len, tp.raw_data.data = (uint8_t *)bytes;
+    Onnx__StringStringEntryProto kv[3], *kvp[3];
+    char num[2][24];
+    if (c->ext_loc && dtype == EG_DT_FLOAT && len >= EXT_MIN_BYTES) { /* in the data file, at its end */
+        const char *key[3] = {"location", "offset", "length"};
+        snprintf(num[0], sizeof num[0], "%zu", c->ext.len);
+        snprintf(num[1], sizeof num[1], "%zu", len);
+        for (int k = 0; k < 3; k++) {
+            onnx__string_string_entry_proto__init(&kv[k]);
+            kv[k].key = (char *)key[k], kv[k].value = k ? num[k - 1] : (char *)c->ext_loc;
+            kvp[k] = &kv[k];
+        }
+        egp_buf_put(&c->ext, bytes, len);
+        tp.has_raw_data = 0, tp.raw_data.len = 0, tp.raw_data.data = NULL;
+        tp.has_data_location = 1, tp.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        tp.n_external_data = 3, tp.external_data = kvp;
+    }
     egp_buf_message(&c->inits, field_id(&onnx__graph_proto__descriptor, "initializer"), &tp.base);
     return added ? note_added(c, name, dtype, s, tensor) : EG_OK;
 }
@@ -1386,7 +1411,7 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
 }
 
 static void octx_free(octx *c) {
-    free(c->nodes.p), free(c->inits.p), free(c->ios.p);
+    free(c->nodes.p), free(c->inits.p), free(c->ios.p), free(c->ext.p);
     free(c->uses), free(c->partner), free(c->fuse), free(c->vtrail), free(c->revived);
     for (int j = 0; c->pad_name && j < c->g->n_nodes; j++) free(c->pad_name[j]);
     free(c->pad_name);
@@ -1420,7 +1445,10 @@ static eg_status assemble(octx *c, uint8_t **buf, size_t *len) {
     return EG_OK;
 }
 
-eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen) {
+/* The model into *buf; with ext_loc, its large values into *ext (see
+ * octx.ext_loc). */
+static eg_status save_model(const eg_graph *g, const char *ext_loc, uint8_t **buf, size_t *len, egp_buf *ext,
+                            char *err, size_t errlen) {
     octx c;
     *buf = NULL, *len = 0;
     if (!g->model_shell) {
@@ -1428,25 +1456,43 @@ eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, 
         return EG_EFORMAT;
     }
     eg_status rc = octx_init(&c, g, err, errlen);
+    c.ext_loc = ext_loc;
     if (rc == EG_OK) rc = emit_nodes(&c);
     if (rc == EG_OK) rc = emit_values(&c);
     if (rc == EG_OK) rc = emit_ios(&c);
     if (rc == EG_OK) rc = assemble(&c, buf, len);
     if (rc == EG_ENOMEM) snprintf(err, errlen, "out of memory writing the model");
+    if (rc == EG_OK && ext) *ext = c.ext, c.ext = (egp_buf){0};
     octx_free(&c);
     return rc;
 }
 
+eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen) {
+    return save_model(g, NULL, buf, len, NULL, err, errlen);
+}
+
 eg_status eg_save(const char *path, const eg_graph *g, char *err, size_t errlen) {
     uint8_t *buf;
-    size_t len;
+    size_t len, n = strlen(path) + 8;
     char msg[EG_ERRLEN];
-    eg_status rc = eg_save_mem(g, &buf, &len, msg, sizeof msg);
+    egp_buf ext = {0};
+    char *data_path = g->external ? malloc(n) : NULL;
+    if (g->external && !data_path) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return EG_ENOMEM;
+    }
+    const char *base = strrchr(path, '/');
+    if (data_path) snprintf(data_path, n, "%s.data", path);
+    /* the model names its data file relative to itself: PATH's name + .data */
+    eg_status rc = save_model(g, data_path ? data_path + (base ? base + 1 - path : 0) : NULL, &buf, &len,
+                              &ext, msg, sizeof msg);
     if (rc != EG_OK) {
         snprintf(err, errlen, "%s: %s", path, msg);
+        free(data_path);
         return rc;
     }
-    rc = egp_write_file(path, buf, len, err, errlen);
-    free(buf);
+    if (data_path) rc = egp_write_file(data_path, ext.p ? ext.p : (uint8_t *)"", ext.len, err, errlen);
+    if (rc == EG_OK) rc = egp_write_file(path, buf, len, err, errlen);
+    free(buf), free(ext.p), free(data_path);
     return rc;
 }

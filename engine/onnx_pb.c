@@ -258,6 +258,46 @@ eg_status egp_read_file(const char *path, size_t max, uint8_t **buf, size_t *len
     return EG_OK;
 }
 
+eg_status egp_read_range(const char *path, uint64_t offset, uint64_t length, uint8_t **buf, char *err,
+                         size_t errlen) {
+    struct stat st;
+    eg_status rc = EG_OK;
+    uint8_t *p = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return EG_EIO;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        rc = EG_EIO;
+    } else if (offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset) {
+        snprintf(err, errlen, "%s: bytes %llu..%llu asked for, the file has %llu", path,
+                 (unsigned long long)offset, (unsigned long long)(offset + length), (unsigned long long)st.st_size);
+        rc = EG_EFORMAT;
+    } else if (length > SIZE_MAX - 1 || !(p = malloc(length ? (size_t)length : 1))) {
+        snprintf(err, errlen, "%s: out of memory for %llu bytes", path, (unsigned long long)length);
+        rc = EG_ENOMEM;
+    }
+    for (uint64_t done = 0; rc == EG_OK && done < length;) {
+        ssize_t k = pread(fd, p + done, length - done > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)(length - done),
+                          (off_t)(offset + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            snprintf(err, errlen, "%s: cannot read: %s", path, k < 0 ? strerror(errno) : "it ended early");
+            rc = EG_EIO;
+        }
+        done += k > 0 ? (uint64_t)k : 0;
+    }
+    close(fd);
+    if (rc != EG_OK) {
+        free(p);
+        return rc;
+    }
+    *buf = p;
+    return EG_OK;
+}
+
 static int write_all(int fd, const uint8_t *p, size_t n) {
     while (n > 0) {
         ssize_t k = write(fd, p, n);

@@ -68,6 +68,13 @@ void egp_buf_message(egp_buf *b, uint32_t field, const ProtobufCMessage *msg);
 eg_status egp_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, char *err,
                         size_t errlen);
 
+/* Read bytes [offset, offset + length) of a regular file into a malloc'd
+ * buffer (an initializer's external data). @return EG_OK, EG_EIO (cannot
+ * open or read), EG_EFORMAT (the range is not in the file), EG_ENOMEM;
+ * message in err. */
+eg_status egp_read_range(const char *path, uint64_t offset, uint64_t length, uint8_t **buf, char *err,
+                         size_t errlen);
+
 /* Write buf to path through "path.tmp.PID", fsync and rename, so a crash
  * leaves the old file or the new one. @return EG_OK or EG_EIO. */
 eg_status egp_write_file(const char *path, const uint8_t *buf, size_t len, char *err,

@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define TASOC_ERRLEN 320
-#define TASOC_API_VERSION 2 /* bumped when a signature or struct changes */
+#define TASOC_API_VERSION 3 /* bumped when a signature or struct changes */
 
 typedef struct tasoc_graph tasoc_graph;
 typedef struct tasoc_result tasoc_result;
@@ -91,12 +91,21 @@ const char *tasoc_status_name(int status);
 
 void tasoc_opts_init(tasoc_opts *o);
 
-/* Read and import an ONNX model file. @return 0 with *out set, or a
- * status with err saying why (the file, the node, the tensor). */
+/* Read and import an ONNX model file; initializers in external data
+ * files (MODEL.onnx.data, as torch.onnx.export writes by default) are
+ * read from its directory. @return 0 with *out set, or a status with err
+ * saying why (the file, the node, the tensor). */
 int tasoc_load_file(const char *path, tasoc_graph **out, char *err, size_t errlen);
 
+/* tasoc_load_file with symbolic dimensions pinned, as tasoc_load_mem_dims
+ * does. @return as tasoc_load_file. */
+int tasoc_load_file_dims(const char *path, const char *const *dim_names, const int64_t *dim_sizes, int n_dims,
+                         tasoc_graph **out, char *err, size_t errlen);
+
 /* Import an ONNX model from memory (the bytes are copied); name appears
- * in messages. @return as tasoc_load_file. */
+ * in messages. A model keeping initializers in external files is refused
+ * (there is no directory to read them from): load it from its file.
+ * @return as tasoc_load_file. */
 int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **out, char *err,
                    size_t errlen);
 
@@ -108,9 +117,10 @@ int tasoc_load_mem(const void *buf, size_t len, const char *name, tasoc_graph **
 int tasoc_load_mem_dims(const void *buf, size_t len, const char *name, const char *const *dim_names,
                         const int64_t *dim_sizes, int n_dims, tasoc_graph **out, char *err, size_t errlen);
 
-/* Export as ONNX bytes into *buf (free with tasoc_mem_free). A graph
- * tasoc_optimize kept as its input gives the input's bytes unchanged, as
- * `engine optimize` writes them. @return 0, or a status and err. */
+/* Export as ONNX bytes into *buf (free with tasoc_mem_free), every
+ * initializer inline. A graph tasoc_optimize kept as its input gives the
+ * input's bytes unchanged, as `engine optimize` writes them (unless the
+ * input kept data in external files). @return 0, or a status and err. */
 int tasoc_save_mem(const tasoc_graph *g, uint8_t **buf, size_t *len, char *err, size_t errlen);
 
 void tasoc_mem_free(void *buf);

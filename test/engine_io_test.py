@@ -517,6 +517,96 @@ def check_refused(tap, engine, tmp, title, make, frags):
               "\n".join(f"{c}: {err}" for c, _, _, err in runs))
 
 
+def ext_model():
+    """A conv + matmul model whose weights and biases lie in an external data
+    file, as torch.onnx.export writes by default (and a Reshape target
+    kept inline, which onnxruntime needs to read from the model itself)."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["c", "b"], ["cb"], name="bias"),
+         helper.make_node("Relu", ["cb"], ["r"], name="relu"),
+         helper.make_node("Reshape", ["r", "shape"], ["f"], name="flat"),
+         helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc")]
+    inits = [weight("w", 8, 3, 3, 3), weight("b", 1, 8, 1, 1), weight("fc", 8 * 6 * 6, 10),
+             numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "shape")]
+    g = helper.make_graph(n, "ext", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="engine_io_test")
+    m.ir_version = IR
+    return m
+
+
+def save_external(m, path, location):
+    """m saved with its float initializers in `location` (beside path); m
+    itself is left as it was (onnx.save would rewrite it)."""
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location=location,
+              size_threshold=0)
+    # a Reshape's target must stay inline for onnxruntime: put it back
+    out = onnx.load(path, load_external_data=False)
+    for t in out.graph.initializer:
+        if t.data_type == TensorProto.INT64:
+            t.CopyFrom(numpy_helper.from_array(np.array([1, -1], dtype=np.int64), t.name))
+    onnx.save(out, path)
+
+
+def check_external(tap, engine, tmp):
+    """Initializers in an external data file are read (relative to the
+    model's directory), and the output keeps its own data file beside it,
+    so it runs after the input's data is gone; a location outside the
+    model's directory, an absolute one, a range past the file's end, a
+    missing file, a wrong length and a model read from memory are refused
+    with the initializer and the file named."""
+    d = os.path.join(tmp, "ext")
+    os.makedirs(os.path.join(d, "out"), exist_ok=True)
+    m = ext_model()
+    src = os.path.join(d, "model.onnx")
+    save_external(m, src, "model.onnx.data")
+    feeds = random_feeds(m)
+    want = run_ort(m, feeds)
+    for command in (("roundtrip",), ("optimize", "-q")):
+        dst = os.path.join(d, "out", command[0] + ".onnx")
+        p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True, text=True)
+        if not tap.check(p.returncode == 0, f"external data: {command[0]} exits 0", p.stderr):
+            continue
+        out = onnx.load(dst, load_external_data=False)
+        locs = {e.value for t in out.graph.initializer for e in t.external_data if e.key == "location"}
+        tap.check(locs == {command[0] + ".onnx.data"} and os.path.exists(dst + ".data"),
+                  f"external data: {command[0]} writes its floats to {command[0]}.onnx.data beside it", locs)
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        got = ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+        err = max(rel_error(x, y) for x, y in zip(want, got))
+        tap.check(err < TOL, f"external data: {command[0]}'s output gives the input's outputs in onnxruntime "
+                  f"(max rel error {err:.2e})")
+    p = subprocess.run([engine, "info", src], capture_output=True, text=True)
+    tap.check(p.returncode == 0 and "parameters:" in p.stdout, "external data: info reads the model", p.stderr)
+    data = open(os.path.join(d, "model.onnx.data"), "rb").read()
+
+    def refused(title, edit, frags, data_name="model.onnx.data"):
+        bad = onnx.load(src, load_external_data=False)
+        t = next(t for t in bad.graph.initializer if t.name == "fc")
+        kv = {e.key: e for e in t.external_data}
+        edit(kv)
+        path = os.path.join(d, "bad.onnx")
+        onnx.save(bad, path)
+        p = subprocess.run([engine, "optimize", path, "-o", os.path.join(d, "bad.out.onnx")], capture_output=True,
+                           text=True)
+        tap.check(p.returncode == 2 and all(f in p.stderr for f in frags) and
+                  not os.path.exists(os.path.join(d, "bad.out.onnx")),
+                  f"external data: {title}: exit 2, no output, the message names {frags}", p.stderr)
+
+    def setv(key, value):
+        return lambda kv: setattr(kv[key], "value", value)
+    refused("a location above the model's directory", setv("location", "../model.onnx.data"),
+            ["initializer 'fc'", "not a relative path inside"])
+    refused("an absolute location", setv("location", os.path.abspath(os.path.join(d, "model.onnx.data"))),
+            ["initializer 'fc'", "not a relative path inside"])
+    refused("a range past the file's end", setv("offset", str(len(data) - 8)),
+            ["initializer 'fc'", "model.onnx.data", "asked for"])
+    refused("a missing file", setv("location", "nowhere.data"), ["initializer 'fc'", "nowhere.data: cannot open"])
+    refused("a length that does not fit the shape", setv("length", "16"), ["initializer 'fc'", "16 bytes"])
+    refused("an offset that is no number", setv("offset", "12abc"), ["initializer 'fc'", "no byte count"])
+
+
 def main():
     engine = sys.argv[1]
     start = int(sys.argv[sys.argv.index("--start") + 1]) if "--start" in sys.argv else 1
@@ -537,6 +627,7 @@ def main():
         check_opsets(tap, engine, tmp)
         check_legal(tap, engine, tmp)
         check_shapes_known(tap, engine, tmp)
+        check_external(tap, engine, tmp)
         for title, make, frags in STRUCTURE_CASES:
             check_refused(tap, engine, tmp, title, make, frags)
     return 1 if tap.failed else 0

@@ -13,7 +13,7 @@ from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_int, c_size
 from pathlib import Path
 from typing import Optional
 
-API_VERSION = 2
+API_VERSION = 3
 ERRLEN = 320
 
 _HERE = Path(__file__).resolve().parent
@@ -81,6 +81,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "tasoc_status_name": (c_char_p, [c_int]),
         "tasoc_opts_init": (None, [POINTER(Opts)]),
         "tasoc_load_file": (c_int, [c_char_p, pvp, c_char_p, c_size_t]),
+        "tasoc_load_file_dims": (c_int, [c_char_p, POINTER(c_char_p), POINTER(ctypes.c_int64), c_int, pvp,
+                                         c_char_p, c_size_t]),
         "tasoc_load_mem": (c_int, [c_char_p, c_size_t, c_char_p, pvp, c_char_p, c_size_t]),
         "tasoc_load_mem_dims": (c_int, [c_char_p, c_size_t, c_char_p, POINTER(c_char_p),
                                         POINTER(ctypes.c_int64), c_int, pvp, c_char_p, c_size_t]),

@@ -415,13 +415,13 @@ def load_onnx(model: ModelLike, dims: Optional[Mapping[str, int]] = None) -> Gra
         return Graph(_load_bytes(model.SerializeToString(), model.graph.name or "<ModelProto>", dims))
     if isinstance(model, (bytes, bytearray, memoryview)):
         return Graph(_load_bytes(bytes(model), "<bytes>", dims))
-    if isinstance(model, (str, os.PathLike)) and dims:
-        with open(model, "rb") as f:
-            return Graph(_load_bytes(f.read(), os.fsdecode(model), dims))
-    if isinstance(model, (str, os.PathLike)):
+    if isinstance(model, (str, os.PathLike)):  # external data is read from beside the file
+        dims = dims or {}
         h, err = ctypes.c_void_p(), _lib.err_buf()
-        _lib.check(_lib.lib().tasoc_load_file(_lib.fs(model), ctypes.byref(h), err, _lib.ERRLEN),
-                   err)
+        names = (ctypes.c_char_p * len(dims))(*(str(k).encode() for k in dims))
+        sizes = (ctypes.c_int64 * len(dims))(*(int(v) for v in dims.values()))
+        _lib.check(_lib.lib().tasoc_load_file_dims(_lib.fs(model), names, sizes, len(dims), ctypes.byref(h),
+                                                   err, _lib.ERRLEN), err)
         return Graph(h.value)
     raise ValueError(f"load_onnx takes a path, bytes or an onnx.ModelProto, not "
                      f"{type(model).__name__}")

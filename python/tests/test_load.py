@@ -82,3 +82,21 @@ def test_load_dims_pins_a_symbolic_batch():
     assert "'batch'" in str(e.value)
     with pytest.raises(tasoc.TasocError):
         tasoc.load_onnx(path, dims={"N": 0})
+
+
+def test_load_external_data(tmp_path):
+    """A model whose weights lie in an external data file (torch.onnx.export
+    writes MODEL.onnx.data by default): load_onnx(path) reads them from
+    beside the file, with dims= too, and the export computes what the input
+    computes; its bytes alone are refused, saying why."""
+    m = onnx.load(str(CORPUS / "conv_bn_relu.onnx"))
+    src = tmp_path / "model.onnx"
+    onnx.save(onnx.ModelProto.FromString(m.SerializeToString()), str(src), save_as_external_data=True,
+              location="model.onnx.data", size_threshold=0)
+    assert (tmp_path / "model.onnx.data").exists()
+    assert any(t.external_data for t in onnx.load(str(src), load_external_data=False).graph.initializer)
+    for g in (tasoc.load_onnx(src), tasoc.load_onnx(str(src), dims={})):
+        assert_same_outputs(m, tasoc.export_onnx(g))
+    with pytest.raises(tasoc.TasocError) as e:
+        tasoc.load_onnx(src.read_bytes())
+    assert "external file" in str(e.value) and "read from memory" in str(e.value)
