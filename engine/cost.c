@@ -334,6 +334,17 @@ static int kern_permute(const eg_graph *g, int x, eg_cost_kern *k) {
 
 /* opspecs operators, per form. @return 1, or 0 for shapes the formulas
  * cannot use. */
+/* 1 when a layernorm along axis of x is written with its axis moved last
+ * and back (onnx_out.c: ONNX normalises every dim from its axis on, and
+ * some after this one are not 1): its traffic is then three times the
+ * norm's own, the two Transposes'. */
+static int ln_transposed(const eg_graph *g, int x, int axis) {
+    const eg_shape *s = x >= 0 ? &g->tensor[x].shape : NULL;
+    for (int k = axis + 1; s && k < s->rank; k++)
+        if (s->dim[k] != 1) return 1;
+    return 0;
+}
+
 static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     const int32_t *p = n->param;
     int x = n->in[0], y = n->out[0];
@@ -356,7 +367,10 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE:
     case OPS_FORM_CHANNEL:
-    case OPS_FORM_ROW: ewise(k, runtime_ew(n->op), ops_table[n->op].flops); return 1;
+    case OPS_FORM_ROW:
+        ewise(k, runtime_ew(n->op), ops_table[n->op].flops);
+        if (n->op == OP_LAYERNORM && ln_transposed(g, x, p[0])) k->bytes *= 3, k->extra = 2;
+        return 1;
     case OPS_FORM_POOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;
         k->kh = OPS_KERNEL_H(p[0]), k->kw = OPS_KERNEL_W(p[0]), k->sh = k->sw = p[1];
@@ -502,6 +516,7 @@ static double roofline(const target *t, double flops, double bytes) {
 }
 
 static double analytic(const target *t, const eg_cost_kern *k) {
+    double extra = k->extra * t->launch;
     switch (k->cls) {
     case EG_KC_FREE: return 0;
     case EG_KC_VIEW: return t->view + roofline(t, 0, k->bytes);
@@ -510,7 +525,7 @@ static double analytic(const target *t, const eg_cost_kern *k) {
     case EG_KC_CONV:
     case EG_KC_GEMM:
     case EG_KC_POOL:
-    case EG_KC_EWISE: return t->launch + roofline(t, k->flops, k->bytes);
+    case EG_KC_EWISE: return extra + t->launch + roofline(t, k->flops, k->bytes);
     case EG_KC_COUNT: break;
     }
     return EG_COST_UNKNOWN_US;

@@ -58,6 +58,8 @@ typedef struct {
     int64_t inner;        /* softmax row / gap block length */
     double flops;         /* arithmetic operations */
     double bytes;         /* bytes read + written */
+    int extra;            /* kernels the export adds around it (a layernorm's
+                             two Transposes); their traffic is in bytes */
 } eg_cost_kern;
 
 /* ---- the cache reader (cost.c), for eg_cost_new and the fuzz target ---- */

@@ -877,6 +877,30 @@ static void plan_layernorms(octx *c) {
 /* layernorm, with the scale and bias plan_layernorms fused into it: one
  * LayerNormalization over the last axis (lower.c lowers no other); without
  * a fused scale its Scale is ones. */
+/* The name of vector v ([C]) as the scale or bias of a LayerNormalization
+ * over the last `trail` + 1 dims: v itself when trail is 0, else v
+ * reshaped to [C, 1, ..., 1] (a Reshape of a constant, which the runtime
+ * folds), as ONNX wants them of the normalised shape. */
+static char *ln_vector(octx *c, int v, int trail, const char *node) {
+    const eg_shape *vs = &c->g->tensor[v].shape;
+    char *y = NULL;
+    if (!trail) return strdup(tname(c, v));
+    eg_shape s = {1 + trail, {vs->rank == 1 ? vs->dim[0] : -1}};
+    for (int k = 1; k <= trail; k++) s.dim[k] = 1;
+    if (!(y = fresh_name(c, tname(c, v), "ln"))) return NULL;
+    if (reshape_to(c, tname(c, v), y, &s, node) != EG_OK) {
+        free(y);
+        return NULL;
+    }
+    return y;
+}
+
+/* layernorm(axis) (with its scale and bias, fused) as one ONNX
+ * LayerNormalization. The opspecs layernorm normalises along its axis
+ * alone, ONNX's over every dim from its axis on: the same when the dims
+ * after the axis are all 1 (a channel norm of a pooled [N, C, 1, 1]; the
+ * scale and bias then get those 1s too), and otherwise the axis is moved
+ * last by a Transpose and back after. */
 static eg_status emit_layernorm(octx *c, int j) {
     const eg_graph *g = c->g;
     const eg_node *n = &g->node[j];
@@ -884,19 +908,59 @@ static eg_status emit_layernorm(octx *c, int j) {
     const eg_node *b = last != n && last->op == OP_BIAS ? last : NULL;
     const eg_node *s = b ? &g->node[g->tensor[b->in[0]].producer] : last != n ? last : NULL;
     const eg_shape *xs = &g->tensor[n->in[0]].shape;
-    eg_shape vs = {1, {xs->dim[n->param[0]]}};
+    int axis = n->param[0], rank = xs->rank, ones = 1, trail = 0;
+    for (int k = axis + 1; k < rank; k++) ones &= xs->dim[k] == 1;
+    int moved = !ones; /* transposed so that the axis is last */
+    if (!moved) trail = rank - 1 - axis;
+    eg_shape vs = {1 + trail, {xs->dim[axis]}};
+    for (int k = 1; k <= trail; k++) vs.dim[k] = 1;
+    int64_t perm[EG_MAX_RANK], inv[EG_MAX_RANK];
+    for (int k = 0, q = 0; k < rank; k++)
+        if (k != axis) perm[q++] = k;
+    perm[rank - 1] = axis;
+    for (int k = 0; k < rank; k++) inv[perm[k]] = k;
+    char *x = strdup(tname(c, n->in[0])), *y = strdup(tname(c, last->out[0]));
+    eg_status rc = x && y ? EG_OK : EG_ENOMEM;
     nbuild nb;
-    eg_status rc = nb_init(&nb, "LayerNormalization", 3, 1);
-    if (rc != EG_OK) return rc;
-    nb_in(&nb, tname(c, n->in[0]));
-    if (s) nb_in(&nb, tname(c, s->in[1]));
-    else if (!nb_in_owned(&nb, put_fill(c, tname(c, n->out[0]), "scale", 1.0f, &vs))) rc = EG_ENOMEM;
-    if (b) nb_in(&nb, tname(c, b->in[1]));
-    nb_out(&nb, tname(c, last->out[0]));
-    nb_int(&nb, "axis", n->param[0]);
+    if (rc == EG_OK && moved) { /* x -> Transpose -> x' */
+        char *xt = fresh_name(c, x, "last");
+        rc = xt ? nb_init(&nb, "Transpose", 1, 1) : EG_ENOMEM;
+        if (rc == EG_OK) {
+            nb_in(&nb, x), nb_out(&nb, xt), nb_ints(&nb, "perm", perm, rank);
+            rc = nb_emit(c, &nb, n->name);
+            nb_free(&nb);
+        }
+        free(x), x = xt;
+        char *yt = rc == EG_OK ? fresh_name(c, y, "last") : NULL;
+        if (rc == EG_OK && !yt) rc = EG_ENOMEM;
+        free(y), y = yt;
+    }
+    if (rc == EG_OK) rc = nb_init(&nb, "LayerNormalization", 3, 1);
+    if (rc != EG_OK) {
+        free(x), free(y);
+        return rc;
+    }
+    nb_in(&nb, x);
+    if (s) {
+        if (!nb_in_owned(&nb, ln_vector(c, s->in[1], trail, n->name))) rc = EG_ENOMEM;
+    } else if (!nb_in_owned(&nb, put_fill(c, tname(c, n->out[0]), "scale", 1.0f, &vs))) {
+        rc = EG_ENOMEM;
+    }
+    if (b && rc == EG_OK && !nb_in_owned(&nb, ln_vector(c, b->in[1], trail, n->name))) rc = EG_ENOMEM;
+    nb_out(&nb, y);
+    nb_int(&nb, "axis", moved ? rank - 1 : axis);
     nb_float(&nb, "epsilon", ops_eps_value(n->param[1]));
     if (rc == EG_OK) rc = nb_emit(c, &nb, n->name);
     nb_free(&nb);
+    if (rc == EG_OK && moved) { /* y' -> Transpose back -> y */
+        rc = nb_init(&nb, "Transpose", 1, 1);
+        if (rc == EG_OK) {
+            nb_in(&nb, y), nb_out(&nb, tname(c, last->out[0])), nb_ints(&nb, "perm", inv, rank);
+            rc = nb_emit(c, &nb, n->name);
+            nb_free(&nb);
+        }
+    }
+    free(x), free(y);
     return rc;
 }
 

@@ -141,6 +141,27 @@ def permutes():
     return model(n, "permutes", [vi("x", [1, 8, 4, 6])], [vi("y", [1, 8, 4, 6]), vi("z", [1, 8, 4, 6])], [])
 
 
+def channel_norms():
+    """ConvNeXt's channels-first layer norm as torch exports it: NCHW ->
+    NHWC, LayerNormalization over C, back to NCHW; once on a pooled
+    [1, 8, 1, 1] (the head) and once on [1, 8, 3, 5] (a stage). The rules
+    move the norm onto the channel axis and cancel the Transposes; ONNX's
+    LayerNormalization normalises every dim from its axis on, so the export
+    must give the scale and bias the trailing 1s in the first case and
+    move the axis last in the second (or compute something else)."""
+    n = []
+    for tag, x in (("head", "p"), ("stage", "x")):
+        n += [helper.make_node("Transpose", [x], [tag + "_t"], name=tag + "_nhwc", perm=[0, 2, 3, 1]),
+              helper.make_node("LayerNormalization", [tag + "_t", tag + "_g", tag + "_b"], [tag + "_n"],
+                               name=tag + "_ln", axis=-1, epsilon=1e-5),
+              helper.make_node("Transpose", [tag + "_n"], [tag + "_y"], name=tag + "_nchw", perm=[0, 3, 1, 2])]
+    n.insert(0, helper.make_node("GlobalAveragePool", ["x"], ["p"], name="pool"))
+    n += [helper.make_node("Relu", ["head_y"], ["y"], name="relu"), helper.make_node("Relu", ["stage_y"], ["z"],
+                                                                                     name="relu2")]
+    inits = [weight(f"{t}_{k}", 8, scale=0.5) for t in ("head", "stage") for k in "gb"]
+    return model(n, "channel_norms", [vi("x", [1, 8, 3, 5])], [vi("y", [1, 8, 1, 1]), vi("z", [1, 8, 3, 5])], inits)
+
+
 def conv_bn():
     """conv (no bias) + batchnorm + relu, twice: the batchnorms fold."""
     c = 16
@@ -234,11 +255,11 @@ def main():
         cases = [("taso_block", taso_block(), "level"), ("attention", attention(), "down"),
                  ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down"),
                  ("twin_convs", twin_convs(), "down"), ("encoder", encoder(), "down"),
-                 ("permutes", permutes(), "down")]
-        for name, m, want in cases:
+                 ("permutes", permutes(), "down"), ("channel_norms", channel_norms(), "down", ("--alpha", "1.5"))]
+        for name, m, want, *extra in cases:
             src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".opt.onnx")
             onnx.save(m, src)
-            p, f = run_engine(engine, src, dst)
+            p, f = run_engine(engine, src, dst, extra[0] if extra else ())
             t.check(p.returncode == 0, f"{name}: engine optimize exits 0", p.stderr)
             if p.returncode:
                 continue
@@ -275,6 +296,10 @@ def main():
             if name == "permutes":
                 t.check(op_count(onnx.load(dst), "Transpose") == 0, "permutes: every Transpose cancelled",
                         p.stdout)
+            if name == "channel_norms":
+                t.check(op_count(onnx.load(dst), "Transpose") == 2,
+                        "channel_norms: the head's Transposes cancelled (the stage's kept: moving its norm's "
+                        "axis would only move them into the export)", p.stdout)
             if name == "conv_bn":
                 t.check(op_count(onnx.load(dst), "BatchNormalization") == 0, "conv_bn: batchnorms folded")
         # determinism: the analytic cost gives the same model twice
