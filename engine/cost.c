@@ -334,11 +334,12 @@ static int kern_permute(const eg_graph *g, int x, eg_cost_kern *k) {
 
 /* opspecs operators, per form. @return 1, or 0 for shapes the formulas
  * cannot use. */
-/* 1 when a layernorm along axis of x is written with its axis moved last
- * and back (onnx_out.c: ONNX normalises every dim from its axis on, and
- * some after this one are not 1): its traffic is then three times the
- * norm's own, the two Transposes'. */
-static int ln_transposed(const eg_graph *g, int x, int axis) {
+/* 1 when a row operator along axis of x is written with its axis moved
+ * last and back (onnx_out.c: ONNX's LayerNormalization, and its Softmax
+ * before opset 13, take every dim from the axis on, and some after this
+ * one are not 1): its traffic is then three times its own, the two
+ * Transposes'. */
+static int row_transposed(const eg_graph *g, int x, int axis) {
     const eg_shape *s = x >= 0 ? &g->tensor[x].shape : NULL;
     for (int k = axis + 1; s && k < s->rank; k++)
         if (s->dim[k] != 1) return 1;
@@ -369,7 +370,7 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_CHANNEL:
     case OPS_FORM_ROW:
         ewise(k, runtime_ew(n->op), ops_table[n->op].flops);
-        if (n->op == OP_LAYERNORM && ln_transposed(g, x, p[0])) k->bytes *= 3, k->extra = 2;
+        if ((n->op == OP_LAYERNORM || g->opset < 13) && row_transposed(g, x, p[0])) k->bytes *= 3, k->extra = 2;
         return 1;
     case OPS_FORM_POOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;

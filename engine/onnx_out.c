@@ -895,6 +895,76 @@ static char *ln_vector(octx *c, int v, int trail, const char *node) {
     return y;
 }
 
+/* 1 when a dim of s after axis is not 1: a row operator along axis then
+ * differs from ONNX's LayerNormalization (and Softmax before opset 13),
+ * which take every dim from the axis on. */
+static int rows_differ(const eg_shape *s, int axis) {
+    for (int k = axis + 1; k < s->rank; k++)
+        if (s->dim[k] != 1) return 1;
+    return 0;
+}
+
+/* A Transpose of tensor name x by perm into a fresh name *y (tag'ed). */
+static eg_status emit_perm(octx *c, const char *x, char **y, const char *tag, const int64_t *perm, int rank,
+                           const char *node) {
+    nbuild b;
+    *y = fresh_name(c, x, tag);
+    eg_status rc = *y ? nb_init(&b, "Transpose", 1, 1) : EG_ENOMEM;
+    if (rc != EG_OK) return rc;
+    nb_in(&b, x), nb_out(&b, *y), nb_ints(&b, "perm", perm, rank);
+    rc = nb_emit(c, &b, node);
+    nb_free(&b);
+    return rc;
+}
+
+/* Row operator n along its axis, written as ONNX op_type with the axis
+ * last: x is moved there by a Transpose into *x, and *y is the name the
+ * operator writes, moved back into n's output by finish_moved. perm and
+ * inv get the permutation and its inverse. */
+static eg_status start_moved(octx *c, const eg_node *n, const eg_node *last, char **x, char **y, int64_t *perm,
+                             int64_t *inv) {
+    int axis = n->param[0], rank = c->g->tensor[n->in[0]].shape.rank;
+    for (int k = 0, q = 0; k < rank; k++)
+        if (k != axis) perm[q++] = k;
+    perm[rank - 1] = axis;
+    for (int k = 0; k < rank; k++) inv[perm[k]] = k;
+    *y = NULL;
+    eg_status rc = emit_perm(c, tname(c, n->in[0]), x, "last", perm, rank, n->name);
+    if (rc == EG_OK && !(*y = fresh_name(c, tname(c, last->out[0]), "last"))) rc = EG_ENOMEM;
+    return rc;
+}
+
+static eg_status finish_moved(octx *c, const eg_node *n, const eg_node *last, const char *y, const int64_t *inv) {
+    nbuild b;
+    eg_status rc = nb_init(&b, "Transpose", 1, 1);
+    if (rc != EG_OK) return rc;
+    nb_in(&b, y), nb_out(&b, tname(c, last->out[0]));
+    nb_ints(&b, "perm", inv, c->g->tensor[n->in[0]].shape.rank);
+    rc = nb_emit(c, &b, n->name);
+    nb_free(&b);
+    return rc;
+}
+
+/* softmax(axis): Softmax; before opset 13 ONNX's Softmax flattens every
+ * dim from its axis on, so an axis with other dims after it is moved last
+ * and back. */
+static eg_status emit_softmax(octx *c, const eg_node *n) {
+    const eg_shape *xs = &c->g->tensor[n->in[0]].shape;
+    if (c->g->opset >= 13 || !rows_differ(xs, n->param[0])) return emit_plain(c, n, "Softmax", "axis", n->param[0]);
+    int64_t perm[EG_MAX_RANK], inv[EG_MAX_RANK];
+    char *x = NULL, *y = NULL;
+    nbuild b;
+    eg_status rc = start_moved(c, n, n, &x, &y, perm, inv);
+    if (rc == EG_OK && (rc = nb_init(&b, "Softmax", 1, 1)) == EG_OK) {
+        nb_in(&b, x), nb_out(&b, y), nb_int(&b, "axis", xs->rank - 1);
+        rc = nb_emit(c, &b, n->name);
+        nb_free(&b);
+    }
+    if (rc == EG_OK) rc = finish_moved(c, n, n, y, inv);
+    free(x), free(y);
+    return rc;
+}
+
 /* layernorm(axis) (with its scale and bias, fused) as one ONNX
  * LayerNormalization. The opspecs layernorm normalises along its axis
  * alone, ONNX's over every dim from its axis on: the same when the dims
@@ -908,33 +978,20 @@ static eg_status emit_layernorm(octx *c, int j) {
     const eg_node *b = last != n && last->op == OP_BIAS ? last : NULL;
     const eg_node *s = b ? &g->node[g->tensor[b->in[0]].producer] : last != n ? last : NULL;
     const eg_shape *xs = &g->tensor[n->in[0]].shape;
-    int axis = n->param[0], rank = xs->rank, ones = 1, trail = 0;
-    for (int k = axis + 1; k < rank; k++) ones &= xs->dim[k] == 1;
-    int moved = !ones; /* transposed so that the axis is last */
-    if (!moved) trail = rank - 1 - axis;
+    int axis = n->param[0], rank = xs->rank, moved = rows_differ(xs, axis);
+    int trail = moved ? 0 : rank - 1 - axis;
     eg_shape vs = {1 + trail, {xs->dim[axis]}};
     for (int k = 1; k <= trail; k++) vs.dim[k] = 1;
     int64_t perm[EG_MAX_RANK], inv[EG_MAX_RANK];
-    for (int k = 0, q = 0; k < rank; k++)
-        if (k != axis) perm[q++] = k;
-    perm[rank - 1] = axis;
-    for (int k = 0; k < rank; k++) inv[perm[k]] = k;
-    char *x = strdup(tname(c, n->in[0])), *y = strdup(tname(c, last->out[0]));
-    eg_status rc = x && y ? EG_OK : EG_ENOMEM;
-    nbuild nb;
-    if (rc == EG_OK && moved) { /* x -> Transpose -> x' */
-        char *xt = fresh_name(c, x, "last");
-        rc = xt ? nb_init(&nb, "Transpose", 1, 1) : EG_ENOMEM;
-        if (rc == EG_OK) {
-            nb_in(&nb, x), nb_out(&nb, xt), nb_ints(&nb, "perm", perm, rank);
-            rc = nb_emit(c, &nb, n->name);
-            nb_free(&nb);
-        }
-        free(x), x = xt;
-        char *yt = rc == EG_OK ? fresh_name(c, y, "last") : NULL;
-        if (rc == EG_OK && !yt) rc = EG_ENOMEM;
-        free(y), y = yt;
+    char *x = NULL, *y = NULL;
+    eg_status rc = EG_OK;
+    if (moved) {
+        rc = start_moved(c, n, last, &x, &y, perm, inv);
+    } else {
+        x = strdup(tname(c, n->in[0])), y = strdup(tname(c, last->out[0]));
+        if (!x || !y) rc = EG_ENOMEM;
     }
+    nbuild nb;
     if (rc == EG_OK) rc = nb_init(&nb, "LayerNormalization", 3, 1);
     if (rc != EG_OK) {
         free(x), free(y);
@@ -952,14 +1009,7 @@ static eg_status emit_layernorm(octx *c, int j) {
     nb_float(&nb, "epsilon", ops_eps_value(n->param[1]));
     if (rc == EG_OK) rc = nb_emit(c, &nb, n->name);
     nb_free(&nb);
-    if (rc == EG_OK && moved) { /* y' -> Transpose back -> y */
-        rc = nb_init(&nb, "Transpose", 1, 1);
-        if (rc == EG_OK) {
-            nb_in(&nb, y), nb_out(&nb, tname(c, last->out[0])), nb_ints(&nb, "perm", inv, rank);
-            rc = nb_emit(c, &nb, n->name);
-            nb_free(&nb);
-        }
-    }
+    if (rc == EG_OK && moved) rc = finish_moved(c, n, last, y, inv);
     free(x), free(y);
     return rc;
 }
@@ -1117,8 +1167,7 @@ static eg_status emit_ops(octx *c, int j) {
     case OPS_FORM_POOL: return emit_pool(c, n);
     case OPS_FORM_CONCAT: return emit_concat(c, j);
     case OPS_FORM_ROW:
-        if (n->op == OP_LAYERNORM) return emit_layernorm(c, j);
-        return emit_plain(c, n, o->onnx, "axis", n->param[0]);
+        return n->op == OP_LAYERNORM ? emit_layernorm(c, j) : emit_softmax(c, n);
     case OPS_FORM_SPLIT:
         if (c->partner[j] < 0) return emit_slice(c, n);
         if (c->partner[j] < j) return EG_OK; /* written with its partner */

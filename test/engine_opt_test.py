@@ -162,6 +162,21 @@ def channel_norms():
     return model(n, "channel_norms", [vi("x", [1, 8, 3, 5])], [vi("y", [1, 8, 1, 1]), vi("z", [1, 8, 3, 5])], inits)
 
 
+def softmax_op11():
+    """Opset 11, where Softmax(axis) normalises every dim from its axis on:
+    NCHW -> NHWC, Softmax over C (the last axis), back. The rules move the
+    softmax onto the channel axis and cancel the Transposes, which the
+    export must write back (Softmax-11 over axis 1 would normalise C*H*W
+    values at once)."""
+    n = [helper.make_node("Transpose", ["x"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Softmax", ["t"], ["s"], name="softmax", axis=3),
+         helper.make_node("Transpose", ["s"], ["u"], name="nchw", perm=[0, 3, 1, 2]),
+         helper.make_node("Relu", ["u"], ["z"], name="relu")]
+    m = model(n, "softmax_op11", [vi("x", [1, 8, 3, 5])], [vi("z", [1, 8, 3, 5])], [])
+    m.opset_import[0].version = 11
+    return m
+
+
 def conv_bn():
     """conv (no bias) + batchnorm + relu, twice: the batchnorms fold."""
     c = 16
@@ -255,7 +270,8 @@ def main():
         cases = [("taso_block", taso_block(), "level"), ("attention", attention(), "down"),
                  ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down"),
                  ("twin_convs", twin_convs(), "down"), ("encoder", encoder(), "down"),
-                 ("permutes", permutes(), "down"), ("channel_norms", channel_norms(), "down", ("--alpha", "1.5"))]
+                 ("permutes", permutes(), "down"), ("channel_norms", channel_norms(), "down", ("--alpha", "1.5")),
+                 ("softmax_op11", softmax_op11(), "level", ("--alpha", "2", "--budget", "2000"))]
         for name, m, want, *extra in cases:
             src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".opt.onnx")
             onnx.save(m, src)
