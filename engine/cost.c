@@ -370,7 +370,9 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_CHANNEL:
     case OPS_FORM_ROW:
         ewise(k, runtime_ew(n->op), ops_table[n->op].flops);
-        if ((n->op == OP_LAYERNORM || g->opset < 13) && row_transposed(g, x, p[0])) k->bytes *= 3, k->extra = 2;
+        if (ops_table[n->op].form == OPS_FORM_ROW && (n->op == OP_LAYERNORM || g->opset < 13) &&
+            row_transposed(g, x, p[0]))
+            k->bytes *= 3, k->extra = 2;
         return 1;
     case OPS_FORM_POOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;
