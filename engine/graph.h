@@ -494,6 +494,14 @@ int eg_const_ints(const eg_tensor *t, int64_t *out, int max);
  * is ONNX's default (read from its NodeProto; onnx_in.c). */
 int eg_opaque_consts_are(const eg_node *n, const ops_onnx_const *c, int count);
 
+/* Opaque node n's integer attributes: for each of the count names, its
+ * values (an int is one value; at most max) into vals[k * max ..] and
+ * their number into n_vals[k], -1 when absent (read from its NodeProto;
+ * onnx_in.c). @return 0, or -1 when the node has another attribute, one
+ * of these is not an int or ints, or has more than max values. */
+int eg_opaque_int_attrs(const eg_node *n, const char *const *names, int count, int64_t *vals, int *n_vals,
+                        int max);
+
 /* 1 when opaque nodes a and b compute the same function of their inputs:
  * the same default-domain operator, not a random one, with the same
  * attributes byte for byte and none holding a subgraph. */

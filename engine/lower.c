@@ -609,6 +609,35 @@ static void lower_nanzero(eg_graph *g, eg_node *n, const uses_t *uses, unsigned 
     drop[isnan_j] = 1;
 }
 
+/* ReduceMean over H and W of [N, C, H, W] with the dims kept (torch's
+ * adaptive average pool to 1 x 1 as its dynamo exporter writes it): the
+ * avgpool GlobalAveragePool lowers to (the export writes it as one); the
+ * axes input it no longer reads (opset 18) is absorbed. */
+static void lower_reduce_mean(eg_graph *g, eg_node *n, const uses_t *uses) {
+    static const char *const names[3] = {"axes", "keepdims", "noop_with_empty_axes"};
+    int64_t v[3 * 4], ax[4];
+    int nv[3], n_ax;
+    if (!opaque_is(n, "ReduceMean", g->opset >= 18 ? 2 : 1) || n->in[0] < 0 || n->out[0] < 0 ||
+        eg_opaque_int_attrs(n, names, 3, v, nv, 4) || (nv[1] == 1 && v[4] != 1) || (nv[2] == 1 && v[8] != 0))
+        return;
+    const eg_shape *x = &g->tensor[n->in[0]].shape;
+    const eg_tensor *at = g->opset >= 18 && n->in[1] >= 0 ? &g->tensor[n->in[1]] : NULL;
+    if (g->opset >= 18) n_ax = at && !(at->flags & EG_TF_INPUT) && nv[0] < 0 ? eg_const_ints(at, ax, 4) : -1;
+    else n_ax = nv[0], memcpy(ax, v, sizeof ax);
+    if (x->rank != 4 || n_ax != 2 || x->dim[2] < 1 || x->dim[3] < 1 || x->dim[2] > 255 || x->dim[3] > 255) return;
+    int hw = 0;
+    for (int k = 0; k < 2; k++) {
+        int64_t a = ax[k] < 0 ? ax[k] + 4 : ax[k];
+        if (a == 2 || a == 3) hw |= 1 << (a - 2);
+    }
+    int32_t p[OPS_MAX_PARAMS] = {OPS_KERNEL((int32_t)x->dim[2], (int32_t)x->dim[3]), 1, OPS_PAD_VALID, 0};
+    if (hw != 3 || !ops_fits(g, OP_AVGPOOL, p, n->in, n->out[0])) return;
+    if (at && n->in[1] < uses->n && uses->of[n->in[1]] == 1 &&
+        !(at->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED)))
+        g->tensor[n->in[1]].flags |= EG_TF_ABSORBED;
+    set_ops(n, OP_AVGPOOL, p, n->in, n->out[0]);
+}
+
 /* Lower node j if it fits. @return EG_OK or EG_ENOMEM; *appended set when
  * a node was appended (a Split's second half, a Sum's later Adds, a bias). */
 static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, unsigned char *drop,
@@ -617,6 +646,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, unsigned cha
     *appended = 0;
     if (n->kind == EG_KIND_OPAQUE) lower_map(g, n);
     if (n->kind == EG_KIND_OPAQUE) lower_nanzero(g, n, uses, drop);
+    if (n->kind == EG_KIND_OPAQUE) lower_reduce_mean(g, n, uses);
     if (n->kind != EG_KIND_MODEL) return EG_OK;
     switch (n->mop) {
     case EG_MOP_CONV: return lower_conv(g, j, appended);

@@ -1488,6 +1488,32 @@ eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, ch
     return rc;
 }
 
+int eg_opaque_int_attrs(const eg_node *n, const char *const *names, int count, int64_t *vals, int *n_vals,
+                        int max) {
+    if (n->kind != EG_KIND_OPAQUE || !n->proto) return -1;
+    Onnx__NodeProto *np = onnx__node_proto__unpack(NULL, n->proto_len, n->proto);
+    size_t present = 0;
+    int ok = np != NULL;
+    for (int k = 0; ok && k < count; k++) {
+        const Onnx__AttributeProto *a = attr(np, names[k]);
+        n_vals[k] = -1;
+        if (!a) continue;
+        present++;
+        if (a->ref_attr_name) ok = 0;
+        else if (attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) && max >= 1)
+            vals[k * max] = a->i, n_vals[k] = 1;
+        else if (attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) && a->n_ints <= (size_t)max) {
+            for (size_t i = 0; i < a->n_ints; i++) vals[k * max + (int)i] = a->ints[i];
+            n_vals[k] = (int)a->n_ints;
+        } else {
+            ok = 0;
+        }
+    }
+    ok = ok && np->n_attribute == present; /* no attribute beyond them */
+    if (np) onnx__node_proto__free_unpacked(np, NULL);
+    return ok ? 0 : -1;
+}
+
 int eg_opaque_consts_are(const eg_node *n, const ops_onnx_const *c, int count) {
     if (n->kind != EG_KIND_OPAQUE || !n->proto) return 0;
     Onnx__NodeProto *np = onnx__node_proto__unpack(NULL, n->proto_len, n->proto);

@@ -548,6 +548,56 @@ def save_external(m, path, location):
     onnx.save(out, path)
 
 
+def reduce_means(opset):
+    """ReduceMean in the forms exports write, at opset 17 (axes an
+    attribute) or 18 (axes an input): over H and W with the dims kept (as
+    torch's dynamo exporter writes adaptive average pooling to 1 x 1), by
+    positive and by negative axes, then over H and W without the dims, and
+    over C and H."""
+    cases = [("hw", [2, 3], None), ("neg", [-1, -2], 1), ("flat", [2, 3], 0), ("ch", [1, 2], 1)]
+    n, inits = [], []
+    for tag, axes, keep in cases:
+        kw = {} if keep is None else {"keepdims": keep}
+        if opset >= 18:
+            inits.append(numpy_helper.from_array(np.array(axes, dtype=np.int64), "ax_" + tag))
+            n.append(helper.make_node("ReduceMean", ["x", "ax_" + tag], ["m_" + tag], name="rm_" + tag, **kw))
+        else:
+            n.append(helper.make_node("ReduceMean", ["x"], ["m_" + tag], name="rm_" + tag, axes=axes, **kw))
+        n.append(helper.make_node("Relu", ["m_" + tag], [tag], name="relu_" + tag))
+    outs = [vi("hw", [1, 6, 1, 1]), vi("neg", [1, 6, 1, 1]), vi("flat", [1, 6]), vi("ch", [1, 1, 1, 5])]
+    g = helper.make_graph(n, f"reduce_means{opset}", [vi("x", [1, 6, 4, 5])], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="engine_io_test")
+    m.ir_version = IR
+    return m
+
+
+def check_reduce_means(tap, engine, tmp):
+    """The ReduceMeans over H and W that keep the dims are read as the
+    global average pool they are (rule-visible), the others stay opaque;
+    both forms round-trip and optimize to models onnxruntime agrees with."""
+    for opset in (17, 18):
+        m = reduce_means(opset)
+        src = os.path.join(tmp, f"rm{opset}.onnx")
+        onnx.save(m, src)
+        p = subprocess.run([engine, "info", src], capture_output=True, text=True)
+        line = next((l for l in p.stdout.splitlines() if l.strip().startswith("ReduceMean ")), "")
+        tap.check(p.returncode == 0 and "OPAQUE" in line and line.split()[1] == "2" and
+                  "avgpool                       2" in p.stdout,
+                  f"ReduceMean, opset {opset}: the two over H and W with dims kept are avgpools, two stay opaque",
+                  p.stdout + p.stderr)
+        feeds = random_feeds(m)
+        want = run_ort(m, feeds)
+        for command in (("roundtrip",), ("optimize", "-q")):
+            dst = os.path.join(tmp, f"rm{opset}_out.onnx")
+            p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True, text=True)
+            if not tap.check(p.returncode == 0, f"ReduceMean, opset {opset}: {command[0]} exits 0", p.stderr):
+                continue
+            got = run_ort(onnx.load(dst), feeds)
+            err = max(rel_error(x, y) for x, y in zip(want, got))
+            tap.check(err <= 1e-5, f"ReduceMean, opset {opset}, {command[0]}: onnxruntime agrees (max rel error "
+                      f"{err:.2e})")
+
+
 def check_external(tap, engine, tmp):
     """Initializers in an external data file are read (relative to the
     model's directory), and the output keeps its own data file beside it,
@@ -628,6 +678,7 @@ def main():
         check_legal(tap, engine, tmp)
         check_shapes_known(tap, engine, tmp)
         check_external(tap, engine, tmp)
+        check_reduce_means(tap, engine, tmp)
         for title, make, frags in STRUCTURE_CASES:
             check_refused(tap, engine, tmp, title, make, frags)
     return 1 if tap.failed else 0
