@@ -1477,13 +1477,14 @@ eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, ch
                   size_t errlen) {
     uint8_t *buf;
     size_t len;
-    eg_load_opts o;
+    eg_load_opts o, with_path = {0};
     *out = NULL;
     fill_opts(opts, 0, &o);
-    if (!o.model_path) o.model_path = path; /* external data lies beside it */
+    if (opts) with_path = *opts; /* the limits eg_load_mem fills from the file's size */
+    if (!with_path.model_path) with_path.model_path = path; /* external data lies beside it */
     eg_status rc = egp_read_file(path, o.max_file_bytes, &buf, &len, err, errlen);
     if (rc != EG_OK) return rc;
-    rc = eg_load_mem(buf, len, path, &o, out, err, errlen);
+    rc = eg_load_mem(buf, len, path, &with_path, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -598,6 +598,23 @@ def check_reduce_means(tap, engine, tmp):
                       f"{err:.2e})")
 
 
+def check_large(tap, engine, tmp):
+    """A model of 80 MB (one [5000, 4000] weight) reads with info,
+    roundtrip and optimize: the decoder's memory cap follows the file's
+    size (2 x + 64 MiB), whichever way the file is read."""
+    w = numpy_helper.from_array(np.ones((5000, 4000), dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "large",
+                          [vi("x", [1, 5000])], [vi("y", [1, 4000])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="engine_io_test")
+    m.ir_version = IR
+    src = os.path.join(tmp, "large.onnx")
+    onnx.save(m, src)
+    for command in (("info", src), ("roundtrip", src, "-o", os.path.join(tmp, "large_rt.onnx")),
+                    ("optimize", src, "-o", os.path.join(tmp, "large_opt.onnx"), "-q")):
+        p = subprocess.run([engine, *command], capture_output=True, text=True)
+        tap.check(p.returncode == 0, f"an 80 MB model: {command[0]} exits 0", p.stderr)
+
+
 def check_external(tap, engine, tmp):
     """Initializers in an external data file are read (relative to the
     model's directory), and the output keeps its own data file beside it,
@@ -678,6 +695,7 @@ def main():
         check_legal(tap, engine, tmp)
         check_shapes_known(tap, engine, tmp)
         check_external(tap, engine, tmp)
+        check_large(tap, engine, tmp)
         check_reduce_means(tap, engine, tmp)
         for title, make, frags in STRUCTURE_CASES:
             check_refused(tap, engine, tmp, title, make, frags)

@@ -7,8 +7,14 @@
  * same way to OUT. Used by test/engine_fold_test.py, which holds the
  * evaluator to onnxruntime.
  *
+ * The third makes STEPS rewrites with the shipped rules, each a match
+ * picked by a seeded generator among all the graph's matches (not the
+ * cheapest: any rule's result must export right), then eg_builtin_post,
+ * and saves OUT; it prints the rules it applied.
+ *
  *     fold_driver IN.onnx OUT.onnx
  *     fold_driver --eval IN.onnx FEEDS.bin OUT.bin
+ *     fold_driver --walk STEPS SEED IN.onnx OUT.onnx
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +23,8 @@
 #include "engine.h"
 #include "fold.h"
 #include "geval.h"
+#include "rules.h"
+#include "search.h"
 
 static int fold(const char *in, const char *out) {
     eg_graph *g = NULL;
@@ -88,10 +96,76 @@ static int eval(const char *model, const char *feeds, const char *outp) {
     return rc ? 2 : 0;
 }
 
+typedef struct {
+    eg_match *m;
+    int n, cap;
+} matches;
+
+static int collect(const eg_match *m, void *arg) {
+    matches *l = arg;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 256;
+        eg_match *p = realloc(l->m, sizeof *p * (size_t)cap);
+        if (!p) return 1;
+        l->m = p, l->cap = cap;
+    }
+    l->m[l->n++] = *m;
+    return 0;
+}
+
+/* splitmix64: the walk's choices, the same for a seed on every machine */
+static uint64_t next_rand(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int walk(int steps, uint64_t seed, const char *in, const char *out) {
+    enum { MAX_STEPS = 64 };
+    eg_graph *chain[MAX_STEPS + 1] = {NULL}; /* each borrows from the one before */
+    eg_ruleset *rs = NULL;
+    eg_builtin_stats st = {0};
+    matches l = {NULL, 0, 0};
+    char err[EG_ERRLEN];
+    int n = 0;
+    if (steps < 0 || steps > MAX_STEPS) return fprintf(stderr, "fold_driver: 0 to %d steps\n", MAX_STEPS), 2;
+    eg_status rc = eg_load(in, NULL, &chain[0], err, sizeof err);
+    if (rc == EG_OK) rc = eg_ruleset_shipped(&rs, err, sizeof err);
+    if (rc == EG_OK) rc = eg_builtin_pre(chain[0], &st, err, sizeof err);
+    for (int k = 0; rc == EG_OK && k < steps; k++) {
+        l.n = 0;
+        if ((rc = eg_match_all(rs, chain[n], collect, &l)) != EG_OK || !l.n) break;
+        /* a match eg_apply refuses (a cycle, a shape) gives way to the next */
+        int first = (int)(next_rand(&seed) % (uint64_t)l.n), done = 0;
+        for (int t = 0; t < l.n && !done && rc == EG_OK; t++) {
+            const eg_match *m = &l.m[(first + t) % l.n];
+            eg_graph *h = NULL;
+            eg_status ar = eg_apply(rs, chain[n], m, &h, err, sizeof err);
+            if (ar == EG_ENOMEM) rc = ar;
+            if (ar != EG_OK) continue;
+            chain[++n] = h, done = 1;
+            printf("step %d: rule %u\n", k + 1, m->rule);
+        }
+        if (!done) break;
+    }
+    if (rc == EG_OK) rc = eg_builtin_post(chain[n], &st, err, sizeof err);
+    if (rc == EG_OK) rc = eg_save(out, chain[n], err, sizeof err);
+    if (rc != EG_OK) fprintf(stderr, "fold_driver: %s\n", err);
+    printf("steps %d\n", n);
+    for (int k = n; k >= 0; k--) eg_free(chain[k]);
+    free(l.m);
+    eg_ruleset_free(rs);
+    return rc == EG_OK ? 0 : 2;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 6 && strcmp(argv[1], "--walk") == 0)
+        return walk(atoi(argv[2]), strtoull(argv[3], NULL, 10), argv[4], argv[5]);
     if (argc == 3) return fold(argv[1], argv[2]);
     if (argc == 5 && strcmp(argv[1], "--eval") == 0) return eval(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: fold_driver IN.onnx OUT.onnx\n"
-                    "       fold_driver --eval IN.onnx FEEDS.bin OUT.bin\n");
+                    "       fold_driver --eval IN.onnx FEEDS.bin OUT.bin\n"
+                    "       fold_driver --walk STEPS SEED IN.onnx OUT.onnx\n");
     return 2;
 }
