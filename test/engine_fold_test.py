@@ -250,6 +250,36 @@ def check_eval(driver, name, m, tmp):
         "%d floats written, %d read" % (got.size, at))
 
 
+# models rewritten by fold_driver --walk: each rule's result must export to
+# a model onnxruntime computes the same with (opset 7 and up: onnxruntime
+# has no Add or Mul of opset 6 for a rewrite to write)
+WALK_MODELS = ["attention", "transformer", "convs", "inception", "mixed", "conv_bn_relu", "fold_window",
+               "legal_dense", "legal_acts", "legal_gemm", "legal_ceil", "post_ln", "kmul_inputs", "shapes_op17"]
+WALK_SEEDS, WALK_STEPS = 3, 10
+
+
+def check_walk(driver, name, tmp):
+    src = os.path.join(CORPUS, name + ".onnx")
+    m0 = onnx.load(src)
+    f = feeds(concrete(m0))
+    want = run(src, f)
+    for seed in range(1, WALK_SEEDS + 1):
+        dst = os.path.join(tmp, "%s.walk%d.onnx" % (name, seed))
+        r = subprocess.run([driver, "--walk", str(WALK_STEPS), str(seed), src, dst], capture_output=True, text=True)
+        rules = " ".join(l.split()[-1] for l in r.stdout.splitlines() if l.startswith("step"))
+        if r.returncode:
+            tap(False, "%s: walk %d (rules %s) exits 0" % (name, seed, rules), r.stderr)
+            continue
+        try:
+            got = run(dst, f)
+            worst = max(float(np.max(np.abs(want[k] - got[k])) / max(float(np.max(np.abs(want[k]))), 1e-6))
+                        for k in want)
+            tap(worst < TOL, "%s: walk %d (rules %s): onnxruntime agrees (max rel err %.2g)" % (name, seed, rules,
+                                                                                                  worst))
+        except Exception as e:  # noqa: BLE001 - onnxruntime refusing the export is a failure
+            tap(False, "%s: walk %d (rules %s): onnxruntime runs the rewritten model" % (name, seed, rules), e)
+
+
 def main():
     global n
     args = sys.argv[1:]
@@ -266,6 +296,8 @@ def main():
         check_model(args[0], "fold_shared_weight", tmp, os.path.join(tmp, "fold_shared_weight.onnx"))
         for name in EVAL_MODELS:
             check_eval(args[0], name, onnx.load(os.path.join(CORPUS, name + ".onnx")), tmp)
+        for name in WALK_MODELS:
+            check_walk(args[0], name, tmp)
         for make in (ev_windows, ev_matmul):
             m = make()
             check_eval(args[0], m.graph.name, m, tmp)
