@@ -874,9 +874,6 @@ static void plan_layernorms(octx *c) {
     }
 }
 
-/* layernorm, with the scale and bias plan_layernorms fused into it: one
- * LayerNormalization over the last axis (lower.c lowers no other); without
- * a fused scale its Scale is ones. */
 /* The name of vector v ([C]) as the scale or bias of a LayerNormalization
  * over the last `trail` + 1 dims: v itself when trail is 0, else v
  * reshaped to [C, 1, ..., 1] (a Reshape of a constant, which the runtime
@@ -965,7 +962,8 @@ static eg_status emit_softmax(octx *c, const eg_node *n) {
     return rc;
 }
 
-/* layernorm(axis) (with its scale and bias, fused) as one ONNX
+/* layernorm(axis), with the scale and bias plan_layernorms fused into it
+ * (without a fused scale its Scale is ones), as one ONNX
  * LayerNormalization. The opspecs layernorm normalises along its axis
  * alone, ONNX's over every dim from its axis on: the same when the dims
  * after the axis are all 1 (a channel norm of a pooled [N, C, 1, 1]; the
