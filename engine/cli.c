@@ -50,6 +50,9 @@ static const char usage_text[] =
     "                        that size. Repeat for more names\n"
     "    -q                  no progress on stderr\n"
     "       engine --help | --version\n"
+    "A model keeping its weights in an external data file (IN.onnx.data, as\n"
+    "torch.onnx.export writes by default) is read from IN's directory; roundtrip\n"
+    "and optimize then write OUT.onnx and OUT.onnx.data.\n"
     "Exit status: 0 ok, 2 bad input or usage.\n";
 
 static int usage_error(const char *why) {
