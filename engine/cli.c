@@ -488,12 +488,7 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
         printf("verify: writing the %s (timing took %.2f s)\n",
                *pick ? names[*pick] : "input (no candidate measured faster)", secs);
     }
-    for (int k = 1; k < n; k++) { /* and the data file eg_save wrote beside it */
-        char data[4096 + 8];
-        snprintf(data, sizeof data, "%s.data", paths[k]);
-        remove(paths[k]);
-        if (g->external) remove(data);
-    }
+    for (int k = 1; k < n; k++) eg_remove_saved(paths[k], g);
     int src = rc == EG_OK && *pick ? source[*pick] : 0;
     if (src == MAX_CAND) { /* plain is a clone of g: it borrows nothing from *best */
         eg_free(*best);

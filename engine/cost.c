@@ -332,8 +332,6 @@ static int kern_permute(const eg_graph *g, int x, eg_cost_kern *k) {
     return 1;
 }
 
-/* opspecs operators, per form. @return 1, or 0 for shapes the formulas
- * cannot use. */
 /* 1 when a row operator along axis of x is written with its axis moved
  * last and back (onnx_out.c: ONNX's LayerNormalization, and its Softmax
  * before opset 13, take every dim from the axis on, and some after this
@@ -346,6 +344,8 @@ static int row_transposed(const eg_graph *g, int x, int axis) {
     return 0;
 }
 
+/* opspecs operators, per form. @return 1, or 0 for shapes the formulas
+ * cannot use. */
 static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     const int32_t *p = n->param;
     int x = n->in[0], y = n->out[0];
@@ -367,12 +367,10 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_MAP:
     case OPS_FORM_ZIP:
     case OPS_FORM_SCALE:
-    case OPS_FORM_CHANNEL:
+    case OPS_FORM_CHANNEL: ewise(k, runtime_ew(n->op), ops_table[n->op].flops); return 1;
     case OPS_FORM_ROW:
         ewise(k, runtime_ew(n->op), ops_table[n->op].flops);
-        if (ops_table[n->op].form == OPS_FORM_ROW && (n->op == OP_LAYERNORM || g->opset < 13) &&
-            row_transposed(g, x, p[0]))
-            k->bytes *= 3, k->extra = 2;
+        if ((n->op == OP_LAYERNORM || g->opset < 13) && row_transposed(g, x, p[0])) k->bytes *= 3, k->extra = 2;
         return 1;
     case OPS_FORM_POOL:
         k->cls = EG_KC_POOL, k->avg = n->op == OP_AVGPOOL;

@@ -114,6 +114,10 @@ eg_status eg_save_mem(const eg_graph *g, uint8_t **buf, size_t *len, char *err, 
  * @return as eg_save_mem, or EG_EIO. */
 eg_status eg_save(const char *path, const eg_graph *g, char *err, size_t errlen);
 
+/* Remove the file(s) eg_save(path, g) wrote: path, and path.data for a
+ * graph read with external data. */
+void eg_remove_saved(const char *path, const eg_graph *g);
+
 /* The `engine` command line (cli.c), separate from main() so tests can call
  * it. @return the exit status: 0 ok, 2 bad input or usage. */
 int eg_cli_main(int argc, char **argv);

@@ -614,16 +614,18 @@ static void lower_nanzero(eg_graph *g, eg_node *n, const uses_t *uses, unsigned 
  * avgpool GlobalAveragePool lowers to (the export writes it as one); the
  * axes input it no longer reads (opset 18) is absorbed. */
 static void lower_reduce_mean(eg_graph *g, eg_node *n, const uses_t *uses) {
-    static const char *const names[3] = {"axes", "keepdims", "noop_with_empty_axes"};
-    int64_t v[3 * 4], ax[4];
-    int nv[3], n_ax;
+    enum { AXES, KEEPDIMS, NOOP, N_ATTRS, MAX = 4 };
+    static const char *const names[N_ATTRS] = {"axes", "keepdims", "noop_with_empty_axes"};
+    int64_t v[N_ATTRS * MAX], ax[MAX];
+    int nv[N_ATTRS], n_ax;
     if (!opaque_is(n, "ReduceMean", g->opset >= 18 ? 2 : 1) || n->in[0] < 0 || n->out[0] < 0 ||
-        eg_opaque_int_attrs(n, names, 3, v, nv, 4) || (nv[1] == 1 && v[4] != 1) || (nv[2] == 1 && v[8] != 0))
+        eg_opaque_int_attrs(n, names, N_ATTRS, v, nv, MAX) || (nv[KEEPDIMS] == 1 && v[KEEPDIMS * MAX] != 1) ||
+        (nv[NOOP] == 1 && v[NOOP * MAX] != 0))
         return;
     const eg_shape *x = &g->tensor[n->in[0]].shape;
     const eg_tensor *at = g->opset >= 18 && n->in[1] >= 0 ? &g->tensor[n->in[1]] : NULL;
-    if (g->opset >= 18) n_ax = at && !(at->flags & EG_TF_INPUT) && nv[0] < 0 ? eg_const_ints(at, ax, 4) : -1;
-    else n_ax = nv[0], memcpy(ax, v, sizeof ax);
+    if (g->opset >= 18) n_ax = at && !(at->flags & EG_TF_INPUT) && nv[AXES] < 0 ? eg_const_ints(at, ax, MAX) : -1;
+    else n_ax = nv[AXES], memcpy(ax, v + AXES * MAX, sizeof ax);
     if (x->rank != 4 || n_ax != 2 || x->dim[2] < 1 || x->dim[3] < 1 || x->dim[2] > 255 || x->dim[3] > 255) return;
     int hw = 0;
     for (int k = 0; k < 2; k++) {

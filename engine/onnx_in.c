@@ -65,7 +65,6 @@ static eg_status fail(const ictx *c, eg_status rc, const char *fmt, ...) {
 
 static const char *str(const char *s) { return s ? s : ""; }
 
-
 #define NREF_LEN 160
 
 /* How messages name node i of the file: "node 3 'conv1' (Conv)", or
@@ -313,13 +312,13 @@ static eg_status read_external(const ictx *c, const Onnx__TensorProto *tp, const
     return rc == EG_OK ? EG_OK : fail(c, rc, "initializer '%s': external data: %s", t->name, msg);
 }
 
-/* Load a TensorProto as t's value. Non-float initializers also keep their
- * bytes for export (keep_proto); types with no fixed width keep only them.
- * An initializer's external data is read in: the value, and the bytes
- * kept, are as if the file held it inline (and g->external says the
+/* Load a TensorProto as t's value. Non-float graph initializers (is_init)
+ * also keep their bytes for export; types with no fixed width keep only
+ * them. An initializer's external data is read in: the value, and the
+ * bytes kept, are as if the file held it inline (and g->external says the
  * export writes such values to a file of its own). */
 static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const char *what,
-                            eg_tensor *t, int keep_proto) {
+                            eg_tensor *t, int is_init) {
     int64_t numel = 0;
     Onnx__TensorProto inline_tp;
     uint8_t *ext = NULL;
@@ -327,7 +326,7 @@ static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const ch
     if (rc != EG_OK) return rc;
     if (is_external(tp)) {
         size_t size = eg_dtype_size(t->dtype);
-        if (strcmp(what, "initializer") || !size)
+        if (!is_init || !size)
             return fail(c, EG_EUNSUPPORTED, "%s '%s' keeps its data in an external file (%s): read for "
                         "initializers of fixed-width types only", what, t->name, str(ext_value(tp, "location")));
         if ((uint64_t)numel > (uint64_t)SIZE_MAX / size)
@@ -342,7 +341,7 @@ static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const ch
     }
     t->flags |= EG_TF_INIT;
     if (eg_dtype_size(t->dtype)) rc = value_data(c, tp, what, t, numel);
-    if (rc == EG_OK && keep_proto && t->dtype != EG_DT_FLOAT &&
+    if (rc == EG_OK && is_init && t->dtype != EG_DT_FLOAT &&
         egp_pack(&tp->base, &t->proto, &t->proto_len) != EG_OK)
         rc = fail(c, EG_ENOMEM, "out of memory");
     free(ext);
@@ -1477,14 +1476,13 @@ eg_status eg_load(const char *path, const eg_load_opts *opts, eg_graph **out, ch
                   size_t errlen) {
     uint8_t *buf;
     size_t len;
-    eg_load_opts o, with_path = {0};
+    eg_load_opts o = {0};
     *out = NULL;
-    fill_opts(opts, 0, &o);
-    if (opts) with_path = *opts; /* the limits eg_load_mem fills from the file's size */
-    if (!with_path.model_path) with_path.model_path = path; /* external data lies beside it */
-    eg_status rc = egp_read_file(path, o.max_file_bytes, &buf, &len, err, errlen);
+    if (opts) o = *opts; /* the limits left 0 eg_load_mem fills from the file's size */
+    if (!o.model_path) o.model_path = path; /* external data lies beside it */
+    eg_status rc = egp_read_file(path, o.max_file_bytes ? o.max_file_bytes : EG_MAX_FILE, &buf, &len, err, errlen);
     if (rc != EG_OK) return rc;
-    rc = eg_load_mem(buf, len, path, &with_path, out, err, errlen);
+    rc = eg_load_mem(buf, len, path, &o, out, err, errlen);
     free(buf);
     return rc;
 }

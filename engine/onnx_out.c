@@ -1607,3 +1607,14 @@ eg_status eg_save(const char *path, const eg_graph *g, char *err, size_t errlen)
     free(buf), free(ext.p), free(data_path);
     return rc;
 }
+
+void eg_remove_saved(const char *path, const eg_graph *g) {
+    size_t n = strlen(path) + 8;
+    char *data = g->external ? malloc(n) : NULL;
+    remove(path);
+    if (data) {
+        snprintf(data, n, "%s.data", path);
+        remove(data);
+    }
+    free(data);
+}
