@@ -28,7 +28,7 @@ typedef enum {
     R_SHAPE, R_SIZE, R_COFS, R_CONSTANT, R_RANGE, R_RESIZE, R_DROPOUT, R_LAYERNORM,
     R_BATCHNORM, R_NONZERO, R_TOPK, R_INDICES, R_EINSUM, R_D2S, R_S2D, R_QUANT, R_DEQUANT,
     R_DYNQUANT, R_LIKE, R_GATHERND, R_GRIDSAMPLE, R_ONEHOT, R_DET, R_MATMULINT, R_ROIALIGN,
-    R_NMS, R_COUNT
+    R_NMS, R_RNN, R_COUNT
 } rule;
 
 /* Folding kernels. ORDER FOLD */
@@ -45,13 +45,13 @@ typedef enum {
     X_COSH, X_CUMSUM, X_D2S, X_DEQUANT, X_DET, X_DIV, X_DROPOUT, X_DYNQUANT, X_EINSUM, X_ELU,
     X_EQUAL, X_ERF, X_EXP, X_EXPAND, X_EYELIKE, X_FLATTEN, X_FLOOR, X_GATHER, X_GATHERELEM,
     X_GATHERND, X_GELU, X_GEMM, X_GAVGPOOL, X_GLPPOOL, X_GMAXPOOL, X_GREATER, X_GREATEREQ,
-    X_GRIDSAMPLE, X_GROUPNORM, X_HARDMAX, X_HARDSIGMOID, X_HARDSWISH, X_IDENTITY, X_INSTNORM,
+    X_GRIDSAMPLE, X_GROUPNORM, X_GRU, X_HARDMAX, X_HARDSIGMOID, X_HARDSWISH, X_IDENTITY, X_INSTNORM,
     X_ISINF, X_ISNAN, X_LAYERNORM, X_LEAKYRELU, X_LESS, X_LESSEQ, X_LOG, X_LOGSOFTMAX, X_LPNORM,
-    X_LPPOOL, X_LRN, X_MATMUL, X_MATMULINT, X_MAX, X_MAXPOOL, X_MEAN, X_MVN, X_MIN, X_MISH, X_MOD,
+    X_LPPOOL, X_LRN, X_LSTM, X_MATMUL, X_MATMULINT, X_MAX, X_MAXPOOL, X_MEAN, X_MVN, X_MIN, X_MISH, X_MOD,
     X_MUL, X_NEG, X_NMS, X_NONZERO, X_NOT, X_ONEHOT, X_OR, X_PAD, X_POW, X_PRELU, X_QUANT,
     X_RANDNLIKE, X_RANDULIKE, X_RANGE, X_RECIPROCAL, X_REDL1, X_REDL2, X_REDLOGSUM, X_REDLOGSUMEXP,
     X_REDMAX, X_REDMEAN, X_REDMIN, X_REDPROD, X_REDSUM, X_REDSUMSQ, X_RELU, X_RESHAPE, X_RESIZE,
-    X_REVSEQ, X_RMSNORM, X_ROIALIGN, X_ROUND, X_SCATTERELEM, X_SCATTERND, X_SELU, X_SHAPE,
+    X_REVSEQ, X_RMSNORM, X_RNN, X_ROIALIGN, X_ROUND, X_SCATTERELEM, X_SCATTERND, X_SELU, X_SHAPE,
     X_SHRINK, X_SIGMOID, X_SIGN, X_SIN, X_SINH, X_SIZE, X_SLICE, X_SOFTMAX, X_SOFTPLUS, X_SOFTSIGN,
     X_S2D, X_SPLIT, X_SQRT, X_SQUEEZE, X_SUB, X_SUM, X_TAN, X_TANH, X_THRESHRELU, X_TILE, X_TOPK,
     X_TRANSPOSE, X_TRILU, X_UNSQUEEZE, X_UPSAMPLE, X_WHERE, X_XOR, X_COUNT
@@ -123,6 +123,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_GREATEREQ] = {"GreaterOrEqual", R_CMP, F_NONE},
     [X_GRIDSAMPLE] = {"GridSample", R_GRIDSAMPLE, F_NONE},
     [X_GROUPNORM] = {"GroupNormalization", R_SAME, F_NONE},
+    [X_GRU] = {"GRU", R_RNN, F_NONE},
     [X_HARDMAX] = {"Hardmax", R_SAME, F_NONE},
     [X_HARDSIGMOID] = {"HardSigmoid", R_SAME, F_NONE},
     [X_HARDSWISH] = {"HardSwish", R_SAME, F_NONE},
@@ -139,6 +140,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_LPNORM] = {"LpNormalization", R_SAME, F_NONE},
     [X_LPPOOL] = {"LpPool", R_POOL, F_NONE},
     [X_LRN] = {"LRN", R_SAME, F_NONE},
+    [X_LSTM] = {"LSTM", R_RNN, F_NONE},
     [X_MATMUL] = {"MatMul", R_MATMUL, F_NONE},
     [X_MATMULINT] = {"MatMulInteger", R_MATMULINT, F_NONE},
     [X_MAX] = {"Max", R_BCAST, F_BIN},
@@ -178,6 +180,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_RESIZE] = {"Resize", R_RESIZE, F_NONE},
     [X_REVSEQ] = {"ReverseSequence", R_SAME, F_NONE},
     [X_RMSNORM] = {"RMSNormalization", R_SAME, F_NONE},
+    [X_RNN] = {"RNN", R_RNN, F_NONE},
     [X_ROIALIGN] = {"RoiAlign", R_ROIALIGN, F_NONE},
     [X_ROUND] = {"Round", R_SAME, F_NONE},
     [X_SCATTERELEM] = {"ScatterElements", R_SAME, F_NONE},
@@ -1333,6 +1336,31 @@ static eg_status r_roialign(const cctx *c) {
     return EG_OK;
 }
 
+/* RNN, GRU, LSTM: Y [seq, directions, batch, hidden] and Y_h (LSTM's Y_c
+ * too) [directions, batch, hidden]; with layout = 1 the batch comes
+ * first in both. */
+static eg_status r_rnn(const cctx *c) {
+    const eg_shape *x = in_s(c, 0);
+    int64_t hidden = a_int(c, "hidden_size", -1), ndir = a_str_is(c, "direction", "bidirectional") ? 2 : 1;
+    if (hidden < 1 || hidden > EG_DIM_MAX) hidden = -1;
+    int batch_first = a_int(c, "layout", 0) == 1;
+    int64_t seq = x->rank == 3 ? x->dim[batch_first ? 1 : 0] : -1;
+    int64_t batch = x->rank == 3 ? x->dim[batch_first ? 0 : 1] : -1;
+    eg_shape y = ranked(4), h = ranked(3);
+    if (batch_first) {
+        y.dim[0] = batch, y.dim[1] = seq, y.dim[2] = ndir;
+        h.dim[0] = batch, h.dim[1] = ndir;
+    } else {
+        y.dim[0] = seq, y.dim[1] = ndir, y.dim[2] = batch;
+        h.dim[0] = ndir, h.dim[1] = batch;
+    }
+    y.dim[3] = hidden, h.dim[2] = hidden;
+    put(c, 0, in_dt(c, 0), &y);
+    put(c, 1, in_dt(c, 0), &h);
+    if (c->op == X_LSTM) put(c, 2, in_dt(c, 0), &h);
+    return EG_OK;
+}
+
 static eg_status infer_rule(const cctx *c) {
     const eg_shape *x = in_s(c, 0);
     switch (xop_table[c->op].rule) {
@@ -1411,6 +1439,7 @@ static eg_status infer_rule(const cctx *c) {
         put(c, 0, EG_DT_INT64, &o);
         return EG_OK;
     }
+    case R_RNN: return r_rnn(c);
     case R_COUNT: break;
     }
     return EG_OK;

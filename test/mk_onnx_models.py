@@ -718,7 +718,7 @@ def shapes_op21():
     """Opset 21: the shape rules of operators real exports use and the
     engine keeps opaque (Einsum in its forms, DepthToSpace/SpaceToDepth,
     QuantizeLinear/DequantizeLinear, GroupNormalization, GatherND,
-    GridSample, OneHot, ...): each output feeds a model operator (a Relu
+    GridSample, OneHot, LSTM/GRU/RNN, ...): each output feeds a model operator (a Relu
     or an Add), which the rules can rewrite only when the shape is known."""
     n = [N("Einsum", ["q5", "k5"], "es_attn", equation="bhqd,bhkd->bhqk"),
          N("Einsum", ["m23", "m34"], "es_implicit", equation="ij,jk"),
@@ -742,16 +742,22 @@ def shapes_op21():
          N("LpNormalization", ["m23"], "lpn", axis=1),
          N("EyeLike", ["sq33"], "eye"),
          N("BitwiseAnd", ["i23", "i3"], "band"),
-         N("MatMulInteger", ["u23", "u34"], "mmi")]
+         N("MatMulInteger", ["u23", "u34"], "mmi"),
+         N("LSTM", ["rx", "lstm_w", "lstm_r"], ["lstm_y", "lstm_h", "lstm_c"], hidden_size=5),
+         N("GRU", ["rx", "gru_w", "gru_r"], ["gru_y", "gru_h"], hidden_size=5,
+           direction="bidirectional"),
+         N("RNN", ["rx", "rnn_w", "rnn_r"], ["", "rnn_h"], hidden_size=5)]
     relu = ["es_attn", "es_implicit", "es_ellipsis", "es_transpose", "es_diag", "es_outer",
-            "d2s", "s2d", "dq8", "gn", "gnd", "gs", "oh", "det", "shrink", "sinh", "lpn", "eye"]
+            "d2s", "s2d", "dq8", "gn", "gnd", "gs", "oh", "det", "shrink", "sinh", "lpn", "eye",
+            "lstm_y", "lstm_h", "lstm_c", "gru_y", "gru_h", "rnn_h"]
     n += [N("Relu", [t], t + "_r") for t in relu]
     n += [N("Add", ["es_sum", "es_sum"], "es_sum_r")]
     shape = {"es_attn": [1, 2, 5, 6], "es_implicit": [2, 4], "es_ellipsis": [2, 5, 3, 6],
              "es_transpose": [3, 2], "es_diag": [3], "es_outer": [3, 4], "d2s": [1, 1, 12, 16],
              "s2d": [1, 16, 3, 4], "dq8": [1, 4, 6, 8], "gn": [1, 4, 6, 8], "gnd": [2],
              "gs": [1, 4, 3, 5], "oh": [1, 4, 3], "det": [2], "shrink": [2, 3], "sinh": [2, 3],
-             "lpn": [2, 3], "eye": [3, 3], "es_sum": []}
+             "lpn": [2, 3], "eye": [3, 3], "es_sum": [], "lstm_y": [3, 1, 2, 5], "lstm_h": [1, 2, 5],
+             "lstm_c": [1, 2, 5], "gru_y": [3, 2, 2, 5], "gru_h": [2, 2, 5], "rnn_h": [1, 2, 5]}
     outs = [vi(t + "_r", shape[t]) for t in relu + ["es_sum"]] + [
         vi("dyq", [1, 4, 6, 8], TensorProto.UINT8), vi("band", [2, 3], TensorProto.INT64),
         vi("mmi", [2, 4], TensorProto.INT32)]
@@ -762,7 +768,10 @@ def shapes_op21():
              ints("gnd_i", [[0, 1], [2, 3]]), weight("grid", 1, 3, 5, 2),
              ints("oh_i", [[1, 0, 2]]), f32("oh_d", 4.0), f32("oh_v", [0.0, 1.0]),
              weight("sq233", 2, 3, 3), ints("i23", [[1, 2, 3], [4, 5, 6]]), ints("i3", [3, 5, 7]),
-             u8("u23", [[1, 2, 3], [4, 5, 6]]), u8("u34", np.arange(12).reshape(3, 4))]
+             u8("u23", [[1, 2, 3], [4, 5, 6]]), u8("u34", np.arange(12).reshape(3, 4)),
+             weight("rx", 3, 2, 4), weight("lstm_w", 1, 20, 4),
+             weight("lstm_r", 1, 20, 5), weight("gru_w", 2, 15, 4), weight("gru_r", 2, 15, 5),
+             weight("rnn_w", 1, 5, 4), weight("rnn_r", 1, 5, 5)]
     return model(n, "shapes_op21", [vi("x8", [1, 4, 6, 8])], outs, inits, opset=21)
 
 

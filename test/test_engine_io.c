@@ -805,6 +805,12 @@ static const shape_case shape_cases[] = {
     {"S87 eye", "shapes_op21.onnx", "eye", "[3,3]", EG_DT_FLOAT},
     {"S88 band", "shapes_op21.onnx", "band", "[2,3]", EG_DT_INT64},
     {"S89 mmi", "shapes_op21.onnx", "mmi", "[2,4]", EG_DT_INT32},
+    {"S90 lstm_y", "shapes_op21.onnx", "lstm_y", "[3,1,2,5]", EG_DT_FLOAT},
+    {"S91 lstm_h", "shapes_op21.onnx", "lstm_h", "[1,2,5]", EG_DT_FLOAT},
+    {"S92 lstm_c", "shapes_op21.onnx", "lstm_c", "[1,2,5]", EG_DT_FLOAT},
+    {"S93 gru_y", "shapes_op21.onnx", "gru_y", "[3,2,2,5]", EG_DT_FLOAT},
+    {"S94 gru_h", "shapes_op21.onnx", "gru_h", "[2,2,5]", EG_DT_FLOAT},
+    {"S95 rnn_h", "shapes_op21.onnx", "rnn_h", "[1,2,5]", EG_DT_FLOAT},
 };
 #define N_SHAPE_CASES (sizeof shape_cases / sizeof shape_cases[0])
 
