@@ -47,7 +47,9 @@ static const char usage_text[] =
     "    --dim NAME=SIZE     read the model's symbolic dimension NAME (a dim_param,\n"
     "                        such as a batch size) as SIZE, so its shapes are known\n"
     "                        and the rules can apply; the output is the model at\n"
-    "                        that size. Repeat for more names\n"
+    "                        that size. Repeat for more names. INPUT:AXIS=SIZE\n"
+    "                        gives a size to an axis of graph input INPUT that has\n"
+    "                        neither size nor name in the file\n"
     "    -q                  no progress on stderr\n"
     "       engine --help | --version\n"
     "A model keeping its weights in an external data file (IN.onnx.data, as\n"
@@ -421,6 +423,13 @@ static int census(const eg_graph *g) {
                 fprintf(stderr, "engine: note: graph input '%s' has the symbolic dimension '%s': the shapes "
                         "that depend on it are unknown, and rules need shapes; --dim %s=SIZE optimizes the "
                         "model at that size\n", t->name, t->dim_name[d], t->dim_name[d]);
+                return 0;
+            }
+        for (int d = 0; d < t->shape.rank && d < EG_MAX_RANK; d++)
+            if (!(t->dim_name && t->dim_name[d]) && t->shape.dim[d] < 0) {
+                fprintf(stderr, "engine: note: graph input '%s' has no size for axis %d: the shapes that "
+                        "depend on it are unknown, and rules need shapes; --dim %s:%d=SIZE optimizes the "
+                        "model at that size\n", t->name, d, t->name, d);
                 return 0;
             }
     }

@@ -16,6 +16,7 @@
  * input) and graph output defined, no cycle. Nodes out of order are
  * sorted, not refused. Inside an opaque node's subgraphs only a name
  * defined in no scope at all is refused; the rest is passed through. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,18 +353,36 @@ static eg_status load_value(const ictx *c, const Onnx__TensorProto *tp, const ch
 
 static int shapes_conflict(const eg_shape *a, const eg_shape *b);
 
-/* The load options' size for symbolic dim d, or -1. */
-static int pinned_dim(const ictx *c, const Onnx__TensorShapeProto__Dimension *d) {
-    if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM || !d->dim_param) return -1;
-    for (int k = 0; k < c->o->n_dims; k++)
+/* 1 when pin names axis `axis` of the graph input `input`: "INPUT:AXIS",
+ * the way --dim reaches an axis the file gives neither size nor name. */
+static int names_axis(const char *pin, const char *input, size_t axis) {
+    size_t n = strlen(input);
+    if (strncmp(pin, input, n) || pin[n] != ':' || !pin[n + 1]) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long a = strtoull(pin + n + 1, &end, 10);
+    return !*end && !errno && pin[n + 1] != '-' && pin[n + 1] != '+' && a == axis;
+}
+
+/* The load options' pin for axis `axis` (dim d) of value vi, or -1: a
+ * symbolic dim by its name, or, of a graph input (input), any axis
+ * without a size by "INPUT:AXIS". */
+static int pinned_dim(const ictx *c, const Onnx__ValueInfoProto *vi, int input, size_t axis,
+                      const Onnx__TensorShapeProto__Dimension *d) {
+    int symbolic = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param;
+    for (int k = 0; symbolic && k < c->o->n_dims; k++)
         if (c->o->dims[k].name && !strcmp(c->o->dims[k].name, d->dim_param)) return k;
+    if (!input || d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) return -1;
+    for (int k = 0; k < c->o->n_dims; k++)
+        if (c->o->dims[k].name && names_axis(c->o->dims[k].name, vi->name, axis)) return k;
     return -1;
 }
 
-/* vi, with each symbolic dim the load options pin (--dim) given its size:
- * *copy is NULL when vi names none, else a copy so changed (free it with
- * onnx__value_info_proto__free_unpacked). @return EG_OK or EG_ENOMEM. */
-static eg_status pin_dims(const ictx *c, const Onnx__ValueInfoProto *vi, Onnx__ValueInfoProto **copy) {
+/* vi, with each dim the load options pin (--dim) given its size: *copy is
+ * NULL when vi has none, else a copy so changed (free it with
+ * onnx__value_info_proto__free_unpacked). input: vi declares a graph
+ * input. @return EG_OK or EG_ENOMEM. */
+static eg_status pin_dims(const ictx *c, const Onnx__ValueInfoProto *vi, int input, Onnx__ValueInfoProto **copy) {
     *copy = NULL;
     const Onnx__TypeProto *tp = vi->type;
     if (!c->o || !c->o->n_dims || !tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -371,7 +390,7 @@ static eg_status pin_dims(const ictx *c, const Onnx__ValueInfoProto *vi, Onnx__V
         return EG_OK;
     int any = 0;
     for (size_t i = 0; i < tp->tensor_type->shape->n_dim && !any; i++)
-        any = pinned_dim(c, tp->tensor_type->shape->dim[i]) >= 0;
+        any = pinned_dim(c, vi, input, i, tp->tensor_type->shape->dim[i]) >= 0;
     if (!any) return EG_OK;
     uint8_t *buf;
     size_t len;
@@ -381,9 +400,10 @@ static eg_status pin_dims(const ictx *c, const Onnx__ValueInfoProto *vi, Onnx__V
     if (!v) return EG_ENOMEM;
     Onnx__TensorShapeProto *sh = v->type->tensor_type->shape;
     for (size_t i = 0; i < sh->n_dim; i++) {
-        int k = pinned_dim(c, sh->dim[i]);
+        int k = pinned_dim(c, vi, input, i, sh->dim[i]);
         if (k < 0) continue;
-        free(sh->dim[i]->dim_param); /* the default allocator's, as unpack made it */
+        if (sh->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+            free(sh->dim[i]->dim_param); /* the default allocator's, as unpack made it */
         sh->dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
         sh->dim[i]->dim_value = c->o->dims[k].value;
         c->dim_used[k] = 1;
@@ -399,7 +419,7 @@ static eg_status keep_vinfo(const ictx *c, const Onnx__ValueInfoProto *vi, eg_te
     Onnx__ValueInfoProto *pinned;
     free(t->vinfo);
     t->vinfo = NULL;
-    if (pin_dims(c, vi, &pinned) != EG_OK) return fail(c, EG_ENOMEM, "out of memory");
+    if (pin_dims(c, vi, (t->flags & EG_TF_INPUT) != 0, &pinned) != EG_OK) return fail(c, EG_ENOMEM, "out of memory");
     if (pinned) vi = pinned;
     eg_status rc = egp_pack(&vi->base, &t->vinfo, &t->vinfo_len) == EG_OK ? EG_OK : EG_ENOMEM;
     if (rc == EG_OK && !(t->flags & (EG_TF_INIT | EG_TF_SPARSE))) rc = read_type(vi->type, t);
@@ -1458,7 +1478,9 @@ eg_status eg_load_mem(const void *buf, size_t len, const char *name, const eg_lo
     rc = c.g && c.dim_used ? import_model(&c) : fail(&c, EG_ENOMEM, "out of memory");
     for (int k = 0; rc == EG_OK && k < o.n_dims; k++)
         if (!c.dim_used[k])
-            rc = fail(&c, EG_EFORMAT, "no graph input, output or value_info has a dimension named '%s' (--dim)",
+            rc = fail(&c, EG_EFORMAT,
+                      "no graph input, output or value_info has a dimension named '%s', nor is it "
+                      "INPUT:AXIS for an axis of a graph input without a size (--dim)",
                       o.dims[k].name ? o.dims[k].name : "");
     free(c.dim_used);
     protobuf_c_message_free_unpacked(&c.m->base, &a.pc);

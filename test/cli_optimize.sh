@@ -62,6 +62,27 @@ check "... names it" grep -q "'batch'" "$tmp/err"
 check "... and no output file" test ! -e "$tmp/d2.onnx"
 check "--dim B=0: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B=0
 check "--dim without a size: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B
+# --dim INPUT:AXIS=SIZE: the same batch with neither size nor name (as
+# skl2onnx writes it): the census names the axis, and pinning it works
+# as --dim B=1 does.
+python3 - "$corpus/convs.onnx" "$tmp/anon.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+for v in list(m.graph.input) + list(m.graph.output):
+    v.type.tensor_type.shape.dim[0].Clear()
+onnx.save(m, sys.argv[2])
+PY
+xin=$(python3 -c "import onnx; print(onnx.load('$tmp/anon.onnx').graph.input[0].name)")
+check "anonymous batch: the census says how to pin it" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a0.onnx' 2>&1 | grep -q -- '--dim $xin:0=SIZE'"
+check "... and no rule applies" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a0.onnx' -q | grep -q '^rules applied: 0'"
+check "--dim $xin:0=1: every shape known" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 2>&1 | grep 'census' | grep -q '(100%)'"
+check "... rules apply" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 -q | grep -q '^rules applied: [1-9]'"
+check "... the output's input declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/a1.onnx'); sys.exit(m.graph.input[0].type.tensor_type.shape.dim[0].dim_value != 1)"
+check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/anon.onnx" "$tmp/a1.onnx"
+check "--dim on an axis that has a size: exit 2" status_is 2 "$E" optimize "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:1=4
+check "... names it" grep -q "'$xin:1'" "$tmp/err"
+check "--dim on an axis past the rank: exit 2" status_is 2 "$E" optimize "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:9=1
+check "... and no output file" test ! -e "$tmp/a2.onnx"
 check "optimize a corpus model: exit 0" status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" -q
 check "... prints the costs" grep -q "^cost before: " "$tmp/out"
 check "... and the output loads again" status_is 0 "$E" info "$tmp/o.onnx"

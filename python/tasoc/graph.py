@@ -408,7 +408,8 @@ def load_onnx(model: ModelLike, dims: Optional[Mapping[str, int]] = None) -> Gra
     onnx.ModelProto. dims pins symbolic dimensions, as `engine optimize
     --dim` does: {"batch": 1} reads the dim_param "batch" as 1, so the
     shapes are known and the rules can apply (the graph is then the model
-    at that size). Raises TasocError with the engine's message when the
+    at that size); {"x:0": 1} sizes axis 0 of graph input "x" when the
+    file gives it neither size nor name. Raises TasocError with the engine's message when the
     model cannot be read (the file, the node and the tensor named) or
     names no such dimension."""
     if isinstance(model, onnx.ModelProto):

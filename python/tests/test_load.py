@@ -84,6 +84,21 @@ def test_load_dims_pins_a_symbolic_batch():
         tasoc.load_onnx(path, dims={"N": 0})
 
 
+def test_load_dims_sizes_an_anonymous_axis():
+    """dims={"x:0": 2} sizes axis 0 of graph input x when the file gives it
+    neither size nor name (skl2onnx writes its batch so): every shape is
+    then known, and the export declares the size."""
+    m = onnx.load(str(CORPUS / "inception.onnx"))
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[0].Clear()
+    g = tasoc.load_onnx(m, dims={"x:0": 2})
+    out = tasoc.export_onnx(g)
+    assert [d.dim_value for d in out.graph.input[0].type.tensor_type.shape.dim] == [2, 4, 6, 6]
+    with pytest.raises(tasoc.TasocError) as e:
+        tasoc.load_onnx(m, dims={"x:1": 4})  # axis 1 has a size
+    assert "'x:1'" in str(e.value)
+
+
 def test_load_external_data(tmp_path):
     """A model whose weights lie in an external data file (torch.onnx.export
     writes MODEL.onnx.data by default): load_onnx(path) reads them from
