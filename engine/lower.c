@@ -684,6 +684,34 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, unsigned cha
     return EG_OK;
 }
 
+/* Put each appended node (n0 and on) right after the node it came of
+ * (anchor[k - n0], an original node), in the order appended: the node
+ * order then follows the file's, so the export, read and lowered again,
+ * writes the same order (eg_toposort keeps an order that is already
+ * topological, and a lowering's pieces read only what the node read or
+ * its earlier pieces). @return EG_OK or EG_ENOMEM. */
+static eg_status place_appended(eg_graph *g, int n0, const int *anchor) {
+    int n = g->n_nodes, at = 0;
+    eg_node *to = malloc(sizeof *to * (size_t)n);
+    int *first = malloc(sizeof *first * (size_t)(n0 + 1)), *next = malloc(sizeof *next * (size_t)(n - n0 + 1));
+    if (!to || !first || !next) {
+        free(to), free(first), free(next);
+        return EG_ENOMEM;
+    }
+    for (int j = 0; j < n0; j++) first[j] = -1;
+    for (int k = n - 1; k >= n0; k--) { /* lists in the order appended */
+        next[k - n0] = first[anchor[k - n0]];
+        first[anchor[k - n0]] = k;
+    }
+    for (int j = 0; j < n0; j++) {
+        to[at++] = g->node[j];
+        for (int k = first[j]; k >= 0; k = next[k - n0]) to[at++] = g->node[k];
+    }
+    memcpy(g->node, to, sizeof *to * (size_t)n);
+    free(to), free(first), free(next);
+    return EG_OK;
+}
+
 eg_status eg_lower(eg_graph *g) {
     int any = 0, dropped = 0;
     unsigned char *drop = calloc((size_t)g->n_nodes + 1, 1);
@@ -706,10 +734,18 @@ eg_status eg_lower(eg_graph *g) {
         return EG_ENOMEM;
     }
     eg_count_uses(g, uses.of);
+    int *anchor = NULL, n_anchor = 0; /* appended node n0 + i came of node anchor[i] */
     for (int j = 0; rc == EG_OK && j < g->n_nodes; j++) { /* appended nodes are lowered too */
-        int appended;
+        int appended, before = g->n_nodes;
         rc = lower_node(g, j, &uses, j < n0 ? drop : NULL, &appended);
         any |= appended;
+        if (rc == EG_OK && g->n_nodes > before) {
+            int *a = realloc(anchor, sizeof *a * (size_t)(g->n_nodes - n0));
+            if (!a) rc = EG_ENOMEM;
+            else anchor = a;
+            for (int k = before; rc == EG_OK && k < g->n_nodes; k++)
+                anchor[n_anchor++] = j < n0 ? j : anchor[j - n0];
+        }
     }
     if (rc == EG_OK) absorb_unread(g, &uses);
     free(uses.of);
@@ -721,6 +757,15 @@ eg_status eg_lower(eg_graph *g) {
         rc = all ? eg_remove_nodes(g, all, NULL, 0) : EG_ENOMEM;
         free(all);
     }
+    if (rc == EG_OK && n_anchor) { /* the removal kept the order: renumber the anchors */
+        int kept = 0, *pos = malloc(sizeof *pos * (size_t)(n0 + 1));
+        for (int j = 0; pos && j < n0; j++) /* a dropped node: the one before it */
+            pos[j] = drop[j] ? (kept > 0 ? kept - 1 : 0) : kept++;
+        for (int i = 0; pos && i < n_anchor; i++) anchor[i] = pos[anchor[i]];
+        rc = pos ? place_appended(g, kept, anchor) : EG_ENOMEM;
+        free(pos);
+    }
+    free(anchor);
     free(drop);
     if (rc != EG_OK || !(any || dropped || absorbed)) return rc;
     /* the graph was valid before, so only memory can fail here */

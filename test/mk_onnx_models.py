@@ -169,6 +169,25 @@ def reg_unsorted():
                  value_info=[vi("s", [2, 3]), vi("r", [2, 3])])
 
 
+def reg_lower_order():
+    """Nodes the importer lowers into pieces (a 3-input Concat, a
+    BatchNormalization not after a conv) before opaque ones (fuzz_onnx
+    found it): the pieces must stay where their node was, or the export,
+    read again, is written in another order."""
+    N = helper.make_node
+    n = [N("Concat", ["x"], ["c1"], name="cat1", axis=1),
+         N("Relu", ["c1"], ["r"], name="relu"),
+         N("Concat", ["x", "r", "x"], ["c3"], name="cat3", axis=1),
+         N("BatchNormalization", ["c3", "n1_s", "n1_b", "n1_m", "n1_v"], ["b1"], name="bn_alone",
+           epsilon=0.001),
+         N("Hardmax", ["x"], ["h"], name="opaque_a"),
+         N("Hardmax", ["h"], ["h2"], name="opaque_b"),
+         N("Concat", ["h2", "r", "b1", "x"], ["y"], name="cat4", axis=1)]
+    inits = [weight("n1_s", 6), weight("n1_b", 6), weight("n1_m", 6),
+             numpy_helper.from_array(np.full(6, 0.5, dtype=np.float32), "n1_v")]
+    return model(n, "lower_order", [vi("x", [1, 2, 3, 3])], [vi("y", [1, 12, 3, 3])], inits)
+
+
 def reg_ir3():
     """IR version 3: every initializer is also a graph input, and values the
     writer adds (a Constant, Split sizes) must be listed as inputs too."""
@@ -1020,7 +1039,7 @@ def post_ln():
 MODELS = {
     "conv_bn_relu": conv_bn_relu, "inception": inception, "convs": convs, "attention": attention,
     "mixed": mixed, "old_opset": old_opset, "opaque": opaque,
-    "reg_unsorted": reg_unsorted, "reg_ir3": reg_ir3, "reg_odd_values": reg_odd_values,
+    "reg_unsorted": reg_unsorted, "reg_lower_order": reg_lower_order, "reg_ir3": reg_ir3, "reg_odd_values": reg_odd_values,
     "reg_empty": reg_empty, "bad_output_decl": bad_output_decl,
     "bad_input_default": bad_input_default,
     "bad_cycle": bad_cycle, "bad_missing_init": bad_missing_init, "bad_ir_new": bad_ir_new,

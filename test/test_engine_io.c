@@ -119,6 +119,8 @@ static const model_case model_cases[] = {
     {"M19 input forms, opset 18", "shapes_op18.onnx", 3, 0, 1, 2, "rmean18", "[1,6]"},
     {"M20 transformer layer, shape arithmetic folded", "transformer.onnx", 35, 34, 1, 0, "y",
      "[1,8,16]"},
+    {"M21 nodes lowered into pieces before opaque ones", "reg_lower_order.onnx", 11, 8, 1, 2, "b1",
+     "[1,6,3,3]"},
 };
 #define N_MODEL_CASES (sizeof model_cases / sizeof model_cases[0])
 
@@ -127,6 +129,21 @@ static void test_sorted(void **state) {
     (void)state;
     eg_graph *g = load_ok("reg_unsorted.onnx");
     assert_string_equal(g->node[2].name, "add");
+    eg_free(g);
+}
+
+/* M21: the pieces a node is lowered into take its place, in the file's
+ * order (before the opaque nodes after it), not the end of the graph. */
+static void test_pieces_in_place(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("reg_lower_order.onnx");
+    int first_opaque = -1, last_piece = -1;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const char *name = g->node[j].name;
+        if (g->node[j].kind == EG_KIND_OPAQUE && first_opaque < 0) first_opaque = j;
+        if (!strcmp(name, "cat3") || !strcmp(name, "bn_alone")) last_piece = j;
+    }
+    assert_true(last_piece >= 0 && first_opaque > last_piece);
     eg_free(g);
 }
 
@@ -924,6 +941,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_transformer);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_window);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_sorted);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pieces_in_place);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_legal_eval);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_opaque);
