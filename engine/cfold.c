@@ -1841,6 +1841,12 @@ static eg_status try_fold(const cctx *c, int *folded) {
     if (!fold_ready(c) || c->n->n_in > CF_MAX_INTS) return EG_OK;
     eg_tensor *t = &c->g->tensor[c->n->out[0]];
     fold f = xop_table[c->op].fold;
+    /* an omitted input reads as nothing: only the optional inputs after
+     * the data (Slice's axes and steps, Squeeze's and ReduceProd's axes)
+     * may be left out; a file that omits another is not folded */
+    int optional_after_data = f == F_SLICE || f == F_COPY || f == F_REDPROD;
+    for (int k = 0; f != F_SHAPE && f != F_SIZE && k < c->n->n_in; k++)
+        if (!in_t(c, k) && (k == 0 || !optional_after_data)) return EG_OK;
     for (int k = 0; rc == EG_OK && f != F_SHAPE && f != F_SIZE && k < c->n->n_in; k++, nin++) {
         memset(&in[k], 0, sizeof in[k]);
         if (in_t(c, k)) rc = cval_load(in_t(c, k), &in[k]);

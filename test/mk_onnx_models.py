@@ -204,12 +204,17 @@ def reg_ir3():
 
 def reg_odd_values():
     """A value of a data type the engine does not know used as Split sizes
-    (the Split stays opaque), and a Gemm whose required input is omitted."""
+    (the Split stays opaque), a Gemm whose required input is omitted, and
+    an Equal of a constant and an omitted input (not folded: fuzz_onnx
+    found the folding reading the missing value)."""
     odd = TensorProto(name="odd", data_type=39, dims=[3], raw_data=bytes(24))
     n = [helper.make_node("Split", ["x", "odd"], ["p", "q", "r"], axis=1),
          helper.make_node("Gemm", ["x", "", ""], ["g"], name="gemm"),
-         helper.make_node("Identity", ["p"], ["y"])]
-    return model(n, "odd_values", [vi("x", [2, 6])], [vi("y", [2, 1]), vi("g", [2, 2])], [odd])
+         helper.make_node("Identity", ["p"], ["y"]),
+         helper.make_node("Equal", ["k3", ""], ["e"], name="eq"),
+         helper.make_node("Not", ["e"], ["ne"], name="not")]
+    return model(n, "odd_values", [vi("x", [2, 6])],
+                 [vi("y", [2, 1]), vi("g", [2, 2]), vi("ne", [3], TensorProto.BOOL)], [odd, ints("k3", [1, 2, 3])])
 
 
 def reg_empty():

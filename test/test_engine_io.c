@@ -105,7 +105,7 @@ static const model_case model_cases[] = {
     {"M07 opaque nodes and a subgraph", "opaque.onnx", 6, 0, 1, 5, "foo", "[2,3]"},
     {"M08 nodes out of order", "reg_unsorted.onnx", 3, 3, 0, 0, "y", "[2,3]"},
     {"M09 IR 3: initializers are inputs", "reg_ir3.onnx", 5, 5, 0, 0, "y", "[2,2]"},
-    {"M10 odd dtype sizes, omitted required input", "reg_odd_values.onnx", 3, 0, 1, 2, "x", "[2,6]"},
+    {"M10 odd dtype sizes, omitted required inputs", "reg_odd_values.onnx", 5, 0, 1, 4, "e", "[3]"},
     {"M11 no nodes", "reg_empty.onnx", 0, 0, 0, 0, "x", "[3]"},
     {"M12 If and Loop reading outer tensors", "control_flow.onnx", 8, 4, 0, 4, "s1", "[2,3]"},
     {"M13 opset 6, IR 3: legacy broadcast, BatchNormalization-6", "opset6.onnx", 10, 5, 5, 0, "f",
