@@ -164,11 +164,12 @@ void tasoc_graph_counts(const tasoc_graph *g, int *nodes, int *tensors, int *inp
     *outputs = g->g->n_outputs;
 }
 
-/* The cost kind named, analytic for NULL. @return 0, or EG_EUNSUPPORTED. */
+/* The cost kind named, analytic-cpu (engine optimize's default) for NULL.
+ * @return 0, or EG_EUNSUPPORTED. */
 static int cost_kind(const char *name, eg_cost_kind *k, char *err, size_t errlen) {
-    int v = name ? eg_cost_kind_parse(name) : (int)EG_COST_ANALYTIC;
+    int v = name ? eg_cost_kind_parse(name) : (int)EG_COST_ANALYTIC_CPU;
     if (v < 0) {
-        snprintf(err, errlen, "unknown cost model '%s' (analytic, cpu, cuda or ort)", name);
+        snprintf(err, errlen, "unknown cost model '%s' (analytic-cpu, analytic, cpu, cuda or ort)", name);
         return EG_EUNSUPPORTED;
     }
     *k = (eg_cost_kind)v;

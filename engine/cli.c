@@ -26,7 +26,9 @@ static const char usage_text[] =
     "                                           rewrite with the rules, cost-based search\n"
     "  optimize options:\n"
     "    --ruledb FILE       rules to use (default: the shipped ruledb, built in)\n"
-    "    --cost KIND         analytic (default: flops and bytes, deterministic),\n"
+    "    --cost KIND         analytic-cpu (default: flops and bytes on one CPU core,\n"
+    "                        deterministic), analytic (the same on a GPU-like device,\n"
+    "                        where a kernel launch saved pays: TASO's merges),\n"
     "                        cpu (measured here), cuda (measured, needs a GPU),\n"
     "                        ort (measured in onnxruntime, where the model will run:\n"
     "                        needs python3 with onnxruntime; turns --verify on)\n"
@@ -310,7 +312,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
     memset(a, 0, sizeof *a);
     eg_search_opts_init(&a->search);
     eg_verify_opts_init(&a->verify);
-    a->cost = EG_COST_ANALYTIC;
+    a->cost = EG_COST_ANALYTIC_CPU;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -329,7 +331,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         else if (!strcmp(o, "--cost-cache")) a->cost_cache = v;
         else if (!strcmp(o, "--cost")) {
             int k = eg_cost_kind_parse(v);
-            if (k < 0) return usage_error("--cost is analytic, cpu, cuda or ort"), -1;
+            if (k < 0) return usage_error("--cost is analytic-cpu, analytic, cpu, cuda or ort"), -1;
             a->cost = (eg_cost_kind)k;
         } else if (!strcmp(o, "--alpha")) {
             if (number_arg(o, v, 1.0, 10.0, &a->search.alpha)) return -1;
@@ -517,9 +519,11 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
 
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
  * the input's bytes are written unchanged, not an export of them, unless
- * the import mended the file (g->repaired) or the file keeps its data in
+ * the import mended the file (g->repaired), the file keeps its data in
  * external files (g->external: the export writes a.out.data beside a.out,
- * so the result does not depend on files next to the input). */
+ * so the result does not depend on files next to the input), or --dim
+ * pinned sizes (the output is the model at those sizes and declares
+ * them). */
 static int cmd_optimize(int argc, char **argv) {
     opt_args a;
     char err[EG_ERRLEN];
@@ -547,7 +551,7 @@ static int cmd_optimize(int argc, char **argv) {
         rc = verify(&a, g, cost, &r, &best, &pick, err, sizeof err);
         keep_input = rc == EG_OK && pick == 0;
     }
-    int verbatim = keep_input && !g->repaired && !g->external;
+    int verbatim = keep_input && !g->repaired && !g->external && !a.n_dims;
     if (rc == EG_OK)
         rc = verbatim ? egp_write_file(a.out, bytes, len, err, sizeof err)
                       : eg_save(a.out, keep_input ? g : best, err, sizeof err);

@@ -53,6 +53,7 @@ static const char *const kind_names[EG_COST_KIND_COUNT] = { /* ORDER COSTKIND */
     [EG_COST_CPU] = "cpu",
     [EG_COST_CUDA] = "cuda",
     [EG_COST_ORT] = "ort",
+    [EG_COST_ANALYTIC_CPU] = "analytic-cpu",
 };
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == EG_COST_KIND_COUNT, "kind_names");
 
@@ -557,8 +558,10 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
     if (!kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
     double t = -1, t0 = now_s();
     int measurable = k.cls != EG_KC_FREE && k.bytes <= EG_COST_MAX_MEASURE;
+    int measured = 1;
     switch (c->kind) {
-    case EG_COST_ANALYTIC: break;
+    case EG_COST_ANALYTIC:
+    case EG_COST_ANALYTIC_CPU: measured = 0; break;
     case EG_COST_CPU:
         if (measurable) t = eg_cost_cpu_time(c->cpu, &k);
         break;
@@ -570,13 +573,13 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
         break;
     case EG_COST_KIND_COUNT: break;
     }
-    if (c->kind != EG_COST_ANALYTIC) c->seconds += now_s() - t0;
+    if (measured) c->seconds += now_s() - t0;
     if (t >= 0 && isfinite(t)) {
         c->measured++;
         return t;
     }
-    if (c->kind != EG_COST_ANALYTIC && k.cls != EG_KC_FREE) c->fallbacks++;
-    int cpu = c->kind == EG_COST_CPU || c->kind == EG_COST_ORT;
+    if (measured && k.cls != EG_KC_FREE) c->fallbacks++;
+    int cpu = c->kind == EG_COST_CPU || c->kind == EG_COST_ORT || c->kind == EG_COST_ANALYTIC_CPU;
     return analytic(cpu ? &cpu_like : &gpu_like, &k);
 }
 
@@ -778,7 +781,8 @@ eg_cost_kind eg_cost_kind_of(const eg_cost *c) { return c->kind; }
 
 double eg_cost_noise(const eg_cost *c) {
     switch (c->kind) {
-    case EG_COST_ANALYTIC: return 0;
+    case EG_COST_ANALYTIC:
+    case EG_COST_ANALYTIC_CPU: return 0;
     case EG_COST_CPU: /* medians of the same kernel move by a few percent run to run */
     case EG_COST_CUDA:
     case EG_COST_ORT: return 0.02;
@@ -964,7 +968,8 @@ eg_status eg_cost_new_threads(eg_cost_kind kind, const char *cache_path, int thr
     }
     c->kind = kind;
     switch (kind) {
-    case EG_COST_ANALYTIC: snprintf(c->machine, sizeof c->machine, "any"); break;
+    case EG_COST_ANALYTIC:
+    case EG_COST_ANALYTIC_CPU: snprintf(c->machine, sizeof c->machine, "any"); break;
     case EG_COST_CPU:
         eg_cost_cpu_machine(c->machine, sizeof c->machine);
         if (eg_cost_cpu_new(&c->cpu, err, errlen) != 0) rc = EG_EUNSUPPORTED;

@@ -7,7 +7,7 @@
  * parameters / attributes, every input's dtype and shape, every output's
  * dtype and shape, each field written as a little-endian int64 (no struct
  * bytes, so no padding). Keys live in an open-addressing table hashed with
- * XXH3-64; a hit returns the stored microseconds. Three backends:
+ * XXH3-64; a hit returns the stored microseconds. The backends:
  *
  *   analytic  deterministic (tests and reproducible searches), a roofline
  *             of a GPU-like target:
@@ -20,6 +20,14 @@
  *             runtime and pay EG_COST_VIEW_US instead of the launch; a
  *             conv2d with a fused RELU costs the same as without; the
  *             constants imm/iconv/poolk/ones cost 0.
+ *   analytic-cpu  the same roofline for one CPU core (EG_COST_CPU_*): a
+ *             launch costs little next to the work, so merging kernels
+ *             pays only where it saves work or memory traffic, and
+ *             enlarging a 1x1 kernel to 3x3 costs its nine-fold flops.
+ *             Deterministic; what onnxruntime on a CPU rewards (on
+ *             SqueezeNet the GPU-like roofline's merges run 11% slower
+ *             there, bench/results/unseen.md), so engine optimize uses it
+ *             unless told otherwise.
  *   cpu       measured once per key on this CPU with random float inputs:
  *             conv and pools through oneDNN (C API), MatMul/Gemm through
  *             OpenBLAS cblas_sgemm, the rest with plain C loops; two
@@ -116,10 +124,12 @@ typedef enum { /* ORDER COSTKIND */
     EG_COST_CPU,
     EG_COST_CUDA,
     EG_COST_ORT,
+    EG_COST_ANALYTIC_CPU,
     EG_COST_KIND_COUNT
 } eg_cost_kind;
 
-/* @return "analytic", "cpu", "cuda", "ort", or "?" out of range. */
+/* @return "analytic", "cpu", "cuda", "ort", "analytic-cpu", or "?" out of
+ * range. */
 const char *eg_cost_kind_name(eg_cost_kind k);
 
 /* @return the kind named (as eg_cost_kind_name writes it), or -1. */

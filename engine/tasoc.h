@@ -51,7 +51,8 @@ typedef struct {
     double alpha;           /* keep graphs under alpha x best cost, 1..10 */
     double time_limit;      /* seconds, >= 0 */
     uint64_t budget;        /* graph expansions */
-    const char *cost;       /* "analytic", "cpu", "cuda" or "ort"; NULL analytic */
+    const char *cost;       /* "analytic-cpu", "analytic", "cpu", "cuda" or "ort";
+                               NULL analytic-cpu, as engine optimize */
     const char *ruledb;     /* a ruledb file; NULL the shipped rules */
     const char *cost_cache; /* a cost cache file; NULL none */
     int threads;            /* "ort": onnxruntime intra-op threads (0: 1) */
@@ -129,7 +130,7 @@ void tasoc_mem_free(void *buf);
 void tasoc_graph_counts(const tasoc_graph *g, int *nodes, int *tensors, int *inputs,
                         int *outputs);
 
-/* The graph's cost under a cost model (NULL: analytic), in microseconds.
+/* The graph's cost under a cost model (NULL: analytic-cpu), in microseconds.
  * @return 0 with *us set, or a status and err. */
 int tasoc_graph_cost(const tasoc_graph *g, const char *cost, double *us, char *err, size_t errlen);
 

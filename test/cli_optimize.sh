@@ -54,9 +54,12 @@ PY
 check "symbolic batch: the census says how to pin it" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d0.onnx' 2>&1 | grep -q -- '--dim B=SIZE'"
 check "... and no rule applies" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d0.onnx' -q | grep -q '^rules applied: 0'"
 check "--dim B=1: every shape known" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 2>&1 | grep 'census' | grep -q '(100%)'"
-check "... rules apply" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 -q | grep -q '^rules applied: [1-9]'"
+check "... rules apply (the GPU-like analytic cost merges its convs)" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 --cost analytic -q | grep -q '^rules applied: [1-9]'"
 check "... the output declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/d1.onnx'); sys.exit(any(v.type.tensor_type.shape.dim[0].dim_value != 1 for v in list(m.graph.input) + list(m.graph.output)))"
 check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/dyn.onnx" "$tmp/d1.onnx"
+check "--dim B=1 at the default cost (analytic-cpu): nothing cheaper" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d3.onnx' --dim B=1 2>&1 | grep -q 'cost analytic-cpu' && '$E' optimize '$tmp/dyn.onnx' -o '$tmp/d3.onnx' --dim B=1 -q | grep -q '^rules applied: 0'"
+check "... yet the output is the model at that size: it declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/d3.onnx'); sys.exit(any(v.type.tensor_type.shape.dim[0].dim_value != 1 for v in list(m.graph.input) + list(m.graph.output)))"
+check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/dyn.onnx" "$tmp/d3.onnx"
 check "--dim with a name the model lacks: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim batch=1
 check "... names it" grep -q "'batch'" "$tmp/err"
 check "... and no output file" test ! -e "$tmp/d2.onnx"
@@ -76,7 +79,7 @@ xin=$(python3 -c "import onnx; print(onnx.load('$tmp/anon.onnx').graph.input[0].
 check "anonymous batch: the census says how to pin it" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a0.onnx' 2>&1 | grep -q -- '--dim $xin:0=SIZE'"
 check "... and no rule applies" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a0.onnx' -q | grep -q '^rules applied: 0'"
 check "--dim $xin:0=1: every shape known" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 2>&1 | grep 'census' | grep -q '(100%)'"
-check "... rules apply" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 -q | grep -q '^rules applied: [1-9]'"
+check "... rules apply (the GPU-like analytic cost merges its convs)" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 --cost analytic -q | grep -q '^rules applied: [1-9]'"
 check "... the output's input declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/a1.onnx'); sys.exit(m.graph.input[0].type.tensor_type.shape.dim[0].dim_value != 1)"
 check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/anon.onnx" "$tmp/a1.onnx"
 check "--dim on an axis that has a size: exit 2" status_is 2 "$E" optimize "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:1=4
@@ -133,20 +136,20 @@ fake "$tmp/py_junk" "model${T}0${T}ten"
 printf '#!/bin/sh\necho "onnxruntime for Python is missing (No module named onnxruntime): pip install onnxruntime" >&2\nexit 3\n' >"$tmp/py_noort"
 chmod +x "$tmp/py_noort"
 check "--verify: the plain run first (its result is the search's)" \
-    status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/plain.onnx" -q
+    status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/plain.onnx" -q --cost analytic
 check "... the search changed the model" eval "! cmp -s '$corpus/convs.onnx' '$tmp/plain.onnx'"
 check "--verify, the search result measured 2x faster: it is written" \
-    eval "TASOC_PYTHON='$tmp/py_fast' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/v.onnx' -q --verify && cmp '$tmp/plain.onnx' '$tmp/v.onnx'"
+    eval "TASOC_PYTHON='$tmp/py_fast' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/v.onnx' -q --cost analytic --verify && cmp '$tmp/plain.onnx' '$tmp/v.onnx'"
 check "... the report says so, with the A/A row" \
     eval "grep -q '^verify: writing the search result' '$tmp/out' && grep -q '^verify: A/A 1.000x' '$tmp/out'"
 check "... and its temporary files are gone" eval "! ls '$tmp' | grep -q '\.verify\.'"
 check "--verify, the faster result computes other outputs: the built-ins alone win" \
-    eval "TASOC_PYTHON='$tmp/py_wrong' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/w.onnx' -q --verify && grep -q '^verify: writing the built-ins alone' '$tmp/out' && ! cmp -s '$tmp/plain.onnx' '$tmp/w.onnx'"
+    eval "TASOC_PYTHON='$tmp/py_wrong' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/w.onnx' -q --cost analytic --verify && grep -q '^verify: writing the built-ins alone' '$tmp/out' && ! cmp -s '$tmp/plain.onnx' '$tmp/w.onnx'"
 check "... which compute what the input computes" status_is 0 "$E" info "$tmp/w.onnx"
 check "--verify, nothing faster beyond the noise: the input, byte for byte" \
-    eval "TASOC_PYTHON='$tmp/py_slow' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/s.onnx' -q --verify && cmp '$corpus/convs.onnx' '$tmp/s.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
+    eval "TASOC_PYTHON='$tmp/py_slow' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/s.onnx' -q --cost analytic --verify && cmp '$corpus/convs.onnx' '$tmp/s.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
 check "--verify, 3% faster but the A/A rounds spread 6% either way: the input, byte for byte" \
-    eval "TASOC_PYTHON='$tmp/py_spread' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/sp.onnx' -q --verify && cmp '$corpus/convs.onnx' '$tmp/sp.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
+    eval "TASOC_PYTHON='$tmp/py_spread' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/sp.onnx' -q --cost analytic --verify && cmp '$corpus/convs.onnx' '$tmp/sp.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
 # A helper that times however many models it is given and makes the
 # second candidate (a runner-up when the search left one) twice as fast.
 cat >"$tmp/runner.py" <<'PY'
@@ -162,14 +165,14 @@ chmod +x "$tmp/py_runner"
 check "--verify, a runner-up of the search measured fastest: it is written, and it is a sound model" \
     eval "TASOC_PYTHON='$tmp/py_runner' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/ru.onnx' -q --verify --budget 2 && grep -q '^verify: runner-up 1 ' '$tmp/out' && grep -q '^verify: writing the runner-up 1' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/ru.onnx'"
 check "--verify without the interpreter: exit 2, says so, no output" \
-    eval "TASOC_PYTHON='$tmp/none' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --verify && grep -q 'not found' '$tmp/err' && test ! -e '$tmp/n.onnx'"
+    eval "TASOC_PYTHON='$tmp/none' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'not found' '$tmp/err' && test ! -e '$tmp/n.onnx'"
 check "--verify without onnxruntime: exit 2 with the helper's advice" \
-    eval "TASOC_PYTHON='$tmp/py_noort' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --verify && grep -q 'pip install onnxruntime' '$tmp/err'"
+    eval "TASOC_PYTHON='$tmp/py_noort' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'pip install onnxruntime' '$tmp/err'"
 check "--verify, a helper that prints junk: exit 2" \
-    eval "TASOC_PYTHON='$tmp/py_junk' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --verify && grep -q 'does not parse' '$tmp/err'"
+    eval "TASOC_PYTHON='$tmp/py_junk' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'does not parse' '$tmp/err'"
 check "bad --verify-runs: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/n.onnx" --verify --verify-runs 0
 check "--verify in onnxruntime for real: exit 0, a report, an output that loads" \
-    eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/r.onnx' -q --verify --verify-runs 5 && grep -q '^verify: writing the ' '$tmp/out' && '$E' info '$tmp/r.onnx' >/dev/null"
+    eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/r.onnx' -q --cost analytic --verify --verify-runs 5 && grep -q '^verify: writing the ' '$tmp/out' && '$E' info '$tmp/r.onnx' >/dev/null"
 check "... and computes what the input computes in onnxruntime" python3 "$tmp/same.py" "$corpus/convs.onnx" "$tmp/r.onnx"
 
 # --cost ort: kernels timed by a helper that talks "ready" / "time LEN" /

@@ -5,10 +5,14 @@ three projections share one input, an Inception-style block of parallel
 convs, a conv+batchnorm+relu stack, and a model with an op the engine does
 not know. For each: the output passes onnx.checker (full check), gives the
 same outputs as the input in onnxruntime on random inputs (max relative
-error < 1e-4), and its cost (the analytic model, deterministic) is not
-above the input's; where a known rewrite applies the cost goes down and the
-rewrite shows (the attention MatMuls merge into one). Unknown ops survive
-untouched.
+error < 1e-4), and its cost (the GPU-like analytic model, --cost analytic,
+deterministic: the one whose merges these models show) is not above the
+input's; where a known rewrite applies the cost goes down and the rewrite
+shows (the attention MatMuls merge into one). A SqueezeNet fire module
+shows the default cost (analytic-cpu) at work: the GPU-like model enlarges
+its 1x1 expand conv to 3x3 to merge it with its neighbour, which runs
+slower in onnxruntime on a CPU, and the default leaves the kernels as they
+are. Unknown ops survive untouched.
 
     python3 test/engine_opt_test.py ENGINE_BINARY [--start N] [--report FILE]
 
@@ -115,6 +119,22 @@ def twin_convs():
                  [weight("wa", c, c, 3, 3), weight("wb", c, c, 3, 3)])
 
 
+def fire():
+    """SqueezeNet's fire module: a 1x1 squeeze conv, then a 1x1 and a 3x3
+    expand conv (each with relu) reading it, concatenated."""
+    n = [conv("squeeze", "x", "ws", "s", 1), helper.make_node("Relu", ["s"], ["rs"], name="relu_s"),
+         conv("e1", "rs", "w1", "a", 1), helper.make_node("Relu", ["a"], ["ra"], name="relu_a"),
+         conv("e3", "rs", "w3", "b", 3), helper.make_node("Relu", ["b"], ["rb"], name="relu_b"),
+         helper.make_node("Concat", ["ra", "rb"], ["y"], name="cat", axis=1)]
+    return model(n, "fire", [vi("x", [1, 64, 28, 28])], [vi("y", [1, 128, 28, 28])],
+                 [weight("ws", 16, 64, 1, 1), weight("w1", 64, 16, 1, 1), weight("w3", 64, 16, 3, 3)])
+
+
+def kernel_shapes(m):
+    inits = {i.name: tuple(i.dims) for i in m.graph.initializer}
+    return sorted(inits[n.input[1]] for n in m.graph.node if n.op_type == "Conv")
+
+
 def encoder():
     """Two projections sharing x (they merge), a residual add and a
     LayerNormalization with BERT's eps 1e-12: lowered to layernorm + scale +
@@ -207,8 +227,8 @@ def unknown_op():
 
 # ---- running ----
 
-def run_engine(engine, src, dst, extra=()):
-    cmd = [engine, "optimize", src, "-o", dst, "-q", *extra]
+def run_engine(engine, src, dst, extra=(), cost="analytic"):
+    cmd = [engine, "optimize", src, "-o", dst, "-q", *(("--cost", cost) if cost else ()), *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     figures = {}
     for key, pat in (("before", r"^cost before: ([0-9.]+) us"), ("after", r"^cost after: ([0-9.]+) us"),
@@ -318,6 +338,23 @@ def main():
                         "axis would only move them into the export)", p.stdout)
             if name == "conv_bn":
                 t.check(op_count(onnx.load(dst), "BatchNormalization") == 0, "conv_bn: batchnorms folded")
+        # the default cost (analytic-cpu) against the GPU-like one on a fire module
+        src = os.path.join(d, "fire.onnx")
+        m = fire()
+        onnx.save(m, src)
+        for cost, enlarged in (("analytic", True), (None, False)):
+            dst = os.path.join(d, f"fire.{cost or 'default'}.onnx")
+            p, f = run_engine(engine, src, dst, cost=cost)
+            t.check(p.returncode == 0, f"fire, cost {cost or 'default'}: engine optimize exits 0", p.stderr)
+            if p.returncode:
+                continue
+            out = onnx.load(dst)
+            got = any(s[1:] == (16, 3, 3) and s[0] == 128 for s in kernel_shapes(out))
+            t.check(got == enlarged, f"fire, cost {cost or 'default'}: the 1x1 expand conv "
+                    f"{'is' if enlarged else 'is not'} enlarged to merge with the 3x3 ({kernel_shapes(out)})",
+                    p.stdout)
+            err = max_rel_err(src, dst)
+            t.check(err < TOL, f"fire, cost {cost or 'default'}: same outputs in onnxruntime (max rel err {err:.2e})")
         # determinism: the analytic cost gives the same model twice
         src = os.path.join(d, "attention.onnx")
         a, b = os.path.join(d, "a1.onnx"), os.path.join(d, "a2.onnx")
