@@ -13,7 +13,7 @@ pytorch-converted, pytorch-operator, simple (--subset, repeatable, picks some).
 Each test directory has model.onnx and test_data_set_*/{input,output}_*.pb.
 
 For each model:
-  - `engine optimize model.onnx -o OUT` (default cost model: analytic, so
+  - `engine optimize model.onnx -o OUT` (default cost model: analytic-cpu, so
     deterministic) and `engine roundtrip model.onnx -o RT`, each under
     --timeout seconds (default 60); a timeout counts as a refusal;
   - onnxruntime (CPU, 1 thread) on the original with the stored inputs;

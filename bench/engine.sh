@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/engine.sh - engine optimize on the test models (TASO's README conv
 # block, an attention block, an Inception-style block, conv+batchnorm):
-# search time, cost before/after (analytic cost model, deterministic), rules
+# search time, cost before/after (the GPU-like analytic cost model, as
+# test/engine_opt_test.py runs it: deterministic), rules
 # applied, max relative error in onnxruntime. Writes bench/results/engine.md
 # and prints it.
 #
@@ -31,8 +32,8 @@ tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
     echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'),"
     echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')),"
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)."
-    echo "\`engine optimize\` with the shipped ruledb and its defaults (--cost analytic,"
-    echo "--alpha 1.05, --budget 200, --time-limit 10); max rel err: onnxruntime, original"
+    echo "\`engine optimize\` with the shipped ruledb, --cost analytic and the default limits"
+    echo "(--alpha 1.05, --budget 200, --time-limit 10); max rel err: onnxruntime, original"
     echo "vs optimized, on random inputs (max |a-b| / max |a|)."
     echo
 } >"$tmp"

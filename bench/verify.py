@@ -7,7 +7,7 @@ writes and how much faster that is in onnxruntime, at 1 and 2 threads.
 
 For each real export in bench/cache (bench/export_torch.py) and each thread
 count: `engine optimize MODEL -o OUT --verify --threads T --verify-runs N`
-(default cost, analytic; default search limits), whose report says which
+(default cost, analytic-cpu; default search limits), whose report says which
 candidate it wrote (the search's result, the built-ins alone, or the input)
 and the speedups it measured. Then an independent confirmation:
 bench/ort_compare.py times the written file against the input in a fresh

@@ -26,7 +26,7 @@
  *             enlarging a 1x1 kernel to 3x3 costs its nine-fold flops.
  *             Deterministic; what onnxruntime on a CPU rewards (on
  *             SqueezeNet the GPU-like roofline's merges run 11% slower
- *             there, bench/results/unseen.md), so engine optimize uses it
+ *             there, bench/results/models-analytic.md), so engine optimize uses it
  *             unless told otherwise.
  *   cpu       measured once per key on this CPU with random float inputs:
  *             conv and pools through oneDNN (C API), MatMul/Gemm through
