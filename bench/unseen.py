@@ -129,26 +129,33 @@ def export(name, path):
         m = torchvision.models.resnet18(weights=None).eval().half()
         torch.onnx.export(m, (img.half(),), path, dynamo=False, opset_version=17)
     elif name == "q_resnet18":
-        import numpy as np
-        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+        from onnxruntime.quantization import QuantFormat
         fp = path + ".fp32.onnx"
         torch.onnx.export(torchvision.models.resnet18(weights=None).eval(), (img,), fp, dynamo=False,
                           opset_version=17, input_names=["x"])
-        rng = np.random.default_rng(0)
-
-        class R(CalibrationDataReader):
-            n = 0
-
-            def get_next(self):
-                self.n += 1
-                return {"x": rng.random((1, 3, 224, 224), dtype=np.float32)} if self.n <= 4 else None
-        quantize_static(fp, path, R(), quant_format=QuantFormat.QDQ)
+        quantize_on_images(fp, path, QuantFormat.QDQ)
         os.remove(fp)
     elif name in OLD_FORMS:
         return export_old_form(name, path)
     else:
         return "unknown model"
     return None
+
+
+def quantize_on_images(fp, path, fmt):
+    """onnxruntime's static quantizer on model fp (input "x", an image),
+    calibrated on 4 random images, into path in format fmt."""
+    import numpy as np
+    from onnxruntime.quantization import CalibrationDataReader, quantize_static
+    rng = np.random.default_rng(0)
+
+    class Images(CalibrationDataReader):
+        n = 0
+
+        def get_next(self):
+            self.n += 1
+            return {"x": rng.random((1, 3, 224, 224), dtype=np.float32)} if self.n <= 4 else None
+    quantize_static(fp, path, Images(), quant_format=fmt)
 
 
 OLD_FORMS = ["ts_resnet18_op9", "ts_squeezenet_op7", "ts_lstm_lm", "ts_gru_clf", "ts_unet", "ts_ssdlite",
@@ -244,8 +251,7 @@ def export_old_form(name, path):
         torch.onnx.export(m, (torch.randn(2, 3, 64, 64),), path, dynamo=False, opset_version=15,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     elif name in ("q_mobilenet_v2", "qd_clip_text"):
-        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
-                                              quantize_static)
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic
         fp = path + ".fp32.onnx"
         if name == "qd_clip_text":
             export_old_form("ts_clip_text", fp)
@@ -255,15 +261,7 @@ def export_old_form(name, path):
             torch.onnx.export(torchvision.models.mobilenet_v2(weights=None).eval(), (img,), fp, dynamo=False,
                               opset_version=13, input_names=["x"])
             quant_pre_process(fp, fp)  # the QOperator quantizer needs every value's type
-            rng = np.random.default_rng(0)
-
-            class R(CalibrationDataReader):
-                n = 0
-
-                def get_next(self):
-                    self.n += 1
-                    return {"x": rng.random((1, 3, 224, 224), dtype=np.float32)} if self.n <= 4 else None
-            quantize_static(fp, path, R(), quant_format=QuantFormat.QOperator)
+            quantize_on_images(fp, path, QuantFormat.QOperator)
         os.remove(fp)
     elif name == "sk_mlp":
         from skl2onnx import to_onnx
