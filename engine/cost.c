@@ -558,10 +558,10 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
     if (!kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
     double t = -1, t0 = now_s();
     int measurable = k.cls != EG_KC_FREE && k.bytes <= EG_COST_MAX_MEASURE;
-    int measured = 1;
+    int measuring = 1; /* a backend that times kernels (else a roofline) */
     switch (c->kind) {
     case EG_COST_ANALYTIC:
-    case EG_COST_ANALYTIC_CPU: measured = 0; break;
+    case EG_COST_ANALYTIC_CPU: measuring = 0; break;
     case EG_COST_CPU:
         if (measurable) t = eg_cost_cpu_time(c->cpu, &k);
         break;
@@ -573,12 +573,12 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
         break;
     case EG_COST_KIND_COUNT: break;
     }
-    if (measured) c->seconds += now_s() - t0;
+    if (measuring) c->seconds += now_s() - t0;
     if (t >= 0 && isfinite(t)) {
         c->measured++;
         return t;
     }
-    if (measured && k.cls != EG_KC_FREE) c->fallbacks++;
+    if (measuring && k.cls != EG_KC_FREE) c->fallbacks++;
     int cpu = c->kind == EG_COST_CPU || c->kind == EG_COST_ORT || c->kind == EG_COST_ANALYTIC_CPU;
     return analytic(cpu ? &cpu_like : &gpu_like, &k);
 }
