@@ -54,6 +54,9 @@ def test_budget_zero_and_time_limit():
 def test_cost_models():
     g = tasoc.load_onnx(CORPUS / "convs.onnx")
     assert g.cost() > 0 and g.cost("cpu") > 0
+    # the default is the CPU roofline, engine optimize's default; "analytic" the GPU-like one
+    assert g.cost() == g.cost("analytic-cpu") and g.cost("analytic") != g.cost()
+    assert tasoc.optimize(g, budget=5).result.cost_model == "analytic-cpu"
     r = tasoc.optimize(g, cost="cpu", budget=5).result
     assert r.cost_model == "cpu" and r.cost_after <= r.cost_before
 
