@@ -1807,7 +1807,9 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
 }
 
 /* Can node c->n fold: a foldable op, every input a value (Shape/Size: a
- * known shape), one output, not a graph output, a known shape in cap? */
+ * known shape; omitted: only the optional inputs after the data, Slice's
+ * axes and steps, Squeeze's and ReduceProd's axes, since the kernels read
+ * every other), one output, not a graph output, a known shape in cap? */
 static int fold_ready(const cctx *c) {
     fold f = xop_table[c->op].fold;
     const eg_node *n = c->n;
@@ -1822,8 +1824,10 @@ static int fold_ready(const cctx *c) {
     if (is_float_dt(t->dtype) && eg_shape_numel(&t->shape) > 1 && f != F_COFS &&
         f != F_CONSTANT && f != F_RANGE)
         return 0;
+    int optional_after_data = f == F_SLICE || f == F_COPY || f == F_REDPROD;
     for (int k = 0; k < n->n_in; k++) {
         const eg_tensor *u = in_t(c, k);
+        if (!u && (k == 0 || !optional_after_data)) return 0;
         if (u && (!(u->flags & EG_TF_INIT) || !foldable_dt(u->dtype) || !eg_shape_known(&u->shape)))
             return 0;
         /* legacy broadcasting is not numpy's: fold only equal shapes */
@@ -1841,12 +1845,6 @@ static eg_status try_fold(const cctx *c, int *folded) {
     if (!fold_ready(c) || c->n->n_in > CF_MAX_INTS) return EG_OK;
     eg_tensor *t = &c->g->tensor[c->n->out[0]];
     fold f = xop_table[c->op].fold;
-    /* an omitted input reads as nothing: only the optional inputs after
-     * the data (Slice's axes and steps, Squeeze's and ReduceProd's axes)
-     * may be left out; a file that omits another is not folded */
-    int optional_after_data = f == F_SLICE || f == F_COPY || f == F_REDPROD;
-    for (int k = 0; f != F_SHAPE && f != F_SIZE && k < c->n->n_in; k++)
-        if (!in_t(c, k) && (k == 0 || !optional_after_data)) return EG_OK;
     for (int k = 0; rc == EG_OK && f != F_SHAPE && f != F_SIZE && k < c->n->n_in; k++, nin++) {
         memset(&in[k], 0, sizeof in[k]);
         if (in_t(c, k)) rc = cval_load(in_t(c, k), &in[k]);

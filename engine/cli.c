@@ -416,24 +416,22 @@ static int census(const eg_graph *g) {
     op_count *ops = NULL;
     int n = count_ops(g, &ops), rc = n < 0 ? -1 : print_census(stderr, "engine: census: ", g, ops, n);
     free(ops);
-    /* a symbolic dim leaves the shapes after it unknown, and the rules
-     * need shapes: say how to pin it */
+    /* an input dim without a size (symbolic, or neither size nor name)
+     * leaves the shapes after it unknown, and the rules need shapes: say
+     * how to pin the first one (--dim NAME or --dim INPUT:AXIS) */
     for (int i = 0; rc == 0 && i < g->n_inputs; i++) {
         const eg_tensor *t = &g->tensor[g->input[i]];
-        for (int d = 0; t->dim_name && d < t->shape.rank && d < EG_MAX_RANK; d++)
-            if (t->dim_name[d] && t->shape.dim[d] < 0) {
-                fprintf(stderr, "engine: note: graph input '%s' has the symbolic dimension '%s': the shapes "
-                        "that depend on it are unknown, and rules need shapes; --dim %s=SIZE optimizes the "
-                        "model at that size\n", t->name, t->dim_name[d], t->dim_name[d]);
-                return 0;
-            }
-        for (int d = 0; d < t->shape.rank && d < EG_MAX_RANK; d++)
-            if (!(t->dim_name && t->dim_name[d]) && t->shape.dim[d] < 0) {
-                fprintf(stderr, "engine: note: graph input '%s' has no size for axis %d: the shapes that "
-                        "depend on it are unknown, and rules need shapes; --dim %s:%d=SIZE optimizes the "
-                        "model at that size\n", t->name, d, t->name, d);
-                return 0;
-            }
+        for (int d = 0; d < t->shape.rank && d < EG_MAX_RANK; d++) {
+            if (t->shape.dim[d] >= 0) continue;
+            const char *name = t->dim_name ? t->dim_name[d] : NULL;
+            fprintf(stderr, "engine: note: graph input '%s' has %s%s%s for axis %d: the shapes that depend on it "
+                    "are unknown, and rules need shapes; --dim ",
+                    t->name, name ? "the symbolic dimension '" : "no size", name ? name : "", name ? "'" : "", d);
+            if (name) fprintf(stderr, "%s", name);
+            else fprintf(stderr, "%s:%d", t->name, d);
+            fprintf(stderr, "=SIZE optimizes the model at that size\n");
+            return 0;
+        }
     }
     return rc;
 }

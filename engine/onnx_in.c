@@ -16,7 +16,6 @@
  * input) and graph output defined, no cycle. Nodes out of order are
  * sorted, not refused. Inside an opaque node's subgraphs only a name
  * defined in no scope at all is refused; the rest is passed through. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,12 +355,11 @@ static int shapes_conflict(const eg_shape *a, const eg_shape *b);
 /* 1 when pin names axis `axis` of the graph input `input`: "INPUT:AXIS",
  * the way --dim reaches an axis the file gives neither size nor name. */
 static int names_axis(const char *pin, const char *input, size_t axis) {
-    size_t n = strlen(input);
-    if (strncmp(pin, input, n) || pin[n] != ':' || !pin[n + 1]) return 0;
-    char *end;
-    errno = 0;
-    unsigned long long a = strtoull(pin + n + 1, &end, 10);
-    return !*end && !errno && pin[n + 1] != '-' && pin[n + 1] != '+' && a == axis;
+    size_t n = strlen(input), a = 0;
+    const char *p = pin + n + 1;
+    if (strncmp(pin, input, n) || pin[n] != ':' || !*p) return 0;
+    for (; *p >= '0' && *p <= '9' && a <= EG_MAX_RANK; p++) a = 10 * a + (size_t)(*p - '0');
+    return !*p && a == axis;
 }
 
 /* The load options' pin for axis `axis` (dim d) of value vi, or -1: a
