@@ -261,7 +261,9 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     *best = NULL;
     *r = NULL;
     if (!o) tasoc_opts_init(&dflt), o = &dflt;
-    eg_search_opts so = {.alpha = o->alpha, .budget = o->budget, .time_limit = o->time_limit};
+    eg_search_opts so;
+    eg_search_opts_init(&so); /* its defaults for what tasoc_opts does not name (two search threads) */
+    so.alpha = o->alpha, so.budget = o->budget, so.time_limit = o->time_limit;
     int rc = check_opts(o, err, errlen);
     if (rc == EG_OK) rc = cost_kind(o->cost, &kind, err, errlen);
     if (rc == EG_OK)

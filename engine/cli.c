@@ -36,6 +36,9 @@ static const char usage_text[] =
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
+    "    --search-threads N  1 or 2 (default): with an analytic cost, a second\n"
+    "                        thread prepares the graph expected next while one is\n"
+    "                        expanded; the result is the same bytes either way\n"
     "    --verify            time the input and the candidates (the search's result,\n"
     "                        its two runners-up, the built-in rewrites alone) in\n"
     "                        onnxruntime, alternating,\n"
@@ -340,6 +343,9 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
             a->search.budget = (uint64_t)x;
         } else if (!strcmp(o, "--time-limit")) {
             if (number_arg(o, v, 0, 1e6, &a->search.time_limit)) return -1;
+        } else if (!strcmp(o, "--search-threads")) {
+            if (number_arg(o, v, 1, 2, &x)) return -1;
+            a->search.threads = (int)x;
         } else if (!strcmp(o, "--verify-runs")) {
             if (number_arg(o, v, 1, 10000, &x)) return -1;
             a->verify.runs = (int)x;

@@ -1000,6 +1000,27 @@ cleanup:
     return EG_OK;
 }
 
+eg_status eg_cost_fork(const eg_cost *c, eg_cost **out) {
+    *out = NULL;
+    if (c->kind != EG_COST_ANALYTIC && c->kind != EG_COST_ANALYTIC_CPU) return EG_EUNSUPPORTED;
+    eg_cost *f = calloc(1, sizeof *f);
+    if (!f) return EG_ENOMEM;
+    f->kind = c->kind;
+    memcpy(f->machine, c->machine, sizeof f->machine);
+    for (size_t e = 0; e < c->n_ent; e++)
+        if (insert(f, c->ent[e].hash, c->ent[e].key, c->ent[e].len, c->ent[e].us) != EG_OK) {
+            eg_cost_free(f);
+            return EG_ENOMEM;
+        }
+    *out = f;
+    return EG_OK;
+}
+
+void eg_cost_join_stats(eg_cost *c, const eg_cost *fork) {
+    c->hits += fork->hits;
+    c->misses += fork->misses;
+}
+
 void eg_cost_free(eg_cost *c) {
     if (!c) return;
     for (size_t e = 0; e < c->n_ent; e++) free(c->ent[e].key);

@@ -154,6 +154,18 @@ eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, 
 eg_status eg_cost_new_threads(eg_cost_kind kind, const char *cache_path, int threads, eg_cost **out,
                               char *err, size_t errlen);
 
+/* A copy of c for another thread (a model is for one thread at a time):
+ * the same kind and memoised costs, no cache file, counts from zero. Only
+ * for a backend that measures nothing (the analytic ones): it computes a
+ * node's cost from the node alone, so both copies give the same answers.
+ * @return EG_OK with *out set (free with eg_cost_free); EG_EUNSUPPORTED
+ *         for a measuring backend; EG_ENOMEM. */
+eg_status eg_cost_fork(const eg_cost *c, eg_cost **out);
+
+/* Add fork's lookups (eg_cost_stats) to c's, so c's counts tell the work
+ * of both. */
+void eg_cost_join_stats(eg_cost *c, const eg_cost *fork);
+
 /* The time of node `node` of g in microseconds (>= 0, finite), memoised.
  * @pre 0 <= node < g->n_nodes; its tensor ids are valid. */
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node);

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "prep.h"
 #include "trial.h"
+#include "worker.h"
 
 /* One graph the search has met. Kept for every graph (small) so the path
  * to the best graph, and the rules on it, can be read back. A state is a
@@ -26,7 +28,7 @@ typedef struct {
     uint64_t *tok;   /* with g: each tensor's token (trial.h) */
     eg_match *ml;    /* with g once expanded: its matches (eg_rematch uses
                         them for its children) */
-    struct judgment *jl; /* with ml: how each was judged */
+    eg_judgment *jl; /* with ml: how each was judged */
     size_t n_ml;
     eg_match *cyc;   /* with ml once expanded: matches refused because
                         their rewrite would close a cycle, left out of ml
@@ -81,6 +83,7 @@ void eg_search_opts_init(eg_search_opts *o) {
     o->budget = 200;
     o->time_limit = 10.0;
     o->progress = 0;
+    o->threads = 2;
 }
 
 void eg_search_result_free(eg_search_result *r) {
@@ -244,66 +247,6 @@ static void unqueue(search *S, int64_t i) {
 
 /* ---- one expansion ---- */
 
-typedef struct {
-    const eg_ruleset *rs;
-    const eg_graph *g;
-    const unsigned char *weight_only; /* per node of g (eg_mark_weight_only) */
-    eg_match *m;
-    size_t *from; /* [n]: the parent's match it is (eg_rematch), or EG_REMATCH_NEW */
-    size_t n, cap;
-    int oom;
-} match_list;
-
-/* How a match was judged, kept with a graph's matches so the same match in
- * a child, far from what the child's rewrite touched, is judged alike
- * without a trial (eg_trial_reach). */
-enum { J_OK, J_SHAPE, J_CYCLE, J_OTHER };
-typedef struct judgment {
-    double delta; /* cost change (J_OK) */
-    uint64_t dh;  /* token hash change (J_OK) */
-    int verdict;  /* J_OK; J_SHAPE: eg_apply refuses its shapes (they are
-                     the match's own: it holds in any graph the match is
-                     in); J_CYCLE: its rewrite would close a cycle (it
-                     holds after a rewrite that keeps paths,
-                     eg_ruleset_keeps_paths); J_OTHER: not judged by the
-                     trial, or unknown: judge it again */
-} judgment;
-
-/* The verdict for a trial's status. */
-static int verdict_of(eg_status jr) {
-    return jr == EG_OK ? J_OK : jr == EG_ESHAPE ? J_SHAPE : jr == EG_EGRAPH ? J_CYCLE : J_OTHER;
-}
-
-/* Collect a match, unless it rewrites only weight-only nodes: such an
- * expression is folded into initializers on export, so all its rewrites
- * cost the same, and there are endless ones ((ones x) => (relu (ones x)),
- * a new bias vector (ewadd b1 b2) written another way ...): a plateau the
- * budget would be spent on. */
-static int collect_from(const eg_match *m, size_t from, void *arg) {
-    match_list *L = arg;
-    int all_weights = 1;
-    for (int j = 0; j < m->n_nodes; j++) all_weights &= L->weight_only[m->node[j]];
-    if (all_weights) return 0;
-    if (L->n == L->cap) {
-        size_t cap = L->cap ? 2 * L->cap : 64;
-        eg_match *t = realloc(L->m, cap * sizeof *t);
-        size_t *f = t ? realloc(L->from, cap * sizeof *f) : NULL;
-        if (t) L->m = t;
-        if (!f) {
-            L->oom = 1;
-            return 1;
-        }
-        L->from = f, L->cap = cap;
-    }
-    L->from[L->n] = from;
-    L->m[L->n++] = *m;
-    return 0;
-}
-
-static int collect_match(const eg_match *m, void *arg) {
-    return collect_from(m, EG_REMATCH_NEW, arg);
-}
-
 /* How far below a node the rewrite created a match may be rooted and
  * still read it: a rule's left side has at most this many levels. */
 #define LOOK_DEPTH 3
@@ -321,11 +264,11 @@ typedef struct {
     eg_search_result *r;
     int64_t best;
     int64_t expanding; /* the state whose graph the matches point into */
-    const judgment *inherit;       /* the parent's judgments of its matches,
-                                      while an expansion judges its own */
-    const unsigned char *touched;  /* with inherit: nodes its rewrite touched */
     double t0, next_progress;
-    match_list L;
+    eg_worker *w;      /* NULL: one thread */
+    eg_cost *wc;       /* with w: the worker's fork of c */
+    eg_prep ahead;     /* with w: the job for the state expected next,
+                          running or done (ahead.state -1: none) */
 } run;
 
 /* A state's graph goes once nothing needs it: not queued, not the best,
@@ -447,7 +390,7 @@ static eg_status keep_runners(run *R, eg_search_result *r) {
     return EG_OK;
 }
 
-/* ---- rewriting the matches of one graph ---- */
+/* ---- queueing the judged matches of one graph ---- */
 
 static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level);
 
@@ -462,104 +405,32 @@ static int would_stay(run *R, double cost) {
     return w < 0 || cost < S->s[w].cost;
 }
 
-/* 1 when m binds no node near what the last rewrite touched (dirty) and
- * no rule input comes after its first node (so no cycle can close through
- * it): then a judgment of m in the parent holds here. */
-static int far_from(const eg_graph *g, const eg_match *m, const unsigned char *dirty) {
-    int first = g->n_nodes;
-    for (int j = 0; j < m->n_nodes; j++) {
-        if (dirty[m->node[j]]) return 0;
-        if (m->node[j] < first) first = m->node[j];
-    }
-    for (int i = 0; i < RG_MAX_INPUTS; i++)
-        if (m->input[i] >= 0 && g->tensor[m->input[i]].producer > first) return 0;
-    return 1;
-}
-
-/* A match the trial cannot judge (EG_EUNSUPPORTED): build the graph and
- * judge that. @return as eg_apply, with *ng, *nc, *tok, *cost, *h set on
- * EG_OK. */
-static eg_status judge_built(run *R, int64_t gi, const eg_match *m, eg_graph **ng, double **nc, uint64_t **tok,
-                             double *cost, uint64_t *h) {
-    const state *st = &R->S.s[gi];
-    char aerr[EG_ERRLEN];
-    *nc = NULL, *tok = NULL;
-    eg_status rc = eg_apply(R->rs, st->g, m, ng, aerr, sizeof aerr);
-    if (rc != EG_OK) return rc;
-    *nc = malloc(sizeof **nc * (size_t)((*ng)->n_nodes ? (*ng)->n_nodes : 1));
-    *tok = malloc(sizeof **tok * (size_t)((*ng)->n_tensors ? (*ng)->n_tensors : 1));
-    if (!*nc || !*tok) rc = EG_ENOMEM;
-    else if (eg_tok_child(R->rs, st->g, st->tok, m, *ng, *tok) != EG_OK) rc = EG_EGRAPH;
-    if (rc == EG_OK) {
-        *cost = eg_cost_graph_nodes(R->c, *ng, st->node_cost, *nc);
-        *h = eg_tok_hash(*ng, *tok);
-        return EG_OK;
-    }
-    eg_free(*ng), free(*nc), free(*tok);
-    *ng = NULL, *nc = NULL, *tok = NULL;
-    return rc;
-}
-
-/* Phase 1: judge every match of L in state gi's graph (trial.c) and queue
- * the new ones under alpha; a result that costs more than gi is built and
- * held when steps past it are to be judged (look_next). Phase 2: judge
- * those steps (look_ahead), then let the held graphs go. Judging all of one
- * level before any of the next keeps a graph's first sighting at its
- * shallowest level, where it is looked past.
- * @return EG_OK, EG_ENOMEM. */
-static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_next, int level,
-                             int counted_ahead) {
+/* Phase 1: queue the matches of L in state gi's graph, judged in v
+ * (eg_judge_all), that are new and under alpha; one that costs more than
+ * gi is built and held when steps past it are to be judged (look_next).
+ * Phase 2: judge those steps (look_ahead), then let the held graphs go.
+ * Judging all of one level before any of the next keeps a graph's first
+ * sighting at its shallowest level, where it is looked past. The graphs v
+ * holds are taken. @return EG_OK, EG_ENOMEM. */
+static eg_status queue_all(run *R, int64_t gi, const eg_match_list *L, eg_verdict *v, int look_next,
+                           int level, int counted_ahead) {
     search *S = &R->S;
     eg_graph *g = S->s[gi].g;
     int64_t *held = NULL;
     size_t n_held = 0;
     eg_status rc = EG_OK;
-    eg_trial *tr = NULL;
     eg_hash_ctx *hx = NULL;
-    judgment *jl = NULL;            /* an expansion keeps its judgments */
-    unsigned char *dirty = NULL;    /* nodes whose matches are judged again */
-    const judgment *inherit = level == 0 ? R->inherit : NULL;
-    int keeps_paths = eg_ruleset_keeps_paths(R->rs, S->s[gi].rule); /* gi's own rewrite */
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
-    if (rc == EG_OK && level == 0 && L->n && !(jl = malloc(L->n * sizeof *jl))) rc = EG_ENOMEM;
     /* the judge phase's time: this loop's, less the graphs built in it
-     * (judge_built, build_state count theirs as apply) */
+     * (build_state counts theirs as apply) */
     double t = now_s(), applied = R->r->t_apply;
-    if (rc == EG_OK && L->n) rc = eg_trial_new(R->rs, R->c, g, S->s[gi].tok, S->s[gi].node_cost, &tr);
-    if (rc == EG_OK && inherit) {
-        if ((dirty = malloc((size_t)g->n_nodes + 1))) eg_trial_near(tr, R->touched, eg_trial_reach(R->c), dirty);
-        else rc = EG_ENOMEM;
-    }
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
         const eg_match *m = &L->m[k];
-        eg_graph *ng = NULL;
-        double *nc = NULL, delta = 0, cost;
-        uint64_t *tok = NULL, h = 0;
-        const judgment *pj = inherit && L->from[k] != EG_REMATCH_NEW ? &inherit[L->from[k]] : NULL;
-        eg_status jr;
-        int inherited = 0;
-        if (pj && (pj->verdict == J_SHAPE || (pj->verdict == J_CYCLE && keeps_paths))) {
-            jr = pj->verdict == J_SHAPE ? EG_ESHAPE : EG_EGRAPH; /* refused as in the parent */
-        } else if (pj && pj->verdict == J_OK && far_from(g, m, dirty)) { /* judged as in the parent */
-            jr = EG_OK, inherited = 1;
-            delta = pj->delta, h = eg_trial_hash(tr) + pj->dh;
-        } else {
-            jr = eg_trial_judge(tr, m, &delta, &h);
-        }
-        if (jl) jl[k] = (judgment){delta, h - eg_trial_hash(tr), verdict_of(jr)};
-        cost = S->s[gi].cost + delta;
-        if (jr == EG_EUNSUPPORTED) {
-            double t1 = now_s();
-            jr = judge_built(R, gi, m, &ng, &nc, &tok, &cost, &h);
-            R->r->t_apply += now_s() - t1;
-            /* the built graph's judgment is kept like a trial's */
-            if (jl) jl[k] = (judgment){cost - S->s[gi].cost, h - eg_trial_hash(tr), verdict_of(jr)};
-        }
-        if (jr == EG_ENOMEM) {
-            rc = EG_ENOMEM;
-            break;
-        }
-        if (jr != EG_OK) {
+        eg_graph *ng = v[k].ng;
+        double *nc = v[k].nc, cost = v[k].cost;
+        uint64_t *tok = v[k].tok, h = v[k].h;
+        v[k].ng = NULL, v[k].nc = NULL, v[k].tok = NULL; /* taken */
+        if (v[k].jr != EG_OK) {
             R->r->rejected++;
             continue;
         }
@@ -593,6 +464,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         {
             uint64_t sh = 0;
             if (!ng && !hx && !(hx = eg_hash_ctx_new(g))) { /* made when first needed */
+                eg_free(ng), free(nc), free(tok);
                 rc = EG_ENOMEM;
                 break;
             }
@@ -614,7 +486,8 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
          * parent: far from the last change, it was looked past there */
         int64_t st;
         rc = consider(R, m, ng, nc, tok, cost, gi, &st);
-        if (rc == EG_OK && look_next && !inherited && st >= 0 && S->s[st].queued && S->s[st].cost > S->s[gi].cost) {
+        if (rc == EG_OK && look_next && !v[k].inherited && st >= 0 && S->s[st].queued &&
+            S->s[st].cost > S->s[gi].cost) {
             int ok;
             /* the parent stays while st is queued: st's matches, when it
              * is popped, come from the parent's */
@@ -627,11 +500,7 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
         }
     }
     R->r->t_judge += now_s() - t - (R->r->t_apply - applied);
-    eg_trial_free(tr);
     eg_hash_ctx_free(hx);
-    free(dirty);
-    if (rc == EG_OK && jl) S->s[gi].jl = jl; /* with ml, set by expand */
-    else free(jl);
     for (size_t k = 0; k < n_held; k++) {
         if (rc == EG_OK) rc = look_ahead(R, held[k], g, level);
         S->s[held[k]].held = 0;
@@ -651,16 +520,17 @@ static eg_status rewrite_all(run *R, int64_t gi, const match_list *L, int look_n
  * search judges the next steps at once: the matches in child c (state ci,
  * held, made from p) that use a node p has not (fresh) and are rooted at
  * most LOOK_DEPTH nodes below one. Their graphs are judged like any other
- * (consider), with ci as their parent; one that costs more than ci again is
- * looked past in turn, up to LOOK_STEPS levels (level counts from 0).
- * @return EG_OK or EG_ENOMEM. */
+ * (eg_judge_all, queue_all), with ci as their parent; one that costs more
+ * than ci again is looked past in turn, up to LOOK_STEPS levels (level
+ * counts from 0). @return EG_OK or EG_ENOMEM. */
 static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     search *S = &R->S;
     const eg_graph *c = S->s[ci].g;
     size_t nn = (size_t)(c->n_nodes ? c->n_nodes : 1);
     unsigned char *fresh = calloc(nn, 3), *near = fresh + nn, *wo = fresh + 2 * nn;
     int *depth = malloc(nn * sizeof *depth);
-    match_list L = {.rs = R->rs, .g = c};
+    eg_match_list L = {.rs = R->rs, .g = c};
+    eg_verdict *v = NULL;
     eg_status rc = fresh && depth ? EG_OK : EG_ENOMEM;
     for (int j = 0; rc == EG_OK && j < c->n_nodes; j++) { /* producers come first */
         const eg_node *n = &c->node[j];
@@ -683,11 +553,22 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
         eg_mark_weight_only(c, wo);
         L.weight_only = wo;
         double t = now_s();
-        rc = eg_match_near(R->rs, c, fresh, near, collect_match, &L);
+        rc = eg_match_near(R->rs, c, fresh, near, eg_match_list_collect, &L);
         R->r->t_match += now_s() - t;
         if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     }
-    if (rc == EG_OK) rc = rewrite_all(R, ci, &L, level + 1 < LOOK_STEPS, level + 1, 1);
+    if (rc == EG_OK && !(v = calloc(L.n ? L.n : 1, sizeof *v))) rc = EG_ENOMEM;
+    if (rc == EG_OK) {
+        const state *st = &S->s[ci];
+        eg_judge_in J = {R->rs, R->c, st->g, st->tok, st->node_cost, st->cost,
+                         eg_ruleset_keeps_paths(R->rs, st->rule), NULL, NULL, 0};
+        double t = now_s();
+        rc = eg_judge_all(&J, &L, v, NULL);
+        R->r->t_apply += J.t_apply;
+        R->r->t_judge += now_s() - t - J.t_apply;
+    }
+    if (rc == EG_OK) rc = queue_all(R, ci, &L, v, level + 1 < LOOK_STEPS, level + 1, 1);
+    eg_verdicts_free(v, L.n);
     free(fresh);
     free(depth);
     free(L.m);
@@ -695,65 +576,17 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     return rc;
 }
 
-/* Parent p's matches, for eg_rematch: ml, and cyc after them (in
- * *joined, to free) when all. */
-static eg_status parent_matches(const state *p, int all, eg_match **joined, const eg_match **pm, size_t *n) {
-    *joined = NULL, *pm = p->ml, *n = p->n_ml;
-    if (!all || !p->n_cyc) return EG_OK;
-    if (!(*joined = malloc(sizeof **joined * (p->n_ml + p->n_cyc)))) return EG_ENOMEM;
-    if (p->n_ml) memcpy(*joined, p->ml, sizeof **joined * p->n_ml);
-    memcpy(*joined + p->n_ml, p->cyc, sizeof **joined * p->n_cyc);
-    *pm = *joined, *n = p->n_ml + p->n_cyc;
-    return EG_OK;
-}
-
-/* State st, made of its parent p by a rewrite that keeps paths, refuses
- * p's cyc as p did: each that binds no node the rewrite touched (touched:
- * st's nodes) becomes one of st's, in st's node ids, counted as refused.
- * @return EG_OK or EG_ENOMEM. */
-static eg_status carry_cycles(run *R, const state *p, state *st, const unsigned char *touched) {
-    if (!p->n_cyc) return EG_OK;
-    const eg_graph *pg = p->g, *cg = st->g;
-    int *p2c = malloc(sizeof *p2c * (size_t)(pg->n_nodes ? pg->n_nodes : 1));
-    eg_match *cyc = malloc(sizeof *cyc * p->n_cyc);
-    if (!p2c || !cyc) {
-        free(p2c), free(cyc);
-        return EG_ENOMEM;
-    }
-    for (int j = 0; j < pg->n_nodes; j++) p2c[j] = -1;
-    for (int q = 0; q < cg->n_nodes; q++) {
-        int o = cg->node[q].origin - 1;
-        if (o >= 0 && o < pg->n_nodes) p2c[o] = q;
-    }
-    size_t n = 0;
-    for (size_t k = 0; k < p->n_cyc; k++) {
-        eg_match m = p->cyc[k];
-        int keep = 1;
-        for (int j = 0; j < m.n_nodes && keep; j++) {
-            int q = p2c[m.node[j]];
-            keep = q >= 0 && !touched[q];
-            m.node[j] = q;
-        }
-        if (keep) cyc[n++] = m;
-    }
-    free(p2c);
-    free(st->cyc);
-    st->cyc = cyc, st->n_cyc = n;
-    R->r->rejected += n;
-    return EG_OK;
-}
-
 /* Move expanded state st's matches judged to close a cycle from ml (and
  * jl) to cyc, after the ones it carried. @return EG_OK or EG_ENOMEM. */
 static eg_status set_aside_cycles(state *st) {
     size_t nc = 0, w = 0;
-    for (size_t k = 0; st->jl && k < st->n_ml; k++) nc += st->jl[k].verdict == J_CYCLE;
+    for (size_t k = 0; st->jl && k < st->n_ml; k++) nc += st->jl[k].verdict == EG_J_CYCLE;
     if (!nc) return EG_OK;
     eg_match *cyc = realloc(st->cyc, sizeof *cyc * (st->n_cyc + nc));
     if (!cyc) return EG_ENOMEM;
     st->cyc = cyc;
     for (size_t k = 0; k < st->n_ml; k++) {
-        if (st->jl[k].verdict == J_CYCLE) {
+        if (st->jl[k].verdict == EG_J_CYCLE) {
             cyc[st->n_cyc++] = st->ml[k];
             continue;
         }
@@ -778,14 +611,15 @@ static eg_status derive_matches(run *R, int64_t i) {
     const state *p = &S->s[st->parent];
     if (rc != EG_OK || !p->ml) return rc;
     unsigned char *wo = malloc((size_t)(st->g->n_nodes ? st->g->n_nodes : 1));
-    match_list L = {.rs = R->rs, .g = st->g, .weight_only = wo};
+    eg_match_list L = {.rs = R->rs, .g = st->g, .weight_only = wo};
     if (!wo) return EG_ENOMEM;
     eg_mark_weight_only(st->g, wo);
     eg_match *joined;
     const eg_match *pm;
     size_t n_pm;
-    rc = parent_matches(p, 1, &joined, &pm, &n_pm); /* st has no cyc: all of them */
-    if (rc == EG_OK) rc = eg_rematch(R->rs, p->g, pm, n_pm, st->g, NULL, collect_from, &L);
+    /* st has no cyc: all of them */
+    rc = eg_matches_joined(p->ml, p->n_ml, p->cyc, p->n_cyc, 1, &joined, &pm, &n_pm);
+    if (rc == EG_OK) rc = eg_rematch(R->rs, p->g, pm, n_pm, st->g, NULL, eg_match_list_add, &L);
     free(joined);
     if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     if (rc == EG_OK) st->ml = L.m, st->n_ml = L.n;
@@ -795,82 +629,121 @@ static eg_status derive_matches(run *R, int64_t i) {
     return rc;
 }
 
-/* Find every match in state i's graph: from its parent's matches when the
- * parent is still at hand (eg_rematch), else all anew. After a rewrite
- * that keeps paths, the parent's cyc are carried over as i's; after
- * another, they are matched again, to be judged anew. */
-static eg_status match_state(run *R, int64_t i, unsigned char *touched) {
+/* Fill P's inputs for state i (eg_prep_run then builds, matches and
+ * judges it), judging with cost c; the parent is pinned (pending) until
+ * the expansion is done with it (expand) or the job is dropped
+ * (drop_prep). @return EG_OK or EG_ENOMEM. */
+static eg_status prepare(run *R, int64_t i, eg_prep *P, eg_cost *c) {
     search *S = &R->S;
-    state *st = &S->s[i];
-    eg_status rc = st->parent >= 0 ? derive_matches(R, st->parent) : EG_OK;
-    const state *p = st->parent >= 0 ? &S->s[st->parent] : NULL;
+    int64_t pi = S->s[i].parent;
+    eg_status rc = pi >= 0 ? derive_matches(R, pi) : EG_OK; /* the one write to another state */
+    const state *st = &S->s[i];
+    memset(P, 0, sizeof *P);
+    P->state = -1;
     if (rc != EG_OK) return rc;
-    if (!p || !p->g || !p->ml) return eg_match_all(R->rs, st->g, collect_match, &R->L);
-    int keeps = eg_ruleset_keeps_paths(R->rs, st->rule), joined_in = !keeps && p->n_cyc;
-    eg_match *joined;
-    const eg_match *pm;
-    size_t n_pm;
-    rc = parent_matches(p, !keeps, &joined, &pm, &n_pm);
-    if (rc == EG_OK) rc = eg_rematch(R->rs, p->g, pm, n_pm, st->g, touched, collect_from, &R->L);
-    free(joined);
-    if (rc == EG_OK && keeps) rc = carry_cycles(R, p, st, touched);
-    /* one of p's cyc has no judgment in p's jl to inherit */
-    for (size_t k = 0; rc == EG_OK && joined_in && k < R->L.n; k++)
-        if (R->L.from[k] != EG_REMATCH_NEW && R->L.from[k] >= p->n_ml) R->L.from[k] = EG_REMATCH_NEW;
-    return rc;
+    P->state = i, P->rs = R->rs, P->c = c;
+    P->m = st->m, P->cost = st->cost, P->keeps_paths = eg_ruleset_keeps_paths(R->rs, st->rule);
+    P->g = st->g, P->nc = st->node_cost, P->tok = st->tok;
+    if (pi < 0) return EG_OK;
+    state *p = &S->s[pi];
+    p->pending++;
+    if (!p->g) return EG_OK;
+    P->pg = p->g, P->ptok = p->tok, P->pnc = p->node_cost;
+    P->pml = p->ml, P->pn_ml = p->n_ml, P->pcyc = p->cyc, P->pn_cyc = p->n_cyc, P->pjl = p->jl;
+    return EG_OK;
 }
 
-static eg_status expand(run *R, int64_t i, char *err, size_t errlen) {
+/* Drop job P unused: free it and unpin its parent. */
+static void drop_prep(run *R, eg_prep *P) {
+    if (P->state < 0) return;
+    int64_t pi = R->S.s[P->state].parent;
+    eg_prep_free(P);
+    if (pi < 0) return;
+    R->S.s[pi].pending--;
+    drop_graph(R, pi);
+}
+
+/* 1 when the job for queued state i may run on the worker while another
+ * state is expanded: i is not built (its graph will be the job's own), and
+ * its parent's graph, matches and judgments will not change meanwhile
+ * (they change only while it is queued or expanded; derive_matches fills
+ * in missing ones, which prepare does first). */
+static int can_prepare_ahead(const run *R, int64_t i) {
+    const state *st = &R->S.s[i];
+    if (st->g || st->parent < 0) return 0;
+    return !R->S.s[st->parent].queued && st->parent != R->expanding;
+}
+
+/* Expand state i from its job P (done): take its graph and matches, queue
+ * the judged matches, look past the dearer ones. */
+static eg_status expand(run *R, int64_t i, eg_prep *P, char *err, size_t errlen) {
     search *S = &R->S;
-    int ok;
-    eg_status rc = build_state(R, i, &ok);
-    if (rc) return fail(err, errlen, rc, "search: out of memory");
-    if (!ok) { /* not expected: the trial passes what eg_apply refuses */
-        release_parent(R, i);
-        R->r->rejected++;
-        return EG_OK;
-    }
-    eg_graph *g = S->s[i].g;
-    R->L.n = 0;
-    unsigned char *wo = malloc((size_t)(g->n_nodes ? g->n_nodes : 1));
-    unsigned char *touched = calloc((size_t)g->n_nodes + 1, 1);
-    if (!wo || !touched) {
-        free(wo), free(touched);
-        return fail(err, errlen, EG_ENOMEM, "matching rules: out of memory");
-    }
-    eg_mark_weight_only(g, wo);
-    R->L.weight_only = wo;
-    R->L.g = g;
-    /* the parent's graph, matches and judgments are read until the
-     * expansion ends: pinned like a child waiting for it (a state built
-     * early, to be looked past, no longer holds it) */
     int64_t pi = S->s[i].parent;
-    if (pi >= 0) S->s[pi].pending++;
-    double t = now_s();
-    rc = match_state(R, i, touched);
-    R->r->t_match += now_s() - t;
-    free(wo);
-    /* the parent's judgments hold for its matches far from the rewrite */
-    const state *p = S->s[i].parent >= 0 ? &S->s[S->s[i].parent] : NULL;
-    R->inherit = p && p->g && p->jl ? p->jl : NULL;
-    R->touched = touched;
-    if (rc == EG_OK && R->L.oom) rc = EG_ENOMEM;
-    if (rc == EG_OK) rc = rewrite_all(R, i, &R->L, 1, 0, 0);
-    R->inherit = NULL, R->touched = NULL;
-    free(touched);
+    R->r->t_apply += P->t_apply, R->r->t_match += P->t_match, R->r->t_judge += P->t_judge;
+    R->r->rejected += P->carried;
+    eg_status rc = P->rc;
+    if (rc == EG_OK && !P->ok) { /* not expected: the trial passes what eg_apply refuses */
+        R->r->rejected++;
+    } else if (rc == EG_OK) {
+        state *st = &S->s[i];
+        if (P->built) st->g = P->g, st->node_cost = P->nc, st->tok = P->tok;
+        P->g = NULL, P->nc = NULL, P->tok = NULL, P->built = 0;
+        if (P->cyc_set) {
+            free(st->cyc);
+            st->cyc = P->cyc, st->n_cyc = P->n_cyc;
+            P->cyc = NULL;
+        }
+        rc = queue_all(R, i, &P->L, P->v, 1, 0, 0);
+        if (rc == EG_OK) {
+            /* the state keeps its matches and judgments while its graph
+             * lives: its children's matches come from them */
+            st = &S->s[i]; /* queue_all adds states */
+            free(st->ml); /* derived when a child of it was popped (derive_matches) */
+            st->ml = P->L.m, st->n_ml = P->L.n, st->jl = P->jl;
+            P->L.m = NULL, P->jl = NULL;
+            rc = set_aside_cycles(st);
+        }
+    }
+    eg_prep_free(P);
     release_parent(R, i);
     if (pi >= 0) {
         S->s[pi].pending--;
         drop_graph(R, pi);
     }
     if (rc) return fail(err, errlen, rc, "search: %s", rc == EG_ENOMEM ? "out of memory" : eg_status_name(rc));
-    /* the state keeps its matches while its graph lives: its children's
-     * matches come from them */
-    free(S->s[i].ml); /* derived when a child of it was popped (derive_matches) */
-    S->s[i].ml = R->L.m, S->s[i].n_ml = R->L.n;
-    R->L.m = NULL, R->L.n = R->L.cap = 0;
-    if (set_aside_cycles(&S->s[i]) != EG_OK) return fail(err, errlen, EG_ENOMEM, "search: out of memory");
     return EG_OK;
+}
+
+/* The job for popped state i into *P, done: the worker's when it was
+ * prepared ahead, else run here, after giving the worker the state
+ * expected next (the cheapest still queued: in practice the next popped,
+ * as the queue's order changes little in one expansion). A job prepared
+ * ahead for another state stays until that state is popped, or is
+ * dropped once it is no longer queued. @return EG_OK or EG_ENOMEM. */
+static eg_status take_job(run *R, int64_t i, eg_prep *P) {
+    search *S = &R->S;
+    eg_status rc = EG_OK;
+    int mine = R->ahead.state == i;
+    if (R->w && R->ahead.state >= 0 && (mine || !S->s[R->ahead.state].queued)) {
+        eg_worker_wait(R->w);
+        if (mine) { /* moved to *P */
+            *P = R->ahead;
+            memset(&R->ahead, 0, sizeof R->ahead);
+            R->ahead.state = -1;
+        } else {
+            drop_prep(R, &R->ahead);
+        }
+    }
+    if (!mine) rc = prepare(R, i, P, R->c);
+    int64_t next = R->w && R->ahead.state < 0 ? heap_top(S, &S->lo) : -1;
+    if (rc == EG_OK && next >= 0 && can_prepare_ahead(R, next)) {
+        rc = prepare(R, next, &R->ahead, R->wc);
+        if (rc == EG_OK) eg_worker_submit(R->w, eg_prep_run, &R->ahead);
+        else drop_prep(R, &R->ahead);
+    }
+    if (!mine && rc == EG_OK) eg_prep_run(P);
+    if (rc != EG_OK && P->state >= 0) drop_prep(R, P);
+    return rc;
 }
 
 static void progress(run *R) {
@@ -894,10 +767,17 @@ static eg_status fill_applied(run *R) {
 
 eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                     eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
-    run R = {.rs = rs, .c = c, .o = o, .r = r, .expanding = -1};
+    run R = {.rs = rs, .c = c, .o = o, .r = r, .expanding = -1, .ahead = {.state = -1}};
     memset(r, 0, sizeof *r);
     *best = NULL;
     R.t0 = now_s(), R.next_progress = 1.0;
+    /* a second thread prepares the next state while one is expanded: only
+     * with a cost that measures nothing (eg_cost_fork), so that the job's
+     * answers are the same on either thread; without a thread, one does it */
+    if (o->threads > 1 && eg_cost_fork(c, &R.wc) == EG_OK && eg_worker_new(&R.w) != EG_OK) {
+        eg_cost_free(R.wc);
+        R.wc = NULL;
+    }
     double measured0 = eg_cost_seconds(c);
     eg_status rc = EG_OK;
     eg_graph *g0 = eg_graph_clone(g);
@@ -928,10 +808,19 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         unqueue(&R.S, i);
         r->expanded++;
         R.expanding = i;
-        rc = expand(&R, i, err, errlen);
+        eg_prep job;
+        rc = take_job(&R, i, &job);
+        if (rc != EG_OK) fail(err, errlen, rc, "search: out of memory");
+        else rc = expand(&R, i, &job, err, errlen);
         R.expanding = -1;
         drop_graph(&R, i);
         progress(&R);
+    }
+    if (R.w) { /* the job prepared ahead is not needed now */
+        eg_worker_free(R.w);
+        drop_prep(&R, &R.ahead);
+        eg_cost_join_stats(c, R.wc);
+        eg_cost_free(R.wc);
     }
     if (rc == EG_OK && fill_applied(&R)) rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
     int ok = 1;
@@ -955,8 +844,6 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     free(R.S.shape_seen);
     free(R.S.lo.e);
     free(R.S.hi.e);
-    free(R.L.m);
-    free(R.L.from);
     if (rc) eg_search_result_free(r);
     return rc;
 }

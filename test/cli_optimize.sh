@@ -171,6 +171,10 @@ check "--verify without onnxruntime: exit 2 with the helper's advice" \
 check "--verify, a helper that prints junk: exit 2" \
     eval "TASOC_PYTHON='$tmp/py_junk' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'does not parse' '$tmp/err'"
 check "bad --verify-runs: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/n.onnx" --verify --verify-runs 0
+check "--search-threads 3: exit 2, names the option and its range" \
+    eval "status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' --search-threads 3 && grep -q -- '--search-threads wants a number in \[1, 2\]' '$tmp/err' && test ! -e '$tmp/n.onnx'"
+check "--search-threads 1: exit 0, the same bytes as the default" \
+    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/st1.onnx' -q --search-threads 1 && status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/st2.onnx' -q && cmp -s '$tmp/st1.onnx' '$tmp/st2.onnx'"
 check "--verify in onnxruntime for real: exit 0, a report, an output that loads" \
     eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/r.onnx' -q --cost analytic --verify --verify-runs 5 && grep -q '^verify: writing the ' '$tmp/out' && '$E' info '$tmp/r.onnx' >/dev/null"
 check "... and computes what the input computes in onnxruntime" python3 "$tmp/same.py" "$corpus/convs.onnx" "$tmp/r.onnx"

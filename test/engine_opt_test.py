@@ -361,6 +361,18 @@ def main():
         run_engine(engine, src, a)
         run_engine(engine, src, b)
         t.check(open(a, "rb").read() == open(b, "rb").read(), "attention: two runs give the same bytes")
+        # one search thread or two: the same model, reached the same way
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "onnx", "transformer.onnx")
+        runs = []
+        for threads in ("1", "2"):
+            dst = os.path.join(d, f"tr{threads}.onnx")
+            p, _ = run_engine(engine, src, dst, ("--budget", "300", "--time-limit", "600",
+                                                 "--search-threads", threads))
+            line = re.search(r"stopped: .*", p.stdout)
+            runs.append((p.returncode, open(dst, "rb").read() if p.returncode == 0 else b"",
+                         line.group(0) if line else ""))
+        t.check(runs[0][0] == 0 and runs[0][1] == runs[1][1] and runs[0][2] == runs[1][2] and runs[0][2],
+                f"transformer: 1 and 2 search threads give the same bytes and counts ({runs[0][2]} | {runs[1][2]})")
         # unknown op survives untouched
         src, dst = os.path.join(d, "unknown.onnx"), os.path.join(d, "unknown.opt.onnx")
         m = unknown_op()

@@ -390,6 +390,18 @@ static void test_analytic_targets(void **state) {
         eg_cost *again = cost_new(gpu ? EG_COST_ANALYTIC : EG_COST_ANALYTIC_CPU, NULL);
         assert_true(eg_cost_node(again, g, 2) == merged);
         eg_cost_free(again);
+        /* a fork (the search's second thread) holds the memo and answers
+         * alike; its lookups join the model's counts */
+        eg_cost *fork = NULL;
+        uint64_t hits0, hits1, misses0, misses1;
+        assert_int_equal(eg_cost_fork(c, &fork), EG_OK);
+        assert_int_equal(eg_cost_size(fork), eg_cost_size(c));
+        eg_cost_stats(c, &hits0, &misses0);
+        assert_true(eg_cost_node(fork, g, 2) == merged && eg_cost_node(fork, g, 0) + eg_cost_node(fork, g, 1) == apart);
+        eg_cost_join_stats(c, fork);
+        eg_cost_stats(c, &hits1, &misses1);
+        assert_true(hits1 == hits0 + 3 && misses1 == misses0);
+        eg_cost_free(fork);
         eg_cost_free(c);
     }
     assert_int_equal(eg_cost_kind_parse("analytic-cpu"), EG_COST_ANALYTIC_CPU);
@@ -636,6 +648,9 @@ static void test_cpu_conv_measures(void **state) {
     assert_int_equal(hits, 2);
     assert_int_equal(eg_cost_size(c), 2);
     assert_int_equal(eg_cost_fallbacks(c), 0);
+    eg_cost *fork = NULL; /* a measured time is not a function of the node: no copy answers alike */
+    assert_int_equal(eg_cost_fork(c, &fork), EG_EUNSUPPORTED);
+    assert_null(fork);
     eg_cost_free(c);
     eg_free(g);
 }

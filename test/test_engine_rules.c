@@ -419,6 +419,52 @@ static void test_optimize(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* The search prepares the graph it expects to expand next on a second
+ * thread (search.h: threads): the result, the path to it and every count
+ * are those of one thread, on models where the search runs long enough for
+ * that to matter (more than a few dozen expansions). */
+static void test_search_threads(void **state) {
+    (void)state;
+    const char *files[] = {"attention.onnx", "transformer.onnx", "legal_sum.onnx", "legal_dense.onnx"};
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN], path[128];
+    if (eg_ruleset_shipped(&rs, err, sizeof err)) fail_msg("%s", err);
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        eg_graph *g = NULL, *best[2] = {NULL, NULL};
+        eg_search_result r[2];
+        eg_cost *c = NULL;
+        snprintf(path, sizeof path, "test/corpus/onnx/%s", files[f]);
+        if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK) fail_msg("%s: %s", files[f], err);
+        for (int k = 0; k < 2; k++) {
+            eg_search_opts o;
+            eg_search_opts_init(&o);
+            o.budget = 150, o.time_limit = 600, o.threads = k + 1;
+            if (eg_cost_new(EG_COST_ANALYTIC, NULL, &c, err, sizeof err) ||
+                eg_search(g, rs, c, &o, &best[k], &r[k], err, sizeof err) != EG_OK)
+                fail_msg("%s: %s", files[f], err);
+            eg_cost_free(c);
+        }
+        print_message("# %s: %llu expanded, %llu generated, cost %.2f -> %.2f us with 1 and 2 threads\n", files[f],
+                      (unsigned long long)r[0].expanded, (unsigned long long)r[0].generated, r[0].cost_after,
+                      r[1].cost_after);
+        assert_true(r[0].expanded > 20);
+        assert_true(r[0].cost_after == r[1].cost_after);
+        assert_int_equal(r[0].expanded, r[1].expanded);
+        assert_int_equal(r[0].generated, r[1].generated);
+        assert_int_equal(r[0].looked_ahead, r[1].looked_ahead);
+        assert_int_equal(r[0].duplicates, r[1].duplicates);
+        assert_int_equal(r[0].rejected, r[1].rejected);
+        assert_int_equal(r[0].pruned, r[1].pruned);
+        assert_int_equal(r[0].n_runners, r[1].n_runners);
+        for (size_t i = 0; i < r[0].n_rules; i++) assert_int_equal(r[0].applied[i], r[1].applied[i]);
+        assert_true(eg_graph_hash(best[0]) == eg_graph_hash(best[1]));
+        ec_check(g, best[1], files[f]);
+        for (int k = 1; k >= 0; k--) eg_search_result_free(&r[k]), eg_free(best[k]);
+        eg_free(g);
+    }
+    eg_ruleset_free(rs);
+}
+
 /* ================= clone, hash ================= */
 
 /* A clone borrows payloads (data, opaque protos, shells) and owns names;
@@ -1450,6 +1496,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_look_ahead);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_look_two_ahead);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_search_threads);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kmul_export);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_load_errors);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shipped);
