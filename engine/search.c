@@ -256,6 +256,11 @@ static void unqueue(search *S, int64_t i) {
  * its two convs, each unfusing an epilogue) before the convs merge. */
 #define LOOK_STEPS 2
 
+/* Jobs prepared ahead of their state's pop: on the worker (pending or
+ * done) or done by this thread; and how many the worker is kept busy with. */
+#define N_JOBS 5
+#define WORKER_AHEAD 2
+
 typedef struct {
     search S;
     const eg_ruleset *rs;
@@ -267,8 +272,9 @@ typedef struct {
     double t0, next_progress;
     eg_worker *w;      /* NULL: one thread */
     eg_cost *wc;       /* with w: the worker's fork of c */
-    eg_prep ahead;     /* with w: the job for the state expected next,
-                          running or done (ahead.state -1: none) */
+    eg_prep job[N_JOBS];      /* jobs prepared ahead (state -1: a free slot) */
+    int on_worker[N_JOBS];    /* the job was given to the worker, */
+    uint64_t ticket[N_JOBS];  /* as this ticket */
 } run;
 
 /* A state's graph goes once nothing needs it: not queued, not the best,
@@ -714,34 +720,92 @@ static eg_status expand(run *R, int64_t i, eg_prep *P, char *err, size_t errlen)
     return EG_OK;
 }
 
-/* The job for popped state i into *P, done: the worker's when it was
- * prepared ahead, else run here, after giving the worker the state
- * expected next (the cheapest still queued: in practice the next popped,
- * as the queue's order changes little in one expansion). A job prepared
- * ahead for another state stays until that state is popped, or is
- * dropped once it is no longer queued. @return EG_OK or EG_ENOMEM. */
+/* Move job *from into *to (from is left empty). */
+static void move_job(eg_prep *to, eg_prep *from) {
+    *to = *from;
+    memset(from, 0, sizeof *from);
+    from->state = -1;
+}
+
+/* The slot of the job for state i, or -1. */
+static int job_of(const run *R, int64_t i) {
+    for (int k = 0; k < N_JOBS; k++)
+        if (R->job[k].state == i) return k;
+    return -1;
+}
+
+/* Wait for job k when the worker has it. */
+static void job_wait(run *R, int k) {
+    if (R->on_worker[k]) eg_worker_wait(R->w, R->ticket[k]);
+    R->on_worker[k] = 0;
+}
+
+/* The cheapest queued state that has no job and may be prepared ahead
+ * (can_prepare_ahead), or -1: the one expected to be popped first. */
+static int64_t next_to_prepare(run *R) {
+    search *S = &R->S;
+    int64_t best = -1;
+    for (size_t k = 0; k < S->lo.n; k++) {
+        int64_t i = S->lo.e[k];
+        if (S->s[i].queued && (best < 0 || heap_before(S, &S->lo, i, best)) && can_prepare_ahead(R, i) &&
+            job_of(R, i) < 0)
+            best = i;
+    }
+    return best;
+}
+
+/* Prepare the state expected next, with cost c, in a free slot: its slot,
+ * or -1 when there is no slot or no such state (*rc: EG_ENOMEM or EG_OK). */
+static int prepare_next(run *R, eg_cost *c, eg_status *rc) {
+    int k = job_of(R, -1);
+    int64_t i = k >= 0 ? next_to_prepare(R) : -1;
+    *rc = EG_OK;
+    if (i < 0) return -1;
+    if ((*rc = prepare(R, i, &R->job[k], c)) != EG_OK) return -1;
+    return k;
+}
+
+/* Keep the worker WORKER_AHEAD jobs ahead. @return EG_OK or EG_ENOMEM. */
+static eg_status feed_worker(run *R) {
+    eg_status rc = EG_OK;
+    while (R->w && eg_worker_pending(R->w) < WORKER_AHEAD) {
+        int k = prepare_next(R, R->wc, &rc);
+        if (k < 0) break;
+        R->ticket[k] = eg_worker_submit(R->w, eg_prep_run, &R->job[k]);
+        R->on_worker[k] = 1;
+    }
+    return rc;
+}
+
+/* The job for popped state i into *P, done. Jobs are prepared ahead for
+ * the cheapest queued states that have none (in practice the next ones
+ * popped: the queue's order changes little in one expansion): the worker
+ * is kept WORKER_AHEAD ahead, and while this thread would wait for it, it
+ * prepares more itself. A job whose state is no longer queued is dropped;
+ * i with no job is prepared here. @return EG_OK or EG_ENOMEM. */
 static eg_status take_job(run *R, int64_t i, eg_prep *P) {
     search *S = &R->S;
     eg_status rc = EG_OK;
-    int mine = R->ahead.state == i;
-    if (R->w && R->ahead.state >= 0 && (mine || !S->s[R->ahead.state].queued)) {
-        eg_worker_wait(R->w);
-        if (mine) { /* moved to *P */
-            *P = R->ahead;
-            memset(&R->ahead, 0, sizeof R->ahead);
-            R->ahead.state = -1;
-        } else {
-            drop_prep(R, &R->ahead);
+    P->state = -1;
+    for (int k = 0; k < N_JOBS; k++)
+        if (R->job[k].state >= 0 && R->job[k].state != i && !S->s[R->job[k].state].queued) {
+            job_wait(R, k);
+            drop_prep(R, &R->job[k]);
         }
+    int mine = job_of(R, i);
+    while (mine >= 0 && R->on_worker[mine] && !eg_worker_done(R->w, R->ticket[mine])) {
+        rc = feed_worker(R); /* the worker's: prepare the next ones meanwhile */
+        int k = rc == EG_OK ? prepare_next(R, R->c, &rc) : -1;
+        if (k < 0) break;
+        eg_prep_run(&R->job[k]);
     }
-    if (!mine) rc = prepare(R, i, P, R->c);
-    int64_t next = R->w && R->ahead.state < 0 ? heap_top(S, &S->lo) : -1;
-    if (rc == EG_OK && next >= 0 && can_prepare_ahead(R, next)) {
-        rc = prepare(R, next, &R->ahead, R->wc);
-        if (rc == EG_OK) eg_worker_submit(R->w, eg_prep_run, &R->ahead);
-        else drop_prep(R, &R->ahead);
+    if (mine >= 0) {
+        job_wait(R, mine);
+        move_job(P, &R->job[mine]);
     }
-    if (!mine && rc == EG_OK) eg_prep_run(P);
+    if (rc == EG_OK && mine < 0) rc = prepare(R, i, P, R->c);
+    if (rc == EG_OK) rc = feed_worker(R);
+    if (rc == EG_OK && mine < 0) eg_prep_run(P);
     if (rc != EG_OK && P->state >= 0) drop_prep(R, P);
     return rc;
 }
@@ -767,7 +831,8 @@ static eg_status fill_applied(run *R) {
 
 eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                     eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
-    run R = {.rs = rs, .c = c, .o = o, .r = r, .expanding = -1, .ahead = {.state = -1}};
+    run R = {.rs = rs, .c = c, .o = o, .r = r, .expanding = -1};
+    for (int k = 0; k < N_JOBS; k++) R.job[k].state = -1;
     memset(r, 0, sizeof *r);
     *best = NULL;
     R.t0 = now_s(), R.next_progress = 1.0;
@@ -816,9 +881,9 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         drop_graph(&R, i);
         progress(&R);
     }
-    if (R.w) { /* the job prepared ahead is not needed now */
-        eg_worker_free(R.w);
-        drop_prep(&R, &R.ahead);
+    eg_worker_free(R.w); /* the jobs prepared ahead are not needed now */
+    for (int k = 0; k < N_JOBS; k++) R.on_worker[k] = 0, drop_prep(&R, &R.job[k]);
+    if (R.w) {
         eg_cost_join_stats(c, R.wc);
         eg_cost_free(R.wc);
     }

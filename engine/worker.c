@@ -1,6 +1,6 @@
-/* worker.c - one background thread running one job at a time (see
- * worker.h): a mutex, one condition for "a job or stop is posted" and one
- * for "the job is done". */
+/* worker.c - one background thread running jobs in the order given (see
+ * worker.h): a ring of pending jobs under a mutex, one condition for "a
+ * job or stop is posted" and one for "a job is done". */
 #include "worker.h"
 
 #include <pthread.h>
@@ -10,9 +10,12 @@ struct eg_worker {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t posted, done;
-    eg_job_fn fn; /* the pending job, NULL when none */
-    void *arg;
-    int busy;     /* a job is posted or running */
+    struct {
+        eg_job_fn fn;
+        void *arg;
+    } ring[EG_WORKER_QUEUE];
+    uint64_t submitted, finished; /* jobs posted, jobs done: job t (its
+                                     ticket) is done once finished > t */
     int stop;
 };
 
@@ -20,16 +23,15 @@ static void *run(void *p) {
     eg_worker *w = p;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->fn && !w->stop) pthread_cond_wait(&w->posted, &w->mu);
-        if (!w->fn) break; /* stop, nothing pending */
-        eg_job_fn fn = w->fn;
-        void *arg = w->arg;
-        w->fn = NULL;
+        while (w->finished == w->submitted && !w->stop) pthread_cond_wait(&w->posted, &w->mu);
+        if (w->finished == w->submitted) break; /* stop, nothing pending */
+        eg_job_fn fn = w->ring[w->finished % EG_WORKER_QUEUE].fn;
+        void *arg = w->ring[w->finished % EG_WORKER_QUEUE].arg;
         pthread_mutex_unlock(&w->mu);
         fn(arg);
         pthread_mutex_lock(&w->mu);
-        w->busy = 0;
-        pthread_cond_signal(&w->done);
+        w->finished++;
+        pthread_cond_broadcast(&w->done);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -52,24 +54,40 @@ eg_status eg_worker_new(eg_worker **out) {
     return EG_ENOMEM;
 }
 
-void eg_worker_submit(eg_worker *w, eg_job_fn fn, void *arg) {
+uint64_t eg_worker_submit(eg_worker *w, eg_job_fn fn, void *arg) {
     pthread_mutex_lock(&w->mu);
-    w->fn = fn, w->arg = arg, w->busy = 1;
+    while (w->submitted - w->finished == EG_WORKER_QUEUE) pthread_cond_wait(&w->done, &w->mu);
+    uint64_t t = w->submitted++;
+    w->ring[t % EG_WORKER_QUEUE].fn = fn, w->ring[t % EG_WORKER_QUEUE].arg = arg;
     pthread_cond_signal(&w->posted);
     pthread_mutex_unlock(&w->mu);
+    return t;
 }
 
-void eg_worker_wait(eg_worker *w) {
+int eg_worker_pending(eg_worker *w) {
     pthread_mutex_lock(&w->mu);
-    while (w->busy) pthread_cond_wait(&w->done, &w->mu);
+    int n = (int)(w->submitted - w->finished);
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+int eg_worker_done(eg_worker *w, uint64_t ticket) {
+    pthread_mutex_lock(&w->mu);
+    int done = w->finished > ticket;
+    pthread_mutex_unlock(&w->mu);
+    return done;
+}
+
+void eg_worker_wait(eg_worker *w, uint64_t ticket) {
+    pthread_mutex_lock(&w->mu);
+    while (w->finished <= ticket) pthread_cond_wait(&w->done, &w->mu);
     pthread_mutex_unlock(&w->mu);
 }
 
 void eg_worker_free(eg_worker *w) {
     if (!w) return;
-    eg_worker_wait(w);
     pthread_mutex_lock(&w->mu);
-    w->stop = 1;
+    w->stop = 1; /* the thread runs what is pending, then stops */
     pthread_cond_signal(&w->posted);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
