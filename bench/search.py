@@ -157,7 +157,9 @@ def main():
         "expanded: graphs expanded (popped and matched) in the time limit (issue 13 asks for "
         "10,000 in 10 s); exp/s: per second of search; gen/s: rewrites judged "
         "(refusals excluded) per second; phases: seconds matching, building graphs "
-        "(apply) and judging matches (judge) in the new engine's run. Equal work: both "
+        "(apply) and judging matches (judge) in the new engine's run, summed over its search "
+        "threads (the engine's default of two since a5b36ff: a second thread builds, matches and "
+        "judges the graphs expected next; the base has one). Equal work: both "
         f"engines with --budget {a.budget} and no time limit: final cost base -> new (the new "
         "one must be the same or lower), wall seconds, and `same`: the output files are the same "
         "bytes.", "",

@@ -93,7 +93,7 @@ eg_status eg_judge_all(eg_judge_in *J, const eg_match_list *L, eg_verdict *v, eg
     eg_trial *tr = NULL;
     unsigned char *dirty = NULL; /* nodes whose matches are judged again */
     if (!L->n) return EG_OK;
-    eg_status rc = eg_trial_new(J->rs, J->c, J->g, J->tok, J->node_cost, &tr);
+    eg_status rc = eg_trial_new(J->rs, J->c, J->g, J->tok, J->node_cost, &J->hash, &tr);
     if (rc == EG_OK && J->inherit) {
         if ((dirty = malloc((size_t)J->g->n_nodes + 1))) eg_trial_near(tr, J->touched, eg_trial_reach(J->c), dirty);
         else rc = EG_ENOMEM;
@@ -255,7 +255,7 @@ void eg_prep_run(void *arg) {
         P->rc = EG_ENOMEM;
         return;
     }
-    eg_judge_in J = {P->rs, P->c, P->g, P->tok, P->nc, P->cost, P->keeps_paths,
+    eg_judge_in J = {P->rs, P->c, P->g, P->tok, P->nc, P->cost, P->hash, P->keeps_paths,
                      P->pg && P->pml ? P->pjl : NULL, P->touched, 0};
     P->rc = eg_judge_all(&J, &P->L, P->v, P->jl);
     P->t_apply += J.t_apply;

@@ -70,9 +70,10 @@ typedef struct {
     const eg_ruleset *rs;
     eg_cost *c;
     eg_graph *g;               /* a trial changes it and restores it */
-    const uint64_t *tok;       /* its tokens, node costs (eg_cost_graph_nodes) */
-    const double *node_cost;   /* and cost */
+    const uint64_t *tok;       /* its tokens, node costs (eg_cost_graph_nodes), */
+    const double *node_cost;   /* cost and token hash (eg_tok_hash) */
     double cost;
+    uint64_t hash;
     int keeps_paths;           /* the rewrite that made g keeps paths */
     const eg_judgment *inherit; /* NULL, or the parent's judgments, by
                                    the list's `from` */
@@ -113,7 +114,8 @@ typedef struct {
     size_t pn_ml, pn_cyc;       /* graph anew (eg_match_all) */
     const eg_judgment *pjl;
     eg_match m;                 /* the rewrite of pg that makes the state */
-    double cost;                /* its cost */
+    double cost;                /* its cost and token hash */
+    uint64_t hash;
     int keeps_paths;            /* m's rule keeps paths */
     /* in/out: the state's graph, node costs and tokens; NULL in: built
      * here (built set) */

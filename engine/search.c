@@ -38,6 +38,7 @@ typedef struct {
     size_t n_cyc;
     eg_match m;      /* the rewrite of the parent's graph that makes it */
     double cost;
+    uint64_t hash;   /* its graph's token hash (eg_tok_hash) */
     int64_t parent;  /* state index, -1 for the input */
     uint32_t rule;   /* the rule that made it from its parent */
     int queued;
@@ -341,7 +342,7 @@ static eg_status build_state(run *R, int64_t i, int *ok) {
  * drop the worst queued state when the queue is full. *queued_as: its
  * index when it was queued, else -1. @return EG_OK or EG_ENOMEM. */
 static eg_status consider(run *R, const eg_match *m, eg_graph *ng, double *nc, uint64_t *tok, double cost,
-                          int64_t parent, int64_t *queued_as) {
+                          uint64_t h, int64_t parent, int64_t *queued_as) {
     search *S = &R->S;
     *queued_as = -1;
     if (cost >= R->o->alpha * S->s[R->best].cost) {
@@ -353,6 +354,7 @@ static eg_status consider(run *R, const eg_match *m, eg_graph *ng, double *nc, u
     }
     int64_t i = add_state(S, ng, nc, tok, m, cost, parent, m->rule);
     if (i < 0) return EG_ENOMEM;
+    S->s[i].hash = h;
     if (cost < S->s[R->best].cost) {
         int64_t old = R->best;
         R->best = i;
@@ -491,7 +493,7 @@ static eg_status queue_all(run *R, int64_t gi, const eg_match_list *L, eg_verdic
         /* a dearer rewrite is looked past, unless it is judged as in the
          * parent: far from the last change, it was looked past there */
         int64_t st;
-        rc = consider(R, m, ng, nc, tok, cost, gi, &st);
+        rc = consider(R, m, ng, nc, tok, cost, h, gi, &st);
         if (rc == EG_OK && look_next && !v[k].inherited && st >= 0 && S->s[st].queued &&
             S->s[st].cost > S->s[gi].cost) {
             int ok;
@@ -566,7 +568,7 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     if (rc == EG_OK && !(v = calloc(L.n ? L.n : 1, sizeof *v))) rc = EG_ENOMEM;
     if (rc == EG_OK) {
         const state *st = &S->s[ci];
-        eg_judge_in J = {R->rs, R->c, st->g, st->tok, st->node_cost, st->cost,
+        eg_judge_in J = {R->rs, R->c, st->g, st->tok, st->node_cost, st->cost, st->hash,
                          eg_ruleset_keeps_paths(R->rs, st->rule), NULL, NULL, 0};
         double t = now_s();
         rc = eg_judge_all(&J, &L, v, NULL);
@@ -648,7 +650,7 @@ static eg_status prepare(run *R, int64_t i, eg_prep *P, eg_cost *c) {
     P->state = -1;
     if (rc != EG_OK) return rc;
     P->state = i, P->rs = R->rs, P->c = c;
-    P->m = st->m, P->cost = st->cost, P->keeps_paths = eg_ruleset_keeps_paths(R->rs, st->rule);
+    P->m = st->m, P->cost = st->cost, P->hash = st->hash, P->keeps_paths = eg_ruleset_keeps_paths(R->rs, st->rule);
     P->g = st->g, P->nc = st->node_cost, P->tok = st->tok;
     if (pi < 0) return EG_OK;
     state *p = &S->s[pi];
@@ -848,11 +850,14 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     eg_graph *g0 = eg_graph_clone(g);
     double *nc0 = g0 ? malloc(sizeof *nc0 * (size_t)(g0->n_nodes ? g0->n_nodes : 1)) : NULL;
     uint64_t *tok0 = g0 ? malloc(sizeof *tok0 * (size_t)(g0->n_tensors ? g0->n_tensors : 1)) : NULL;
-    if (!g0 || !nc0 || !tok0 || eg_tensor_hashes(g0, tok0) || seen_add(&R.S, eg_tok_hash(g0, tok0)) < 0 ||
+    uint64_t h0 = 0;
+    if (!g0 || !nc0 || !tok0 || eg_tensor_hashes(g0, tok0) || seen_add(&R.S, h0 = eg_tok_hash(g0, tok0)) < 0 ||
         shape_add(&R.S, eg_graph_hash(g0)) < 0 ||
         add_state(&R.S, g0, nc0, tok0, NULL, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
         if (R.S.n == 0) eg_free(g0), free(nc0), free(tok0);
         rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
+    } else {
+        R.S.s[0].hash = h0;
     }
     r->cost_before = R.S.n ? R.S.s[0].cost : 0;
     r->stop = EG_STOP_SATURATED;

@@ -27,11 +27,14 @@
  *           structure) and queued when new.
  * The result reports the seconds spent in each (build counts as apply;
  * with two threads, the work of both). Build, match and judge read nothing
- * the queue changes (prep.h): while one state's matches are queued and
- * looked past, a second thread (eg_search_opts.threads) builds, matches and
- * judges the cheapest state still queued, which is the one popped next in
- * practice (97-99% of pops on the bench models); one popped otherwise is
- * prepared then. With an analytic cost the job's answers depend on its
+ * the queue changes (prep.h), so they are done ahead: while one state's
+ * matches are queued and looked past, a second thread
+ * (eg_search_opts.threads) builds, matches and judges the cheapest states
+ * still queued that have no job yet, two ahead; these are the next ones
+ * popped in practice (97-99% of pops on the bench models), and while the
+ * search would wait for that thread it prepares the following ones itself.
+ * A job whose state leaves the queue is dropped; a state popped without
+ * one is prepared then. With an analytic cost a job's answers depend on its
  * inputs alone, so the search takes the same path and gives the same bytes
  * with one thread or two; a measuring backend runs on one thread. A
  * rewrite dearer than its parent is built and has the rewrites that use

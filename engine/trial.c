@@ -38,7 +38,9 @@ struct eg_trial {
                             past its counts, which a judgment raises */
     int nn, nt;          /* g's node and tensor counts */
     int s_node, s_tensor;  /* first scratch node, first scratch tensor in w */
-    uint64_t *share;     /* [nn] eg_node_share of g's nodes */
+    uint64_t *share;     /* [nn] eg_node_share of g's nodes, where share_known */
+    unsigned char *share_known; /* [nn] (each worked out when first asked,
+                                   from the node as g has it: share_of) */
     uint64_t out_hash;   /* eg_outputs_hash of g's output tokens */
     uint64_t hash;       /* sum of shares + out_hash */
     double *own;         /* [nn] each node's own cost (eg_cost_node_in in g; -1
@@ -197,8 +199,19 @@ static eg_status add_scratch(eg_trial *t) {
     return EG_OK;
 }
 
+/* Node j's share (eg_node_share over its tokens), worked out on first
+ * asking: before a judgment changes the node (a redirected reader), or of
+ * a node it does not change (a matched one). */
+static uint64_t share_of(eg_trial *t, int j) {
+    if (!t->share_known[j]) {
+        t->share[j] = node_share(&t->g->node[j], t->tok);
+        t->share_known[j] = 1;
+    }
+    return t->share[j];
+}
+
 eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint64_t *tok,
-                       const double *known, eg_trial **out) {
+                       const double *known, const uint64_t *hash, eg_trial **out) {
     *out = NULL;
     eg_trial *t = calloc(1, sizeof *t);
     if (!t) return EG_ENOMEM;
@@ -209,6 +222,7 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
     size_t wn = (size_t)t->nn + N_SCRATCH + 1, wt = (size_t)t->nt + N_SCRATCH + 1, nn = (size_t)t->nn + 1;
     if (rc == EG_OK) {
         t->share = malloc(sizeof *t->share * nn);
+        t->share_known = calloc(nn, 1);
         t->charge = malloc(sizeof *t->charge * nn);
         t->own = malloc(sizeof *t->own * nn);
         t->uses = malloc(sizeof *t->uses * wt);
@@ -219,7 +233,7 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
         t->tmark = calloc(wt, sizeof *t->tmark);
         t->queue = malloc(sizeof *t->queue * wn);
         t->dist = malloc(sizeof *t->dist * wn);
-        if (!t->share || !t->charge || !t->own || !t->uses || !t->reader || !t->wo || !t->dead || !t->seen || !t->tmark ||
+        if (!t->share || !t->share_known || !t->charge || !t->own || !t->uses || !t->reader || !t->wo || !t->dead || !t->seen || !t->tmark ||
             !t->queue || !t->dist)
             rc = EG_ENOMEM;
     }
@@ -232,12 +246,11 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
     eg_last_readers(w, t->reader);
     eg_mark_weight_only(g, t->wo);
     t->out_hash = outputs_hash(g, tok, -1, 0);
-    t->hash = t->out_hash;
+    t->hash = hash ? *hash : t->out_hash;
     eg_cost_ctx x = {t->uses, t->reader, t->wo};
     t->regroup = eg_cost_kind_of(c) == EG_COST_ORT;
     for (int j = 0; j < t->nn; j++) {
-        t->share[j] = node_share(&g->node[j], tok);
-        t->hash += t->share[j];
+        if (!hash) t->hash += share_of(t, j);
         /* a node that costs nothing here is costed only if a rewrite
          * makes it count (a measured backend would time it for nothing) */
         int skip = eg_cost_skipped(c, w, &x, j);
@@ -254,7 +267,7 @@ uint64_t eg_trial_hash(const eg_trial *t) { return t->hash; }
 
 void eg_trial_free(eg_trial *t) {
     if (!t) return;
-    free(t->share), free(t->charge), free(t->own), free(t->uses), free(t->reader), free(t->wo);
+    free(t->share), free(t->share_known), free(t->charge), free(t->own), free(t->uses), free(t->reader), free(t->wo);
     free(t->dead), free(t->seen), free(t->tmark), free(t->queue), free(t->dist);
     free(t->rd_at), free(t->rd), free(t->st), free(t->ss);
     for (int i = 0; i < t->n_desc; i++) free(t->desc[i].below);
@@ -570,7 +583,7 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
         for (int k = 0; k < nd[j].n_in; k++) ih[k] = vt[r->dst.node[j].in[k]];
         dh += eg_node_share(&nd[j], ih, &vt[RG_NODE(j)]);
     }
-    for (int q = 0; q < m->n_nodes; q++) dh -= t->share[m->node[q]];
+    for (int q = 0; q < m->n_nodes; q++) dh -= share_of(t, m->node[q]);
     unsigned char renamed[RG_MAX_NODES] = {0};
     int moved_o = -1; /* a graph output whose token changes (see below) */
     uint64_t moved_tok = 0;
@@ -586,7 +599,7 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
             }
             int dup = 0;
             for (int s = 0; s < t->n_red && !dup; s++) dup = t->redirected[s] == j;
-            if (!dup) t->redirected[t->n_red++] = j;
+            if (!dup) t->redirected[t->n_red++] = j, share_of(t, j); /* its share before it changes */
             eg_node *n = &w->node[j];
             for (int s = 0; s < n->n_in + n->n_implicit && rc == EG_OK; s++)
                 if (n->in[s] == o && (rc = save_slot(t, j, s)) == EG_OK) {

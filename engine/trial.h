@@ -76,9 +76,12 @@ eg_status eg_tok_child(const eg_ruleset *rs, const eg_graph *parent, const uint6
  * slots past its counts (its arrays may move once, here). A judgment makes
  * its rewrite on g itself and undoes it before it returns. known (may be
  * NULL): g's node costs as eg_cost_graph_nodes writes them (out), reused.
+ * hash (may be NULL): g's token hash (eg_tok_hash) when the caller knows it
+ * (a judgment gave it), so the nodes' shares are worked out only for the
+ * nodes judgments ask about.
  * @pre g indexed, toposorted, shapes inferred. @return EG_OK or EG_ENOMEM. */
 eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint64_t *tok,
-                       const double *known, eg_trial **out);
+                       const double *known, const uint64_t *hash, eg_trial **out);
 
 /* g's cost, charged node by node as eg_cost_graph_nodes charges it. */
 double eg_trial_cost(const eg_trial *t);
