@@ -736,6 +736,12 @@ int eg_cost_skipped(const eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, i
 }
 
 double eg_cost_node_in(eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j) {
+    /* An analytic cost is a function of the node alone: computed here it
+     * needs no key, which is most of what charging a node costs (a search
+     * judgment charges a few each time), and it is the value the memo holds
+     * for that key, unless a cache file filled the memo. */
+    int analytic = c->kind == EG_COST_ANALYTIC || c->kind == EG_COST_ANALYTIC_CPU;
+    if (analytic && !c->loaded) return compute(c, g, &j, 1, NULL);
     return node_cost(c, g, j, x);
 }
 
@@ -1005,7 +1011,7 @@ eg_status eg_cost_fork(const eg_cost *c, eg_cost **out) {
     if (c->kind != EG_COST_ANALYTIC && c->kind != EG_COST_ANALYTIC_CPU) return EG_EUNSUPPORTED;
     eg_cost *f = calloc(1, sizeof *f);
     if (!f) return EG_ENOMEM;
-    f->kind = c->kind;
+    f->kind = c->kind, f->loaded = c->loaded; /* loaded: it answers from the memo as c does */
     memcpy(f->machine, c->machine, sizeof f->machine);
     for (size_t e = 0; e < c->n_ent; e++)
         if (insert(f, c->ent[e].hash, c->ent[e].key, c->ent[e].len, c->ent[e].us) != EG_OK) {

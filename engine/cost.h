@@ -203,7 +203,8 @@ typedef struct {
 int eg_cost_skipped(const eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j);
 
 /* Node j's cost in context x: with the ort backend, the time of j together
- * with the nodes onnxruntime fuses into it; elsewhere eg_cost_node. */
+ * with the nodes onnxruntime fuses into it; elsewhere eg_cost_node's value
+ * (an analytic cost without a cache file computes it, memo untouched). */
 double eg_cost_node_in(eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j);
 
 /* Write every memoised cost to the cache path, through "PATH.tmp.PID" and
