@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prep.h"
 #include "trial.h"
@@ -838,10 +839,12 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     memset(r, 0, sizeof *r);
     *best = NULL;
     R.t0 = now_s(), R.next_progress = 1.0;
-    /* a second thread prepares the next state while one is expanded: only
-     * with a cost that measures nothing (eg_cost_fork), so that the job's
-     * answers are the same on either thread; without a thread, one does it */
-    if (o->threads > 1 && eg_cost_fork(c, &R.wc) == EG_OK && eg_worker_new(&R.w) != EG_OK) {
+    /* a second thread prepares the next states while one is expanded: on a
+     * machine of more than one CPU, and only with a cost that measures
+     * nothing (eg_cost_fork), so that a job's answers are the same on either
+     * thread; without a second thread, this one does it all */
+    if (o->threads > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 && eg_cost_fork(c, &R.wc) == EG_OK &&
+        eg_worker_new(&R.w) != EG_OK) {
         eg_cost_free(R.wc);
         R.wc = NULL;
     }

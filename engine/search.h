@@ -99,9 +99,9 @@ typedef struct {
     double time_limit; /* seconds of search, kernel measurement left out (default 10) */
     int progress;      /* 1: a progress line on stderr every second */
     int threads;       /* 2 (default): while one graph is expanded, a second
-                          thread builds, matches and judges the one expected
-                          next (analytic costs only); 1: one thread. The
-                          result is the same either way. */
+                          thread builds, matches and judges the ones expected
+                          next (analytic costs, more than one CPU online);
+                          1: one thread. The result is the same either way. */
 } eg_search_opts;
 
 /* Why the search stopped. ORDER STOP: eg_stop_name. */
