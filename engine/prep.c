@@ -62,29 +62,33 @@ static int far_from(const eg_graph *g, const eg_match *m, const unsigned char *d
     return 1;
 }
 
+eg_status eg_build_child(const eg_ruleset *rs, eg_cost *c, const eg_graph *pg, const uint64_t *ptok,
+                         const double *pnc, const eg_match *m, eg_graph **g, double **nc, uint64_t **tok,
+                         double *cost) {
+    char aerr[EG_ERRLEN];
+    *g = NULL, *nc = NULL, *tok = NULL;
+    eg_status rc = eg_apply(rs, pg, m, g, aerr, sizeof aerr);
+    if (rc != EG_OK) return rc;
+    *nc = malloc(sizeof **nc * (size_t)((*g)->n_nodes ? (*g)->n_nodes : 1));
+    *tok = malloc(sizeof **tok * (size_t)((*g)->n_tensors ? (*g)->n_tensors : 1));
+    if (!*nc || !*tok) rc = EG_ENOMEM;
+    else if (eg_tok_child(rs, pg, ptok, m, *g, *tok) != EG_OK) rc = EG_EGRAPH;
+    if (rc == EG_OK) {
+        *cost = eg_cost_graph_nodes(c, *g, pnc, *nc);
+        return EG_OK;
+    }
+    eg_free(*g), free(*nc), free(*tok);
+    *g = NULL, *nc = NULL, *tok = NULL;
+    return rc;
+}
+
 /* A match the trial cannot judge (EG_EUNSUPPORTED): build the graph and
- * judge that. @return as eg_apply, with v's graph, cost and hash set on
- * EG_OK. */
+ * judge that. @return as eg_build_child, with v's graph, cost and hash set
+ * on EG_OK. */
 static eg_status judge_built(eg_judge_in *J, const eg_match *m, eg_verdict *v) {
     double t = now_s();
-    char aerr[EG_ERRLEN];
-    eg_graph *ng = NULL;
-    double *nc = NULL;
-    uint64_t *tok = NULL;
-    eg_status rc = eg_apply(J->rs, J->g, m, &ng, aerr, sizeof aerr);
-    if (rc == EG_OK) {
-        nc = malloc(sizeof *nc * (size_t)(ng->n_nodes ? ng->n_nodes : 1));
-        tok = malloc(sizeof *tok * (size_t)(ng->n_tensors ? ng->n_tensors : 1));
-        if (!nc || !tok) rc = EG_ENOMEM;
-        else if (eg_tok_child(J->rs, J->g, J->tok, m, ng, tok) != EG_OK) rc = EG_EGRAPH;
-    }
-    if (rc == EG_OK) {
-        v->cost = eg_cost_graph_nodes(J->c, ng, J->node_cost, nc);
-        v->h = eg_tok_hash(ng, tok);
-        v->ng = ng, v->nc = nc, v->tok = tok;
-    } else {
-        eg_free(ng), free(nc), free(tok);
-    }
+    eg_status rc = eg_build_child(J->rs, J->c, J->g, J->tok, J->node_cost, m, &v->ng, &v->nc, &v->tok, &v->cost);
+    if (rc == EG_OK) v->h = eg_tok_hash(v->ng, v->tok);
     J->t_apply += now_s() - t;
     return rc;
 }
@@ -214,26 +218,12 @@ static eg_status match_graph(eg_prep *P) {
 
 /* ---- phase: build ---- */
 
-/* The state's graph from its parent's: eg_apply of m, node costs from the
- * parent's, tokens (eg_tok_child). One eg_apply refuses leaves P->ok 0.
- * @return EG_OK or EG_ENOMEM. */
+/* The state's graph from its parent's (eg_build_child); one eg_apply
+ * refuses leaves P->ok 0. @return EG_OK or EG_ENOMEM. */
 static eg_status build(eg_prep *P) {
-    char aerr[EG_ERRLEN];
-    eg_graph *g = NULL;
-    eg_status rc = eg_apply(P->rs, P->pg, &P->m, &g, aerr, sizeof aerr);
-    if (rc == EG_OK) {
-        P->nc = malloc(sizeof *P->nc * (size_t)(g->n_nodes ? g->n_nodes : 1));
-        P->tok = malloc(sizeof *P->tok * (size_t)(g->n_tensors ? g->n_tensors : 1));
-        P->g = g, P->built = 1;
-        if (!P->nc || !P->tok) rc = EG_ENOMEM;
-        else if (eg_tok_child(P->rs, P->pg, P->ptok, &P->m, g, P->tok) != EG_OK) rc = EG_EGRAPH;
-        else eg_cost_graph_nodes(P->c, g, P->pnc, P->nc);
-    }
-    if (rc != EG_OK) {
-        eg_free(P->g), free(P->nc), free(P->tok);
-        P->g = NULL, P->nc = NULL, P->tok = NULL, P->built = 0;
-        P->ok = 0;
-    }
+    double cost;
+    eg_status rc = eg_build_child(P->rs, P->c, P->pg, P->ptok, P->pnc, &P->m, &P->g, &P->nc, &P->tok, &cost);
+    P->built = rc == EG_OK, P->ok = rc == EG_OK;
     return rc == EG_ENOMEM ? rc : EG_OK;
 }
 

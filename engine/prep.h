@@ -81,6 +81,15 @@ typedef struct {
     double t_apply;            /* out: seconds building graphs to judge them */
 } eg_judge_in;
 
+/* The child eg_apply makes of match m of graph pg (tokens ptok, node
+ * costs pnc, may be NULL), with its node costs (cost c, *cost their sum)
+ * and tokens (eg_tok_child), into *g, *nc, *tok (the caller frees them).
+ * @return EG_OK; EG_ENOMEM; or the refusal (eg_apply's status, EG_EGRAPH
+ * when the tokens do not follow), with nothing made. */
+eg_status eg_build_child(const eg_ruleset *rs, eg_cost *c, const eg_graph *pg, const uint64_t *ptok,
+                         const double *pnc, const eg_match *m, eg_graph **g, double **nc, uint64_t **tok,
+                         double *cost);
+
 /* The matches a child is matched from (eg_rematch): ml, and cyc after
  * them (copied into *joined, which the caller frees) when all; *pm, *n
  * the list. @return EG_OK or EG_ENOMEM. */

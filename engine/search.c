@@ -317,20 +317,10 @@ static eg_status build_state(run *R, int64_t i, int *ok) {
     state *st = &S->s[i];
     *ok = 1;
     if (st->g) return EG_OK;
-    double t = now_s();
+    double t = now_s(), cost;
     const state *p = &S->s[st->parent];
-    eg_graph *g = NULL;
-    char aerr[EG_ERRLEN];
-    eg_status rc = eg_apply(R->rs, p->g, &st->m, &g, aerr, sizeof aerr);
-    if (rc == EG_OK) {
-        st->node_cost = malloc(sizeof *st->node_cost * (size_t)(g->n_nodes ? g->n_nodes : 1));
-        st->tok = malloc(sizeof *st->tok * (size_t)(g->n_tensors ? g->n_tensors : 1));
-        st->g = g;
-        if (!st->node_cost || !st->tok) rc = EG_ENOMEM;
-        else if (eg_tok_child(R->rs, p->g, p->tok, &st->m, g, st->tok) != EG_OK) rc = EG_EGRAPH;
-        else eg_cost_graph_nodes(R->c, g, p->node_cost, st->node_cost);
-        if (rc != EG_OK) free_graph(st);
-    }
+    eg_status rc = eg_build_child(R->rs, R->c, p->g, p->tok, p->node_cost, &st->m, &st->g, &st->node_cost, &st->tok,
+                                  &cost);
     R->r->t_apply += now_s() - t;
     if (rc == EG_ENOMEM) return rc;
     *ok = rc == EG_OK;
