@@ -1,6 +1,7 @@
 /* builtin.c - the engine's few built-in rewrites around the rule-driven
  * search (fold.h): before it, Identity removal, BatchNormalization folding,
- * Conv bias split, ReLU fusion and CSE; after it, weight
+ * Conv bias split, ReLU fusion, NaN guards on finite values and CSE;
+ * after it, weight
  * folding, Conv bias fusion and Reshape-pair removal. Each pass marks the
  * nodes it replaces, appends the new ones, then the graph is rebuilt
  * (drop, index, sort, infer). */
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "range.h"
 #include "win.h"
 
 /* ================= helpers ================= */
@@ -369,6 +371,27 @@ static eg_status fuse_relus(eg_graph *g, dropset *d, eg_builtin_stats *st) {
     return EG_OK;
 }
 
+/* ================= NaN guards ================= */
+
+/* nanzero(x) with x finite for every input (range.h): its readers read x. */
+static eg_status drop_nan_guards(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    eg_range *r = malloc(sizeof *r * (size_t)(g->n_tensors + 1));
+    if (!r) return EG_ENOMEM;
+    eg_ranges(g, r);
+    eg_status rc = EG_OK;
+    for (int j = 0; j < g->n_nodes && rc == EG_OK; j++) {
+        const eg_node *n = &g->node[j];
+        if (dropped(d, j) || n->kind != EG_KIND_OPS || n->op != OP_NANZERO) continue;
+        int x = n->in[0], y = n->out[0];
+        if (x < 0 || y < 0 || !movable(g, y) || !eg_range_finite(r[x])) continue;
+        eg_replace_uses(g, y, x);
+        rc = drop_node(d, j);
+        st->nan_guards_dropped++;
+    }
+    free(r);
+    return rc;
+}
+
 /* ================= common subexpressions ================= */
 
 static int same_attrs(const eg_attrs *a, const eg_attrs *b) {
@@ -510,6 +533,7 @@ eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t er
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
     if (rc == EG_OK) rc = fuse_relus(g, &d, st);
     if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
+    if (rc == EG_OK) rc = drop_nan_guards(g, &d, st);
     if (rc == EG_OK) rc = merge_common(g, &d, st);
     if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
     free(d.drop);

@@ -243,7 +243,8 @@ static int result_new(const eg_search_result *r, const eg_ruleset *rs, tasoc_res
         .kept_input = r->kept_input, .rules_dropped = r->rules_dropped,
         .bn_folded = r->pre.bn_folded, .bias_split = r->pre.bias_split,
         .relu_fused = r->pre.relu_fused, .cse_merged = r->pre.cse_merged + r->post.cse_merged,
-        .weights_folded = r->post.weights_folded, .sum_spelled = r->post.sum_spelled};
+        .weights_folded = r->post.weights_folded, .sum_spelled = r->post.sum_spelled,
+        .nan_guards_dropped = r->pre.nan_guards_dropped};
     int rc = result_rules(r, rs, t);
     if (rc != EG_OK) tasoc_result_free(t), t = NULL;
     *out = t;

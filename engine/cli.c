@@ -392,10 +392,11 @@ static void print_report(const eg_search_result *r, const eg_ruleset *rs) {
     printf("search phases: match %.2f s, apply %.2f s, judge %.2f s; %.0f expansions/s\n", r->t_match,
            r->t_apply, r->t_judge, r->seconds > 0 ? (double)r->expanded / r->seconds : 0.0);
     printf("built-ins: %d batchnorm folded, %d biases split, %d identities removed, "
-           "%d relus fused, %d common subexpressions, %d weights folded, %d additions written as Sum\n",
+           "%d relus fused, %d NaN guards dropped, %d common subexpressions, %d weights folded, "
+           "%d additions written as Sum\n",
            r->pre.bn_folded, r->pre.bias_split,
            r->pre.identity_removed + r->post.identity_removed, r->pre.relu_fused,
-           r->pre.cse_merged + r->post.cse_merged,
+           r->pre.nan_guards_dropped, r->pre.cse_merged + r->post.cse_merged,
            r->post.weights_folded, r->post.sum_spelled);
     uint64_t total = 0;
     int none = r->kept_input || r->rules_dropped;

@@ -13,6 +13,8 @@
  *                    Conv before it; a Conv's bias split off into
  *                    bias(1; conv2d, [C]), the importer's form, which
  *                    rules see and the export writes as one Conv;
+ *                    Relu fused into the conv before it; NaN guards on
+ *                    values proved finite (range.h) dropped;
  *                    MatMul [1,s,k] x [k,n] as Reshape -> matmul -> Reshape
  *                    (rule-matchable); common subexpressions merged; dead
  *                    nodes dropped.
@@ -108,6 +110,7 @@ typedef struct {
     int bn_folded, bias_split, identity_removed, cse_merged, reshapes_cancelled, dead_removed,
         weights_folded, relu_fused;
     int sum_spelled; /* eg_spell (search.h): additions written as Sum */
+    int nan_guards_dropped;
 } eg_builtin_stats;
 
 /* The built-in rewrites before the search (see the overview):
@@ -121,6 +124,9 @@ typedef struct {
  *   bias(1; ., [C]) (the export writes the pair as one Conv again);
  * - relu(conv2d) with the relu the conv's only reader: conv2d with act
  *   RELU (one kernel; exported as Conv + Relu, which runtimes fuse);
+ * - a NaN guard nanzero(x) (Where(IsNaN(x), 0, x)) dropped where x is
+ *   finite for every input (range.h: a softmax of scores computed from
+ *   token ids and finite weights);
  * - common-subexpression elimination: identical non-opaque nodes on the
  *   same inputs (or equal int64 constants) merge;
  * - dead nodes dropped.

@@ -69,6 +69,7 @@ typedef struct {
     size_t n_rules;                 /* distinct rules on the best path */
     int bn_folded, bias_split, relu_fused, cse_merged, weights_folded;
     int sum_spelled;                /* additions written as Sum (eg_spell) */
+    int nan_guards_dropped;         /* Where(IsNaN(x), 0, x) on x proved finite */
 } tasoc_summary;
 
 /* Facts of a ruledb file (tasoc_ruledb_info). */

@@ -4,7 +4,10 @@ fold_driver (eg_builtin_pre then eg_builtin_post, no search) on the corpus
 models; every output passes onnx.checker.check_model(full_check=True), has
 the same graph output names, and onnxruntime gives the same outputs as for
 the original (max relative error < 1e-4); the fold_* models lose their
-BatchNormalization, Identity and weight-only Concat/Transpose nodes.
+BatchNormalization, Identity and weight-only Concat/Transpose nodes. The
+NaN guard after an attention softmax goes exactly when the scores are
+finite for every input, and the value ranges that decide it (range.h) hold
+every value onnxruntime computes.
 
 Then the engine's own evaluator (eg_eval_graph, engine/geval.h, through
 fold_driver --eval), which the C tests use to check every rewrite, is held
@@ -280,6 +283,110 @@ def check_walk(driver, name, tmp):
             tap(False, "%s: walk %d (rules %s): onnxruntime runs the rewritten model" % (name, seed, rules), e)
 
 
+# How guarded_attention masks its scores, and whether the NaN guard after
+# its softmax can go: it can when the softmax reads finite values for
+# every input (a finite mask); not when a mask cell is -inf (a fully
+# masked row is NaN, which the guard turns into zeros) or a float graph
+# input reaches the scores.
+GUARD_CASES = {"none": True, "const_min": True, "ids_min": True,
+               "const_inf": False, "ids_inf": False, "float_in": False}
+
+
+def guarded_attention(mask):
+    """One attention head over embeddings of token ids, as exporters write
+    scaled dot-product attention: Where(IsNaN(p), 0, p) after the softmax."""
+    N = helper.make_node
+    lo = np.float32(-np.inf) if mask.endswith("inf") else np.finfo(np.float32).min
+    nodes = [N("Gather", ["E", "ids"], ["x"]),
+             N("LayerNormalization", ["x", "s", "b"], ["h"], axis=-1, epsilon=1e-12),
+             N("MatMul", ["h", "Wq"], ["q"]), N("MatMul", ["h", "Wk"], ["k"]), N("MatMul", ["h", "Wv"], ["v"]),
+             N("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             N("MatMul", ["q", "kt"], ["sc"]), N("Mul", ["sc", "scale"], ["sc2"])]
+    inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])]
+    inits = [w("E", 50, 16), w("s", 16), w("b", 16), small("Wq", 16, 16), small("Wk", 16, 16), small("Wv", 16, 16),
+             numpy_helper.from_array(np.array(0.25, np.float32), "scale"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    scores = "sc2"
+    if mask.startswith("const"):
+        m = np.zeros((1, 8, 8), np.float32)
+        m[0, :, 5:] = lo
+        inits.append(numpy_helper.from_array(m, "m"))
+    elif mask.startswith("ids"):
+        inputs.append(helper.make_tensor_value_info("mask", TensorProto.INT64, [1, 8]))
+        inits.append(numpy_helper.from_array(np.array(lo, np.float32), "lo"))
+        nodes += [N("Cast", ["mask"], ["mb"], to=TensorProto.BOOL), N("Where", ["mb", "zero", "lo"], ["m"])]
+    elif mask == "float_in":
+        inputs.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 8, 8]))
+    if mask != "none":
+        nodes.append(N("Add", ["sc2", "m"], ["sc3"]))
+        scores = "sc3"
+    nodes += [N("Softmax", [scores], ["p"], axis=-1), N("IsNaN", ["p"], ["isn"]),
+              N("Where", ["isn", "zero", "p"], ["g"]), N("MatMul", ["g", "v"], ["y"])]
+    m = helper.make_model(helper.make_graph(nodes, "guard_" + mask, inputs,
+                                            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def guard_feeds(m, all_masked=False):
+    rng = np.random.default_rng(3)
+    f = {"ids": rng.integers(0, 50, (1, 8)).astype(np.int64)}
+    names = {i.name for i in m.graph.input}
+    if "mask" in names:
+        f["mask"] = np.zeros((1, 8), np.int64) if all_masked else rng.integers(0, 2, (1, 8)).astype(np.int64)
+    if "m" in names:
+        f["m"] = rng.standard_normal((1, 8, 8)).astype(np.float32)
+    return f
+
+
+def every_value(m, tmp):
+    """m with every node output a graph output, run on its guard_feeds."""
+    m = onnx.shape_inference.infer_shapes(m)
+    m2 = onnx.ModelProto()
+    m2.CopyFrom(m)
+    known = {o.name for o in m2.graph.output}
+    m2.graph.output.extend(v for v in m.graph.value_info if v.name not in known)
+    path = os.path.join(tmp, m.graph.name + ".all.onnx")
+    onnx.save(m2, path)
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in s.get_outputs()], s.run(None, guard_feeds(m))))
+
+
+def check_guard(driver, mask, tmp):
+    """The guard after a softmax is dropped exactly when GUARD_CASES says;
+    either way the outputs agree in onnxruntime (also with every token
+    masked), and every value onnxruntime computes lies in the range the
+    engine gave it (range.h)."""
+    m = guarded_attention(mask)
+    name = m.graph.name
+    src, dst = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".out.onnx")
+    onnx.save(m, src)
+    r = subprocess.run([driver, src, dst], capture_output=True, text=True)
+    tap(r.returncode == 0, "%s: fold_driver exits 0" % name, r.stderr)
+    if r.returncode:
+        return
+    drop = GUARD_CASES[mask]
+    left = sum(nd.op_type == "IsNaN" for nd in onnx.load(dst).graph.node)
+    tap(left == (0 if drop else 1) and ("nan_guards_dropped %d" % drop) in r.stdout,
+        "%s: the NaN guard is %s" % (name, "dropped" if drop else "kept"), r.stdout)
+    for all_masked in (False, True):
+        f = guard_feeds(m, all_masked)
+        a, b = run(src, f)["y"], run(dst, f)["y"]
+        worst = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(a))), 1e-30)
+        tap(np.array_equal(np.isnan(a), np.isnan(b)) and worst < TOL,
+            "%s: outputs agree%s (max rel err %.2g)" % (name, ", every token masked" if all_masked else "", worst))
+    r = subprocess.run([driver, "--ranges", src], capture_output=True, text=True)
+    ranges = {ln.split()[0]: (float(ln.split()[1]), float(ln.split()[2])) for ln in r.stdout.splitlines()}
+    values = every_value(m, tmp)
+    bad = [(k, lo, hi, float(values[k].min()), float(values[k].max())) for k, (lo, hi) in ranges.items()
+           if k in values and not (lo <= values[k].min() and values[k].max() <= hi)]
+    tap(r.returncode == 0 and ranges and not bad,
+        "%s: %d value ranges, each holds onnxruntime's values" % (name, len(ranges)), bad or r.stderr)
+
+
 def main():
     global n
     args = sys.argv[1:]
@@ -301,6 +408,8 @@ def main():
         for make in (ev_windows, ev_matmul):
             m = make()
             check_eval(args[0], m.graph.name, m, tmp)
+        for mask in GUARD_CASES:
+            check_guard(args[0], mask, tmp)
     return 1 if failed else 0
 
 

@@ -7,7 +7,11 @@
  * same way to OUT. Used by test/engine_fold_test.py, which holds the
  * evaluator to onnxruntime.
  *
- * The third makes STEPS rewrites with the shipped rules, each a match
+ * --ranges prints, for every float tensor of IN (as loaded) whose value
+ * range is known (range.h), "NAME LO HI", so a test can hold the ranges
+ * to the values onnxruntime computes.
+ *
+ * The fourth makes STEPS rewrites with the shipped rules, each a match
  * picked by a seeded generator among all the graph's matches (not the
  * cheapest: any rule's result must export right), then eg_builtin_post,
  * and saves OUT; it prints the rules it applied.
@@ -15,6 +19,7 @@
  *     fold_driver IN.onnx OUT.onnx
  *     fold_driver --eval IN.onnx FEEDS.bin OUT.bin
  *     fold_driver --walk STEPS SEED IN.onnx OUT.onnx
+ *     fold_driver --ranges IN.onnx
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,7 @@
 #include "engine.h"
 #include "fold.h"
 #include "geval.h"
+#include "range.h"
 #include "rules.h"
 #include "search.h"
 
@@ -37,9 +43,9 @@ static int fold(const char *in, const char *out) {
     if (rc != EG_OK) fprintf(stderr, "fold_driver: %s\n", err);
     else
         printf("bn_folded %d bias_split %d identity_removed %d cse_merged %d "
-               "reshapes_cancelled %d dead_removed %d weights_folded %d\n",
+               "reshapes_cancelled %d dead_removed %d weights_folded %d nan_guards_dropped %d\n",
                st.bn_folded, st.bias_split, st.identity_removed, st.cse_merged,
-               st.reshapes_cancelled, st.dead_removed, st.weights_folded);
+               st.reshapes_cancelled, st.dead_removed, st.weights_folded, st.nan_guards_dropped);
     eg_free(g);
     return rc == EG_OK ? 0 : 2;
 }
@@ -159,13 +165,34 @@ static int walk(int steps, uint64_t seed, const char *in, const char *out) {
     return rc == EG_OK ? 0 : 2;
 }
 
+static int ranges(const char *in) {
+    eg_graph *g = NULL;
+    char err[EG_ERRLEN];
+    eg_status rc = eg_load(in, NULL, &g, err, sizeof err);
+    eg_range *r = rc == EG_OK ? malloc(sizeof *r * (size_t)(g->n_tensors + 1)) : NULL;
+    if (rc != EG_OK || !r) {
+        fprintf(stderr, "fold_driver: %s\n", rc != EG_OK ? err : "out of memory");
+        eg_free(g);
+        return 2;
+    }
+    eg_ranges(g, r);
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensor[t].dtype == EG_DT_FLOAT && eg_range_finite(r[t]))
+            printf("%s %.9g %.9g\n", g->tensor[t].name, r[t].lo, r[t].hi);
+    free(r);
+    eg_free(g);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 6 && strcmp(argv[1], "--walk") == 0)
         return walk(atoi(argv[2]), strtoull(argv[3], NULL, 10), argv[4], argv[5]);
+    if (argc == 3 && strcmp(argv[1], "--ranges") == 0) return ranges(argv[2]);
     if (argc == 3) return fold(argv[1], argv[2]);
     if (argc == 5 && strcmp(argv[1], "--eval") == 0) return eval(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: fold_driver IN.onnx OUT.onnx\n"
                     "       fold_driver --eval IN.onnx FEEDS.bin OUT.bin\n"
-                    "       fold_driver --walk STEPS SEED IN.onnx OUT.onnx\n");
+                    "       fold_driver --walk STEPS SEED IN.onnx OUT.onnx\n"
+                    "       fold_driver --ranges IN.onnx\n");
     return 2;
 }

@@ -59,7 +59,8 @@ class Summary(Structure):
                 ("rejected", c_uint64), ("pruned", c_uint64), ("stop", c_char_p),
                 ("kept_input", c_int), ("rules_dropped", c_int), ("n_rules", c_size_t),
                 ("bn_folded", c_int), ("bias_split", c_int), ("relu_fused", c_int),
-                ("cse_merged", c_int), ("weights_folded", c_int), ("sum_spelled", c_int)]
+                ("cse_merged", c_int), ("weights_folded", c_int), ("sum_spelled", c_int),
+                ("nan_guards_dropped", c_int)]
 
 
 class RuledbInfo(Structure):

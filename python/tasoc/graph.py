@@ -508,7 +508,7 @@ def _result(res: int, cost: str) -> OptimizeResult:
                                ctypes.byref(text)) == 0:
             rules.append(AppliedRule(rid.value, times.value, text.value.decode()))
     builtins = {k: getattr(s, k) for k in ("bn_folded", "bias_split", "relu_fused", "cse_merged",
-                                            "weights_folded", "sum_spelled")}
+                                            "weights_folded", "sum_spelled", "nan_guards_dropped")}
     return OptimizeResult(cost_before=s.cost_before, cost_after=s.cost_after, seconds=s.seconds,
                           stop=s.stop.decode(), expanded=s.expanded, generated=s.generated,
                           kept_input=bool(s.kept_input), rules_dropped=bool(s.rules_dropped),

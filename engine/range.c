@@ -1,0 +1,285 @@
+/* range.c - value ranges (range.h): one forward pass over the nodes, an
+ * interval rule per operator. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "range.h"
+
+/* An exact value below this in magnitude rounds to a finite float (round
+ * to nearest: FLT_MAX plus half its ulp). */
+#define OVERFLOW_AT (0x1p128 - 0x1p103)
+/* Bounds are doubles; their own rounding is far below a float's. */
+#define SLACK 0x1p-40
+
+static const eg_range ANY = {-INFINITY, INFINITY};
+
+int eg_range_finite(eg_range r) { return r.lo >= -FLT_MAX && r.hi <= FLT_MAX; }
+
+static double mag(eg_range r) { return fmax(fabs(r.lo), fabs(r.hi)); }
+
+/* The range of a float result whose exact value lies in [lo, hi] (NaN
+ * bounds included: any). */
+static eg_range rounded(double lo, double hi) {
+    lo -= fabs(lo) * SLACK, hi += fabs(hi) * SLACK;
+    if (!(lo > -OVERFLOW_AT && hi < OVERFLOW_AT && lo <= hi)) return ANY;
+    return (eg_range){fmax(lo, -FLT_MAX), fmin(hi, FLT_MAX)};
+}
+
+static eg_range hull(eg_range a, eg_range b) { return (eg_range){fmin(a.lo, b.lo), fmax(a.hi, b.hi)}; }
+
+static eg_range add(eg_range a, eg_range b) {
+    if (!eg_range_finite(a) || !eg_range_finite(b)) return ANY;
+    return rounded(a.lo + b.lo, a.hi + b.hi);
+}
+
+static eg_range mul(eg_range a, eg_range b) {
+    if (!eg_range_finite(a) || !eg_range_finite(b)) return ANY;
+    double p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+    return rounded(fmin(fmin(p[0], p[1]), fmin(p[2], p[3])), fmax(fmax(p[0], p[1]), fmax(p[2], p[3])));
+}
+
+/* a / b for b bounded away from zero. */
+static eg_range divide(eg_range a, eg_range b) {
+    if (!eg_range_finite(b) || (b.lo <= 0 && b.hi >= 0)) return ANY;
+    return mul(a, (eg_range){1 / b.hi, 1 / b.lo});
+}
+
+/* A sum of k products of a and b elements, accumulated in float: each
+ * partial sum rounds, so the bound grows by k rounding errors. */
+static eg_range dot(eg_range a, eg_range b, int64_t k) {
+    if (!eg_range_finite(a) || !eg_range_finite(b) || k < 1) return ANY;
+    double m = mag(a) * mag(b) * (double)k * (1 + (double)(k + 1) * 0x1p-23);
+    return rounded(-m, m);
+}
+
+/* Elementwise maps into [lo, hi] of finite inputs (a NaN stays NaN). */
+static eg_range bounded(eg_range x, double lo, double hi) {
+    return eg_range_finite(x) ? (eg_range){lo, hi} : ANY;
+}
+
+static eg_range relu(eg_range x) { return bounded(x, fmax(x.lo, 0), fmax(x.hi, 0)); }
+
+/* A mean of cells (padding counted as zeros): within the cells' range and
+ * 0, when their float sum cannot overflow (windows under 2^27 cells). */
+static eg_range mean(eg_range x) {
+    return eg_range_finite(x) && mag(x) < 0x1p100 ? hull(x, (eg_range){0, 0}) : ANY;
+}
+
+/* A layer norm over n elements writes (x - mean) / sqrt(var + eps), at
+ * most sqrt(n) in magnitude (the squares sum to n var), when eps > 0 and
+ * the variance's sum of squares cannot overflow; a margin of 2 for its
+ * rounding. */
+static eg_range layernorm(eg_range x, int64_t n, double eps) {
+    double m = mag(x);
+    if (!eg_range_finite(x) || n < 1 || !(eps > 0) || 4 * m * m * (double)n >= FLT_MAX / 2) return ANY;
+    double z = 2 * sqrt((double)n);
+    return (eg_range){-z, z};
+}
+
+static int64_t dim(const eg_graph *g, const eg_node *n, int k, int d) {
+    const eg_shape *s = eg_node_in_shape(g, n, k);
+    if (d < 0) d += s->rank;
+    return d >= 0 && d < s->rank ? s->dim[d] : -1;
+}
+
+/* The product of input k's dims from..rank-1; -1 when one is unknown. */
+static int64_t dims_from(const eg_graph *g, const eg_node *n, int k, int from) {
+    const eg_shape *s = eg_node_in_shape(g, n, k);
+    int64_t p = 1;
+    if (s->rank < 0 || from < 0 || from > s->rank) return -1;
+    for (int d = from; d < s->rank; d++) {
+        if (s->dim[d] < 0) return -1;
+        p *= s->dim[d];
+    }
+    return p;
+}
+
+static eg_range in_r(const eg_graph *g, const eg_node *n, const eg_range *r, int k) {
+    return k < n->n_in && n->in[k] >= 0 && n->in[k] < g->n_tensors ? r[n->in[k]] : ANY;
+}
+
+static eg_range ops_rule(const eg_graph *g, const eg_node *n, const eg_range *r) {
+    eg_range a = in_r(g, n, r, 0), b = in_r(g, n, r, 1);
+    const int32_t *p = n->param;
+    switch (n->op) {
+    case OP_MATMUL: return dot(a, b, dim(g, n, 0, 1));
+    case OP_BMM: return dot(a, b, dim(g, n, 0, 3));
+    case OP_LINEAR: return dot(a, b, dim(g, n, 0, 2));
+    case OP_KMUL: return dot(a, b, dim(g, n, 0, 1));
+    case OP_CONV2D: {
+        eg_range y = dot(a, b, dims_from(g, n, 1, 1));
+        return p[2] == OPS_ACT_RELU ? relu(y) : y;
+    }
+    case OP_EWADD:
+    case OP_SADD:
+    case OP_BIAS: return add(a, b);
+    case OP_EWMUL:
+    case OP_SMUL:
+    case OP_SCALE: return mul(a, b);
+    case OP_SDIV: return divide(a, b);
+    case OP_RELU: return relu(a);
+    case OP_RELU6: return bounded(a, fmin(fmax(a.lo, 0), 6), fmin(fmax(a.hi, 0), 6));
+    case OP_SIGMOID:
+    case OP_HSIGMOID:
+    case OP_SOFTMAX: return bounded(a, 0, 1);
+    case OP_TANH:
+    case OP_ERF: return bounded(a, -1, 1);
+    case OP_HSWISH: return bounded(a, -0.375, fmax(a.hi, 0)); /* x relu6(x + 3) / 6 */
+    case OP_NANZERO: return eg_range_finite(a) ? a : ANY;
+    case OP_LAYERNORM: return layernorm(a, dim(g, n, 0, p[0]), ops_eps_value(p[1]));
+    case OP_AVGPOOL: return mean(a);
+    case OP_ENLARGE: return eg_range_finite(a) ? hull(a, (eg_range){0, 0}) : ANY;
+    case OP_MAXPOOL:
+    case OP_SPLIT0:
+    case OP_SPLIT1:
+    case OP_TRANSPOSE:
+    case OP_PERMUTE:
+    case OP_HEADS:
+    case OP_UNHEADS: return a;
+    case OP_CONCAT: return hull(a, b);
+    case OP_IMM:
+    case OP_ICONV:
+    case OP_POOLK: return (eg_range){0, 1};
+    case OP_ONES: return (eg_range){1, 1};
+    case OP_COUNT: break;
+    }
+    return ANY;
+}
+
+/* Inference BatchNormalization: scale (x - mean) / sqrt(var + eps) + B,
+ * bounded with each parameter's worst channel. */
+static eg_range batchnorm(const eg_graph *g, const eg_node *n, const eg_range *r) {
+    eg_range x = in_r(g, n, r, 0), var = in_r(g, n, r, 4);
+    double eps = n->attr.epsilon;
+    if (!eg_range_finite(var) || !(var.lo + eps > 0)) return ANY;
+    eg_range inv = {0, 1 / sqrt(var.lo + eps)};
+    eg_range centred = add(x, mul(in_r(g, n, r, 3), (eg_range){-1, -1}));
+    return add(mul(mul(centred, inv), in_r(g, n, r, 1)), in_r(g, n, r, 2));
+}
+
+static eg_range model_rule(const eg_graph *g, const eg_node *n, const eg_range *r) {
+    eg_range a = in_r(g, n, r, 0), b = in_r(g, n, r, 1), c = in_r(g, n, r, 2);
+    const eg_attrs *at = &n->attr;
+    switch (n->mop) {
+    case EG_MOP_CONV: {
+        eg_range y = dot(a, b, dims_from(g, n, 1, 1));
+        return n->n_in > 2 && n->in[2] >= 0 ? add(y, c) : y;
+    }
+    case EG_MOP_GEMM: {
+        int64_t k = dim(g, n, 0, (at->flags & EG_AF_TRANS_A) ? 0 : 1);
+        eg_range y = mul(dot(a, b, k), (eg_range){at->alpha, at->alpha});
+        return n->n_in > 2 && n->in[2] >= 0 ? add(y, mul(c, (eg_range){at->beta, at->beta})) : y;
+    }
+    case EG_MOP_MATMUL: return dot(a, b, dim(g, n, 0, -1));
+    case EG_MOP_ADD: return add(a, b);
+    case EG_MOP_MUL: return mul(a, b);
+    case EG_MOP_DIV: return divide(a, b);
+    case EG_MOP_RELU: return relu(a);
+    case EG_MOP_SIGMOID:
+    case EG_MOP_SOFTMAX: return bounded(a, 0, 1);
+    case EG_MOP_TANH: return bounded(a, -1, 1);
+    case EG_MOP_MAXPOOL:
+    case EG_MOP_SPLIT:
+    case EG_MOP_TRANSPOSE:
+    case EG_MOP_RESHAPE:
+    case EG_MOP_FLATTEN:
+    case EG_MOP_IDENTITY: return a;
+    case EG_MOP_AVGPOOL:
+    case EG_MOP_GLOBALAVGPOOL: return mean(a);
+    case EG_MOP_CONCAT: {
+        eg_range y = a;
+        for (int k = 1; k < n->n_in; k++) y = hull(y, in_r(g, n, r, k));
+        return y;
+    }
+    case EG_MOP_SUM: {
+        eg_range y = a;
+        for (int k = 1; k < n->n_in; k++) y = add(y, in_r(g, n, r, k));
+        return y;
+    }
+    case EG_MOP_BATCHNORM: return batchnorm(g, n, r);
+    case EG_MOP_LAYERNORM: {
+        const eg_shape *s = eg_node_in_shape(g, n, 0);
+        int axis = at->axis < 0 ? at->axis + s->rank : at->axis;
+        eg_range z = layernorm(a, dims_from(g, n, 0, axis), at->epsilon);
+        z = mul(z, b);
+        return n->n_in > 2 && n->in[2] >= 0 ? add(z, c) : z;
+    }
+    case EG_MOP_COUNT: break;
+    }
+    return ANY;
+}
+
+/* Opaque ONNX operators whose every output element is an element of
+ * their data inputs (the other inputs are indices, shapes or
+ * conditions): [first data input, one past the last]. */
+static const struct {
+    const char *op_type;
+    int first, end; /* end -1: every input */
+} movers[] = {
+    {"Gather", 0, 1},    {"GatherElements", 0, 1}, {"GatherND", 0, 1}, {"Reshape", 0, 1},
+    {"Flatten", 0, 1},   {"Squeeze", 0, 1},        {"Unsqueeze", 0, 1}, {"Transpose", 0, 1},
+    {"Slice", 0, 1},     {"Expand", 0, 1},         {"Tile", 0, 1},     {"Identity", 0, 1},
+    {"Split", 0, 1},     {"DepthToSpace", 0, 1},   {"SpaceToDepth", 0, 1},
+    {"Concat", 0, -1},   {"Where", 1, 3},
+};
+
+/* A float Cast of an integer or boolean tensor: finite (2^64 at most). */
+static int int_dtype(int dt) {
+    return dt == EG_DT_BOOL || dt == EG_DT_INT8 || dt == EG_DT_UINT8 || dt == EG_DT_INT16 ||
+           dt == EG_DT_UINT16 || dt == EG_DT_INT32 || dt == EG_DT_UINT32 || dt == EG_DT_INT64 ||
+           dt == EG_DT_UINT64;
+}
+
+static eg_range opaque_rule(const eg_graph *g, const eg_node *n, const eg_range *r) {
+    if (!n->op_type || !eg_default_domain(n->domain)) return ANY;
+    if (!strcmp(n->op_type, "Cast") && n->n_in == 1 && n->in[0] >= 0) {
+        int dt = g->tensor[n->in[0]].dtype;
+        if (int_dtype(dt)) return (eg_range){-0x1p64, 0x1p64};
+        return dt == EG_DT_FLOAT ? r[n->in[0]] : ANY;
+    }
+    for (size_t i = 0; i < sizeof movers / sizeof movers[0]; i++) {
+        if (strcmp(n->op_type, movers[i].op_type)) continue;
+        int end = movers[i].end < 0 ? n->n_in : movers[i].end;
+        if (end > n->n_in || movers[i].first >= end) return ANY;
+        eg_range y = in_r(g, n, r, movers[i].first);
+        for (int k = movers[i].first + 1; k < end; k++) y = hull(y, in_r(g, n, r, k));
+        return y;
+    }
+    return ANY;
+}
+
+/* An initializer's range: its values, when all are finite. */
+static eg_range init_range(const eg_tensor *t) {
+    int64_t numel = eg_shape_numel(&t->shape);
+    if (!t->data || numel < 1) return ANY;
+    eg_range y = {t->data[0], t->data[0]};
+    for (int64_t i = 0; i < numel; i++) {
+        if (!isfinite(t->data[i])) return ANY;
+        y.lo = fmin(y.lo, t->data[i]), y.hi = fmax(y.hi, t->data[i]);
+    }
+    return y;
+}
+
+void eg_ranges(const eg_graph *g, eg_range *r) {
+    for (int t = 0; t < g->n_tensors; t++) {
+        const eg_tensor *x = &g->tensor[t];
+        r[t] = ANY;
+        if ((x->flags & EG_TF_INIT) && !(x->flags & EG_TF_INPUT) && x->dtype == EG_DT_FLOAT)
+            r[t] = init_range(x);
+    }
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        eg_range y = ANY;
+        switch (n->kind) {
+        case EG_KIND_OPS: y = ops_rule(g, n, r); break;
+        case EG_KIND_MODEL: y = model_rule(g, n, r); break;
+        case EG_KIND_OPAQUE: y = opaque_rule(g, n, r); break;
+        case EG_KIND_COUNT: break;
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            int t = n->out[k];
+            if (t >= 0 && g->tensor[t].dtype == EG_DT_FLOAT) r[t] = y;
+        }
+    }
+}
