@@ -56,6 +56,8 @@ typedef struct {
                              matmul <-> bias and transpose -> bias (one Gemm, at
                              the bias), inner concat -> outer concat (one Concat) */
     signed char *vtrail;  /* per tensor: trailing 1s its value is written with */
+    char *unit_moved;     /* per tensor: a heads output [1,a,b,c] written as
+                             [a,1,b,c] (plan_batch_transposes) */
     char *revived;        /* per tensor: an absorbed value the export uses again */
     char **pad_name;      /* per node: the Pad output a pre-padded avgpool reads
                              (emit_pool), given a value_info as a re-import would */
@@ -612,6 +614,8 @@ static eg_status emit_transpose(octx *c, const eg_node *n) {
     int r = 2;
     if (n->op == OP_PERMUTE)
         for (r = 0; r < OPS_PERM_RANK(n->param[0]); r++) perm[r] = OPS_PERM_AT(n->param[0], r);
+    if (c->unit_moved[n->in[0]]) /* its input's axes 0 and 1 are swapped */
+        for (int a = 0; a < r; a++) perm[a] = perm[a] < 2 ? 1 - perm[a] : perm[a];
     nbuild b;
     eg_status rc = nb_init(&b, "Transpose", 1, 1);
     if (rc == EG_OK) {
@@ -678,9 +682,17 @@ static eg_status reshape_to(octx *c, const char *x, const char *y, const eg_shap
     return rc;
 }
 
+/* The shape a unit_moved tensor is written with: its first two axes
+ * swapped. */
+static eg_shape written_shape(const octx *c, int t) {
+    eg_shape s = c->g->tensor[t].shape;
+    if (c->unit_moved[t]) s.dim[0] = s.dim[1], s.dim[1] = 1;
+    return s;
+}
+
 static eg_status emit_reshape(octx *c, const eg_node *n) {
-    return reshape_to(c, tname(c, n->in[0]), tname(c, n->out[0]), &c->g->tensor[n->out[0]].shape,
-                      n->name);
+    eg_shape s = written_shape(c, n->out[0]);
+    return reshape_to(c, tname(c, n->in[0]), tname(c, n->out[0]), &s, n->name);
 }
 
 /* kmul(v, w): w's 1x1 kernel transposed to [I,M,1,1] (a vector: reshaped
@@ -1084,6 +1096,30 @@ static int only_producer(const octx *c, int t, ops_op op) {
  * one Gemm (the importer's form of a Gemm, lower.c), the matmul's right
  * operand read through a transpose as transB: fuse[bias] = matmul,
  * fuse[matmul] = bias, fuse[transpose] = bias. Runs after plan_channels. */
+static void plan_gemms(octx *c);
+
+/* Attention's heads, [1,m,k] -> [1,m,h,d] read by one permute that keeps
+ * the unit axis first ([1,h,m,d], or [1,h,d,m] for the keys), are written
+ * as [m,1,h,d] and the permute's perm adjusted to match: the same values
+ * in the same memory order, but now the permute moves the leading axis
+ * behind the batch axes, the form onnxruntime folds into the batched
+ * MatMul reading it (FusedMatMul transBatchA/transBatchB), so no copy is
+ * made. With a batch of 1 the two spellings are equal. */
+static void plan_batch_transposes(octx *c) {
+    const eg_graph *g = c->g;
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        if (n->kind != EG_KIND_OPS || n->op != OP_PERMUTE || OPS_PERM_RANK(n->param[0]) != 4 ||
+            OPS_PERM_AT(n->param[0], 0) != 0)
+            continue;
+        int t = n->in[0], p = g->tensor[t].producer;
+        const eg_shape *s = &g->tensor[t].shape;
+        if (p >= 0 && g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_HEADS && c->uses[t] == 1 &&
+            !(g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) && s->rank == 4 && s->dim[0] == 1)
+            c->unit_moved[t] = 1;
+    }
+}
+
 static void plan_gemms(octx *c) {
     const eg_graph *g = c->g;
     for (int j = 0; g->opset >= 7 && j < g->n_nodes; j++) {
@@ -1445,8 +1481,10 @@ static void emit_value_info(octx *c, uint32_t field, const eg_tensor *t) {
     int opaque = t->producer >= 0 && c->g->node[t->producer].kind == EG_KIND_OPAQUE;
     if (t->vinfo && (opaque || !t->dtype || !eg_shape_known(&t->shape)))
         egp_buf_field(&c->ios, field, t->vinfo, t->vinfo_len);
-    else if (t->dtype && eg_shape_known(&t->shape))
-        gen_vinfo(c, field, t->name, t->dtype, &t->shape, NULL);
+    else if (t->dtype && eg_shape_known(&t->shape)) {
+        eg_shape s = written_shape(c, (int)(t - c->g->tensor));
+        gen_vinfo(c, field, t->name, t->dtype, &s, NULL);
+    }
 }
 
 /* The value_info of the Pad output emit_pool put in front of node j, so
@@ -1503,16 +1541,19 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
     c->fuse = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c->vtrail = malloc((size_t)g->n_tensors + 1);
     c->revived = calloc((size_t)g->n_tensors + 1, 1);
+    c->unit_moved = calloc((size_t)g->n_tensors + 1, 1);
     c->pad_name = calloc((size_t)g->n_nodes + 1, sizeof *c->pad_name);
     c->node_names = eg_names_new();
     c->new_names = eg_names_new();
-    if (!c->uses || !c->partner || !c->fuse || !c->vtrail || !c->revived || !c->pad_name || !c->node_names || !c->new_names)
+    if (!c->uses || !c->partner || !c->fuse || !c->vtrail || !c->revived || !c->unit_moved || !c->pad_name ||
+        !c->node_names || !c->new_names)
         return EG_ENOMEM;
     eg_count_uses(g, c->uses);
     pair_splits(g, c->partner);
     if (plan_channels(c) != EG_OK) return EG_ENOMEM;
     plan_concats(c);
     plan_gemms(c);
+    plan_batch_transposes(c);
     /* opaque nodes keep their names, so the generated ones avoid them */
     for (int j = 0; j < g->n_nodes; j++)
         if (g->node[j].kind == EG_KIND_OPAQUE && g->node[j].name[0] &&
@@ -1523,7 +1564,7 @@ static eg_status octx_init(octx *c, const eg_graph *g, char *err, size_t errlen)
 
 static void octx_free(octx *c) {
     free(c->nodes.p), free(c->inits.p), free(c->ios.p), free(c->ext.p);
-    free(c->uses), free(c->partner), free(c->fuse), free(c->vtrail), free(c->revived);
+    free(c->uses), free(c->partner), free(c->fuse), free(c->vtrail), free(c->revived), free(c->unit_moved);
     for (int j = 0; c->pad_name && j < c->g->n_nodes; j++) free(c->pad_name[j]);
     free(c->pad_name);
     eg_names_free(c->node_names), eg_names_free(c->new_names);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """engine_opt_test.py - `engine optimize` end to end on models built here:
 TASO's README two-branch conv block, a BERT-style attention block whose
-three projections share one input, an Inception-style block of parallel
+three projections share one input, multi-head attention at batch 1 (its
+head transposes written so onnxruntime folds them into its MatMuls), an Inception-style block of parallel
 convs, a conv+batchnorm+relu stack, and a model with an op the engine does
 not know. For each: the output passes onnx.checker (full check), gives the
 same outputs as the input in onnxruntime on random inputs (max relative
@@ -91,6 +92,40 @@ def attention():
          helper.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
     return model(n, "attention", [vi("x", [s, h])], [vi("y", [s, h])],
                  [weight("wq", h, h), weight("wk", h, h), weight("wv", h, h), scale])
+
+
+def heads():
+    """Multi-head attention at batch 1 as transformers exports it: each
+    projection reshaped to [1, 16, 4, 8] heads and transposed to [1, 4, 16, 8]
+    (the keys to [1, 4, 8, 16]), the context transposed back and merged."""
+    s, h, nh = 16, 32, 4
+    shp = numpy_helper.from_array(np.array([1, s, nh, h // nh], dtype=np.int64), "hshape")
+    back = numpy_helper.from_array(np.array([1, s, h], dtype=np.int64), "back")
+    scale = numpy_helper.from_array(np.array(1.0 / np.sqrt(h // nh), dtype=np.float32), "scale")
+    n = []
+    for p, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        n += [helper.make_node("MatMul", ["x", "w" + p], [p + "0"], name=p),
+              helper.make_node("Add", [p + "0", "b" + p], [p + "1"], name=p + "_bias"),
+              helper.make_node("Reshape", [p + "1", "hshape"], [p + "2"], name=p + "_heads"),
+              helper.make_node("Transpose", [p + "2"], [p + "3"], name=p + "_t", perm=perm)]
+    n += [helper.make_node("MatMul", ["q3", "k3"], ["qk"], name="qk"),
+          helper.make_node("Mul", ["qk", "scale"], ["qks"], name="scaled"),
+          helper.make_node("Softmax", ["qks"], ["p"], name="softmax", axis=-1),
+          helper.make_node("MatMul", ["p", "v3"], ["c"], name="pv"),
+          helper.make_node("Transpose", ["c"], ["ct"], name="c_t", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["ct", "back"], ["y"], name="merge")]
+    inits = [shp, back, scale] + [weight("w" + p, h, h) for p in "qkv"] + [weight("b" + p, h) for p in "qkv"]
+    return model(n, "heads", [vi("x", [1, s, h])], [vi("y", [1, s, h])], inits)
+
+
+def ort_transposes(path, tmp):
+    """Transposes left once onnxruntime (ORT_ENABLE_ALL) has optimised the model."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.optimized_model_filepath = os.path.join(tmp, "ort_opt.onnx")
+    so.log_severity_level = 3
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return op_count(onnx.load(so.optimized_model_filepath), "Transpose")
 
 
 def inception():
@@ -290,7 +325,7 @@ def main():
         cases = [("taso_block", taso_block(), "level"), ("attention", attention(), "down"),
                  ("inception", inception(), "level"), ("conv_bn", conv_bn(), "down"),
                  ("twin_convs", twin_convs(), "down"), ("encoder", encoder(), "down"),
-                 ("permutes", permutes(), "down"), ("channel_norms", channel_norms(), "down", ("--alpha", "1.5")),
+                 ("permutes", permutes(), "down"), ("heads", heads(), "level"), ("channel_norms", channel_norms(), "down", ("--alpha", "1.5")),
                  ("softmax_op11", softmax_op11(), "level", ("--alpha", "2", "--budget", "2000"))]
         for name, m, want, *extra in cases:
             src, dst = os.path.join(d, name + ".onnx"), os.path.join(d, name + ".opt.onnx")
@@ -338,6 +373,14 @@ def main():
                         "axis would only move them into the export)", p.stdout)
             if name == "conv_bn":
                 t.check(op_count(onnx.load(dst), "BatchNormalization") == 0, "conv_bn: batchnorms folded")
+            if name == "heads":
+                perms = sorted(list(a.ints) for x in onnx.load(dst).graph.node if x.op_type == "Transpose"
+                               for a in x.attribute if a.name == "perm")
+                t.check(perms == [[0, 2, 1, 3], [1, 2, 0, 3], [1, 2, 0, 3], [1, 2, 3, 0]],
+                        f"heads: the unit batch axis moved behind the heads ({perms})", p.stdout)
+                t0, t1 = ort_transposes(src, d), ort_transposes(dst, d)
+                t.check(t1 == 1 and t0 == 4, f"heads: onnxruntime folds all but the context's Transpose into "
+                        f"its MatMuls ({t0} -> {t1})")
         # the default cost (analytic-cpu) against the GPU-like one on a fire module
         src = os.path.join(d, "fire.onnx")
         m = fire()
