@@ -99,50 +99,69 @@ static eg_range in_r(const eg_graph *g, const eg_node *n, const eg_range *r, int
     return k < n->n_in && n->in[k] >= 0 && n->in[k] < g->n_tensors ? r[n->in[k]] : ANY;
 }
 
+/* How an opspecs operator's result is bounded. An operator missing from
+ * op_rule is R_ANY: nothing is known, which is always sound, so a new
+ * operator needs no line here (it only gains one). */
+typedef enum {
+    R_ANY,
+    R_DOT,       /* a sum of products: matmul forms, conv (its act), kmul */
+    R_ADD,
+    R_MUL,
+    R_DIV,       /* by a scalar bounded away from zero */
+    R_FIXED,     /* within [lo, hi] for finite input */
+    R_UPTO,      /* within [lo, max(x, 0)] for finite input */
+    R_SAME,      /* the input's cells (or a maximum of them) */
+    R_MEAN,      /* a mean of the input's cells and zeros */
+    R_HULL,      /* either input's cells */
+    R_LAYERNORM,
+    R_CONST      /* [lo, hi] whatever the input (a constant the input shapes) */
+} rule_kind;
+
+static const struct {
+    rule_kind kind;
+    double lo, hi;
+} op_rule[OP_COUNT] = {
+    [OP_MATMUL] = {R_DOT, 0, 0},     [OP_BMM] = {R_DOT, 0, 0},        [OP_LINEAR] = {R_DOT, 0, 0},
+    [OP_CONV2D] = {R_DOT, 0, 0},     [OP_KMUL] = {R_DOT, 0, 0},       [OP_EWADD] = {R_ADD, 0, 0},
+    [OP_SADD] = {R_ADD, 0, 0},       [OP_BIAS] = {R_ADD, 0, 0},       [OP_EWMUL] = {R_MUL, 0, 0},
+    [OP_SMUL] = {R_MUL, 0, 0},       [OP_SCALE] = {R_MUL, 0, 0},      [OP_SDIV] = {R_DIV, 0, 0},
+    [OP_RELU] = {R_UPTO, 0, 0},      [OP_HSWISH] = {R_UPTO, -0.375, 0}, /* x relu6(x + 3) / 6 */
+    [OP_RELU6] = {R_FIXED, 0, 6},    [OP_SIGMOID] = {R_FIXED, 0, 1},  [OP_HSIGMOID] = {R_FIXED, 0, 1},
+    [OP_SOFTMAX] = {R_FIXED, 0, 1},  [OP_TANH] = {R_FIXED, -1, 1},    [OP_ERF] = {R_FIXED, -1, 1},
+    [OP_NANZERO] = {R_SAME, 0, 0},   [OP_MAXPOOL] = {R_SAME, 0, 0},   [OP_SPLIT0] = {R_SAME, 0, 0},
+    [OP_SPLIT1] = {R_SAME, 0, 0},    [OP_TRANSPOSE] = {R_SAME, 0, 0}, [OP_PERMUTE] = {R_SAME, 0, 0},
+    [OP_HEADS] = {R_SAME, 0, 0},     [OP_UNHEADS] = {R_SAME, 0, 0},   [OP_AVGPOOL] = {R_MEAN, 0, 0},
+    [OP_ENLARGE] = {R_MEAN, 0, 0},   [OP_CONCAT] = {R_HULL, 0, 0},    [OP_LAYERNORM] = {R_LAYERNORM, 0, 0},
+    [OP_IMM] = {R_CONST, 0, 1},      [OP_ICONV] = {R_CONST, 0, 1},    [OP_POOLK] = {R_CONST, 0, 1},
+    [OP_ONES] = {R_CONST, 1, 1},
+};
+
+/* The number of products each output cell of an R_DOT operator sums. */
+static int64_t dot_terms(const eg_graph *g, const eg_node *n) {
+    ops_form f = ops_table[n->op].form;
+    if (f == OPS_FORM_CONV) return dims_from(g, n, 1, 1); /* I kh kw */
+    if (f == OPS_FORM_KMUL) return dim(g, n, 0, 1);       /* M */
+    return dim(g, n, 0, -1); /* k, the left operand's last axis */
+}
+
 static eg_range ops_rule(const eg_graph *g, const eg_node *n, const eg_range *r) {
-    eg_range a = in_r(g, n, r, 0), b = in_r(g, n, r, 1);
-    const int32_t *p = n->param;
-    switch (n->op) {
-    case OP_MATMUL: return dot(a, b, dim(g, n, 0, 1));
-    case OP_BMM: return dot(a, b, dim(g, n, 0, 3));
-    case OP_LINEAR: return dot(a, b, dim(g, n, 0, 2));
-    case OP_KMUL: return dot(a, b, dim(g, n, 0, 1));
-    case OP_CONV2D: {
-        eg_range y = dot(a, b, dims_from(g, n, 1, 1));
-        return p[2] == OPS_ACT_RELU ? relu(y) : y;
-    }
-    case OP_EWADD:
-    case OP_SADD:
-    case OP_BIAS: return add(a, b);
-    case OP_EWMUL:
-    case OP_SMUL:
-    case OP_SCALE: return mul(a, b);
-    case OP_SDIV: return divide(a, b);
-    case OP_RELU: return relu(a);
-    case OP_RELU6: return bounded(a, fmin(fmax(a.lo, 0), 6), fmin(fmax(a.hi, 0), 6));
-    case OP_SIGMOID:
-    case OP_HSIGMOID:
-    case OP_SOFTMAX: return bounded(a, 0, 1);
-    case OP_TANH:
-    case OP_ERF: return bounded(a, -1, 1);
-    case OP_HSWISH: return bounded(a, -0.375, fmax(a.hi, 0)); /* x relu6(x + 3) / 6 */
-    case OP_NANZERO: return eg_range_finite(a) ? a : ANY;
-    case OP_LAYERNORM: return layernorm(a, dim(g, n, 0, p[0]), ops_eps_value(p[1]));
-    case OP_AVGPOOL: return mean(a);
-    case OP_ENLARGE: return eg_range_finite(a) ? hull(a, (eg_range){0, 0}) : ANY;
-    case OP_MAXPOOL:
-    case OP_SPLIT0:
-    case OP_SPLIT1:
-    case OP_TRANSPOSE:
-    case OP_PERMUTE:
-    case OP_HEADS:
-    case OP_UNHEADS: return a;
-    case OP_CONCAT: return hull(a, b);
-    case OP_IMM:
-    case OP_ICONV:
-    case OP_POOLK: return (eg_range){0, 1};
-    case OP_ONES: return (eg_range){1, 1};
-    case OP_COUNT: break;
+    eg_range a = in_r(g, n, r, 0), b = in_r(g, n, r, 1), y;
+    double lo = op_rule[n->op].lo, hi = op_rule[n->op].hi;
+    switch (op_rule[n->op].kind) {
+    case R_ANY: break;
+    case R_DOT:
+        y = dot(a, b, dot_terms(g, n));
+        return ops_table[n->op].form == OPS_FORM_CONV && n->param[2] == OPS_ACT_RELU ? relu(y) : y;
+    case R_ADD: return add(a, b);
+    case R_MUL: return mul(a, b);
+    case R_DIV: return divide(a, b);
+    case R_FIXED: return bounded(a, lo, hi);
+    case R_UPTO: return bounded(a, lo, fmax(a.hi, 0));
+    case R_SAME: return eg_range_finite(a) ? a : ANY;
+    case R_MEAN: return mean(a);
+    case R_HULL: return hull(a, b);
+    case R_LAYERNORM: return layernorm(a, dim(g, n, 0, n->param[0]), ops_eps_value(n->param[1]));
+    case R_CONST: return (eg_range){lo, hi};
     }
     return ANY;
 }
