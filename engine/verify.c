@@ -173,5 +173,14 @@ int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
             (best == 0 || r->ratio > rows[best].ratio))
             best = k;
     }
+    /* Candidates the rounds cannot tell from the fastest: the first in the
+     * caller's order (the cost model's) is kept, so which of two equals
+     * wins does not depend on the machine's noise of the moment. */
+    for (int k = 1; k < best; k++) {
+        const eg_verify_row *r = &rows[k];
+        if (r->max_rel_err <= EG_VERIFY_MAX_REL_ERR && r->ratio_lo > 1 && r->ratio > 1 + noise &&
+            r->ratio >= rows[best].ratio - noise)
+            return k;
+    }
     return best;
 }

@@ -72,7 +72,10 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
  * 1 + max(EG_VERIFY_MIN_GAIN, |aa.ratio - 1|, (aa.ratio_hi - aa.ratio_lo)
  * / 2), the A/A's bias or half its spread, whichever is larger (two
  * identical models that differ by that much per round say a gain of that
- * size is not yet a measurement); 0, the input, when none. */
+ * size is not yet a measurement); 0, the input, when none. Of candidates
+ * within that noise of the fastest, the first in rows' order is kept (the
+ * caller lists them in its cost model's order: the search's result, its
+ * runners-up, the built-ins alone), so a tie goes to the cost model. */
 int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa);
 
 #endif
