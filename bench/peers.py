@@ -240,7 +240,7 @@ def main():
         err = max(r["tools"][t]["max_rel_err"] for t in TOOLS)
         lines.append(f"| {r['model']} | {r['threads']} | {r['input_ms']:.2f} | "
                      + " | ".join(cell(r["tools"][t]) for t in TOOLS)
-                     + f" | {cell(r['aa'])} | {r['headroom']:.1%} | {e['written']} ({e['rules']} rules) | "
+                     + f" | {cell(r['aa'])} | {r['headroom']:.1%} | {e['written']} (search: {e['rules']} rules) | "
                      f"{e['search_s'] or 0:.1f} | {e['measured']} ({e['measure_s']:.1f}) | {e['verify_s']:.1f} | "
                      f"{err:.1e} |")
     lines += ["", "Geometric mean speedup over the models:", "",
