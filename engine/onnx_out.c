@@ -1096,7 +1096,20 @@ static int only_producer(const octx *c, int t, ops_op op) {
  * one Gemm (the importer's form of a Gemm, lower.c), the matmul's right
  * operand read through a transpose as transB: fuse[bias] = matmul,
  * fuse[matmul] = bias, fuse[transpose] = bias. Runs after plan_channels. */
-static void plan_gemms(octx *c);
+static void plan_gemms(octx *c) {
+    const eg_graph *g = c->g;
+    for (int j = 0; g->opset >= 7 && j < g->n_nodes; j++) {
+        const eg_node *b = &g->node[j];
+        if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || c->fuse[j] >= 0 ||
+            b->in[0] < 0 || g->tensor[b->in[0]].shape.rank != 2)
+            continue;
+        int m = only_producer(c, b->in[0], OP_MATMUL);
+        if (m < 0 || g->node[m].in[1] == b->in[1]) continue;
+        c->fuse[j] = m, c->fuse[m] = j;
+        int t = only_producer(c, g->node[m].in[1], OP_TRANSPOSE);
+        if (t >= 0) c->fuse[t] = j;
+    }
+}
 
 /* Attention's heads, [1,m,k] -> [1,m,h,d] read by one permute that keeps
  * the unit axis first ([1,h,m,d], or [1,h,d,m] for the keys), are written
@@ -1117,21 +1130,6 @@ static void plan_batch_transposes(octx *c) {
         if (p >= 0 && g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_HEADS && c->uses[t] == 1 &&
             !(g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) && s->rank == 4 && s->dim[0] == 1)
             c->unit_moved[t] = 1;
-    }
-}
-
-static void plan_gemms(octx *c) {
-    const eg_graph *g = c->g;
-    for (int j = 0; g->opset >= 7 && j < g->n_nodes; j++) {
-        const eg_node *b = &g->node[j];
-        if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || c->fuse[j] >= 0 ||
-            b->in[0] < 0 || g->tensor[b->in[0]].shape.rank != 2)
-            continue;
-        int m = only_producer(c, b->in[0], OP_MATMUL);
-        if (m < 0 || g->node[m].in[1] == b->in[1]) continue;
-        c->fuse[j] = m, c->fuse[m] = j;
-        int t = only_producer(c, g->node[m].in[1], OP_TRANSPOSE);
-        if (t >= 0) c->fuse[t] = j;
     }
 }
 
