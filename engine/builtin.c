@@ -373,8 +373,12 @@ static eg_status fuse_relus(eg_graph *g, dropset *d, eg_builtin_stats *st) {
 
 /* ================= NaN guards ================= */
 
-/* nanzero(x) with x finite for every input (range.h): its readers read x. */
+/* nanzero(x) with x finite for every input (range.h): its readers read x.
+ * The ranges read every weight, so a graph without a guard skips them. */
 static eg_status drop_nan_guards(eg_graph *g, dropset *d, eg_builtin_stats *st) {
+    int guards = 0;
+    for (int j = 0; j < g->n_nodes; j++) guards += g->node[j].kind == EG_KIND_OPS && g->node[j].op == OP_NANZERO;
+    if (!guards) return EG_OK;
     eg_range *r = malloc(sizeof *r * (size_t)(g->n_tensors + 1));
     if (!r) return EG_ENOMEM;
     eg_ranges(g, r);
