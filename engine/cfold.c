@@ -57,10 +57,20 @@ typedef enum {
     X_TRANSPOSE, X_TRILU, X_UNSQUEEZE, X_UPSAMPLE, X_WHERE, X_XOR, X_COUNT
 } xop;
 
+/* Where an operator's output cells come from, when every one is a cell of
+ * its data inputs (eg_cfold_moved_from). ORDER MOVES */
+typedef enum {
+    M_NONE, /* computed, or not said */
+    M_IN0,  /* input 0's (the others are indices, shapes, axes) */
+    M_ALL,  /* any input's (Concat) */
+    M_WHERE /* input 1's or 2's (input 0 is the condition) */
+} moves;
+
 typedef struct {
     const char *onnx;
     rule rule;
     fold fold;
+    moves moves;
 } xop_info;
 
 static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
@@ -88,7 +98,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_CEIL] = {"Ceil", R_SAME, F_UNARY},
     [X_CELU] = {"Celu", R_SAME, F_NONE},
     [X_CLIP] = {"Clip", R_SAME, F_NONE},
-    [X_CONCAT] = {"Concat", R_CONCAT, F_CONCAT},
+    [X_CONCAT] = {"Concat", R_CONCAT, F_CONCAT, M_ALL},
     [X_CONSTANT] = {"Constant", R_CONSTANT, F_CONSTANT},
     [X_COFS] = {"ConstantOfShape", R_COFS, F_COFS},
     [X_CONV] = {"Conv", R_CONV, F_NONE},
@@ -96,7 +106,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_COS] = {"Cos", R_SAME, F_NONE},
     [X_COSH] = {"Cosh", R_SAME, F_NONE},
     [X_CUMSUM] = {"CumSum", R_SAME, F_NONE},
-    [X_D2S] = {"DepthToSpace", R_D2S, F_NONE},
+    [X_D2S] = {"DepthToSpace", R_D2S, F_NONE, M_IN0},
     [X_DEQUANT] = {"DequantizeLinear", R_DEQUANT, F_NONE},
     [X_DET] = {"Det", R_DET, F_NONE},
     [X_DIV] = {"Div", R_BCAST, F_BIN},
@@ -107,13 +117,13 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_EQUAL] = {"Equal", R_CMP, F_CMP},
     [X_ERF] = {"Erf", R_SAME, F_NONE},
     [X_EXP] = {"Exp", R_SAME, F_NONE},
-    [X_EXPAND] = {"Expand", R_EXPAND, F_EXPAND},
+    [X_EXPAND] = {"Expand", R_EXPAND, F_EXPAND, M_IN0},
     [X_EYELIKE] = {"EyeLike", R_LIKE, F_NONE},
-    [X_FLATTEN] = {"Flatten", R_FLATTEN, F_COPY},
+    [X_FLATTEN] = {"Flatten", R_FLATTEN, F_COPY, M_IN0},
     [X_FLOOR] = {"Floor", R_SAME, F_UNARY},
-    [X_GATHER] = {"Gather", R_GATHER, F_GATHER},
-    [X_GATHERELEM] = {"GatherElements", R_INDICES, F_NONE},
-    [X_GATHERND] = {"GatherND", R_GATHERND, F_NONE},
+    [X_GATHER] = {"Gather", R_GATHER, F_GATHER, M_IN0},
+    [X_GATHERELEM] = {"GatherElements", R_INDICES, F_NONE, M_IN0},
+    [X_GATHERND] = {"GatherND", R_GATHERND, F_NONE, M_IN0},
     [X_GELU] = {"Gelu", R_SAME, F_NONE},
     [X_GEMM] = {"Gemm", R_GEMM, F_NONE},
     [X_GAVGPOOL] = {"GlobalAveragePool", R_GPOOL, F_NONE},
@@ -127,7 +137,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_HARDMAX] = {"Hardmax", R_SAME, F_NONE},
     [X_HARDSIGMOID] = {"HardSigmoid", R_SAME, F_NONE},
     [X_HARDSWISH] = {"HardSwish", R_SAME, F_NONE},
-    [X_IDENTITY] = {"Identity", R_SAME, F_COPY},
+    [X_IDENTITY] = {"Identity", R_SAME, F_COPY, M_IN0},
     [X_INSTNORM] = {"InstanceNormalization", R_SAME, F_NONE},
     [X_ISINF] = {"IsInf", R_CMP, F_NONE},
     [X_ISNAN] = {"IsNaN", R_CMP, F_NONE},
@@ -176,7 +186,7 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_REDSUM] = {"ReduceSum", R_REDUCE, F_NONE},
     [X_REDSUMSQ] = {"ReduceSumSquare", R_REDUCE, F_NONE},
     [X_RELU] = {"Relu", R_SAME, F_NONE},
-    [X_RESHAPE] = {"Reshape", R_RESHAPE, F_COPY},
+    [X_RESHAPE] = {"Reshape", R_RESHAPE, F_COPY, M_IN0},
     [X_RESIZE] = {"Resize", R_RESIZE, F_NONE},
     [X_REVSEQ] = {"ReverseSequence", R_SAME, F_NONE},
     [X_RMSNORM] = {"RMSNormalization", R_SAME, F_NONE},
@@ -193,26 +203,26 @@ static const xop_info xop_table[X_COUNT] = { /* ORDER XOP */
     [X_SIN] = {"Sin", R_SAME, F_NONE},
     [X_SINH] = {"Sinh", R_SAME, F_NONE},
     [X_SIZE] = {"Size", R_SIZE, F_SIZE},
-    [X_SLICE] = {"Slice", R_SLICE, F_SLICE},
+    [X_SLICE] = {"Slice", R_SLICE, F_SLICE, M_IN0},
     [X_SOFTMAX] = {"Softmax", R_SAME, F_NONE},
     [X_SOFTPLUS] = {"Softplus", R_SAME, F_NONE},
     [X_SOFTSIGN] = {"Softsign", R_SAME, F_NONE},
-    [X_S2D] = {"SpaceToDepth", R_S2D, F_NONE},
-    [X_SPLIT] = {"Split", R_SPLIT, F_NONE},
+    [X_S2D] = {"SpaceToDepth", R_S2D, F_NONE, M_IN0},
+    [X_SPLIT] = {"Split", R_SPLIT, F_NONE, M_IN0},
     [X_SQRT] = {"Sqrt", R_SAME, F_NONE},
-    [X_SQUEEZE] = {"Squeeze", R_SQUEEZE, F_COPY},
+    [X_SQUEEZE] = {"Squeeze", R_SQUEEZE, F_COPY, M_IN0},
     [X_SUB] = {"Sub", R_BCAST, F_BIN},
     [X_SUM] = {"Sum", R_BCAST, F_NONE},
     [X_TAN] = {"Tan", R_SAME, F_NONE},
     [X_TANH] = {"Tanh", R_SAME, F_NONE},
     [X_THRESHRELU] = {"ThresholdedRelu", R_SAME, F_NONE},
-    [X_TILE] = {"Tile", R_TILE, F_NONE},
+    [X_TILE] = {"Tile", R_TILE, F_NONE, M_IN0},
     [X_TOPK] = {"TopK", R_TOPK, F_NONE},
-    [X_TRANSPOSE] = {"Transpose", R_TRANSPOSE, F_TRANSPOSE},
+    [X_TRANSPOSE] = {"Transpose", R_TRANSPOSE, F_TRANSPOSE, M_IN0},
     [X_TRILU] = {"Trilu", R_SAME, F_NONE},
-    [X_UNSQUEEZE] = {"Unsqueeze", R_UNSQUEEZE, F_COPY},
+    [X_UNSQUEEZE] = {"Unsqueeze", R_UNSQUEEZE, F_COPY, M_IN0},
     [X_UPSAMPLE] = {"Upsample", R_RESIZE, F_NONE},
-    [X_WHERE] = {"Where", R_WHERE, F_WHERE},
+    [X_WHERE] = {"Where", R_WHERE, F_WHERE, M_WHERE},
     [X_XOR] = {"Xor", R_CMP, F_NONE},
 };
 static_assert(sizeof xop_table / sizeof xop_table[0] == X_COUNT,
@@ -1865,6 +1875,19 @@ static xop xop_by_type(const char *op_type) {
     for (int k = 0; op_type && k < X_COUNT; k++)
         if (strcmp(xop_table[k].onnx, op_type) == 0) return (xop)k;
     return X_COUNT;
+}
+
+int eg_cfold_moved_from(const char *op_type, int n_in, int *first, int *end) {
+    xop x = xop_by_type(op_type);
+    *first = 0, *end = 0;
+    if (x == X_COUNT) return 0;
+    switch (xop_table[x].moves) {
+    case M_NONE: return 0;
+    case M_IN0: *end = 1; break;
+    case M_ALL: *end = n_in; break;
+    case M_WHERE: *first = 1, *end = 3; break;
+    }
+    return *first < *end && *end <= n_in;
 }
 
 static int outputs_known(const eg_graph *g, const eg_node *n) {

@@ -59,6 +59,12 @@ eg_status eg_cfold_begin(eg_cfold *f, eg_graph *g);
  * @return EG_OK; EG_ESHAPE with "node 'name' (Op): ..." in err; EG_ENOMEM. */
 eg_status eg_cfold_node(eg_cfold *f, int id, char *err, size_t errlen);
 
+/* 1 when every output cell of the default-domain operator op_type (with
+ * n_in inputs) is a cell of its inputs first .. end-1, the others being
+ * indices, shapes or a condition (Gather, Reshape, Concat, Where...): a
+ * value's range (range.h) passes through it. */
+int eg_cfold_moved_from(const char *op_type, int n_in, int *first, int *end);
+
 /* End the pass: when rc is EG_OK, drop the folded nodes and re-index.
  * Always frees the pass's memory. @return rc, or the re-index status. */
 eg_status eg_cfold_end(eg_cfold *f, eg_status rc, char *err, size_t errlen);

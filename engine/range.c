@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cfold.h"
 #include "range.h"
 
 /* An exact value below this in magnitude rounds to a finite float (round
@@ -229,20 +230,6 @@ static eg_range model_rule(const eg_graph *g, const eg_node *n, const eg_range *
     return ANY;
 }
 
-/* Opaque ONNX operators whose every output element is an element of
- * their data inputs (the other inputs are indices, shapes or
- * conditions): [first data input, one past the last]. */
-static const struct {
-    const char *op_type;
-    int first, end; /* end -1: every input */
-} movers[] = {
-    {"Gather", 0, 1},    {"GatherElements", 0, 1}, {"GatherND", 0, 1}, {"Reshape", 0, 1},
-    {"Flatten", 0, 1},   {"Squeeze", 0, 1},        {"Unsqueeze", 0, 1}, {"Transpose", 0, 1},
-    {"Slice", 0, 1},     {"Expand", 0, 1},         {"Tile", 0, 1},     {"Identity", 0, 1},
-    {"Split", 0, 1},     {"DepthToSpace", 0, 1},   {"SpaceToDepth", 0, 1},
-    {"Concat", 0, -1},   {"Where", 1, 3},
-};
-
 /* A float Cast of an integer or boolean tensor: finite (2^64 at most). */
 static int int_dtype(int dt) {
     return dt == EG_DT_BOOL || dt == EG_DT_INT8 || dt == EG_DT_UINT8 || dt == EG_DT_INT16 ||
@@ -257,15 +244,11 @@ static eg_range opaque_rule(const eg_graph *g, const eg_node *n, const eg_range 
         if (int_dtype(dt)) return (eg_range){-0x1p64, 0x1p64};
         return dt == EG_DT_FLOAT ? r[n->in[0]] : ANY;
     }
-    for (size_t i = 0; i < sizeof movers / sizeof movers[0]; i++) {
-        if (strcmp(n->op_type, movers[i].op_type)) continue;
-        int end = movers[i].end < 0 ? n->n_in : movers[i].end;
-        if (end > n->n_in || movers[i].first >= end) return ANY;
-        eg_range y = in_r(g, n, r, movers[i].first);
-        for (int k = movers[i].first + 1; k < end; k++) y = hull(y, in_r(g, n, r, k));
-        return y;
-    }
-    return ANY;
+    int first, end;
+    if (!eg_cfold_moved_from(n->op_type, n->n_in, &first, &end)) return ANY;
+    eg_range y = in_r(g, n, r, first);
+    for (int k = first + 1; k < end; k++) y = hull(y, in_r(g, n, r, k));
+    return y;
 }
 
 /* An initializer's range: its values, when all are finite. */

@@ -162,25 +162,22 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
     return rc;
 }
 
+/* A candidate whose outputs agree and that is faster beyond the noise. */
+static int faster(const eg_verify_row *r, double noise) {
+    return r->max_rel_err <= EG_VERIFY_MAX_REL_ERR && r->ratio_lo > 1 && r->ratio > 1 + noise;
+}
+
 int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
     double noise = fabs(aa->ratio - 1), spread = (aa->ratio_hi - aa->ratio_lo) / 2;
     if (noise < spread) noise = spread;
     if (noise < EG_VERIFY_MIN_GAIN) noise = EG_VERIFY_MIN_GAIN;
-    int best = 0;
-    for (int k = 1; k < n; k++) {
-        const eg_verify_row *r = &rows[k];
-        if (r->max_rel_err <= EG_VERIFY_MAX_REL_ERR && r->ratio_lo > 1 && r->ratio > 1 + noise &&
-            (best == 0 || r->ratio > rows[best].ratio))
-            best = k;
-    }
-    /* Candidates the rounds cannot tell from the fastest: the first in the
-     * caller's order (the cost model's) is kept, so which of two equals
-     * wins does not depend on the machine's noise of the moment. */
-    for (int k = 1; k < best; k++) {
-        const eg_verify_row *r = &rows[k];
-        if (r->max_rel_err <= EG_VERIFY_MAX_REL_ERR && r->ratio_lo > 1 && r->ratio > 1 + noise &&
-            r->ratio >= rows[best].ratio - noise)
-            return k;
-    }
-    return best;
+    double fastest = 0;
+    for (int k = 1; k < n; k++)
+        if (faster(&rows[k], noise) && rows[k].ratio > fastest) fastest = rows[k].ratio;
+    /* Of the candidates the rounds cannot tell from the fastest, the first
+     * in the caller's order (the cost model's), so which of two equals wins
+     * does not depend on the machine's noise of the moment. */
+    for (int k = 1; k < n; k++)
+        if (faster(&rows[k], noise) && rows[k].ratio >= fastest - noise) return k;
+    return 0;
 }
