@@ -368,14 +368,18 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
 }
 
 /* Where the costs came from: kernels timed now, costs estimated (analytic,
- * opaque nodes, kernels the backend could not run), lookups answered
+ * opaque nodes, kernels the backend could not run: counted apart, so a
+ * check can demand that a backend timed every kernel), lookups answered
  * from the table, and what the cache file held. */
 static void print_costs(const eg_cost *c, const char *cache_path) {
-    uint64_t hits, misses, measured = eg_cost_measured(c);
+    uint64_t hits, misses, measured = eg_cost_measured(c), fallbacks = eg_cost_fallbacks(c);
     eg_cost_stats(c, &hits, &misses);
     printf("costs: %llu measured", (unsigned long long)measured);
     if (measured) printf(" in %.2f s", eg_cost_seconds(c));
-    printf(", %llu estimated, %llu reused", (unsigned long long)(misses - measured), (unsigned long long)hits);
+    printf(", %llu estimated", (unsigned long long)(misses - measured));
+    if (measured || fallbacks) /* a measuring backend: the kernels it could not time */
+        printf(" (%llu not measurable)", (unsigned long long)fallbacks);
+    printf(", %llu reused", (unsigned long long)hits);
     if (cache_path) printf(" (%zu loaded from %s)", eg_cost_loaded(c), cache_path);
     printf("\n");
 }

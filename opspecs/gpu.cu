@@ -35,6 +35,28 @@ extern "C" gpu_status gpu_device_count(int *n, char *err) {
     return GPU_OK;
 }
 
+/* Device buffers of one host thread, grown as needed and kept: synth calls
+ * gpu_ewise for each node it evaluates (hundreds of thousands of calls at
+ * depth 3), and a cudaMalloc/cudaFree pair per call would cost more than
+ * the kernel. Freed when the process ends. */
+struct dev_bufs {
+    uint64_t *a, *b, *out;
+    size_t cap; /* bytes of each */
+};
+static thread_local dev_bufs bufs;
+
+static gpu_status reserve(size_t bytes, char *err) {
+    if (bytes <= bufs.cap) return GPU_OK;
+    cudaFree(bufs.a), cudaFree(bufs.b), cudaFree(bufs.out);
+    bufs = dev_bufs{};
+    size_t cap = bytes < 4096 ? 4096 : bytes;
+    gpu_status rc = check(cudaMalloc(&bufs.a, cap), "cudaMalloc", err);
+    if (!rc) rc = check(cudaMalloc(&bufs.b, cap), "cudaMalloc", err);
+    if (!rc) rc = check(cudaMalloc(&bufs.out, cap), "cudaMalloc", err);
+    if (!rc) bufs.cap = cap;
+    return rc;
+}
+
 extern "C" gpu_status gpu_ewise(ops_op op, const uint64_t *a, const uint64_t *b,
                                 uint64_t *out, int64_t n, char *err) {
     int devices;
@@ -44,23 +66,18 @@ extern "C" gpu_status gpu_ewise(ops_op op, const uint64_t *a, const uint64_t *b,
         snprintf(err, GPU_ERRLEN, "operator %d is not element-wise", (int)op);
         return GPU_EOP;
     }
+    if (n <= 0) return GPU_OK;
     size_t bytes = (size_t)n * sizeof(uint64_t);
     size_t bbytes = op == OP_SMUL ? sizeof(uint64_t) : bytes;
-    uint64_t *da = NULL, *db = NULL, *dout = NULL;
-    rc = check(cudaMalloc(&da, bytes), "cudaMalloc", err);
-    if (!rc && b) rc = check(cudaMalloc(&db, bbytes), "cudaMalloc", err);
-    if (!rc) rc = check(cudaMalloc(&dout, bytes), "cudaMalloc", err);
-    if (!rc) rc = check(cudaMemcpy(da, a, bytes, cudaMemcpyHostToDevice), "copy in", err);
-    if (!rc && b) rc = check(cudaMemcpy(db, b, bbytes, cudaMemcpyHostToDevice), "copy in", err);
+    rc = reserve(bytes, err);
+    if (!rc) rc = check(cudaMemcpy(bufs.a, a, bytes, cudaMemcpyHostToDevice), "copy in", err);
+    if (!rc && b) rc = check(cudaMemcpy(bufs.b, b, bbytes, cudaMemcpyHostToDevice), "copy in", err);
     if (!rc) {
         int threads = 256;
         int blocks = (int)((n + threads - 1) / threads);
-        ewise_kernel<<<blocks, threads>>>(op, da, db, dout, n);
+        ewise_kernel<<<blocks, threads>>>(op, bufs.a, b ? bufs.b : NULL, bufs.out, n);
         rc = check(cudaGetLastError(), "kernel launch", err);
     }
-    if (!rc) rc = check(cudaMemcpy(out, dout, bytes, cudaMemcpyDeviceToHost), "copy out", err);
-    cudaFree(da);
-    cudaFree(db);
-    cudaFree(dout);
+    if (!rc) rc = check(cudaMemcpy(out, bufs.out, bytes, cudaMemcpyDeviceToHost), "copy out", err);
     return rc;
 }

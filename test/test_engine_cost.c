@@ -84,6 +84,19 @@ static eg_cost *cost_new(eg_cost_kind kind, const char *path) {
     return c;
 }
 
+/* 1 when the cuda backend has a device to measure on (then every test that
+ * measures on the cpu backend measures on cuda too). */
+static int have_cuda(void) {
+    static int known = -1;
+    if (known < 0) {
+        eg_cost *c = NULL;
+        char err[EG_ERRLEN] = "";
+        known = eg_cost_new(EG_COST_CUDA, NULL, &c, err, sizeof err) == EG_OK;
+        eg_cost_free(c);
+    }
+    return known;
+}
+
 static void tmp_path(char *buf, size_t len, const char *tag) {
     snprintf(buf, len, "/tmp/test_engine_cost.%ld.%s", (long)getpid(), tag);
 }
@@ -213,6 +226,7 @@ static void test_ops(void **state) {
     int is_free = (ops_table[t->op].flags & OPF_CONST) || ops_table[t->op].form == OPS_FORM_HEADS;
     check_node(EG_COST_ANALYTIC, g, is_free);
     check_node(EG_COST_CPU, g, is_free);
+    if (have_cuda()) check_node(EG_COST_CUDA, g, is_free);
     eg_free(g);
 }
 
@@ -319,6 +333,7 @@ static void test_mop(void **state) {
     int is_free = t->mop == EG_MOP_RESHAPE || t->mop == EG_MOP_FLATTEN || t->mop == EG_MOP_IDENTITY;
     check_node(EG_COST_ANALYTIC, g, is_free);
     check_node(EG_COST_CPU, g, is_free);
+    if (have_cuda()) check_node(EG_COST_CUDA, g, is_free);
     eg_free(g);
 }
 
@@ -847,13 +862,39 @@ static void test_cache_flips(void **state) {
 
 /* ================= kinds ================= */
 
-static void test_cuda_without_gpu(void **state) {
+/* cuda: with a device, a backend that names the device and measures a
+ * convolution and a matmul (no fallback to the roofline); without one, a
+ * clear refusal. */
+static void test_cuda_device_or_refusal(void **state) {
     (void)state;
     eg_cost *c = NULL;
     char err[EG_ERRLEN] = "";
-    assert_int_equal(eg_cost_new(EG_COST_CUDA, NULL, &c, err, sizeof err), EG_EUNSUPPORTED);
-    assert_null(c);
-    assert_non_null(strstr(err, "no CUDA device: use --cost analytic or cpu"));
+    eg_status rc = eg_cost_new(EG_COST_CUDA, NULL, &c, err, sizeof err);
+    if (!have_cuda()) {
+        assert_int_equal(rc, EG_EUNSUPPORTED);
+        assert_null(c);
+        assert_non_null(strstr(err, "no CUDA device: use --cost analytic or cpu"));
+        return;
+    }
+    assert_int_equal(rc, EG_OK);
+    eg_graph *g = eg_graph_new();
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+    int x = tensor(g, "x", 4, (int64_t[]){1, 32, 32, 32}, EG_TF_INPUT);
+    int w = tensor(g, "w", 4, (int64_t[]){64, 32, 3, 3}, EG_TF_INPUT);
+    int a = tensor(g, "a", 2, (int64_t[]){256, 512}, EG_TF_INPUT);
+    int b = tensor(g, "b", 2, (int64_t[]){512, 128}, EG_TF_INPUT);
+    int32_t none[OPS_MAX_PARAMS] = {0};
+    ops_node(g, OP_CONV2D, p, x, w, "y");
+    ops_node(g, OP_MATMUL, none, a, b, "z");
+    index_ok(g);
+    double conv = eg_cost_node(c, g, 0), mm = eg_cost_node(c, g, 1);
+    print_message("# cuda: conv2d [1,32,32,32]x[64,32,3,3] %.2f us, matmul 256x512x128 %.2f us\n",
+                  conv, mm);
+    assert_true(isfinite(conv) && conv > 0 && isfinite(mm) && mm > 0);
+    assert_int_equal(eg_cost_measured(c), 2);
+    assert_int_equal(eg_cost_fallbacks(c), 0);
+    eg_cost_free(c);
+    eg_free(g);
 }
 
 static void test_kind_names(void **state) {
@@ -893,7 +934,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_cache_bytes);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_truncations);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cache_flips);
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cuda_without_gpu);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cuda_device_or_refusal);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kind_names);
     return _cmocka_run_group_tests("engine_cost", tests, n, NULL, NULL);
 }

@@ -59,10 +59,46 @@ static void test_device_or_clear_error(void **state) {
     assert_true(strlen(err) > 0);
 }
 
+/* With a device: every element-wise operator on sizes that make the
+ * backend's kept buffers grow and be reused (small, large, small again)
+ * gives gpu_cell's cells; smul reads one scalar, relu no second input. */
+static void test_device_sizes(void **state) {
+    (void)state;
+    char err[GPU_ERRLEN] = "";
+    int n = 0;
+    if (gpu_device_count(&n, err) != GPU_OK) {
+        assert_int_equal(n, 0);
+        return; /* nothing to run: test_device_or_clear_error checks the refusal */
+    }
+    static const int64_t sizes[] = {1, 3000, 70001, 5, 70001};
+    uint64_t seed = 7;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int64_t cells = sizes[s];
+        ten_shape shape = {1, {(int32_t)cells}};
+        ten a, b, out;
+        assert_int_equal(ten_alloc(&a, &shape), 0);
+        assert_int_equal(ten_alloc(&b, &shape), 0);
+        assert_int_equal(ten_alloc(&out, &shape), 0);
+        ten_fill_random(&a, &seed);
+        ten_fill_random(&b, &seed);
+        for (size_t k = 0; k < sizeof ewise_ops / sizeof ewise_ops[0]; k++) {
+            ops_op op = ewise_ops[k];
+            const uint64_t *second = op == OP_RELU ? NULL : b.data;
+            assert_int_equal(gpu_ewise(op, a.data, second, out.data, cells, err), GPU_OK);
+            for (int64_t i = 0; i < cells; i++) {
+                uint64_t bv = op == OP_RELU ? 0 : b.data[op == OP_SMUL ? 0 : i];
+                assert_true(out.data[i] == gpu_cell(op, a.data[i], bv));
+            }
+        }
+        ten_free(&a), ten_free(&b), ten_free(&out);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cell_matches_cpu),
         cmocka_unit_test(test_device_or_clear_error),
+        cmocka_unit_test(test_device_sizes),
     };
     return cmocka_run_group_tests_name("gpu", tests, NULL, NULL);
 }
