@@ -26,13 +26,21 @@ static const char usage_text[] =
     "                                           rewrite with the rules, cost-based search\n"
     "  optimize options:\n"
     "    --ruledb FILE       rules to use (default: the shipped ruledb, built in)\n"
-    "    --cost KIND         analytic-cpu (default: flops and bytes on one CPU core,\n"
-    "                        deterministic), analytic (the same on a GPU-like device,\n"
-    "                        where a kernel launch saved pays: TASO's merges),\n"
-    "                        cpu (measured here), cuda (measured, needs a GPU),\n"
-    "                        ort (measured in onnxruntime, where the model will run:\n"
-    "                        needs python3 with onnxruntime; turns --verify on)\n"
-    "    --cost-cache FILE   reuse and save measured costs\n"
+    "    --cost KIND         ort (the default where python3 imports onnxruntime:\n"
+    "                        kernels measured in onnxruntime, where the model will\n"
+    "                        run; turns --verify on), analytic-cpu (the default\n"
+    "                        elsewhere, with a warning that the result is\n"
+    "                        unverified: flops and bytes on one CPU core),\n"
+    "                        analytic (the same on a GPU-like device, where a kernel\n"
+    "                        launch saved pays: TASO's merges), cpu (measured here),\n"
+    "                        cuda (measured, needs a GPU)\n"
+    "    --deterministic     the same bytes on every machine and every run: the\n"
+    "                        analytic-cpu cost (or --cost analytic), no --verify,\n"
+    "                        no cost cache; measures nothing\n"
+    "    --cost-cache FILE   reuse and save measured costs in FILE (default: a file\n"
+    "                        per backend and machine in $TASOC_CACHE_DIR, else\n"
+    "                        $XDG_CACHE_HOME/tasoc, else ~/.cache/tasoc)\n"
+    "    --no-cost-cache     no per-user cost cache: measure every kernel anew\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
@@ -249,6 +257,9 @@ static int cmd_roundtrip(int argc, char **argv) {
 typedef struct {
     const char *in, *out, *ruledb, *cost_cache;
     eg_cost_kind cost;
+    int cost_set, deterministic, no_cache; /* --cost given, --deterministic, --no-cost-cache */
+    int cache_is_default;                  /* cost_cache is the per-user file: warn, never fail */
+    char cache_buf[4096];
     eg_search_opts search;
     eg_verify_opts verify;
     int quiet, verify_on; /* verify_on: -1 off (--no-verify), 0 unset, 1 on */
@@ -321,6 +332,8 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         double x;
         int takes = 1;
         if (!strcmp(o, "-q")) a->quiet = 1, takes = 0;
+        else if (!strcmp(o, "--deterministic")) a->deterministic = 1, takes = 0;
+        else if (!strcmp(o, "--no-cost-cache")) a->no_cache = 1, takes = 0;
         else if (!strcmp(o, "--verify")) a->verify_on = 1, takes = 0;
         else if (!strcmp(o, "--no-verify")) a->verify_on = -1, takes = 0;
         else if (o[0] != '-' || !o[1]) {
@@ -335,7 +348,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         else if (!strcmp(o, "--cost")) {
             int k = eg_cost_kind_parse(v);
             if (k < 0) return usage_error("--cost is analytic-cpu, analytic, cpu, cuda or ort"), -1;
-            a->cost = (eg_cost_kind)k;
+            a->cost = (eg_cost_kind)k, a->cost_set = 1;
         } else if (!strcmp(o, "--alpha")) {
             if (number_arg(o, v, 1.0, 10.0, &a->search.alpha)) return -1;
         } else if (!strcmp(o, "--budget")) {
@@ -361,10 +374,57 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         i += takes;
     }
     if (!a->in || !a->out) return usage_error("need IN.onnx and -o OUT.onnx"), -1;
-    if (a->verify_on == 0 && a->cost == EG_COST_ORT) a->verify_on = 1; /* measured costs, measured result */
-    a->verify_on = a->verify_on > 0;
+    if (a->deterministic) {
+        int analytic = a->cost == EG_COST_ANALYTIC || a->cost == EG_COST_ANALYTIC_CPU;
+        if (a->cost_set && !analytic)
+            return usage_error("--deterministic measures nothing: its cost is analytic-cpu or analytic"), -1;
+        if (a->verify_on > 0) return usage_error("--deterministic and --verify: verify measures"), -1;
+        if (a->cost_cache) return usage_error("--deterministic keeps no cost cache"), -1;
+        a->cost_set = 1, a->verify_on = -1;
+    }
     a->search.progress = !a->quiet;
     return 0;
+}
+
+/* The cost model: the --cost asked for; by default onnxruntime's own
+ * measurements where python3 has onnxruntime, else the analytic-cpu
+ * roofline with a warning (nothing will check its choice). Then --verify's
+ * default (on with ort costs) and the cost cache: --cost-cache's file, or
+ * for a measuring backend the per-user one (a problem with that file is a
+ * warning: the user did not name it). @return EG_OK or an error in err. */
+static eg_status open_cost(opt_args *a, eg_cost **cost, char *err, size_t errlen) {
+    eg_status rc;
+    if (a->cost_set) {
+        rc = eg_cost_new_threads(a->cost, NULL, a->verify.threads, cost, err, errlen);
+    } else {
+        a->cost = EG_COST_ORT;
+        rc = eg_cost_new_threads(a->cost, NULL, a->verify.threads, cost, err, errlen);
+        if (rc == EG_EUNSUPPORTED) {
+            fprintf(stderr, "engine: warning: %s; costs come from the analytic-cpu roofline and the result is "
+                    "not verified in onnxruntime (--deterministic says that is intended)\n", err);
+            a->cost = EG_COST_ANALYTIC_CPU;
+            rc = eg_cost_new_threads(a->cost, NULL, 1, cost, err, errlen);
+        }
+    }
+    if (rc != EG_OK) return rc;
+    if (a->verify_on == 0 && a->cost == EG_COST_ORT) a->verify_on = 1; /* measured costs, measured result */
+    a->verify_on = a->verify_on > 0;
+    int measures = a->cost == EG_COST_CPU || a->cost == EG_COST_CUDA || a->cost == EG_COST_ORT;
+    if (!a->cost_cache && measures && !a->no_cache && !a->deterministic) {
+        if (eg_cost_default_path(*cost, a->cache_buf, sizeof a->cache_buf) != 0) {
+            fprintf(stderr, "engine: warning: no per-user cost cache (no $HOME, or its cache directory "
+                    "cannot be made): every kernel is measured anew\n");
+            return EG_OK;
+        }
+        a->cost_cache = a->cache_buf, a->cache_is_default = 1;
+    }
+    if (!a->cost_cache) return EG_OK;
+    rc = eg_cost_attach_cache(*cost, a->cost_cache, err, errlen);
+    if (rc != EG_OK && a->cache_is_default && rc != EG_ENOMEM) {
+        fprintf(stderr, "engine: warning: %s (the cost cache is rewritten at the end)\n", err);
+        rc = EG_OK;
+    }
+    return rc;
 }
 
 /* Where the costs came from: kernels timed now, costs estimated (analytic,
@@ -548,7 +608,7 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK) rc = eg_load_mem(bytes, len, a.in, &lo, &g, err, sizeof err);
     if (rc == EG_OK)
         rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
-    if (rc == EG_OK) rc = eg_cost_new_threads(a.cost, a.cost_cache, a.verify.threads, &cost, err, sizeof err);
+    if (rc == EG_OK) rc = open_cost(&a, &cost, err, sizeof err);
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,
                 eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));
@@ -564,7 +624,13 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK)
         rc = verbatim ? egp_write_file(a.out, bytes, len, err, sizeof err)
                       : eg_save(a.out, keep_input ? g : best, err, sizeof err);
-    if (rc == EG_OK && a.cost_cache) rc = eg_cost_save(cost, err, sizeof err);
+    if (rc == EG_OK && a.cost_cache) {
+        rc = eg_cost_save(cost, err, sizeof err);
+        if (rc != EG_OK && a.cache_is_default) { /* the user named no file: the result stands */
+            fprintf(stderr, "engine: warning: %s\n", err);
+            rc = EG_OK;
+        }
+    }
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: wrote %s%s\n", a.out, verbatim ? " (the input, unchanged)" : "");
     if (rc != EG_OK) fprintf(stderr, "engine: %s\n", err);

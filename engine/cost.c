@@ -3,10 +3,12 @@
  * bytes (one switch per operator enum, no default), the analytic roofline,
  * dispatch to the measuring backends, and the cache file. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1004,6 +1006,48 @@ cleanup:
     }
     *out = c;
     return EG_OK;
+}
+
+eg_status eg_cost_attach_cache(eg_cost *c, const char *path, char *err, size_t errlen) {
+    char *p = strdup(path);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return EG_ENOMEM;
+    }
+    free(c->path);
+    c->path = p;
+    eg_status rc = load(c, err, errlen);
+    c->loaded = c->n_ent;
+    return rc;
+}
+
+const char *eg_cost_machine(const eg_cost *c) { return c->machine; }
+
+/* mkdir -p of the directory part of path (mode 0700: the user's own).
+ * @return 0, or -1 with errno set. */
+static int make_parents(char *path) {
+    for (char *s = path + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        int bad = mkdir(path, 0700) != 0 && errno != EEXIST;
+        *s = '/';
+        if (bad) return -1;
+    }
+    return 0;
+}
+
+int eg_cost_default_path(const eg_cost *c, char *buf, size_t len) {
+    const char *dir = getenv("TASOC_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    char name[96];
+    snprintf(name, sizeof name, "costs-%s-%016llx.txt", kind_names[c->kind],
+             (unsigned long long)XXH3_64bits(c->machine, strlen(c->machine)));
+    if (dir && *dir) n = snprintf(buf, len, "%s/%s", dir, name);
+    else if (xdg && *xdg == '/') n = snprintf(buf, len, "%s/tasoc/%s", xdg, name);
+    else if (home && *home == '/') n = snprintf(buf, len, "%s/.cache/tasoc/%s", home, name);
+    else return -1;
+    if (n < 0 || (size_t)n >= len) return -1;
+    return make_parents(buf);
 }
 
 eg_status eg_cost_fork(const eg_cost *c, eg_cost **out) {

@@ -154,6 +154,26 @@ eg_status eg_cost_new(eg_cost_kind kind, const char *cache_path, eg_cost **out, 
 eg_status eg_cost_new_threads(eg_cost_kind kind, const char *cache_path, int threads, eg_cost **out,
                               char *err, size_t errlen);
 
+/* Use the cache file at path from now on (for a model made without one):
+ * its records are loaded now and eg_cost_save writes them back. The file
+ * name can then depend on the model's machine id (eg_cost_default_path).
+ * @return as eg_cost_new's cache errors; on EG_EFORMAT the records before
+ *         the bad line stay loaded and the path stays set, so a caller that
+ *         only warns rewrites the file whole at eg_cost_save. */
+eg_status eg_cost_attach_cache(eg_cost *c, const char *path, char *err, size_t errlen);
+
+/* The machine id of c's cache header ("any" for the analytic kinds). */
+const char *eg_cost_machine(const eg_cost *c);
+
+/* The per-user cache file of c's backend and machine, so a second run
+ * measures nothing again and a run with other threads or another
+ * onnxruntime never reads the first one's times:
+ * DIR/costs-BACKEND-HASH.txt, HASH the XXH3 of the machine id, DIR
+ * $TASOC_CACHE_DIR, else $XDG_CACHE_HOME/tasoc, else $HOME/.cache/tasoc
+ * (created, mode 0700). @return 0 with the path in buf, or -1 (no home,
+ * buf too small, or the directory cannot be made). */
+int eg_cost_default_path(const eg_cost *c, char *buf, size_t len);
+
 /* A copy of c for another thread (a model is for one thread at a time):
  * the same kind and memoised costs, no cache file, counts from zero. Only
  * for a backend that measures nothing (the analytic ones): it computes a

@@ -27,9 +27,9 @@ for b in bs:
 PY
 
 check "--help lists optimize's options" eval "'$E' --help | grep -q -- '--time-limit'"
-check "optimize without -o: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx"
-check "unknown option: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" --frob
-check "bad --alpha: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" --alpha x
+check "optimize without -o: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx"
+check "unknown option: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/o.onnx" --frob
+check "bad --alpha: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/o.onnx" --alpha x
 check "... names the option" grep -q -- "--alpha" "$tmp/err"
 check "bad --cost: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" --cost gpu
 # --cost cuda: without a GPU a clear refusal; with one (bench/gpu.sh runs
@@ -42,12 +42,12 @@ else
     check "--cost cuda without a GPU: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" --cost cuda
     check "... says there is no device" grep -qi "no CUDA device" "$tmp/err"
 fi
-check "truncated model: exit 2" eval "head -c 200 '$corpus/convs.onnx' >'$tmp/cut.onnx'; status_is 2 '$E' optimize '$tmp/cut.onnx' -o '$tmp/o.onnx'"
+check "truncated model: exit 2" eval "head -c 200 '$corpus/convs.onnx' >'$tmp/cut.onnx'; status_is 2 '$E' optimize --deterministic '$tmp/cut.onnx' -o '$tmp/o.onnx'"
 check "... and no output file" test ! -e "$tmp/o.onnx"
-check "missing ruledb: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" --ruledb "$tmp/none"
-check "truncated ruledb: exit 2" eval "head -c 1000 ruledb/default.tasodb >'$tmp/cut.tasodb'; status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/o.onnx' --ruledb '$tmp/cut.tasodb'"
+check "missing ruledb: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/o.onnx" --ruledb "$tmp/none"
+check "truncated ruledb: exit 2" eval "head -c 1000 ruledb/default.tasodb >'$tmp/cut.tasodb'; status_is 2 '$E' optimize --deterministic '$corpus/convs.onnx' -o '$tmp/o.onnx' --ruledb '$tmp/cut.tasodb'"
 check "... names the file" grep -q "cut.tasodb" "$tmp/err"
-check "a candidates file is not a rule set: exit 2" eval "'$BIN/synth' -q --max-ops 1 -o '$tmp/c.tasodb' && status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/o.onnx' --ruledb '$tmp/c.tasodb'"
+check "a candidates file is not a rule set: exit 2" eval "'$BIN/synth' -q --max-ops 1 -o '$tmp/c.tasodb' && status_is 2 '$E' optimize --deterministic '$corpus/convs.onnx' -o '$tmp/o.onnx' --ruledb '$tmp/c.tasodb'"
 
 # --dim: a symbolic batch pinned. convs.onnx with its batch made symbolic
 # ('B') gets no rule (no shapes) until --dim B=1; then the output declares
@@ -59,20 +59,20 @@ for v in list(m.graph.input) + list(m.graph.output):
     v.type.tensor_type.shape.dim[0].dim_param = "B"
 onnx.save(m, sys.argv[2])
 PY
-check "symbolic batch: the census says how to pin it" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d0.onnx' 2>&1 | grep -q -- '--dim B=SIZE'"
-check "... and no rule applies" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d0.onnx' -q | grep -q '^rules applied: 0'"
-check "--dim B=1: every shape known" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 2>&1 | grep 'census' | grep -q '(100%)'"
+check "symbolic batch: the census says how to pin it" eval "'$E' optimize --deterministic '$tmp/dyn.onnx' -o '$tmp/d0.onnx' 2>&1 | grep -q -- '--dim B=SIZE'"
+check "... and no rule applies" eval "'$E' optimize --deterministic '$tmp/dyn.onnx' -o '$tmp/d0.onnx' -q | grep -q '^rules applied: 0'"
+check "--dim B=1: every shape known" eval "'$E' optimize --deterministic '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 2>&1 | grep 'census' | grep -q '(100%)'"
 check "... rules apply (the GPU-like analytic cost merges its convs)" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d1.onnx' --dim B=1 --cost analytic -q | grep -q '^rules applied: [1-9]'"
 check "... the output declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/d1.onnx'); sys.exit(any(v.type.tensor_type.shape.dim[0].dim_value != 1 for v in list(m.graph.input) + list(m.graph.output)))"
 check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/dyn.onnx" "$tmp/d1.onnx"
-check "--dim B=1 at the default cost (analytic-cpu): nothing cheaper" eval "'$E' optimize '$tmp/dyn.onnx' -o '$tmp/d3.onnx' --dim B=1 2>&1 | grep -q 'cost analytic-cpu' && '$E' optimize '$tmp/dyn.onnx' -o '$tmp/d3.onnx' --dim B=1 -q | grep -q '^rules applied: 0'"
+check "--dim B=1 at the deterministic cost (analytic-cpu): nothing cheaper" eval "'$E' optimize --deterministic '$tmp/dyn.onnx' -o '$tmp/d3.onnx' --dim B=1 2>&1 | grep -q 'cost analytic-cpu' && '$E' optimize --deterministic '$tmp/dyn.onnx' -o '$tmp/d3.onnx' --dim B=1 -q | grep -q '^rules applied: 0'"
 check "... yet the output is the model at that size: it declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/d3.onnx'); sys.exit(any(v.type.tensor_type.shape.dim[0].dim_value != 1 for v in list(m.graph.input) + list(m.graph.output)))"
 check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/dyn.onnx" "$tmp/d3.onnx"
-check "--dim with a name the model lacks: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim batch=1
+check "--dim with a name the model lacks: exit 2" status_is 2 "$E" optimize --deterministic "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim batch=1
 check "... names it" grep -q "'batch'" "$tmp/err"
 check "... and no output file" test ! -e "$tmp/d2.onnx"
-check "--dim B=0: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B=0
-check "--dim without a size: exit 2" status_is 2 "$E" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B
+check "--dim B=0: exit 2" status_is 2 "$E" optimize --deterministic "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B=0
+check "--dim without a size: exit 2" status_is 2 "$E" optimize --deterministic "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --dim B
 # --dim INPUT:AXIS=SIZE: the same batch with neither size nor name (as
 # skl2onnx writes it): the census names the axis, and pinning it works
 # as --dim B=1 does.
@@ -84,27 +84,27 @@ for v in list(m.graph.input) + list(m.graph.output):
 onnx.save(m, sys.argv[2])
 PY
 xin=$(python3 -c "import onnx; print(onnx.load('$tmp/anon.onnx').graph.input[0].name)")
-check "anonymous batch: the census says how to pin it" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a0.onnx' 2>&1 | grep -q -- '--dim $xin:0=SIZE'"
-check "... and no rule applies" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a0.onnx' -q | grep -q '^rules applied: 0'"
-check "--dim $xin:0=1: every shape known" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 2>&1 | grep 'census' | grep -q '(100%)'"
+check "anonymous batch: the census says how to pin it" eval "'$E' optimize --deterministic '$tmp/anon.onnx' -o '$tmp/a0.onnx' 2>&1 | grep -q -- '--dim $xin:0=SIZE'"
+check "... and no rule applies" eval "'$E' optimize --deterministic '$tmp/anon.onnx' -o '$tmp/a0.onnx' -q | grep -q '^rules applied: 0'"
+check "--dim $xin:0=1: every shape known" eval "'$E' optimize --deterministic '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 2>&1 | grep 'census' | grep -q '(100%)'"
 check "... rules apply (the GPU-like analytic cost merges its convs)" eval "'$E' optimize '$tmp/anon.onnx' -o '$tmp/a1.onnx' --dim $xin:0=1 --cost analytic -q | grep -q '^rules applied: [1-9]'"
 check "... the output's input declares batch 1" python3 -c "import onnx, sys; m = onnx.load('$tmp/a1.onnx'); sys.exit(m.graph.input[0].type.tensor_type.shape.dim[0].dim_value != 1)"
 check "... and computes the input's outputs" python3 "$tmp/same.py" "$tmp/anon.onnx" "$tmp/a1.onnx"
-check "--dim on an axis that has a size: exit 2" status_is 2 "$E" optimize "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:1=4
+check "--dim on an axis that has a size: exit 2" status_is 2 "$E" optimize --deterministic "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:1=4
 check "... names it" grep -q "'$xin:1'" "$tmp/err"
-check "--dim on an axis past the rank: exit 2" status_is 2 "$E" optimize "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:9=1
+check "--dim on an axis past the rank: exit 2" status_is 2 "$E" optimize --deterministic "$tmp/anon.onnx" -o "$tmp/a2.onnx" --dim $xin:9=1
 check "... and no output file" test ! -e "$tmp/a2.onnx"
-check "optimize a corpus model: exit 0" status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/o.onnx" -q
+check "optimize a corpus model: exit 0" status_is 0 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/o.onnx" -q
 check "... prints the costs" grep -q "^cost before: " "$tmp/out"
 check "... and the output loads again" status_is 0 "$E" info "$tmp/o.onnx"
 # --budget 0 still runs the built-in rewrites: convs.onnx is a model none
 # of them changes, conv_bn_relu.onnx one whose batchnorm they fold.
 check "budget 0, no built-in applies (convs.onnx): the output is the input, byte for byte" \
-    eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/b0.onnx' -q --budget 0 && cmp '$corpus/convs.onnx' '$tmp/b0.onnx'"
+    eval "status_is 0 '$E' optimize --deterministic '$corpus/convs.onnx' -o '$tmp/b0.onnx' -q --budget 0 && cmp '$corpus/convs.onnx' '$tmp/b0.onnx'"
 check "... the summary says so: no rule, no built-in" \
     eval "grep -q '^rules applied: 0 (result not cheaper: the input is kept)' '$tmp/out' && grep -q '^built-ins: 0 ' '$tmp/out' && ! grep -E '^built-ins: .*[1-9]' '$tmp/out'"
 check "budget 0, a batchnorm to fold (conv_bn_relu.onnx): the built-ins still apply" \
-    eval "status_is 0 '$E' optimize '$corpus/conv_bn_relu.onnx' -o '$tmp/b0bn.onnx' -q --budget 0 && grep -q '^built-ins: 1 batchnorm folded' '$tmp/out' && ! cmp -s '$corpus/conv_bn_relu.onnx' '$tmp/b0bn.onnx'"
+    eval "status_is 0 '$E' optimize --deterministic '$corpus/conv_bn_relu.onnx' -o '$tmp/b0bn.onnx' -q --budget 0 && grep -q '^built-ins: 1 batchnorm folded' '$tmp/out' && ! cmp -s '$corpus/conv_bn_relu.onnx' '$tmp/b0bn.onnx'"
 # The search stops on its budget, never its clock, so a run with the same
 # costs takes the same path and needs the same kernels.
 cpu_opt="-q --cost cpu --budget 50 --time-limit 100000 --cost-cache $tmp/cache"
@@ -185,9 +185,9 @@ check "--verify, a helper that prints junk: exit 2" \
     eval "TASOC_PYTHON='$tmp/py_junk' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'does not parse' '$tmp/err'"
 check "bad --verify-runs: exit 2" status_is 2 "$E" optimize "$corpus/convs.onnx" -o "$tmp/n.onnx" --verify --verify-runs 0
 check "--search-threads 3: exit 2, names the option and its range" \
-    eval "status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' --search-threads 3 && grep -q -- '--search-threads wants a number in \[1, 2\]' '$tmp/err' && test ! -e '$tmp/n.onnx'"
+    eval "status_is 2 '$E' optimize --deterministic '$corpus/convs.onnx' -o '$tmp/n.onnx' --search-threads 3 && grep -q -- '--search-threads wants a number in \[1, 2\]' '$tmp/err' && test ! -e '$tmp/n.onnx'"
 check "--search-threads 1: exit 0, the same bytes as the default" \
-    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/st1.onnx' -q --search-threads 1 && status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/st2.onnx' -q && cmp -s '$tmp/st1.onnx' '$tmp/st2.onnx'"
+    eval "status_is 0 '$E' optimize --deterministic '$corpus/attention.onnx' -o '$tmp/st1.onnx' -q --search-threads 1 && status_is 0 '$E' optimize --deterministic '$corpus/attention.onnx' -o '$tmp/st2.onnx' -q && cmp -s '$tmp/st1.onnx' '$tmp/st2.onnx'"
 check "--verify in onnxruntime for real: exit 0, a report, an output that loads" \
     eval "status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/r.onnx' -q --cost analytic --verify --verify-runs 5 && grep -q '^verify: writing the ' '$tmp/out' && '$E' info '$tmp/r.onnx' >/dev/null"
 check "... and computes what the input computes in onnxruntime" python3 "$tmp/same.py" "$corpus/convs.onnx" "$tmp/r.onnx"
@@ -232,7 +232,7 @@ printf '#!/bin/sh\nexec python3 "%s" 3\n' "$tmp/ortfake.py" >"$tmp/py_ortdie"
 printf '#!/bin/sh\necho "err onnxruntime for Python is missing (No module named onnxruntime): pip install onnxruntime numpy"\nexit 3\n' >"$tmp/py_ortnone"
 printf '#!/bin/sh\nexec python3 "%s" 1000000 slow_skip_ln\n' "$tmp/ortfake.py" >"$tmp/py_ortskip"
 chmod +x "$tmp/py_ort" "$tmp/py_ortdie" "$tmp/py_ortnone" "$tmp/py_ortskip"
-ort_opt="-q --cost ort --no-verify --budget 50 --time-limit 100000"
+ort_opt="-q --cost ort --no-verify --no-cost-cache --budget 50 --time-limit 100000"
 for m in convs attention inception; do
     check "--cost ort on $m: every kernel model is valid ONNX that onnxruntime runs" \
         eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/$m.onnx' -o '$tmp/ort_$m.onnx' $ort_opt && grep -qE '^costs: [1-9][0-9]* measured in [0-9.]+ s, 0 estimated' '$tmp/out'"
@@ -255,7 +255,7 @@ check "... with the search: no LayerNormalization reads an Add of two same-shape
     eval "TASOC_PYTHON='$tmp/py_ortskip' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pls.onnx' $ort_opt && python3 -c \"import onnx, sys; m = onnx.shape_inference.infer_shapes(onnx.load(sys.argv[1])); g = m.graph; sh = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in list(g.value_info) + list(g.input)}; sh.update({t.name: list(t.dims) for t in g.initializer}); by = {o: n for n in g.node for o in n.output}; sys.exit(any(n.op_type == 'LayerNormalization' and by[n.input[0]].op_type == 'Add' and sh[by[n.input[0]].input[0]] == sh[by[n.input[0]].input[1]] for n in g.node))\" '$tmp/pls.onnx'"
 check "... both compute what the input computes" python3 "$tmp/same.py" "$corpus/post_ln.onnx" "$tmp/pl.onnx" "$tmp/pls.onnx"
 check "--cost ort, the fused form as fast: no spelling changes (the analytic cost rates both alike too)" \
-    eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl2.onnx' $ort_opt && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out' && status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl3.onnx' -q && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out'"
+    eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl2.onnx' $ort_opt && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out' && status_is 0 '$E' optimize --deterministic '$corpus/post_ln.onnx' -o '$tmp/pl3.onnx' -q && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out'"
 check "--cost ort for real: --verify is on by default, the result agrees in onnxruntime" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
 printf 'garbage\n' >"$tmp/garbage.onnx"
@@ -264,6 +264,34 @@ check "the timing helper: a candidate onnxruntime refuses is reported and never 
 check "... and computes what the input computes" python3 "$tmp/same.py" "$corpus/attention.onnx" "$tmp/real_ort.onnx"
 check "--cost ort --no-verify: no onnxruntime timing of the result" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/nv.onnx' -q --cost ort --no-verify && ! grep -q '^verify:' '$tmp/out'"
+
+# The default: onnxruntime's costs and --verify where python3 has
+# onnxruntime (this suite's machines do: ./configure installs it), a
+# per-user cost cache (here $TASOC_CACHE_DIR), and without onnxruntime the
+# analytic cost with a warning; --deterministic says the latter is meant.
+ucache="$tmp/user-cache"
+check "default: costs measured in onnxruntime, and the result verified" \
+    eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def1.onnx' --verify-runs 3 && grep -q 'cost ort' '$tmp/err' && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
+check "... the output computes what the input computes" python3 "$tmp/same.py" "$corpus/convs.onnx" "$tmp/def1.onnx"
+check "... the per-user cost cache was written, one file named by backend and machine" \
+    eval "ls '$ucache' | grep -qE '^costs-ort-[0-9a-f]{16}\.txt$' && test \$(ls '$ucache' | wc -l) -eq 1"
+check "... a second run measures nothing: every cost comes from it" \
+    eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def2.onnx' --verify-runs 3 -q && grep -qE '^costs: 0 measured, .* \([1-9][0-9]* loaded from $ucache/costs-ort-' '$tmp/out'"
+check "... at --threads 2 another file: times at other threads do not transfer" \
+    eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def3.onnx' --verify-runs 3 -q --threads 2 && test \$(ls '$ucache' | wc -l) -eq 2"
+check "... a damaged per-user cache is a warning, rewritten whole" \
+    eval "f=\$(ls '$ucache'/* | head -1); echo garbage >\"\$f\"; TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def4.onnx' --verify-runs 3 -q && grep -q 'warning: .*not a cost cache' '$tmp/err' && head -1 \"\$f\" | grep -q '^eg-cost-cache 1 ort '"
+check "--no-cost-cache: nothing written" \
+    eval "TASOC_CACHE_DIR='$tmp/nocache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def5.onnx' --verify-runs 3 -q --no-cost-cache && test ! -e '$tmp/nocache'"
+check "default without onnxruntime: the analytic cost, a warning that the result is unverified" \
+    eval "TASOC_PYTHON='$tmp/py_ortnone' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/def6.onnx' -q && grep -q 'warning: .*pip install onnxruntime.*not verified' '$tmp/err' && ! grep -q '^verify:' '$tmp/out'"
+check "... the same bytes as --deterministic" \
+    eval "status_is 0 '$E' optimize --deterministic '$corpus/attention.onnx' -o '$tmp/def7.onnx' -q && cmp '$tmp/def6.onnx' '$tmp/def7.onnx'"
+check "--deterministic measures nothing and writes no cost cache" \
+    eval "TASOC_CACHE_DIR='$tmp/dcache' status_is 0 '$E' optimize --deterministic '$corpus/convs.onnx' -o '$tmp/def8.onnx' -q && grep -q '^costs: 0 measured' '$tmp/out' && test ! -e '$tmp/dcache'"
+check "--deterministic --cost ort: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/d9.onnx" --cost ort
+check "--deterministic --verify: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/d9.onnx" --verify
+check "--deterministic --cost analytic: fine" status_is 0 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/d9.onnx" --cost analytic -q
 
 run_py test/engine_opt_test.py "$E"
 echo "1..$n"

@@ -300,8 +300,8 @@ def check_opaque(tap, engine, tmp):
     for make, node, op, commands in (
             (unknown_op, "hardmax", "Hardmax", [("roundtrip",)]),
             (custom_domain, "fancy", "com.example.ops:FancyOp", [("roundtrip",)]),
-            (mk.control_flow, "if", "If", [("roundtrip",), ("optimize", "-q")]),
-            (mk.control_flow, "loop", "Loop", [("roundtrip",), ("optimize", "-q")])):
+            (mk.control_flow, "if", "If", [("roundtrip",), ("optimize", "-q", "--deterministic")]),
+            (mk.control_flow, "loop", "Loop", [("roundtrip",), ("optimize", "-q", "--deterministic")])):
         m = make()
         src, dst = os.path.join(tmp, "in.onnx"), os.path.join(tmp, "out.onnx")
         onnx.save(m, src)
@@ -347,7 +347,7 @@ def check_opsets(tap, engine, tmp):
     version and write a valid model; the opaque legacy Add keeps its bytes;
     the opset-6 batchnorm is folded (the export wrote new nodes)."""
     for vid, title, make, runnable in OPSET_CASES:
-        for command in (("roundtrip",), ("optimize", "-q", "--budget", "20")):
+        for command in (("roundtrip",), ("optimize", "-q", "--deterministic", "--budget", "20")):
             check_model(tap, engine, tmp, f"{vid} {title}, {command[0]}", make, runnable, command)
             out = onnx.load(os.path.join(tmp, "out.onnx"))
             if make is mk.opset6:
@@ -431,7 +431,7 @@ def check_legal(tap, engine, tmp):
     with the inputs, outputs and opset kept, onnxruntime agreeing where it
     runs the opset; the roundtrip writes the legalized form."""
     for gid, title, make, runnable, shows in LEGAL_CASES:
-        for command in (("roundtrip",), ("optimize", "-q", "--budget", "20")):
+        for command in (("roundtrip",), ("optimize", "-q", "--deterministic", "--budget", "20")):
             check_model(tap, engine, tmp, f"{gid} {title}, {command[0]}", make, runnable, command)
             if command[0] == "roundtrip":
                 out = onnx.load(os.path.join(tmp, "out.onnx"))
@@ -465,7 +465,7 @@ def check_shapes_known(tap, engine, tmp):
               "transformer layer: engine info knows every tensor's shape", p.stdout + p.stderr)
     feeds = random_feeds(m)
     want = run_ort(m, feeds)
-    for command in (("roundtrip",), ("optimize", "-q")):
+    for command in (("roundtrip",), ("optimize", "-q", "--deterministic")):
         dst = os.path.join(tmp, "tf_out.onnx")
         p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True,
                            text=True)
@@ -504,7 +504,7 @@ def check_refused(tap, engine, tmp, title, make, frags):
     src, dst = os.path.join(tmp, "bad.onnx"), os.path.join(tmp, "bad_out.onnx")
     onnx.save(m, src)
     runs = []
-    for cmd in (["info", src], ["roundtrip", src, "-o", dst], ["optimize", src, "-o", dst, "-q"]):
+    for cmd in (["info", src], ["roundtrip", src, "-o", dst], ["optimize", src, "-o", dst, "-q", "--deterministic"]):
         if os.path.exists(dst):
             os.remove(dst)
         p = subprocess.run([engine, *cmd], capture_output=True, text=True)
@@ -587,7 +587,7 @@ def check_reduce_means(tap, engine, tmp):
                   p.stdout + p.stderr)
         feeds = random_feeds(m)
         want = run_ort(m, feeds)
-        for command in (("roundtrip",), ("optimize", "-q")):
+        for command in (("roundtrip",), ("optimize", "-q", "--deterministic")):
             dst = os.path.join(tmp, f"rm{opset}_out.onnx")
             p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True, text=True)
             if not tap.check(p.returncode == 0, f"ReduceMean, opset {opset}: {command[0]} exits 0", p.stderr):
@@ -610,7 +610,7 @@ def check_large(tap, engine, tmp):
     src = os.path.join(tmp, "large.onnx")
     onnx.save(m, src)
     for command in (("info", src), ("roundtrip", src, "-o", os.path.join(tmp, "large_rt.onnx")),
-                    ("optimize", src, "-o", os.path.join(tmp, "large_opt.onnx"), "-q")):
+                    ("optimize", src, "-o", os.path.join(tmp, "large_opt.onnx"), "-q", "--deterministic")):
         p = subprocess.run([engine, *command], capture_output=True, text=True)
         tap.check(p.returncode == 0, f"an 80 MB model: {command[0]} exits 0", p.stderr)
 
@@ -629,7 +629,7 @@ def check_external(tap, engine, tmp):
     save_external(m, src, "model.onnx.data")
     feeds = random_feeds(m)
     want = run_ort(m, feeds)
-    for command in (("roundtrip",), ("optimize", "-q")):
+    for command in (("roundtrip",), ("optimize", "-q", "--deterministic")):
         dst = os.path.join(d, "out", command[0] + ".onnx")
         p = subprocess.run([engine, command[0], src, "-o", dst, *command[1:]], capture_output=True, text=True)
         if not tap.check(p.returncode == 0, f"external data: {command[0]} exits 0", p.stderr):
@@ -655,7 +655,7 @@ def check_external(tap, engine, tmp):
         edit(kv)
         path = os.path.join(d, "bad.onnx")
         onnx.save(bad, path)
-        p = subprocess.run([engine, "optimize", path, "-o", os.path.join(d, "bad.out.onnx")], capture_output=True,
+        p = subprocess.run([engine, "optimize", path, "-o", os.path.join(d, "bad.out.onnx"), "--deterministic"], capture_output=True,
                            text=True)
         tap.check(p.returncode == 2 and all(f in p.stderr for f in frags) and
                   not os.path.exists(os.path.join(d, "bad.out.onnx")),
@@ -682,13 +682,13 @@ def main():
         for title, make, runnable in MODELS:
             check_model(tap, engine, tmp, title, make, runnable)
         check_model(tap, engine, tmp, "If and Loop reading outer tensors, optimized", mk.control_flow,
-                    True, ("optimize", "-q"))
+                    True, ("optimize", "-q", "--deterministic"))
         ops = [n.op_type for n in onnx.load(os.path.join(tmp, "out.onnx")).graph.node]
         tap.check(ops.count("Sigmoid") == 1 and "If" in ops and "Loop" in ops,
                   "If and Loop reading outer tensors, optimized: rewritten around them "
                   "(the twin Sigmoids merged), not the input copied", ops)
         check_model(tap, engine, tmp, "IR 3 initializer no graph input, optimized (the input "
-                    "kept, mended, not copied)", mk.reg_ir3_init, True, ("optimize", "-q"))
+                    "kept, mended, not copied)", mk.reg_ir3_init, True, ("optimize", "-q", "--deterministic"))
         check_opaque(tap, engine, tmp)
         check_info(tap, engine, tmp)
         check_opsets(tap, engine, tmp)

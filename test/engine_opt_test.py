@@ -263,7 +263,8 @@ def unknown_op():
 # ---- running ----
 
 def run_engine(engine, src, dst, extra=(), cost="analytic"):
-    cmd = [engine, "optimize", src, "-o", dst, "-q", *(("--cost", cost) if cost else ()), *extra]
+    cmd = [engine, "optimize", src, "-o", dst, "-q", *(("--cost", cost) if cost else ("--deterministic",)),
+           *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     figures = {}
     for key, pat in (("before", r"^cost before: ([0-9.]+) us"), ("after", r"^cost after: ([0-9.]+) us"),
@@ -381,7 +382,7 @@ def main():
                 t0, t1 = ort_transposes(src, d), ort_transposes(dst, d)
                 t.check(t1 == 1 and t0 == 4, f"heads: onnxruntime folds all but the context's Transpose into "
                         f"its MatMuls ({t0} -> {t1})")
-        # the default cost (analytic-cpu) against the GPU-like one on a fire module
+        # the deterministic default cost (analytic-cpu) against the GPU-like one on a fire module
         src = os.path.join(d, "fire.onnx")
         m = fire()
         onnx.save(m, src)
