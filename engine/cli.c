@@ -54,7 +54,8 @@ static const char usage_text[] =
     "                        faster beyond the noise (needs python3 with onnxruntime;\n"
     "                        $TASOC_PYTHON names another interpreter)\n"
     "    --no-verify         no --verify, also with --cost ort\n"
-    "    --verify-runs N     alternating rounds of --verify (default 20)\n"
+    "    --verify-runs N     at most N alternating rounds of --verify (default 20;\n"
+    "                        they stop earlier once every candidate is decided)\n"
     "    --threads T         onnxruntime intra-op threads for --cost ort and --verify\n"
     "                        (default 1)\n"
     "    --dim NAME=SIZE     read the model's symbolic dimension NAME (a dim_param,\n"
@@ -547,7 +548,7 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
         if (rc == EG_OK) n++;
     }
     if (rc == EG_OK) {
-        if (!a->quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (%d rounds, %d thread%s)\n", n,
+        if (!a->quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (at most %d rounds, %d thread%s)\n", n,
                                a->verify.runs, a->verify.threads, a->verify.threads == 1 ? "" : "s");
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -561,7 +562,7 @@ static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_
             printf("verify: %-15s %8.3f ms (min %.3f)", names[k], rows[k].median_ms, rows[k].min_ms);
             if (k) printf(", speedup %.3fx [%.3f-%.3f], max rel err %.1e", rows[k].ratio, rows[k].ratio_lo,
                           rows[k].ratio_hi, rows[k].max_rel_err);
-            printf("\n");
+            printf(", %d round%s\n", rows[k].rounds, rows[k].rounds == 1 ? "" : "s");
         }
         printf("verify: A/A %.3fx [%.3f-%.3f] (the input against itself: the noise)\n", aa.ratio, aa.ratio_lo,
                aa.ratio_hi);

@@ -6,28 +6,65 @@ The engine links this file in (engine/verify.c, .incbin) and runs it as
 
     python3 ort_time.py --threads T --runs N --warmup W INPUT CAND...
 
+    python3 ort_time.py ... [--screen S] [--min-runs M] [--max-err E]
+                        [--min-gain G] INPUT CAND...
+
 Every model gets one session (CPU provider, ORT_ENABLE_ALL, T intra-op
 threads that do not spin-wait after a run, sequential execution) and the same random inputs (seed 0; float
 N(0,1), integers in [0, 2), booleans false; a symbolic dim is 1). After W
-warm-up runs each, N rounds run every session once in turn, with INPUT
+warm-up runs each (the first is the run whose outputs are compared), rounds run every session once in turn, with INPUT
 run a second time at the end of each round (the A/A: what the machine's
 noise alone makes of two identical models). Each candidate's outputs are
-compared with INPUT's. One line per model on stdout, tab-separated:
+compared with INPUT's; one whose error exceeds E (default 1e-4) cannot be
+kept, so it is not timed past the first round.
 
-    model  INDEX  MEDIAN_MS  MIN_MS  MAX_REL_ERR
+Rounds end at N, or earlier once they have decided (so a big model costs
+a few rounds, not N), by rules on the rounds alone, never on a clock:
+- after S rounds (default 3) a candidate clearly slower than the leader
+  (the candidate of highest median ratio) leaves the rounds: its 75th
+  percentile below the leader's 25th and its median below the leader's by
+  more than twice the noise;
+- from round M on (default 5), the rounds stop when every candidate still
+  in them is decided: its 25th percentile above 1 + noise (faster), or its
+  75th below it (not faster beyond the noise).
+The noise is max(G, |A/A median - 1|, half the A/A's interquartile
+range), G defaulting to 0.005: the threshold engine/verify.c's pick uses.
+One line per model on stdout, tab-separated:
+
+    model  INDEX  MEDIAN_MS  MIN_MS  MAX_REL_ERR  ROUNDS
 
 (INDEX 0 is INPUT, 1.. the candidates, -1 the A/A session; MAX_REL_ERR is
 max |a - b| / max |a| over the outputs, 0 for INPUT), then
 
     ratios INDEX  MEDIAN  LO  HI
 
-per candidate: the per-round ratio INPUT time / candidate time, its median
-and the 25th and 75th percentiles (the spread). A candidate onnxruntime
+per candidate: the per-round ratio INPUT time / candidate time over the
+rounds it ran in, its median and the 25th and 75th percentiles (the spread). A candidate onnxruntime
 refuses or fails on, or with another number of outputs, is not timed: its
 lines read 0 ms, MAX_REL_ERR inf, ratios 0 (a message on stderr says why). Errors go to stderr with a
 non-zero exit: 3 when onnxruntime or numpy is missing, 2 otherwise.
 """
 import sys
+
+
+def pct(v, q):
+    v = sorted(v)
+    x = q * (len(v) - 1)
+    lo = int(x)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (x - lo)
+
+
+def quartiles(base, other):
+    """25th, 50th and 75th percentiles of the per-round ratio base / other
+    (over the rounds both ran in)."""
+    r = [a / b for a, b in zip(base, other)] or [0.0]
+    return pct(r, 0.25), pct(r, 0.5), pct(r, 0.75)
+
+
+def noise_of(aa, min_gain):
+    """What two identical models differ by in these rounds (verify.c's rule)."""
+    return max(min_gain, abs(aa[1] - 1), (aa[2] - aa[0]) / 2)
 
 
 def main(argv):
@@ -39,12 +76,13 @@ def main(argv):
         return 3
     import time
 
-    args = {"--threads": 1, "--runs": 20, "--warmup": 3}
+    args = {"--threads": 1, "--runs": 20, "--warmup": 3, "--screen": 3, "--min-runs": 5,
+            "--max-err": 1e-4, "--min-gain": 0.005}
     paths = []
     i = 0
     while i < len(argv):
         if argv[i] in args and i + 1 < len(argv):
-            args[argv[i]] = int(argv[i + 1])
+            args[argv[i]] = type(args[argv[i]])(argv[i + 1])
             i += 2
         else:
             paths.append(argv[i])
@@ -123,36 +161,40 @@ def main(argv):
                 diff = float(np.max(np.abs(a - b))) if a.size else 0.0
                 e = max(e, diff / scale if scale > 0 else diff)
             errs.append(e)
-        for s in sessions:
-            for _ in range(args["--warmup"] if s else 0):
+        # the run that gave each model's outputs above was its first warm-up
+        # (the A/A session's comes here)
+        for k, s in enumerate(sessions):
+            for _ in range(max(args["--warmup"] - (k != len(sessions) - 1), 0) if s else 0):
                 s.run(None, feed)
+        aa = len(sessions) - 1
+        live = [k for k in range(1, aa) if sessions[k] and errs[k] <= args["--max-err"]]
         times = [[] for _ in sessions]
-        for _ in range(args["--runs"]):
-            for k, s in enumerate(sessions):
-                if not s:
-                    continue
+        for r in range(1, args["--runs"] + 1):
+            for k in [0] + (live if r > 1 else [k for k in range(1, aa) if sessions[k]]) + [aa]:
                 t0 = time.perf_counter()
-                s.run(None, feed)
+                sessions[k].run(None, feed)
                 times[k].append((time.perf_counter() - t0) * 1e3)
+            if not live:
+                break
+            q = {k: quartiles(times[0], times[k]) for k in live}
+            noise = noise_of(quartiles(times[0], times[aa]), args["--min-gain"])
+            if r == args["--screen"] and len(live) > 1:
+                lead = q[max(live, key=lambda k: q[k][1])]
+                live = [k for k in live if not (q[k][2] < lead[0] and q[k][1] < lead[1] - 2 * noise)]
+            if r >= args["--min-runs"] and all(q[k][0] > 1 + noise or q[k][2] < 1 + noise for k in live):
+                break
     except Exception as e:  # onnxruntime raises its own types for a model it refuses
         print(f"onnxruntime: {e}", file=sys.stderr)
         return 2
 
-    def pct(v, q):
-        v = sorted(v)
-        x = q * (len(v) - 1)
-        lo = int(x)
-        hi = min(lo + 1, len(v) - 1)
-        return v[lo] + (v[hi] - v[lo]) * (x - lo)
-
     for k, t in enumerate(times):  # a candidate not timed: 0 ms, error inf, ratio 0
         idx = -1 if k == len(sessions) - 1 else k
         err = errs[k] if idx >= 0 else 0.0
-        print(f"model\t{idx}\t{pct(t, 0.5) if t else 0:.6g}\t{min(t) if t else 0:.6g}\t{err:.6g}")
+        print(f"model\t{idx}\t{pct(t, 0.5) if t else 0:.6g}\t{min(t) if t else 0:.6g}\t{err:.6g}\t{len(t)}")
     for k in range(1, len(sessions)):
         idx = -1 if k == len(sessions) - 1 else k
-        r = [a / b for a, b in zip(times[0], times[k])] or [0.0]
-        print(f"ratios\t{idx}\t{pct(r, 0.5):.6g}\t{pct(r, 0.25):.6g}\t{pct(r, 0.75):.6g}")
+        lo, med, hi = quartiles(times[0], times[k])
+        print(f"ratios\t{idx}\t{med:.6g}\t{lo:.6g}\t{hi:.6g}")
     return 0
 
 

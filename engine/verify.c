@@ -24,7 +24,9 @@ __asm__(".section .rodata\n"
 void eg_verify_opts_init(eg_verify_opts *o) {
     o->threads = 1;
     o->runs = 20;
-    o->warmup = 3;
+    o->warmup = 2;
+    o->screen = 3;
+    o->min_runs = 5;
 }
 
 static eg_status v_fail(char *err, size_t errlen, eg_status rc, const char *msg, const char *a) {
@@ -97,16 +99,16 @@ static void message_of(const char *out, char *err, size_t errlen) {
 static int parse(const char *out, int n, eg_verify_row *rows, eg_verify_row *aa) {
     int got = 0;
     for (const char *l = out; *l;) {
-        int idx;
+        int idx, rounds = 0;
         double a, b, c;
         eg_verify_row *r = NULL;
         if (!strncmp(l, "model\t", 6) || !strncmp(l, "ratios\t", 7)) {
             int is_model = l[0] == 'm';
-            if (sscanf(l + (is_model ? 6 : 7), "%d\t%lf\t%lf\t%lf", &idx, &a, &b, &c) != 4 || idx < -1 ||
-                idx >= n || !isfinite(a) || !isfinite(b) || isnan(c))
+            int got_fields = sscanf(l + (is_model ? 6 : 7), "%d\t%lf\t%lf\t%lf\t%d", &idx, &a, &b, &c, &rounds);
+            if (got_fields < 4 || idx < -1 || idx >= n || !isfinite(a) || !isfinite(b) || isnan(c) || rounds < 0)
                 return -1;
             r = idx < 0 ? aa : &rows[idx];
-            if (is_model) r->median_ms = a, r->min_ms = b, r->max_rel_err = c;
+            if (is_model) r->median_ms = a, r->min_ms = b, r->max_rel_err = c, r->rounds = rounds;
             else r->ratio = a, r->ratio_lo = b, r->ratio_hi = c;
             got++;
         }
@@ -122,11 +124,15 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
         return v_fail(err, errlen, EG_ELIMIT, "verify: %s", "between 1 and 15 candidates");
     const char *python = getenv("TASOC_PYTHON");
     if (!python || !*python) python = "python3";
-    char threads[16], runs[16], warmup[16];
+    char threads[16], runs[16], warmup[16], screen[16], min_runs[16], max_err[32], min_gain[32];
     snprintf(threads, sizeof threads, "%d", o->threads > 0 ? o->threads : 1);
     snprintf(runs, sizeof runs, "%d", o->runs > 0 ? o->runs : 1);
     snprintf(warmup, sizeof warmup, "%d", o->warmup >= 0 ? o->warmup : 0);
-    char *argv[10 + EG_VERIFY_MAX_MODELS + 1];
+    snprintf(screen, sizeof screen, "%d", o->screen > 0 ? o->screen : 1);
+    snprintf(min_runs, sizeof min_runs, "%d", o->min_runs > 0 ? o->min_runs : 1);
+    snprintf(max_err, sizeof max_err, "%.17g", EG_VERIFY_MAX_REL_ERR);
+    snprintf(min_gain, sizeof min_gain, "%.17g", EG_VERIFY_MIN_GAIN);
+    char *argv[18 + EG_VERIFY_MAX_MODELS + 1];
     int k = 0;
     argv[k++] = (char *)python;
     argv[k++] = "-c";
@@ -134,6 +140,10 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
     argv[k++] = "--threads", argv[k++] = threads;
     argv[k++] = "--runs", argv[k++] = runs;
     argv[k++] = "--warmup", argv[k++] = warmup;
+    argv[k++] = "--screen", argv[k++] = screen;
+    argv[k++] = "--min-runs", argv[k++] = min_runs;
+    argv[k++] = "--max-err", argv[k++] = max_err;
+    argv[k++] = "--min-gain", argv[k++] = min_gain;
     for (int i = 0; i < n; i++) argv[k++] = (char *)paths[i];
     argv[k] = NULL;
     char *out = NULL;

@@ -10,6 +10,11 @@
  * after a run, which would take the cores from the next model's), the same random
  * inputs, warm-up runs, then rounds that run every model once in turn,
  * alternating, plus the input a second time (the A/A: the machine's noise).
+ * The rounds end once they have decided, by rules on the rounds alone
+ * (never a clock; ort_time.py's header): a candidate clearly slower than
+ * the leader leaves them after a few, and they stop when every candidate
+ * left is faster or not faster beyond the noise, so a big model is timed
+ * for a few rounds and a close call for all of them.
  * Why a helper process and not onnxruntime's C API: the runtime users run
  * is the Python wheel's, which ships no C library or header to link; a
  * process also keeps onnxruntime's threads and memory out of the engine.
@@ -42,9 +47,14 @@
 #define EG_VERIFY_MAX_MODELS 16
 
 typedef struct {
-    int threads; /* onnxruntime intra-op threads (default 1) */
-    int runs;    /* alternating rounds (default 20) */
-    int warmup;  /* runs per model before them (default 3) */
+    int threads;  /* onnxruntime intra-op threads (default 1) */
+    int runs;     /* alternating rounds, at most (default 20) */
+    int warmup;   /* runs per model before them (default 2) */
+    int screen;   /* after this many rounds a candidate clearly slower than
+                     the leader leaves them (default 3) */
+    int min_runs; /* from this round on, the rounds stop once every
+                     candidate still in them is decided (default 5; set it
+                     to runs for exactly runs rounds) */
 } eg_verify_opts;
 
 typedef struct {
@@ -53,6 +63,7 @@ typedef struct {
     double ratio, ratio_lo, ratio_hi;  /* per round, input time / this
                                           model's: median, 25th and 75th
                                           percentiles (1 for the input) */
+    int rounds;                        /* rounds it was timed in */
 } eg_verify_row;
 
 void eg_verify_opts_init(eg_verify_opts *o);

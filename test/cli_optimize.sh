@@ -257,11 +257,34 @@ check "... both compute what the input computes" python3 "$tmp/same.py" "$corpus
 check "--cost ort, the fused form as fast: no spelling changes (the analytic cost rates both alike too)" \
     eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl2.onnx' $ort_opt && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out' && status_is 0 '$E' optimize --deterministic '$corpus/post_ln.onnx' -o '$tmp/pl3.onnx' -q && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out'"
 check "--cost ort for real: --verify is on by default, the result agrees in onnxruntime" \
-    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
+    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 --no-cost-cache && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
 printf 'garbage\n' >"$tmp/garbage.onnx"
 check "the timing helper: a candidate onnxruntime refuses is reported and never timed, the others are" \
-    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 3 '$corpus/attention.onnx' '$tmp/garbage.onnx' '$corpus/attention.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t0\t0\tinf$' '$tmp/oh' && grep -qP '^ratios\t2\t[0-9.]+' '$tmp/oh' && ! grep -qP '^ratios\t2\t0\t' '$tmp/oh' && grep -q 'garbage.onnx: onnxruntime refuses it' '$tmp/eh'"
+    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 3 '$corpus/attention.onnx' '$tmp/garbage.onnx' '$corpus/attention.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t0\t0\tinf\t0$' '$tmp/oh' && grep -qP '^ratios\t2\t[0-9.]+' '$tmp/oh' && ! grep -qP '^ratios\t2\t0\t' '$tmp/oh' && grep -q 'garbage.onnx: onnxruntime refuses it' '$tmp/eh'"
 check "... and computes what the input computes" python3 "$tmp/same.py" "$corpus/attention.onnx" "$tmp/real_ort.onnx"
+# The helper's rounds end when they have decided: a candidate with wrong
+# outputs is timed once, one 50x slower leaves after the screening rounds,
+# the rest stop between the minimum and the maximum.
+python3 - "$tmp" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+def save(name, nodes, inits):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 256])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), f"{sys.argv[1]}/rounds_{name}.onnx")
+save("base", [helper.make_node("Relu", ["x"], ["y"])], [])
+save("wrong", [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "two"], ["y"])],
+     [numpy_helper.from_array(np.array(2, np.float32), "two")])
+k = [numpy_helper.from_array(np.array(1 + (-1) ** i * 1e-4, np.float32), f"k{i}") for i in range(60)]
+save("slow", [helper.make_node("Relu", ["x"], ["t0"])] +
+     [helper.make_node("Mul", [f"t{i}", f"k{i}"], ["y" if i == 59 else f"t{i + 1}"]) for i in range(60)], k)
+PY
+check "the timing helper: wrong outputs timed in 1 round, a much slower candidate in 3, the rest in 5 to 20" \
+    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 20 '$tmp/rounds_base.onnx' '$tmp/rounds_slow.onnx' '$tmp/rounds_base.onnx' '$tmp/rounds_wrong.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t3\t.*\t1$' '$tmp/oh' && grep -qP '^model\t1\t.*\t3$' '$tmp/oh' && grep -qP '^model\t2\t.*\t([5-9]|1[0-9]|20)$' '$tmp/oh'"
+check "... with --min-runs 20, exactly 20 for those left" \
+    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 20 --min-runs 20 '$tmp/rounds_base.onnx' '$tmp/rounds_base.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t.*\t20$' '$tmp/oh' && grep -qP '^model\t-1\t.*\t20$' '$tmp/oh'"
 check "--cost ort --no-verify: no onnxruntime timing of the result" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/nv.onnx' -q --cost ort --no-verify && ! grep -q '^verify:' '$tmp/out'"
 
