@@ -387,45 +387,27 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
     return 0;
 }
 
-/* The cost model: the --cost asked for; by default onnxruntime's own
- * measurements where python3 has onnxruntime, else the analytic-cpu
- * roofline with a warning (nothing will check its choice). Then --verify's
- * default (on with ort costs) and the cost cache: --cost-cache's file, or
- * for a measuring backend the per-user one (a problem with that file is a
- * warning: the user did not name it). @return EG_OK or an error in err. */
+/* The cost model (eg_cost_open: by default onnxruntime's measurements
+ * where python3 has onnxruntime, else analytic-cpu with a warning; the
+ * per-user cache for a measuring backend), then --verify's default: on
+ * with ort costs. @return EG_OK or an error in err. */
 static eg_status open_cost(opt_args *a, eg_cost **cost, char *err, size_t errlen) {
-    eg_status rc;
-    if (a->cost_set) {
-        rc = eg_cost_new_threads(a->cost, NULL, a->verify.threads, cost, err, errlen);
-    } else {
-        a->cost = EG_COST_ORT;
-        rc = eg_cost_new_threads(a->cost, NULL, a->verify.threads, cost, err, errlen);
-        if (rc == EG_EUNSUPPORTED) {
-            fprintf(stderr, "engine: warning: %s; costs come from the analytic-cpu roofline and the result is "
-                    "not verified in onnxruntime (--deterministic says that is intended)\n", err);
-            a->cost = EG_COST_ANALYTIC_CPU;
-            rc = eg_cost_new_threads(a->cost, NULL, 1, cost, err, errlen);
-        }
-    }
+    eg_cost_open_opts o = {.pick = !a->cost_set, .kind = a->cost, .threads = a->verify.threads,
+                           .cache = a->cost_cache, .default_cache = !a->no_cache && !a->deterministic};
+    eg_cost_open_info info;
+    eg_status rc = eg_cost_open(&o, cost, &info, err, errlen);
     if (rc != EG_OK) return rc;
-    if (a->verify_on == 0 && a->cost == EG_COST_ORT) a->verify_on = 1; /* measured costs, measured result */
-    a->verify_on = a->verify_on > 0;
-    int measures = a->cost == EG_COST_CPU || a->cost == EG_COST_CUDA || a->cost == EG_COST_ORT;
-    if (!a->cost_cache && measures && !a->no_cache && !a->deterministic) {
-        if (eg_cost_default_path(*cost, a->cache_buf, sizeof a->cache_buf) != 0) {
-            fprintf(stderr, "engine: warning: no per-user cost cache (no $HOME, or its cache directory "
-                    "cannot be made): every kernel is measured anew\n");
-            return EG_OK;
-        }
+    if (info.warning[0])
+        fprintf(stderr, "engine: warning: %s%s\n", info.warning,
+                info.fell_back ? " (--deterministic says that is intended)" : "");
+    a->cost = info.kind;
+    if (info.cache && info.cache != a->cost_cache) {
+        snprintf(a->cache_buf, sizeof a->cache_buf, "%s", info.cache);
         a->cost_cache = a->cache_buf, a->cache_is_default = 1;
     }
-    if (!a->cost_cache) return EG_OK;
-    rc = eg_cost_attach_cache(*cost, a->cost_cache, err, errlen);
-    if (rc != EG_OK && a->cache_is_default && rc != EG_ENOMEM) {
-        fprintf(stderr, "engine: warning: %s (the cost cache is rewritten at the end)\n", err);
-        rc = EG_OK;
-    }
-    return rc;
+    if (a->verify_on == 0 && a->cost == EG_COST_ORT) a->verify_on = 1; /* measured costs, measured result */
+    a->verify_on = a->verify_on > 0;
+    return EG_OK;
 }
 
 /* Where the costs came from: kernels timed now, costs estimated (analytic,
@@ -508,83 +490,19 @@ static int census(const eg_graph *g) {
     return rc;
 }
 
-/* --verify: time the input file and the candidates (the search's result,
- * its runners-up in r, the built-ins alone; each once, exported next to
- * a.out) in onnxruntime and say which to write: *pick 0 for the input,
- * else the candidate now in *best (a runner-up taken from r). The
- * temporary files go. */
-static eg_status verify(const opt_args *a, const eg_graph *g, eg_cost *cost, eg_search_result *r,
-                        eg_graph **best, int *pick, char *err, size_t errlen) {
-    enum { MAX_CAND = 2 + EG_SEARCH_RUNNERS };
-    eg_builtin_stats st = {0};
-    eg_graph *plain = eg_graph_clone(g);
-    char path[MAX_CAND][4096], names[MAX_CAND + 1][32];
-    const char *paths[MAX_CAND + 1] = {a->in};
-    int source[MAX_CAND + 1]; /* per row: -1 input, 0 best, 1.. runner k-1, MAX_CAND plain */
-    uint64_t hash[MAX_CAND];
-    eg_verify_row rows[MAX_CAND + 1], aa;
-    int n = 1, n_cand = 0;
-    double secs = 0;
-    eg_status rc = plain ? EG_OK : EG_ENOMEM;
-    *pick = 0;
-    snprintf(names[0], sizeof names[0], "input");
-    if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
-    if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
-    if (rc == EG_OK) rc = eg_spell(plain, cost, &st.sum_spelled, err, errlen);
-    for (int k = 0; k < 2 + r->n_runners && rc == EG_OK; k++) {
-        int src = k == 0 ? 0 : k <= r->n_runners ? k : MAX_CAND;
-        const eg_graph *c = src == 0 ? *best : src == MAX_CAND ? plain : r->runner[src - 1];
-        uint64_t h = eg_graph_hash(c);
-        int seen = 0;
-        for (int q = 0; q < n_cand; q++) seen |= h && hash[q] == h;
-        if (seen) continue; /* the same graph twice (the result may be the built-ins alone) */
-        hash[n_cand++] = h, source[n] = src;
-        if (src == 0) snprintf(names[n], sizeof names[n], "search result");
-        else if (src == MAX_CAND) snprintf(names[n], sizeof names[n], "built-ins alone");
-        else snprintf(names[n], sizeof names[n], "runner-up %d", src);
-        snprintf(path[n - 1], sizeof path[n - 1], "%s.verify.%ld.%d.onnx", a->out, (long)getpid(), n - 1);
-        paths[n] = path[n - 1];
-        rc = eg_save(path[n - 1], c, err, errlen);
-        if (rc == EG_OK) n++;
+/* --verify's report: a line per model timed, the A/A, the choice. */
+static void print_verify(const eg_verify_report *v) {
+    for (int k = 0; k < v->n; k++) {
+        const eg_verify_row *w = &v->row[k];
+        printf("verify: %-15s %8.3f ms (min %.3f)", v->name[k], w->median_ms, w->min_ms);
+        if (k) printf(", speedup %.3fx [%.3f-%.3f], max rel err %.1e", w->ratio, w->ratio_lo, w->ratio_hi,
+                      w->max_rel_err);
+        printf(", %d round%s\n", w->rounds, w->rounds == 1 ? "" : "s");
     }
-    if (rc == EG_OK) {
-        if (!a->quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (at most %d rounds, %d thread%s)\n", n,
-                               a->verify.runs, a->verify.threads, a->verify.threads == 1 ? "" : "s");
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        rc = eg_verify_time(paths, n, &a->verify, rows, &aa, err, errlen);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    }
-    if (rc == EG_OK) {
-        *pick = eg_verify_pick(rows, n, &aa);
-        for (int k = 0; k < n; k++) {
-            printf("verify: %-15s %8.3f ms (min %.3f)", names[k], rows[k].median_ms, rows[k].min_ms);
-            if (k) printf(", speedup %.3fx [%.3f-%.3f], max rel err %.1e", rows[k].ratio, rows[k].ratio_lo,
-                          rows[k].ratio_hi, rows[k].max_rel_err);
-            printf(", %d round%s\n", rows[k].rounds, rows[k].rounds == 1 ? "" : "s");
-        }
-        printf("verify: A/A %.3fx [%.3f-%.3f] (the input against itself: the noise)\n", aa.ratio, aa.ratio_lo,
-               aa.ratio_hi);
-        printf("verify: writing the %s (timing took %.2f s)\n",
-               *pick ? names[*pick] : "input (no candidate measured faster)", secs);
-    }
-    for (int k = 1; k < n; k++) eg_remove_saved(paths[k], g);
-    int src = rc == EG_OK && *pick ? source[*pick] : 0;
-    if (src == MAX_CAND) { /* plain is a clone of g: it borrows nothing from *best */
-        eg_free(*best);
-        *best = plain;
-        plain = NULL;
-    } else if (src > 0) { /* a runner-up borrows from *best's base: hand the base over */
-        eg_graph *runner = r->runner[src - 1], *base = (*best)->base;
-        r->runner[src - 1] = r->runner[--r->n_runners];
-        (*best)->base = NULL;
-        eg_free(*best);
-        if (base) eg_graph_set_base(runner, base);
-        *best = runner;
-    }
-    eg_free(plain);
-    return rc;
+    printf("verify: A/A %.3fx [%.3f-%.3f] (the input against itself: the noise)\n", v->aa.ratio, v->aa.ratio_lo,
+           v->aa.ratio_hi);
+    printf("verify: writing the %s (timing took %.2f s)\n",
+           v->pick ? v->name[v->pick] : "input (no candidate measured faster)", v->seconds);
 }
 
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
@@ -618,7 +536,10 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
     int keep_input = rc == EG_OK && r.kept_input, pick = 1;
     if (rc == EG_OK && a.verify_on && !keep_input) {
-        rc = verify(&a, g, cost, &r, &best, &pick, err, sizeof err);
+        eg_verify_report v;
+        rc = eg_verify_choose(g, a.in, a.out, cost, &r, &best, &a.verify, a.quiet, &v, err, sizeof err);
+        if (rc == EG_OK) print_verify(&v);
+        pick = rc == EG_OK ? v.pick : 1;
         keep_input = rc == EG_OK && pick == 0;
     }
     int verbatim = keep_input && !g->repaired && !g->external && !a.n_dims;

@@ -1050,6 +1050,39 @@ int eg_cost_default_path(const eg_cost *c, char *buf, size_t len) {
     return make_parents(buf);
 }
 
+eg_status eg_cost_open(const eg_cost_open_opts *o, eg_cost **out, eg_cost_open_info *info, char *err,
+                       size_t errlen) {
+    int threads = o->threads > 0 ? o->threads : 1;
+    memset(info, 0, sizeof *info);
+    info->kind = o->pick ? EG_COST_ORT : o->kind;
+    eg_status rc = eg_cost_new_threads(info->kind, NULL, threads, out, err, errlen);
+    if (rc == EG_EUNSUPPORTED && o->pick) {
+        snprintf(info->warning, sizeof info->warning, "%s; costs come from the analytic-cpu roofline and the "
+                 "result is not verified in onnxruntime", err);
+        info->kind = EG_COST_ANALYTIC_CPU, info->fell_back = 1;
+        rc = eg_cost_new_threads(info->kind, NULL, 1, out, err, errlen);
+    }
+    if (rc != EG_OK) return rc;
+    int measures = info->kind == EG_COST_CPU || info->kind == EG_COST_CUDA || info->kind == EG_COST_ORT;
+    info->cache = o->cache;
+    if (!info->cache && measures && o->default_cache) {
+        if (eg_cost_default_path(*out, info->cache_buf, sizeof info->cache_buf) != 0) {
+            snprintf(info->warning, sizeof info->warning, "no per-user cost cache (no $HOME, or its cache "
+                     "directory cannot be made): every kernel is measured anew");
+            return EG_OK;
+        }
+        info->cache = info->cache_buf;
+    }
+    if (!info->cache) return EG_OK;
+    rc = eg_cost_attach_cache(*out, info->cache, err, errlen);
+    if (rc != EG_OK && !o->cache && rc != EG_ENOMEM) {
+        snprintf(info->warning, sizeof info->warning, "%s (the cost cache is rewritten at the end)", err);
+        rc = EG_OK;
+    }
+    if (rc != EG_OK) eg_cost_free(*out), *out = NULL;
+    return rc;
+}
+
 eg_status eg_cost_fork(const eg_cost *c, eg_cost **out) {
     *out = NULL;
     if (c->kind != EG_COST_ANALYTIC && c->kind != EG_COST_ANALYTIC_CPU) return EG_EUNSUPPORTED;

@@ -174,6 +174,36 @@ const char *eg_cost_machine(const eg_cost *c);
  * buf too small, or the directory cannot be made). */
 int eg_cost_default_path(const eg_cost *c, char *buf, size_t len);
 
+/* How eg_cost_open picks the backend and its cache: the defaults of
+ * engine optimize and tasoc_optimize, in one place. */
+typedef struct {
+    int pick;          /* 1: ort where python3 ($TASOC_PYTHON) has
+                          onnxruntime, else analytic-cpu (with a warning);
+                          0: kind */
+    eg_cost_kind kind; /* when !pick */
+    int threads;       /* ort's intra-op threads (< 1: 1) */
+    const char *cache; /* a cache file the caller named, or NULL */
+    int default_cache; /* no cache named: a measuring backend uses the
+                          per-user file (eg_cost_default_path) */
+} eg_cost_open_opts;
+
+/* What eg_cost_open did. */
+typedef struct {
+    eg_cost_kind kind;  /* the backend opened */
+    const char *cache;  /* the cache file in use (o->cache or cache_buf), NULL none */
+    char cache_buf[4096];
+    int fell_back;      /* pick found no onnxruntime: analytic-cpu, unverified */
+    char warning[320];  /* "" or what the user should know: the fallback, or
+                           a per-user cache that could not be read or made */
+} eg_cost_open_info;
+
+/* Open a cost model as o says. A problem with a cache the caller named is
+ * an error; one with the per-user cache is a warning (the user named no
+ * file; the cache is rewritten whole at eg_cost_save).
+ * @return EG_OK with *out and *info set, or eg_cost_new's errors. */
+eg_status eg_cost_open(const eg_cost_open_opts *o, eg_cost **out, eg_cost_open_info *info, char *err,
+                       size_t errlen);
+
 /* A copy of c for another thread (a model is for one thread at a time):
  * the same kind and memoised costs, no cache file, counts from zero. Only
  * for a backend that measures nothing (the analytic ones): it computes a

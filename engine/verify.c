@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "engine.h"
+#include "fold.h"
 
 /* The helper's source, NUL-terminated (.incbin, as ruledb_blob.c). */
 extern const char eg_ort_time_py[];
@@ -190,4 +194,80 @@ int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
     for (int k = 1; k < n; k++)
         if (faster(&rows[k], noise) && rows[k].ratio >= fastest - noise) return k;
     return 0;
+}
+
+/* The candidates, deduplicated by graph hash (the result may be the
+ * built-ins alone), exported next to prefix; rep->name and paths filled.
+ * source[k]: 0 the search's result, 1.. runner-up k, MAX_CAND the
+ * built-ins alone. @return EG_OK or eg_save's error. */
+enum { MAX_CAND = 2 + EG_SEARCH_RUNNERS };
+
+static eg_status export_candidates(const eg_graph *best, const eg_graph *plain, const eg_search_result *r,
+                                   const char *prefix, char path[][4096], const char **paths, int *source,
+                                   eg_verify_report *rep, char *err, size_t errlen) {
+    uint64_t hash[MAX_CAND];
+    int n_cand = 0;
+    eg_status rc = EG_OK;
+    for (int k = 0; k < 2 + r->n_runners && rc == EG_OK; k++) {
+        int src = k == 0 ? 0 : k <= r->n_runners ? k : MAX_CAND;
+        const eg_graph *c = src == 0 ? best : src == MAX_CAND ? plain : r->runner[src - 1];
+        uint64_t h = eg_graph_hash(c);
+        int seen = 0;
+        for (int q = 0; q < n_cand; q++) seen |= h && hash[q] == h;
+        if (seen) continue;
+        hash[n_cand++] = h, source[rep->n] = src;
+        if (src == 0) snprintf(rep->name[rep->n], sizeof rep->name[0], "search result");
+        else if (src == MAX_CAND) snprintf(rep->name[rep->n], sizeof rep->name[0], "built-ins alone");
+        else snprintf(rep->name[rep->n], sizeof rep->name[0], "runner-up %d", src);
+        snprintf(path[rep->n - 1], 4096, "%s.verify.%ld.%d.onnx", prefix, (long)getpid(), rep->n - 1);
+        paths[rep->n] = path[rep->n - 1];
+        rc = eg_save(path[rep->n - 1], c, err, errlen);
+        if (rc == EG_OK) rep->n++;
+    }
+    return rc;
+}
+
+eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_cost *cost,
+                           eg_search_result *r, eg_graph **best, const eg_verify_opts *o, int quiet,
+                           eg_verify_report *rep, char *err, size_t errlen) {
+    eg_builtin_stats st = {0};
+    eg_graph *plain = eg_graph_clone(g);
+    char path[MAX_CAND][4096];
+    const char *paths[MAX_CAND + 1] = {input_path};
+    int source[MAX_CAND + 1]; /* per row: -1 input, 0 best, 1.. runner k, MAX_CAND plain */
+    eg_status rc = plain ? EG_OK : EG_ENOMEM;
+    memset(rep, 0, sizeof *rep);
+    rep->n = 1;
+    snprintf(rep->name[0], sizeof rep->name[0], "input");
+    if (rc == EG_ENOMEM) snprintf(err, errlen, "out of memory");
+    if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
+    if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
+    if (rc == EG_OK) rc = eg_spell(plain, cost, &st.sum_spelled, err, errlen);
+    if (rc == EG_OK) rc = export_candidates(*best, plain, r, prefix, path, paths, source, rep, err, errlen);
+    if (rc == EG_OK) {
+        if (!quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (at most %d rounds, %d thread%s)\n",
+                            rep->n, o->runs, o->threads, o->threads == 1 ? "" : "s");
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        rc = eg_verify_time(paths, rep->n, o, rep->row, &rep->aa, err, errlen);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        rep->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    }
+    if (rc == EG_OK) rep->pick = eg_verify_pick(rep->row, rep->n, &rep->aa);
+    for (int k = 1; k < rep->n; k++) eg_remove_saved(paths[k], g);
+    int src = rc == EG_OK && rep->pick ? source[rep->pick] : 0;
+    if (src == MAX_CAND) { /* plain is a clone of g: it borrows nothing from *best */
+        eg_free(*best);
+        *best = plain;
+        plain = NULL;
+    } else if (src > 0) { /* a runner-up borrows from *best's base: hand the base over */
+        eg_graph *runner = r->runner[src - 1], *base = (*best)->base;
+        r->runner[src - 1] = r->runner[--r->n_runners];
+        (*best)->base = NULL;
+        eg_free(*best);
+        if (base) eg_graph_set_base(runner, base);
+        *best = runner;
+    }
+    eg_free(plain);
+    return rc;
 }

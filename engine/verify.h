@@ -37,7 +37,9 @@
 
 #include <stddef.h>
 
+#include "cost.h"
 #include "graph.h"
+#include "search.h"
 
 /* The largest output difference a candidate may show (max |a - b| /
  * max |a| over its outputs, on the helper's random inputs). */
@@ -88,5 +90,30 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
  * caller lists them in its cost model's order: the search's result, its
  * runners-up, the built-ins alone), so a tie goes to the cost model. */
 int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa);
+
+/* What eg_verify_choose timed and chose: rows[0] the input, then each
+ * distinct candidate in the cost model's order (the search's result, its
+ * runners-up, the built-ins alone), their names, the A/A row. */
+typedef struct {
+    int n;
+    char name[EG_VERIFY_MAX_MODELS][32];
+    eg_verify_row row[EG_VERIFY_MAX_MODELS], aa;
+    int pick;       /* 0: the input stays; else the row written */
+    double seconds; /* the helper's wall time */
+} eg_verify_report;
+
+/* The verify step of the optimize pipeline (engine optimize --verify,
+ * tasoc_optimize's default with ort costs): export the candidates (*best,
+ * the search's runners-up in r, the built-ins alone on g) as
+ * PREFIX.verify.PID.K.onnx, time them against input_path (g's file), pick
+ * (eg_verify_pick) and remove the files. When a candidate other than
+ * *best wins, *best becomes it (a runner-up is taken out of r); when the
+ * input wins, rep->pick is 0 and *best is left as it was (the caller
+ * writes g). quiet: no progress line on stderr.
+ * @pre *best and r from eg_optimize(g, ..., cost, ...).
+ * @return EG_OK, or an error of eg_save or eg_verify_time in err. */
+eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_cost *cost,
+                           eg_search_result *r, eg_graph **best, const eg_verify_opts *o, int quiet,
+                           eg_verify_report *rep, char *err, size_t errlen);
 
 #endif
