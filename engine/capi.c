@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cost.h"
 #include "engine.h"
@@ -15,6 +16,7 @@
 #include "rules.h"
 #include "search.h"
 #include "tasoc.h"
+#include "verify.h"
 
 /* A counted reference to an eg_graph. An optimized graph borrows tensor
  * data from its input, so it holds a reference to the input's handle
@@ -38,6 +40,7 @@ typedef struct {
 struct tasoc_result {
     tasoc_summary s;
     applied_rule *rule; /* [s.n_rules] */
+    char pick[32], warning[320]; /* what s.verify_pick and s.warning point to */
 };
 
 struct tasoc_ruledb {
@@ -251,6 +254,49 @@ static int result_new(const eg_search_result *r, const eg_ruleset *rs, tasoc_res
     return rc;
 }
 
+/* Opts to the cost model engine optimize would open: o->cost, or the
+ * default choice; the per-user cache unless named or turned off. */
+static int open_cost(const tasoc_opts *o, eg_cost **cost, eg_cost_open_info *info, char *err, size_t errlen) {
+    eg_cost_kind kind = EG_COST_ANALYTIC_CPU;
+    int pick = !o->cost && !o->deterministic;
+    int rc = pick ? EG_OK : cost_kind(o->cost, &kind, err, errlen);
+    int analytic = kind == EG_COST_ANALYTIC || kind == EG_COST_ANALYTIC_CPU;
+    if (rc == EG_OK && o->deterministic && (!analytic || o->verify > 0 || o->cost_cache)) {
+        snprintf(err, errlen, "deterministic measures nothing: cost analytic-cpu or analytic, no verify, "
+                 "no cost cache");
+        return EG_EUNSUPPORTED;
+    }
+    eg_cost_open_opts co = {.pick = pick, .kind = kind, .threads = o->threads, .cache = o->cost_cache,
+                            .default_cache = !o->no_cost_cache && !o->deterministic};
+    return rc == EG_OK ? (int)eg_cost_open(&co, cost, info, err, errlen) : rc;
+}
+
+/* tasoc_optimize's verify: the input written to a private temporary
+ * directory (its file's bytes when it has them), the candidates beside
+ * it, eg_verify_choose; *verify_pick 0 when the input stays. */
+static int verify(const tasoc_graph *g, const tasoc_opts *o, eg_cost *cost, eg_search_result *res,
+                  eg_graph **b, eg_verify_report *rep, char *err, size_t errlen) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], in[4200], prefix[4200];
+    snprintf(dir, sizeof dir, "%s/tasoc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(err, errlen, "verify: cannot make a temporary directory in %s", tmp && *tmp ? tmp : "/tmp");
+        return EG_EIO;
+    }
+    snprintf(in, sizeof in, "%s/input.onnx", dir);
+    snprintf(prefix, sizeof prefix, "%s/candidate", dir);
+    int rc = g->bytes && !g->g->external ? (int)egp_write_file(in, g->bytes, g->len, err, errlen)
+                                         : (int)eg_save(in, g->g, err, errlen);
+    eg_verify_opts vo;
+    eg_verify_opts_init(&vo);
+    vo.threads = o->threads > 0 ? o->threads : 1;
+    if (o->verify_runs > 0) vo.runs = o->verify_runs;
+    if (rc == EG_OK) rc = (int)eg_verify_choose(g->g, in, prefix, cost, res, b, &vo, 1, rep, err, errlen);
+    eg_remove_saved(in, g->g);
+    rmdir(dir);
+    return rc;
+}
+
 int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, tasoc_result **r,
                    char *err, size_t errlen) {
     tasoc_opts dflt;
@@ -258,7 +304,9 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     eg_cost *cost = NULL;
     eg_graph *b = NULL;
     eg_search_result res = {0};
-    eg_cost_kind kind = EG_COST_ANALYTIC;
+    eg_cost_open_info info = {0};
+    eg_verify_report rep = {0};
+    int verified = 0;
     *best = NULL;
     *r = NULL;
     if (!o) tasoc_opts_init(&dflt), o = &dflt;
@@ -266,14 +314,42 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     eg_search_opts_init(&so); /* its defaults for what tasoc_opts does not name (two search threads) */
     so.alpha = o->alpha, so.budget = o->budget, so.time_limit = o->time_limit;
     int rc = check_opts(o, err, errlen);
-    if (rc == EG_OK) rc = cost_kind(o->cost, &kind, err, errlen);
     if (rc == EG_OK)
         rc = (int)(o->ruledb ? eg_ruleset_load(o->ruledb, &rs, err, errlen)
                              : eg_ruleset_shipped(&rs, err, errlen));
-    if (rc == EG_OK) rc = (int)eg_cost_new_threads(kind, o->cost_cache, o->threads > 0 ? o->threads : 1, &cost, err, errlen);
+    if (rc == EG_OK) rc = open_cost(o, &cost, &info, err, errlen);
     if (rc == EG_OK) rc = (int)eg_optimize(g->g, rs, cost, &so, &b, &res, err, errlen);
-    if (rc == EG_OK && o->cost_cache) rc = (int)eg_cost_save(cost, err, errlen);
+    int verify_on = o->verify > 0 || (o->verify == 0 && rc == EG_OK && info.kind == EG_COST_ORT);
+    if (rc == EG_OK && verify_on && !o->deterministic && !res.kept_input) {
+        rc = verify(g, o, cost, &res, &b, &rep, err, errlen);
+        verified = rc == EG_OK;
+        if (verified && rep.pick == 0) { /* the input stays */
+            eg_free(b);
+            b = eg_graph_clone(g->g);
+            res.kept_input = 1;
+            if (!b) rc = EG_ENOMEM, snprintf(err, errlen, "out of memory");
+        }
+    }
+    if (rc == EG_OK && info.cache) {
+        int saved = (int)eg_cost_save(cost, err, errlen);
+        if (saved != EG_OK && o->cost_cache) rc = saved; /* the per-user cache's problem: the result stands */
+    }
     if (rc == EG_OK && (rc = result_new(&res, rs, r)) != EG_OK) snprintf(err, errlen, "out of memory");
+    if (rc == EG_OK) {
+        tasoc_summary *s = &(*r)->s;
+        s->cost_model = eg_cost_kind_name(info.kind);
+        s->verified = verified;
+        if (verified) {
+            snprintf((*r)->pick, sizeof (*r)->pick, "%s", rep.name[rep.pick]);
+            s->verify_pick = (*r)->pick;
+            s->verify_speedup = rep.pick ? rep.row[rep.pick].ratio : 1.0;
+            s->verify_seconds = rep.seconds;
+        }
+        if (info.warning[0]) {
+            snprintf((*r)->warning, sizeof (*r)->warning, "%s", info.warning);
+            s->warning = (*r)->warning;
+        }
+    }
     if (rc == EG_OK && !(*best = handle_new(b, NULL, 0))) {
         rc = EG_ENOMEM;
         snprintf(err, errlen, "out of memory");

@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define TASOC_ERRLEN 320
-#define TASOC_API_VERSION 3 /* bumped when a signature or struct changes */
+#define TASOC_API_VERSION 4 /* bumped when a signature or struct changes */
 
 typedef struct tasoc_graph tasoc_graph;
 typedef struct tasoc_result tasoc_result;
@@ -52,10 +52,20 @@ typedef struct {
     double time_limit;      /* seconds, >= 0 */
     uint64_t budget;        /* graph expansions */
     const char *cost;       /* "analytic-cpu", "analytic", "cpu", "cuda" or "ort";
-                               NULL analytic-cpu, as engine optimize */
+                               NULL as engine optimize: "ort" where python3
+                               ($TASOC_PYTHON) has onnxruntime, else
+                               "analytic-cpu" with a warning (summary) */
     const char *ruledb;     /* a ruledb file; NULL the shipped rules */
-    const char *cost_cache; /* a cost cache file; NULL none */
-    int threads;            /* "ort": onnxruntime intra-op threads (0: 1) */
+    const char *cost_cache; /* a cost cache file; NULL the per-user one for
+                               a measuring cost (engine optimize's) */
+    int threads;            /* "ort" and verify: onnxruntime intra-op threads (0: 1) */
+    int verify;             /* 1 time the result against the input in
+                               onnxruntime and keep the faster (engine
+                               optimize --verify); -1 never; 0 with "ort" costs */
+    int verify_runs;        /* at most this many rounds (0: 20) */
+    int deterministic;      /* 1: the same bytes every run: analytic-cpu (or
+                               cost "analytic"), no verify, no cost cache */
+    int no_cost_cache;      /* 1: no per-user cost cache */
 } tasoc_opts;
 
 /* What tasoc_optimize did (tasoc_result_summary). */
@@ -70,6 +80,15 @@ typedef struct {
     int bn_folded, bias_split, relu_fused, cse_merged, weights_folded;
     int sum_spelled;                /* additions written as Sum (eg_spell) */
     int nan_guards_dropped;         /* Where(IsNaN(x), 0, x) on x proved finite */
+    const char *cost_model;         /* the cost backend used ("ort", "analytic-cpu", ...) */
+    int verified;                   /* 1: verify timed the candidates */
+    const char *verify_pick;        /* "input", "search result", "runner-up K",
+                                       "built-ins alone"; NULL unverified */
+    double verify_speedup;          /* the returned graph's measured speedup
+                                       over the input (1 for the input) */
+    double verify_seconds;          /* the timing's wall time */
+    const char *warning;            /* NULL, or what the caller should tell
+                                       the user (an unverified fallback) */
 } tasoc_summary;
 
 /* Facts of a ruledb file (tasoc_ruledb_info). */

@@ -13,7 +13,7 @@ from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_int, c_size
 from pathlib import Path
 from typing import Optional
 
-API_VERSION = 3
+API_VERSION = 4
 ERRLEN = 320
 
 _HERE = Path(__file__).resolve().parent
@@ -50,7 +50,9 @@ def native_path(name: str, env: str, installed: str, tree: str) -> Path:
 
 class Opts(Structure):
     _fields_ = [("alpha", c_double), ("time_limit", c_double), ("budget", c_uint64),
-                ("cost", c_char_p), ("ruledb", c_char_p), ("cost_cache", c_char_p), ("threads", ctypes.c_int)]
+                ("cost", c_char_p), ("ruledb", c_char_p), ("cost_cache", c_char_p), ("threads", ctypes.c_int),
+                ("verify", ctypes.c_int), ("verify_runs", ctypes.c_int), ("deterministic", ctypes.c_int),
+                ("no_cost_cache", ctypes.c_int)]
 
 
 class Summary(Structure):
@@ -60,7 +62,9 @@ class Summary(Structure):
                 ("kept_input", c_int), ("rules_dropped", c_int), ("n_rules", c_size_t),
                 ("bn_folded", c_int), ("bias_split", c_int), ("relu_fused", c_int),
                 ("cse_merged", c_int), ("weights_folded", c_int), ("sum_spelled", c_int),
-                ("nan_guards_dropped", c_int)]
+                ("nan_guards_dropped", c_int), ("cost_model", c_char_p), ("verified", c_int),
+                ("verify_pick", c_char_p), ("verify_speedup", c_double), ("verify_seconds", c_double),
+                ("warning", c_char_p)]
 
 
 class RuledbInfo(Structure):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -53,6 +54,11 @@ class OptimizeResult:
     rules_applied: List[AppliedRule]
     builtins: Dict[str, int] = field(default_factory=dict)
     cost_model: str = "analytic-cpu"
+    verified: bool = False          # verify timed the candidates in onnxruntime
+    verify_pick: Optional[str] = None   # "input", "search result", "runner-up K", "built-ins alone"
+    verify_speedup: float = 1.0     # the returned graph's measured speedup over the input
+    verify_seconds: float = 0.0
+    warning: Optional[str] = None   # e.g. no onnxruntime: analytic costs, unverified
 
     @property
     def speedup(self) -> float:
@@ -65,6 +71,9 @@ class OptimizeResult:
                  f"rules applied: {sum(r.times for r in self.rules_applied)}"
                  + (" (result not cheaper: the input is kept)" if self.kept_input else "")]
         lines += [f"  {r.times}x rule {r.id}: {r.text}" for r in self.rules_applied]
+        if self.verified:
+            lines.append(f"verify: kept the {self.verify_pick} ({self.verify_speedup:.3f}x measured, "
+                         f"{self.verify_seconds:.2f} s)")
         return "\n".join(lines)
 
 
@@ -449,25 +458,40 @@ def export_bytes(graph: Graph) -> bytes:
 
 
 def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: bool = False,
-             cost: str = "analytic-cpu", time_limit: float = 10.0,
+             cost: Optional[str] = None, time_limit: float = 10.0,
              ruledb: Optional[Union[str, "os.PathLike[str]"]] = None,
-             cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1) -> Graph:
+             cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1,
+             verify: Optional[bool] = None, verify_runs: int = 20, deterministic: bool = False,
+             no_cost_cache: bool = False) -> Graph:
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
-    weight folding. alpha keeps graphs under alpha x the best cost (1 to
-    10), budget caps the graphs expanded, time_limit the seconds; cost is
-    "analytic-cpu" (flops and bytes on one CPU core, deterministic: engine
-    optimize's default), "analytic" (the same on a GPU-like device, where
-    a kernel launch saved pays: TASO's merges), "cpu" (measured here),
-    "cuda", or "ort"
-    (measured in onnxruntime with `threads` intra-op threads; the engine's
-    --verify is a command-line step, not done here). Returns
-    the optimized graph; its `result` (an OptimizeResult) gives the costs
-    before and after, the stop reason and the rules applied. The input is
-    returned (as a graph) when nothing is cheaper."""
+    weight folding, and by default a check of the result where it will run.
+    alpha keeps graphs under alpha x the best cost (1 to 10), budget caps
+    the graphs expanded, time_limit the seconds.
+
+    cost: None (the default) measures in onnxruntime ("ort") where it is
+    installed and verifies the result, else uses "analytic-cpu" and warns
+    (a RuntimeWarning) that the result is unverified; or one of
+    "analytic-cpu" (flops and bytes on one CPU core), "analytic" (the same
+    on a GPU-like device, where a kernel launch saved pays: TASO's merges),
+    "cpu" (measured here), "cuda", "ort" (measured in onnxruntime with
+    `threads` intra-op threads). Measured costs are cached per user
+    (cost_cache names another file; no_cost_cache=True keeps none).
+    verify: None verifies with "ort" costs; True times the result, its
+    runners-up and the built-ins alone against the input in onnxruntime and
+    returns the fastest (the input unless one is faster beyond the noise;
+    at most verify_runs rounds); False never. deterministic=True gives the
+    same graph on every run and machine: "analytic-cpu" (or cost
+    "analytic"), no verify, no cache.
+
+    Returns the optimized graph; its `result` (an OptimizeResult) gives
+    the costs before and after, the stop reason, the rules applied and what
+    verify measured. The input is returned (as a graph) when nothing is
+    cheaper or measured faster."""
     if not isinstance(graph, Graph):
         raise ValueError(f"optimize takes a Graph, not {type(graph).__name__}")
-    _check_choice("cost", cost, COSTS)
+    if cost is not None:
+        _check_choice("cost", cost, COSTS)
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
         raise ValueError(f"budget must be a non-negative integer, not {budget!r}")
     L = _lib.lib()
@@ -480,24 +504,31 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
             from None
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be a positive integer, not {threads!r}")
+    if isinstance(verify_runs, bool) or not isinstance(verify_runs, (int, np.integer)) or verify_runs < 1:
+        raise ValueError(f"verify_runs must be a positive integer, not {verify_runs!r}")
     o.threads = int(threads)
-    o.cost = cost.encode()
+    o.cost = cost.encode() if cost is not None else None
     o.ruledb = _lib.fs(ruledb) if ruledb is not None else None
     o.cost_cache = _lib.fs(cost_cache) if cost_cache is not None else None
+    o.verify = 0 if verify is None else (1 if verify else -1)
+    o.verify_runs, o.deterministic, o.no_cost_cache = int(verify_runs), int(bool(deterministic)), \
+        int(bool(no_cost_cache))
     best, res, err = ctypes.c_void_p(), ctypes.c_void_p(), _lib.err_buf()
     _lib.check(L.tasoc_optimize(graph._engine(), ctypes.byref(o), ctypes.byref(best),
                                 ctypes.byref(res), err, _lib.ERRLEN), err)
     try:
         out = Graph(best.value)
-        out.result = _result(res.value, cost)
+        out.result = _result(res.value)
     finally:
         L.tasoc_result_free(res)
+    if out.result.warning:
+        warnings.warn(f"tasoc.optimize: {out.result.warning}", RuntimeWarning, stacklevel=2)
     if print_subst:
         print(out.result)
     return out
 
 
-def _result(res: int, cost: str) -> OptimizeResult:
+def _result(res: int) -> OptimizeResult:
     L = _lib.lib()
     s = _lib.Summary()
     L.tasoc_result_summary(res, ctypes.byref(s))
@@ -512,4 +543,8 @@ def _result(res: int, cost: str) -> OptimizeResult:
     return OptimizeResult(cost_before=s.cost_before, cost_after=s.cost_after, seconds=s.seconds,
                           stop=s.stop.decode(), expanded=s.expanded, generated=s.generated,
                           kept_input=bool(s.kept_input), rules_dropped=bool(s.rules_dropped),
-                          rules_applied=rules, builtins=builtins, cost_model=cost)
+                          rules_applied=rules, builtins=builtins, cost_model=s.cost_model.decode(),
+                          verified=bool(s.verified),
+                          verify_pick=s.verify_pick.decode() if s.verify_pick else None,
+                          verify_speedup=s.verify_speedup, verify_seconds=s.verify_seconds,
+                          warning=s.warning.decode() if s.warning else None)

@@ -14,7 +14,7 @@ from conftest import CORPUS, assert_same_outputs
 def test_attention_merges_projections():
     g = tasoc.load_onnx(CORPUS / "attention.onnx")
     before = g.cost()
-    opt = tasoc.optimize(g, alpha=1.05, budget=200)
+    opt = tasoc.optimize(g, alpha=1.05, budget=200, deterministic=True)
     r = opt.result
     assert isinstance(r, tasoc.OptimizeResult)
     assert r.cost_before == pytest.approx(before)
@@ -31,32 +31,33 @@ def test_attention_merges_projections():
 
 def test_optimize_is_deterministic_and_matches_path_bytes_proto():
     path = CORPUS / "attention.onnx"
-    outs = [tasoc.export_bytes(tasoc.optimize(tasoc.load_onnx(src), alpha=1.05, budget=200))
+    outs = [tasoc.export_bytes(tasoc.optimize(tasoc.load_onnx(src), alpha=1.05, budget=200,
+                                                           deterministic=True))
             for src in (path, str(path), path.read_bytes(), onnx.load(str(path)))]
     assert all(o == outs[0] for o in outs)
 
 
 def test_kept_input_is_the_input_bytes():
     path = CORPUS / "opaque.onnx"
-    opt = tasoc.optimize(tasoc.load_onnx(path))
+    opt = tasoc.optimize(tasoc.load_onnx(path), deterministic=True)
     if opt.result.kept_input:
         assert tasoc.export_bytes(opt) == path.read_bytes()
 
 
 def test_budget_zero_and_time_limit():
     g = tasoc.load_onnx(CORPUS / "inception.onnx")
-    r = tasoc.optimize(g, budget=0).result
+    r = tasoc.optimize(g, budget=0, deterministic=True).result
     assert r.stop == "budget" and r.expanded == 0
-    r = tasoc.optimize(g, time_limit=0.0).result
+    r = tasoc.optimize(g, time_limit=0.0, deterministic=True).result
     assert r.stop in ("time limit", "saturated", "budget")
 
 
 def test_cost_models():
     g = tasoc.load_onnx(CORPUS / "convs.onnx")
     assert g.cost() > 0 and g.cost("cpu") > 0
-    # the default is the CPU roofline, engine optimize's default; "analytic" the GPU-like one
+    # a graph's cost is the CPU roofline by default; "analytic" the GPU-like one
     assert g.cost() == g.cost("analytic-cpu") and g.cost("analytic") != g.cost()
-    assert tasoc.optimize(g, budget=5).result.cost_model == "analytic-cpu"
+    assert tasoc.optimize(g, budget=5, deterministic=True).result.cost_model == "analytic-cpu"
     r = tasoc.optimize(g, cost="cpu", budget=5).result
     assert r.cost_model == "cpu" and r.cost_after <= r.cost_before
 
@@ -77,7 +78,7 @@ def test_cost_ort_measures_in_onnxruntime(tmp_path):
 
 def test_input_freed_before_result():
     g = tasoc.load_onnx(CORPUS / "attention.onnx")
-    opt = tasoc.optimize(g, budget=50)
+    opt = tasoc.optimize(g, budget=50, deterministic=True)
     del g
     gc.collect()
     onnx.checker.check_model(tasoc.export_onnx(opt), full_check=True)
@@ -112,7 +113,7 @@ def test_every_builder_operator():
     g.add(a, s2)
     original = g.to_model()
     onnx.checker.check_model(original, full_check=True)
-    opt = tasoc.optimize(g, alpha=1.05, budget=50)
+    opt = tasoc.optimize(g, alpha=1.05, budget=50, deterministic=True)
     out = tasoc.export_onnx(opt)
     onnx.checker.check_model(out, full_check=True)
     assert_same_outputs(original, out)
@@ -126,7 +127,7 @@ def test_two_parallel_convs_merge_under_alpha():
     a = g.conv2d(input=x, weight=g.new_weight(dims=(16, 16, 1, 1)), strides=(1, 1))
     b = g.conv2d(input=x, weight=g.new_weight(dims=(16, 16, 1, 1)), strides=(1, 1))
     g.relu(g.add(a, b))
-    opt = tasoc.optimize(g, alpha=1.05)
+    opt = tasoc.optimize(g, alpha=1.05, deterministic=True)
     assert opt.result.cost_after <= opt.result.cost_before
     assert_same_outputs(g.to_model(), tasoc.export_onnx(opt))
 
@@ -139,3 +140,40 @@ def test_shipped_ruledb_is_read():
     with pytest.raises(IndexError):
         db.rule(len(db))
     assert tasoc.ruledb(tasoc.shipped_ruledb_path()).info == db.info
+
+
+def test_default_measures_and_verifies(tmp_path, monkeypatch):
+    """The default, as engine optimize's: onnxruntime's costs, cached per
+    user, and the result timed against the input; the graph returned
+    computes what the input computes."""
+    monkeypatch.setenv("TASOC_CACHE_DIR", str(tmp_path / "cache"))
+    src = onnx.load(str(CORPUS / "attention.onnx"))
+    opt = tasoc.optimize(tasoc.load_onnx(src), budget=50, verify_runs=3)
+    r = opt.result
+    assert r.cost_model == "ort" and r.warning is None
+    if not r.kept_input or r.verified:
+        assert r.verified and r.verify_pick in ("input", "search result", "runner-up 1", "runner-up 2",
+                                                "built-ins alone")
+        assert r.verify_seconds > 0 and r.verify_speedup > 0 and "verify: kept the" in str(r)
+    assert [p.name for p in (tmp_path / "cache").iterdir()][0].startswith("costs-ort-")
+    assert_same_outputs(src, tasoc.export_onnx(opt))
+    again = tasoc.optimize(tasoc.load_onnx(src), budget=50, verify=False)
+    assert again.result.cost_model == "ort" and not again.result.verified
+
+
+def test_default_without_onnxruntime_warns_and_is_deterministic(tmp_path, monkeypatch):
+    """No onnxruntime for the helper: the analytic cost, a RuntimeWarning
+    that the result is unverified, and deterministic's graph."""
+    fake = tmp_path / "py"
+    fake.write_text("#!/bin/sh\necho 'err onnxruntime for Python is missing: pip install onnxruntime'\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TASOC_PYTHON", str(fake))
+    g = tasoc.load_onnx(CORPUS / "attention.onnx")
+    with pytest.warns(RuntimeWarning, match="not verified"):
+        opt = tasoc.optimize(g, budget=50)
+    assert opt.result.cost_model == "analytic-cpu" and not opt.result.verified
+    assert "pip install onnxruntime" in opt.result.warning
+    det = tasoc.optimize(g, budget=50, deterministic=True)
+    assert tasoc.export_bytes(opt) == tasoc.export_bytes(det)
+    with pytest.raises(tasoc.TasocError, match="deterministic"):
+        tasoc.optimize(g, deterministic=True, cost="ort")

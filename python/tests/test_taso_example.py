@@ -48,7 +48,12 @@ def test_readme_example_end_to_end(tmp_path):
     r = ns["new_graph"].result
     assert r.stop in ("saturated", "budget", "time limit")
     assert r.cost_after <= r.cost_before
-    assert ns["new_graph"].cost() == r.cost_after
+    # the default measures in onnxruntime and verifies what it returns (the
+    # input when nothing is cheaper); without onnxruntime it is the roofline
+    if r.cost_model == "ort":
+        assert r.verified or r.kept_input
+    else:
+        assert ns["new_graph"].cost(r.cost_model) == r.cost_after
 
 
 def test_readme_example_intended_chain(tmp_path):
