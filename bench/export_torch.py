@@ -12,7 +12,9 @@ Models (file names in the cache: MODEL.onnx):
   hf_bert_base                    transformers BertModel(BertConfig()),
                                   input_ids and attention_mask [1, 128]
 
-Random weights (torch.manual_seed(0) before building each model), eval mode,
+Random weights (torch.manual_seed(0) before building each model; every
+parameter initialisation leaves constant, such as a norm's weight of ones or
+a bias of zeros, randomised too: randomize_parameters), eval mode,
 batch 1, fp32, opset 17, the classic TorchScript exporter (dynamo=False where
 the installed torch has that switch), its defaults otherwise (constant
 folding on: in eval mode BatchNormalization is folded into the Conv before
@@ -69,6 +71,28 @@ def ensure_packages():
     importlib.invalidate_caches()
 
 
+def randomize_parameters(model, seed=0):
+    """Give every parameter that initialisation left constant a random
+    value, as training would: norm weights at exactly 1 and biases at
+    exactly 0 (and batchnorm statistics at 0 and 1) let a graph tool delete
+    x*1 and x+0, a gain no trained model offers, so comparisons with such
+    peers would flatter them. Normal-initialised weights are left as they
+    are. Norm scales and variances become uniform in [0.5, 1.5], the rest
+    normal with standard deviation 0.1. @return model."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    named = list(model.named_parameters()) + [(n, b) for n, b in model.named_buffers()
+                                              if n.endswith(("running_mean", "running_var"))]
+    with torch.no_grad():
+        for name, t in named:
+            if not t.is_floating_point() or t.numel() == 0 or not bool((t == t.flatten()[0]).all()):
+                continue
+            scale_like = name.endswith("running_var") or bool((t == 1).all())
+            r = torch.rand(t.shape, generator=g) + 0.5 if scale_like else torch.randn(t.shape, generator=g) * 0.1
+            t.copy_(r.to(t.dtype))
+    return model
+
+
 def export(module, args, path, input_names, output_names):
     import torch
     kw = dict(opset_version=OPSET, input_names=input_names, output_names=output_names,
@@ -88,14 +112,14 @@ def build(name, path):
     if name in CNNS:
         import torchvision
         fn, extra, size = CNNS[name]
-        model = getattr(torchvision.models, fn)(weights=None, **extra).eval()
+        model = randomize_parameters(getattr(torchvision.models, fn)(weights=None, **extra).eval())
         x = torch.randn(1, 3, size, size)
         export(model, (x,), path, ["input"], ["logits"])
     elif name == "hf_bert_base":
         from transformers import BertConfig, BertModel
 
         config = BertConfig()  # bert-base: 12 layers, hidden 768, 12 heads
-        model = BertModel(config).eval()
+        model = randomize_parameters(BertModel(config).eval())
 
         class Encoder(torch.nn.Module):
             """Tuple outputs (last_hidden_state, pooler_output)."""

@@ -3,13 +3,18 @@
 onnxruntime on this CPU, at 1 and 2 threads.
 
     python3 bench/peers.py [--threads 1,2] [--runs N] [--models a,b,...]
-                           [--bin DIR] [--dir DIR] [--engine-args "..."]
+                           [--unseen] [--bin DIR] [--dir DIR] [--engine-args "..."]
 
-For each real export in bench/cache (bench/export_torch.py) the contenders:
+For each real export in bench/cache (bench/export_torch.py; with --unseen
+also bench/unseen.py's exports in bench/cache/unseen) the contenders:
 
-  engine          out/bin/engine optimize MODEL -o OUT --cost ort --threads T
-                  (onnxruntime cost, --verify on by default; costs cached in
-                  bench/cache/ort-costs-tT.txt, so a rerun is warm)
+  engine          the default command, out/bin/engine optimize MODEL -o OUT
+                  --threads T (onnxruntime's costs and --verify): run twice
+                  on a cost cache of its own, cold then warm (the second
+                  run's output is the one measured; both times reported,
+                  with the search's, the measuring's and verify's shares)
+  engine-det      out/bin/engine optimize MODEL -o OUT --deterministic (the
+                  analytic-cpu cost, nothing measured)
   onnxslim        onnxslim.slim(MODEL), its defaults
   onnxoptimizer   onnxoptimizer.optimize(MODEL) with its fuse-and-eliminate
                   passes
@@ -50,7 +55,7 @@ from ort_compare import session
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
           "tv_densenet121", "tv_mnasnet1_0", "hf_bert_base"]
-TOOLS = ["engine", "onnxslim", "onnxoptimizer", "ort-offline"]
+TOOLS = ["engine", "engine-det", "onnxslim", "onnxoptimizer", "ort-offline"]
 GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGemm", "MatMul", "FusedMatMul",
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
 SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
@@ -106,25 +111,38 @@ def headroom(np, ort, model, threads, tmp):
     return outside / total if total else 0.0
 
 
+def run_engine(cmd, env=None):
+    """One engine run: its facts parsed from what it printed, and its wall time."""
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"engine failed: {p.stderr.strip()[-300:]}")
+    s, c, v, r = (SEARCH_RE.search(p.stdout), COSTS_RE.search(p.stdout), VERIFY_RE.search(p.stdout),
+                  RULES_RE.search(p.stdout))
+    vr = VROW_RE.search(p.stdout)
+    return {"search_s": float(s.group(1)) if s else None, "stop": s.group(2) if s else None,
+            "measured": int(c.group(1)) if c else 0, "measure_s": float(c.group(2) or 0) if c else 0.0,
+            "written": v.group(1) if v else "input (search not cheaper)",
+            "verify_s": float(v.group(2)) if v else 0.0, "rules": int(r.group(1)) if r else 0,
+            "verify_speedup": float(vr.group(1)) if vr else None, "wall_s": wall}
+
+
 def prepare(tool, model, out, threads, a, tmp):
     """Write tool's version of model to out. @return facts about the run."""
     t0 = time.monotonic()
     info = {}
     if tool == "engine":
-        cache = os.path.join(a.dir, f"ort-costs-t{threads}.txt")
-        cmd = [os.path.join(a.bin, "engine"), "optimize", model, "-o", out, "-q", "--cost", "ort",
-               "--threads", str(threads), "--cost-cache", cache] + a.engine_args.split()
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.exit(f"peers.py: engine on {model} failed: {p.stderr.strip()}")
-        s, c, v, r = (SEARCH_RE.search(p.stdout), COSTS_RE.search(p.stdout), VERIFY_RE.search(p.stdout),
-                      RULES_RE.search(p.stdout))
-        vr = VROW_RE.search(p.stdout)
-        info = {"search_s": float(s.group(1)) if s else None, "stop": s.group(2) if s else None,
-                "measured": int(c.group(1)) if c else 0, "measure_s": float(c.group(2) or 0) if c else 0.0,
-                "written": v.group(1) if v else "input (search not cheaper)",
-                "verify_s": float(v.group(2)) if v else 0.0, "rules": int(r.group(1)) if r else 0,
-                "verify_speedup": float(vr.group(1)) if vr else None}
+        # the default command, cold (a cost cache of its own, empty) then warm
+        env = dict(os.environ, TASOC_CACHE_DIR=os.path.join(tmp, f"costs-{os.path.basename(out)}"))
+        cmd = [os.path.join(a.bin, "engine"), "optimize", model, "-o", out, "-q", "--threads", str(threads)] \
+            + a.engine_args.split()
+        cold = run_engine(cmd, env)
+        info = run_engine(cmd, env)
+        info.update(cold_s=cold["wall_s"], cold_measured=cold["measured"], cold_measure_s=cold["measure_s"],
+                    warm_s=info["wall_s"])
+    elif tool == "engine-det":
+        info = run_engine([os.path.join(a.bin, "engine"), "optimize", model, "-o", out, "-q", "--deterministic"])
     elif tool == "onnxslim":
         import onnx
         slim = need("onnxslim", "onnxslim")
@@ -186,34 +204,58 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--dir", default=os.path.join(ROOT, "bench", "cache"))
     ap.add_argument("--engine-args", default="", help="more engine optimize options")
+    ap.add_argument("--unseen", action="store_true", help="also bench/unseen.py's exports")
     a = ap.parse_args()
     import numpy as np
     import onnxruntime as ort
     need("onnxslim", "onnxslim")
     need("onnxoptimizer", "onnxoptimizer")
+    models = [(n, os.path.join(a.dir, n + ".onnx")) for n in a.models.split(",")]
+    if a.unseen:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from unseen import MODELS as UNSEEN
+        udir = os.path.join(a.dir, "unseen")
+        models += [(n, os.path.join(udir, n + ".onnx")) for n in UNSEEN
+                   if os.path.exists(os.path.join(udir, n + ".onnx"))]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.models.split(","):
-            model = os.path.join(a.dir, name + ".onnx")
+        for name, model in models:
             if not os.path.exists(model):
                 sys.exit(f"peers.py: {model} missing (python3 bench/export_torch.py --all)")
             peers = {}
             for tool in TOOLS[1:]:
                 out = os.path.join(tmp, f"{name}.{tool}.onnx")
-                peers[tool] = (out, prepare(tool, model, out, 1, a, tmp))
+                try:
+                    peers[tool] = (out, prepare(tool, model, out, 1, a, tmp))
+                except Exception as e:  # a peer that fails leaves the user the input
+                    print(f"peers.py: {tool} on {name}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+                    peers[tool] = (model, {"failed": True})
             for t in (int(x) for x in a.threads.split(",")):
                 out = os.path.join(tmp, f"{name}.engine.t{t}.onnx")
-                eng = prepare("engine", model, out, t, a, tmp)
-                paths = [model, out] + [peers[tool][0] for tool in TOOLS[1:]]
-                m = measure(np, ort, paths, t, a.runs)
+                try:
+                    eng = prepare("engine", model, out, t, a, tmp)
+                    m = measure(np, ort, [model, out] + [peers[tool][0] for tool in TOOLS[1:]], t, a.runs)
+                except Exception as e:  # onnxruntime refusing a model: recorded, the rest go on
+                    print(f"peers.py: {name} t{t}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+                    continue
                 row = {"model": name, "threads": t, "input_ms": m[0]["ms"], "aa": m[-1],
                        "tools": {tool: m[k + 1] for k, tool in enumerate(TOOLS)}, "engine": eng,
+                       "failed": [tool for tool in TOOLS[1:] if peers[tool][1].get("failed")],
                        "headroom": headroom(np, ort, model, t, tmp)}
                 rows.append(row)
                 print(f"{name} t{t}: " + ", ".join(f"{tool} {row['tools'][tool]['speedup']:.3f}x" for tool in TOOLS)
                       + f", A/A {row['aa']['speedup']:.3f}x, headroom {row['headroom']:.1%}; engine wrote the "
-                      f"{eng['written']} ({eng['search_s']} s search, {eng['measure_s']:.1f} s measuring, "
-                      f"{eng['verify_s']:.1f} s verify, {eng['prepare_s']:.1f} s in all)", file=sys.stderr)
+                      f"{eng['written']} (cold {eng['cold_s']:.1f} s, warm {eng['warm_s']:.1f} s: "
+                      f"{eng['search_s']} s search, {eng['cold_measure_s']:.1f} s measuring cold, "
+                      f"{eng['verify_s']:.1f} s verify)", file=sys.stderr)
+                for f in os.listdir(tmp):  # the engine's outputs of this model: big, done with
+                    if f.startswith(f"{name}.engine.t{t}"):
+                        os.remove(os.path.join(tmp, f))
+            for tool in TOOLS[1:]:
+                if peers[tool][0] != model:
+                    for f in (peers[tool][0], peers[tool][0] + ".data"):
+                        if os.path.exists(f):
+                            os.remove(f)
     res = os.path.join(ROOT, "bench", "results")
     os.makedirs(res, exist_ok=True)
     with open(os.path.join(res, "peers.jsonl"), "w") as f:
@@ -224,32 +266,44 @@ def main():
                           "(protocol in its docstring).") + [
         "Speedup: input time / model time per alternating round, median [25th-75th percentile], "
         "ORT_ENABLE_ALL for every model. A/A: the input against a second session of itself (the noise). "
-        "Headroom: share of onnxruntime kernel time outside Conv/Gemm/MatMul in the input. engine: "
-        f"`engine optimize --cost ort --threads T` {a.engine_args} (--verify on), costs cached per thread "
-        "count; what it wrote and its times (search, kernels measured and the time that took, verify).", "",
-        "| model | threads | input ms | engine | onnxslim | onnxoptimizer | ort-offline | A/A | headroom | "
-        "engine wrote | search s | measured (s) | verify s | max rel err |",
-        "|---|--:|--:|---|---|---|---|---|--:|---|--:|--:|--:|--:|",
+        "Headroom: share of onnxruntime kernel time outside Conv/Gemm/MatMul in the input. engine: the "
+        f"default command `engine optimize MODEL -o OUT --threads T` {a.engine_args} (onnxruntime's costs, "
+        "--verify), on a cost cache of its own: cold s, the first run's wall time (measured: kernels and "
+        "seconds measuring); warm s, the second's, whose output is measured here (search s and verify s are "
+        "its shares). engine-det: `--deterministic`. A peer that fails counts as the input (1x, marked *).", "",
+        "| model | threads | input ms | engine | engine-det | onnxslim | onnxoptimizer | ort-offline | A/A | "
+        "headroom | engine wrote | cold s | measured (s) | warm s | search s | verify s | max rel err |",
+        "|---|--:|--:|---|---|---|---|---|---|--:|---|--:|--:|--:|--:|--:|--:|",
     ]
 
-    def cell(x):
-        return f"{x['speedup']:.3f}x [{x['lo']:.3f}-{x['hi']:.3f}]"
+    def cell(x, failed=False):
+        return "1x *" if failed else f"{x['speedup']:.3f}x [{x['lo']:.3f}-{x['hi']:.3f}]"
+
+    def speedup(r, tool):
+        return 1.0 if tool in r["failed"] else r["tools"][tool]["speedup"]
 
     for r in rows:
         e = r["engine"]
-        err = max(r["tools"][t]["max_rel_err"] for t in TOOLS)
+        err = max(r["tools"][t]["max_rel_err"] for t in TOOLS if t not in r["failed"])
         lines.append(f"| {r['model']} | {r['threads']} | {r['input_ms']:.2f} | "
-                     + " | ".join(cell(r["tools"][t]) for t in TOOLS)
+                     + " | ".join(cell(r["tools"][t], t in r["failed"]) for t in TOOLS)
                      + f" | {cell(r['aa'])} | {r['headroom']:.1%} | {e['written']} (search: {e['rules']} rules) | "
-                     f"{e['search_s'] or 0:.1f} | {e['measured']} ({e['measure_s']:.1f}) | {e['verify_s']:.1f} | "
-                     f"{err:.1e} |")
-    lines += ["", "Geometric mean speedup over the models:", "",
+                     f"{e['cold_s']:.1f} | {e['cold_measured']} ({e['cold_measure_s']:.1f}) | {e['warm_s']:.1f} | "
+                     f"{e['search_s'] or 0:.1f} | {e['verify_s']:.1f} | {err:.1e} |")
+    slower = [f"{r['model']} ({r['threads']}t: {r['tools']['engine']['speedup']:.3f}x, A/A "
+              f"{r['aa']['speedup']:.3f}x)" for r in rows
+              if r["tools"]["engine"]["speedup"] < min(r["aa"]["speedup"], 1 / r["aa"]["speedup"]) - 0.01]
+    det_low = [f"{r['model']} ({r['tools']['engine-det']['speedup']:.3f}x)" for r in rows
+               if r["threads"] == 1 and r["tools"]["engine-det"]["speedup"] < 0.98]
+    lines += ["", "The default slower than the input beyond this run's A/A noise (speedup below min(A/A, 1/A/A) "
+              f"- 0.01): {', '.join(slower) or 'none'}. --deterministic below 0.98x at 1 thread: "
+              f"{', '.join(det_low) or 'none'}.",
+              "", "Geometric mean speedup over the models:", "",
               "| threads | " + " | ".join(TOOLS) + " | A/A |", "|--:|" + "--:|" * (len(TOOLS) + 1)]
     threads = sorted({r["threads"] for r in rows})
     for t in threads:
         rs = [r for r in rows if r["threads"] == t]
-        lines.append(f"| {t} | " + " | ".join(f"{geomean([r['tools'][x]['speedup'] for r in rs]):.3f}x"
-                                                for x in TOOLS)
+        lines.append(f"| {t} | " + " | ".join(f"{geomean([speedup(r, x) for r in rs]):.3f}x" for x in TOOLS)
                      + f" | {geomean([r['aa']['speedup'] for r in rs]):.3f}x |")
     with open(os.path.join(res, "peers.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -263,7 +317,7 @@ def main():
             rs = [r for r in rows if r["threads"] == t]
             w = 0.8 / (len(TOOLS) + 1)
             for k, tool in enumerate(TOOLS + ["A/A"]):
-                v = [r["aa"]["speedup"] if tool == "A/A" else r["tools"][tool]["speedup"] for r in rs]
+                v = [r["aa"]["speedup"] if tool == "A/A" else speedup(r, tool) for r in rs]
                 ax.bar([i + k * w for i in range(len(rs))], v, w, label=tool)
             ax.axhline(1.0, color="black", linewidth=0.8)
             ax.set_xticks([i + 0.4 - w / 2 for i in range(len(rs))])

@@ -6,8 +6,9 @@ written the ways users write them today.
                             [--only NAME]... [--out bench/results/unseen.md]
                             [--jsonl bench/results/unseen.jsonl]
 
-Models (random weights, torch.manual_seed(0), eval mode, batch 1), exported
-once into --dir (kept between runs):
+Models (random weights, torch.manual_seed(0), every constant-initialised
+parameter randomised too, eval mode, batch 1), exported once into --dir
+(kept between runs):
   torch.onnx.export with its defaults (the dynamo exporter, opset 18, the
   weights in an external MODEL.onnx.data file):
     d_resnet50, d_mobilenet_v3_large, d_efficientnet_b0, d_convnext_tiny,
@@ -17,7 +18,8 @@ once into --dir (kept between runs):
   the TorchScript exporter (dynamo=False, opset 17, weights inline):
     ts_maxvit_t (Einsum attention), ts_shufflenet_v2, ts_r3d_18 (3-D convs),
     ts_t5enc (T5 encoder, 2 layers), ts_wav2vec2 (1-D convs, group norm),
-    ts_albert (ALBERT, 2 layers sharing one layer's weights), ts_resnet18_fp16
+    ts_albert (ALBERT, 2 layers sharing one layer's weights), ts_resnet18_fp16,
+    ts_poolformer_s12 and ts_mixer_s16 (timm: pooling and MLP-mixer blocks)
   onnxruntime's own quantizer (QDQ, 4 random calibration images) on
     ts_resnet18: q_resnet18
   older and rarer forms (TorchScript exporter unless named):
@@ -40,7 +42,8 @@ budget of 200 expansions stops it); then
     max|a-b| / max|a|;
   - the files' sizes (with their external data files), output / input;
   - the engine's census (rule-visible and opaque nodes, known shapes) and
-    its cost before and after (the default cost, analytic-cpu).
+    its cost before and after (the default cost: onnxruntime's, measured,
+    with verify).
 A model passes when the exit status is 0 and the outputs agree within
 1e-4 (fp16: 2e-3); an output more than 1% larger than the input is noted
 beside the pass (a copied weight would show there; a rewrite a cost picks,
@@ -85,7 +88,24 @@ class _Hidden:
 
 
 def export(name, path):
-    """Write model `name` to path. @return None, or why it could not."""
+    """Write model `name` to path, every constant-initialised parameter
+    randomised first (export_torch.randomize_parameters: a trained model
+    has no norm weights of exactly 1 nor biases of exactly 0). @return
+    None, or why it could not."""
+    import torch
+    from export_torch import randomize_parameters
+    plain_export = torch.onnx.export
+
+    def randomized_export(model, *args, **kw):
+        return plain_export(randomize_parameters(model), *args, **kw)
+    torch.onnx.export = randomized_export
+    try:
+        return export_model(name, path)
+    finally:
+        torch.onnx.export = plain_export
+
+
+def export_model(name, path):
     import torch
     import torchvision
     import transformers
@@ -135,6 +155,10 @@ def export(name, path):
                           opset_version=17, input_names=["x"])
         quantize_on_images(fp, path, QuantFormat.QDQ)
         os.remove(fp)
+    elif name in TIMM:
+        import timm
+        m = timm.create_model(TIMM[name], pretrained=False).eval()
+        torch.onnx.export(m, (img,), path, dynamo=False, opset_version=17)
     elif name in OLD_FORMS:
         return export_old_form(name, path)
     else:
@@ -157,6 +181,9 @@ def quantize_on_images(fp, path, fmt):
             return {"x": rng.random((1, 3, 224, 224), dtype=np.float32)} if self.n <= 4 else None
     quantize_static(fp, path, Images(), quant_format=fmt)
 
+
+# timm models whose blocks are pooling or MLP mixers (TorchScript exporter)
+TIMM = {"ts_poolformer_s12": "poolformer_s12", "ts_mixer_s16": "mixer_s16_224"}
 
 OLD_FORMS = ["ts_resnet18_op9", "ts_squeezenet_op7", "ts_lstm_lm", "ts_gru_clf", "ts_unet", "ts_ssdlite",
              "ts_whisper_enc", "ts_clip_text", "ts_bart", "ts_resnet18_train", "q_mobilenet_v2", "qd_clip_text",
@@ -276,7 +303,7 @@ def export_old_form(name, path):
 
 MODELS = ["d_resnet50", "d_mobilenet_v3_large", "d_efficientnet_b0", "d_convnext_tiny", "d_swin_t", "d_vit_b_16",
           "d_llama", "d_distilbert", "d_gpt2lm", "ts_maxvit_t", "ts_shufflenet_v2", "ts_r3d_18", "ts_t5enc",
-          "ts_wav2vec2", "ts_albert", "ts_resnet18_fp16", "q_resnet18"] + OLD_FORMS
+          "ts_wav2vec2", "ts_albert", "ts_resnet18_fp16", "q_resnet18"] + list(TIMM) + OLD_FORMS
 
 
 def size_with_data(path):
