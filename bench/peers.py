@@ -3,7 +3,8 @@
 onnxruntime on this CPU, at 1 and 2 threads.
 
     python3 bench/peers.py [--threads 1,2] [--runs N] [--models a,b,...]
-                           [--unseen] [--bin DIR] [--dir DIR] [--engine-args "..."]
+                           [--unseen] [--tools engine,...] [--out NAME]
+                           [--bin DIR] [--dir DIR] [--engine-args "..."]
 
 For each real export in bench/cache (bench/export_torch.py; with --unseen
 also bench/unseen.py's exports in bench/cache/unseen) the contenders:
@@ -35,7 +36,8 @@ Headroom: onnxruntime's profiler on the input (10 runs): the share of kernel
 time spent outside Conv/Gemm/MatMul (and their fused forms), i.e. what graph
 rewrites can reach at all on a CPU.
 
-Writes bench/results/peers.md, peers.jsonl and peers.png (needs matplotlib).
+Writes bench/results/OUT.md, OUT.jsonl and OUT.png (OUT: --out, default
+peers; the plot needs matplotlib).
 onnxslim and onnxoptimizer are pip-installed on first use.
 """
 import argparse
@@ -205,7 +207,12 @@ def main():
     ap.add_argument("--dir", default=os.path.join(ROOT, "bench", "cache"))
     ap.add_argument("--engine-args", default="", help="more engine optimize options")
     ap.add_argument("--unseen", action="store_true", help="also bench/unseen.py's exports")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="contenders, engine first (default all)")
+    ap.add_argument("--out", default="peers", help="results as bench/results/OUT.md, .jsonl, .png")
     a = ap.parse_args()
+    tools = a.tools.split(",")
+    if tools[0] != "engine" or not set(tools) <= set(TOOLS):
+        sys.exit(f"peers.py: --tools is engine first, then any of {', '.join(TOOLS[1:])}")
     import numpy as np
     import onnxruntime as ort
     need("onnxslim", "onnxslim")
@@ -223,7 +230,7 @@ def main():
             if not os.path.exists(model):
                 sys.exit(f"peers.py: {model} missing (python3 bench/export_torch.py --all)")
             peers = {}
-            for tool in TOOLS[1:]:
+            for tool in tools[1:]:
                 out = os.path.join(tmp, f"{name}.{tool}.onnx")
                 try:
                     peers[tool] = (out, prepare(tool, model, out, 1, a, tmp))
@@ -234,16 +241,16 @@ def main():
                 out = os.path.join(tmp, f"{name}.engine.t{t}.onnx")
                 try:
                     eng = prepare("engine", model, out, t, a, tmp)
-                    m = measure(np, ort, [model, out] + [peers[tool][0] for tool in TOOLS[1:]], t, a.runs)
+                    m = measure(np, ort, [model, out] + [peers[tool][0] for tool in tools[1:]], t, a.runs)
                 except Exception as e:  # onnxruntime refusing a model: recorded, the rest go on
                     print(f"peers.py: {name} t{t}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
                     continue
                 row = {"model": name, "threads": t, "input_ms": m[0]["ms"], "aa": m[-1],
-                       "tools": {tool: m[k + 1] for k, tool in enumerate(TOOLS)}, "engine": eng,
-                       "failed": [tool for tool in TOOLS[1:] if peers[tool][1].get("failed")],
+                       "tools": {tool: m[k + 1] for k, tool in enumerate(tools)}, "engine": eng,
+                       "failed": [tool for tool in tools[1:] if peers[tool][1].get("failed")],
                        "headroom": headroom(np, ort, model, t, tmp)}
                 rows.append(row)
-                print(f"{name} t{t}: " + ", ".join(f"{tool} {row['tools'][tool]['speedup']:.3f}x" for tool in TOOLS)
+                print(f"{name} t{t}: " + ", ".join(f"{tool} {row['tools'][tool]['speedup']:.3f}x" for tool in tools)
                       + f", A/A {row['aa']['speedup']:.3f}x, headroom {row['headroom']:.1%}; engine wrote the "
                       f"{eng['written']} (cold {eng['cold_s']:.1f} s, warm {eng['warm_s']:.1f} s: "
                       f"{eng['search_s']} s search, {eng['cold_measure_s']:.1f} s measuring cold, "
@@ -251,18 +258,18 @@ def main():
                 for f in os.listdir(tmp):  # the engine's outputs of this model: big, done with
                     if f.startswith(f"{name}.engine.t{t}"):
                         os.remove(os.path.join(tmp, f))
-            for tool in TOOLS[1:]:
+            for tool in tools[1:]:
                 if peers[tool][0] != model:
                     for f in (peers[tool][0], peers[tool][0] + ".data"):
                         if os.path.exists(f):
                             os.remove(f)
     res = os.path.join(ROOT, "bench", "results")
     os.makedirs(res, exist_ok=True)
-    with open(os.path.join(res, "peers.jsonl"), "w") as f:
+    with open(os.path.join(res, a.out + ".jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
     lines = report.header("The engine against its peers in onnxruntime",
-                          f"onnxruntime {ort.__version__}; `python3 bench/peers.py --runs {a.runs}` "
+                          f"onnxruntime {ort.__version__}; `python3 bench/peers.py {' '.join(sys.argv[1:])}` "
                           "(protocol in its docstring).") + [
         "Speedup: input time / model time per alternating round, median [25th-75th percentile], "
         "ORT_ENABLE_ALL for every model. A/A: the input against a second session of itself (the noise). "
@@ -271,9 +278,9 @@ def main():
         "--verify), on a cost cache of its own: cold s, the first run's wall time (measured: kernels and "
         "seconds measuring); warm s, the second's, whose output is measured here (search s and verify s are "
         "its shares). engine-det: `--deterministic`. A peer that fails counts as the input (1x, marked *).", "",
-        "| model | threads | input ms | engine | engine-det | onnxslim | onnxoptimizer | ort-offline | A/A | "
+        "| model | threads | input ms | " + " | ".join(tools) + " | A/A | "
         "headroom | engine wrote | cold s | measured (s) | warm s | search s | verify s | max rel err |",
-        "|---|--:|--:|---|---|---|---|---|---|--:|---|--:|--:|--:|--:|--:|--:|",
+        "|---|--:|--:|" + "---|" * (len(tools) + 1) + "--:|---|--:|--:|--:|--:|--:|--:|",
     ]
 
     def cell(x, failed=False):
@@ -284,9 +291,9 @@ def main():
 
     for r in rows:
         e = r["engine"]
-        err = max(r["tools"][t]["max_rel_err"] for t in TOOLS if t not in r["failed"])
+        err = max(r["tools"][t]["max_rel_err"] for t in tools if t not in r["failed"])
         lines.append(f"| {r['model']} | {r['threads']} | {r['input_ms']:.2f} | "
-                     + " | ".join(cell(r["tools"][t], t in r["failed"]) for t in TOOLS)
+                     + " | ".join(cell(r["tools"][t], t in r["failed"]) for t in tools)
                      + f" | {cell(r['aa'])} | {r['headroom']:.1%} | {e['written']} (search: {e['rules']} rules) | "
                      f"{e['cold_s']:.1f} | {e['cold_measured']} ({e['cold_measure_s']:.1f}) | {e['warm_s']:.1f} | "
                      f"{e['search_s'] or 0:.1f} | {e['verify_s']:.1f} | {err:.1e} |")
@@ -294,18 +301,18 @@ def main():
               f"{r['aa']['speedup']:.3f}x)" for r in rows
               if r["tools"]["engine"]["speedup"] < min(r["aa"]["speedup"], 1 / r["aa"]["speedup"]) - 0.01]
     det_low = [f"{r['model']} ({r['tools']['engine-det']['speedup']:.3f}x)" for r in rows
-               if r["threads"] == 1 and r["tools"]["engine-det"]["speedup"] < 0.98]
+               if "engine-det" in tools and r["threads"] == 1 and r["tools"]["engine-det"]["speedup"] < 0.98]
     lines += ["", "The default slower than the input beyond this run's A/A noise (speedup below min(A/A, 1/A/A) "
               f"- 0.01): {', '.join(slower) or 'none'}. --deterministic below 0.98x at 1 thread: "
               f"{', '.join(det_low) or 'none'}.",
               "", "Geometric mean speedup over the models:", "",
-              "| threads | " + " | ".join(TOOLS) + " | A/A |", "|--:|" + "--:|" * (len(TOOLS) + 1)]
+              "| threads | " + " | ".join(tools) + " | A/A |", "|--:|" + "--:|" * (len(tools) + 1)]
     threads = sorted({r["threads"] for r in rows})
     for t in threads:
         rs = [r for r in rows if r["threads"] == t]
-        lines.append(f"| {t} | " + " | ".join(f"{geomean([speedup(r, x) for r in rs]):.3f}x" for x in TOOLS)
+        lines.append(f"| {t} | " + " | ".join(f"{geomean([speedup(r, x) for r in rs]):.3f}x" for x in tools)
                      + f" | {geomean([r['aa']['speedup'] for r in rs]):.3f}x |")
-    with open(os.path.join(res, "peers.md"), "w") as f:
+    with open(os.path.join(res, a.out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     try:
@@ -315,8 +322,8 @@ def main():
         fig, axes = plt.subplots(1, len(threads), figsize=(7 * len(threads), 4.5), squeeze=False)
         for ax, t in zip(axes[0], threads):
             rs = [r for r in rows if r["threads"] == t]
-            w = 0.8 / (len(TOOLS) + 1)
-            for k, tool in enumerate(TOOLS + ["A/A"]):
+            w = 0.8 / (len(tools) + 1)
+            for k, tool in enumerate(tools + ["A/A"]):
                 v = [r["aa"]["speedup"] if tool == "A/A" else speedup(r, tool) for r in rs]
                 ax.bar([i + k * w for i in range(len(rs))], v, w, label=tool)
             ax.axhline(1.0, color="black", linewidth=0.8)
@@ -327,7 +334,7 @@ def main():
             ax.set_title(f"speedup in onnxruntime, {t} thread{'s' if t > 1 else ''}")
             ax.legend(fontsize=7, ncol=3)
         fig.tight_layout()
-        fig.savefig(os.path.join(res, "peers.png"), dpi=110)
+        fig.savefig(os.path.join(res, a.out + ".png"), dpi=110)
     except ImportError:
         print("peers.py: no matplotlib, no plot", file=sys.stderr)
     return 0
