@@ -135,7 +135,7 @@ do_run() {
     [ -f "$pack/tasoc.tar.xz" ] || { echo "bench/gpu.sh: no $pack/tasoc.tar.xz (bench/gpu.sh pack first)" >&2; return 2; }
     work=$(mktemp -d); T=$work/tasoc
     xz -dc "$pack/tasoc.tar.xz" | tar -xf - -C "$work" || { echo "bench/gpu.sh: cannot unpack $pack" >&2; return 2; }
-    export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1
+    export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1 TASOC_CACHE_DIR="$work/cost-cache"
     export LD_LIBRARY_PATH="$T/lib:$(cuda_lib_dirs | paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     # The toolchain's runtime libraries only where this machine lacks them
     # (a newer system libstdc++ must win over the packed one).
@@ -218,7 +218,7 @@ do_run() {
             rm -f "$in"; continue
         fi
         t0=$SECONDS
-        if ! timeout 300 "$T/bin/engine" optimize "$in" -o "$opt" --cost "$dev" --no-verify -q >"$log" 2>&1; then
+        if ! timeout 300 "$T/bin/engine" optimize "$in" -o "$opt" --cost "$dev" --no-verify --no-cost-cache -q >"$log" 2>&1; then
             fail "$m: engine optimize --cost cuda: $(grep -v '^engine:' "$log" | tail -1)"; rm -f "$in" "$opt"; continue
         fi
         local secs=$((SECONDS - t0))
