@@ -217,7 +217,7 @@ def main():
     import onnxruntime as ort
     need("onnxslim", "onnxslim")
     need("onnxoptimizer", "onnxoptimizer")
-    models = [(n, os.path.join(a.dir, n + ".onnx")) for n in a.models.split(",")]
+    models = [(n, os.path.join(a.dir, n + ".onnx")) for n in a.models.split(",") if n]
     if a.unseen:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from unseen import MODELS as UNSEEN
