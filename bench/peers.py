@@ -27,7 +27,8 @@ also bench/unseen.py's exports in bench/cache/unseen) the contenders:
 Protocol (as bench/ort_compare.py, all models in one process): one session
 per model (CPU provider, ORT_ENABLE_ALL for all, T intra-op threads that do
 not spin-wait after a run, sequential), the same random inputs, 3 warm-up runs each, then --runs rounds
-that run every model once in turn, the input a second time at the end (the
+that run every model once in turn (a model of under 5 ms as many times in a row as
+make 5 ms, its time the mean), the input a second time at the end (the
 A/A row: two identical models, the machine's noise). Per round, the ratio
 input time / model time; reported: its median and 25th-75th percentiles.
 Outputs are compared with the input's (max |a - b| / max |a|).
@@ -181,12 +182,18 @@ def measure(np, ort, paths, threads, runs):
     for s in sessions:
         for _ in range(3):
             s.run(None, feed)
+    # a sample: the mean of enough consecutive runs to last 5 ms (the
+    # input's time decides the count), as engine/ort_time.py times them
+    t0 = time.perf_counter()
+    sessions[0].run(None, feed)
+    reps = max(1, min(1000, int(5.0 / max((time.perf_counter() - t0) * 1e3, 1e-3)) + 1))
     times = [[] for _ in sessions]
     for _ in range(runs):
         for k, s in enumerate(sessions):
             t0 = time.perf_counter()
-            s.run(None, feed)
-            times[k].append((time.perf_counter() - t0) * 1e3)
+            for _ in range(reps):
+                s.run(None, feed)
+            times[k].append((time.perf_counter() - t0) * 1e3 / reps)
     rows = []
     for k in range(len(sessions)):
         lo, mid, hi = quartiles([x / y for x, y in zip(times[0], times[k])])

@@ -7,14 +7,17 @@ The engine links this file in (engine/verify.c, .incbin) and runs it as
     python3 ort_time.py --threads T --runs N --warmup W INPUT CAND...
 
     python3 ort_time.py ... [--screen S] [--min-runs M] [--max-err E]
-                        [--min-gain G] INPUT CAND...
+                        [--min-gain G] [--sample-ms T] INPUT CAND...
 
 Every model gets one session (CPU provider, ORT_ENABLE_ALL, T intra-op
 threads that do not spin-wait after a run, sequential execution) and the same random inputs (seed 0; float
 N(0,1), integers in [0, 2), booleans false; a symbolic dim is 1). After W
 warm-up runs each (the first is the run whose outputs are compared), rounds run every session once in turn, with INPUT
 run a second time at the end of each round (the A/A: what the machine's
-noise alone makes of two identical models). Each candidate's outputs are
+noise alone makes of two identical models). A model's time in a round is
+the mean of as many consecutive runs as make T ms (default 5; the input's
+time decides how many, the same count for every model), so a model of
+microseconds is not timed at the clock's jitter. Each candidate's outputs are
 compared with INPUT's; one whose error exceeds E (default 1e-4) cannot be
 kept, so it is not timed past the first round.
 
@@ -77,7 +80,7 @@ def main(argv):
     import time
 
     args = {"--threads": 1, "--runs": 20, "--warmup": 3, "--screen": 3, "--min-runs": 5,
-            "--max-err": 1e-4, "--min-gain": 0.005}
+            "--max-err": 1e-4, "--min-gain": 0.005, "--sample-ms": 5.0}
     paths = []
     i = 0
     while i < len(argv):
@@ -168,12 +171,22 @@ def main(argv):
                 s.run(None, feed)
         aa = len(sessions) - 1
         live = [k for k in range(1, aa) if sessions[k] and errs[k] <= args["--max-err"]]
+        # A sample is the mean of enough consecutive runs to last
+        # --sample-ms: a model of microseconds timed run by run measures
+        # the clock's and the scheduler's jitter, not the model.
+        probe = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            sessions[0].run(None, feed)
+            probe.append((time.perf_counter() - t0) * 1e3)
+        reps = max(1, min(1000, int(args["--sample-ms"] / max(sorted(probe)[1], 1e-3)) + 1))
         times = [[] for _ in sessions]
         for r in range(1, args["--runs"] + 1):
             for k in [0] + (live if r > 1 else [k for k in range(1, aa) if sessions[k]]) + [aa]:
                 t0 = time.perf_counter()
-                sessions[k].run(None, feed)
-                times[k].append((time.perf_counter() - t0) * 1e3)
+                for _ in range(reps):
+                    sessions[k].run(None, feed)
+                times[k].append((time.perf_counter() - t0) * 1e3 / reps)
             if not live:
                 break
             q = {k: quartiles(times[0], times[k]) for k in live}
