@@ -274,8 +274,8 @@ static int open_cost(const tasoc_opts *o, eg_cost **cost, eg_cost_open_info *inf
 /* tasoc_optimize's verify: the input written to a private temporary
  * directory (its file's bytes when it has them), the candidates beside
  * it, eg_verify_choose; *verify_pick 0 when the input stays. */
-static int verify(const tasoc_graph *g, const tasoc_opts *o, eg_cost *cost, eg_search_result *res,
-                  eg_graph **b, eg_verify_report *rep, char *err, size_t errlen) {
+static int verify(const tasoc_graph *g, const tasoc_opts *o, eg_cost *cost, const char *cache,
+                  eg_search_result *res, eg_graph **b, eg_verify_report *rep, char *err, size_t errlen) {
     const char *tmp = getenv("TMPDIR");
     char dir[4096], in[4200], prefix[4200];
     snprintf(dir, sizeof dir, "%s/tasoc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -291,6 +291,8 @@ static int verify(const tasoc_graph *g, const tasoc_opts *o, eg_cost *cost, eg_s
     eg_verify_opts_init(&vo);
     vo.threads = o->threads > 0 ? o->threads : 1;
     if (o->verify_runs > 0) vo.runs = o->verify_runs;
+    char vcache[4200];
+    eg_verify_use_cache(&vo, cost, cache, vcache, sizeof vcache);
     if (rc == EG_OK) rc = (int)eg_verify_choose(g->g, in, prefix, cost, res, b, &vo, 1, rep, err, errlen);
     eg_remove_saved(in, g->g);
     rmdir(dir);
@@ -321,7 +323,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     if (rc == EG_OK) rc = (int)eg_optimize(g->g, rs, cost, &so, &b, &res, err, errlen);
     int verify_on = o->verify > 0 || (o->verify == 0 && rc == EG_OK && info.kind == EG_COST_ORT);
     if (rc == EG_OK && verify_on && !o->deterministic && !res.kept_input) {
-        rc = verify(g, o, cost, &res, &b, &rep, err, errlen);
+        rc = verify(g, o, cost, info.cache, &res, &b, &rep, err, errlen);
         verified = rc == EG_OK;
         if (verified && rep.pick == 0) { /* the input stays */
             eg_free(b);

@@ -39,8 +39,11 @@ static const char usage_text[] =
     "                        no cost cache; measures nothing\n"
     "    --cost-cache FILE   reuse and save measured costs in FILE (default: a file\n"
     "                        per backend and machine in $TASOC_CACHE_DIR, else\n"
-    "                        $XDG_CACHE_HOME/tasoc, else ~/.cache/tasoc)\n"
-    "    --no-cost-cache     no per-user cost cache: measure every kernel anew\n"
+    "                        $XDG_CACHE_HOME/tasoc, else ~/.cache/tasoc); with ort\n"
+    "                        costs, --verify's choices in FILE.verify (the same\n"
+    "                        models timed before: that choice, nothing timed)\n"
+    "    --no-cost-cache     no per-user cost cache: measure every kernel and\n"
+    "                        time every candidate anew\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
@@ -501,8 +504,9 @@ static void print_verify(const eg_verify_report *v) {
     }
     printf("verify: A/A %.3fx [%.3f-%.3f] (the input against itself: the noise)\n", v->aa.ratio, v->aa.ratio_lo,
            v->aa.ratio_hi);
-    printf("verify: writing the %s (timing took %.2f s)\n",
-           v->pick ? v->name[v->pick] : "input (no candidate measured faster)", v->seconds);
+    printf("verify: writing the %s (timing took %.2f s%s)\n",
+           v->pick ? v->name[v->pick] : "input (no candidate measured faster)", v->seconds,
+           v->cached ? " when these models were timed before: the verify cache's choice" : "");
 }
 
 /* Optimize a.in into a.out. When the result is the input (not cheaper),
@@ -537,6 +541,8 @@ static int cmd_optimize(int argc, char **argv) {
     int keep_input = rc == EG_OK && r.kept_input, pick = 1;
     if (rc == EG_OK && a.verify_on && !keep_input) {
         eg_verify_report v;
+        char vcache[4200];
+        eg_verify_use_cache(&a.verify, cost, a.cost_cache, vcache, sizeof vcache);
         rc = eg_verify_choose(g, a.in, a.out, cost, &r, &best, &a.verify, a.quiet, &v, err, sizeof err);
         if (rc == EG_OK) print_verify(&v);
         pick = rc == EG_OK ? v.pick : 1;

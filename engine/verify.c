@@ -31,6 +31,15 @@ void eg_verify_opts_init(eg_verify_opts *o) {
     o->warmup = 2;
     o->screen = 3;
     o->min_runs = 5;
+    o->cache = NULL;
+    o->machine = NULL;
+}
+
+void eg_verify_use_cache(eg_verify_opts *o, const eg_cost *c, const char *cost_cache, char *buf, size_t len) {
+    if (!cost_cache || eg_cost_kind_of(c) != EG_COST_ORT) return;
+    int n = snprintf(buf, len, "%s.verify", cost_cache);
+    if (n < 0 || (size_t)n >= len) return;
+    o->cache = buf, o->machine = eg_cost_machine(c);
 }
 
 static eg_status v_fail(char *err, size_t errlen, eg_status rc, const char *msg, const char *a) {
@@ -197,53 +206,43 @@ int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
 }
 
 /* The candidates, deduplicated by graph hash (the result may be the
- * built-ins alone), exported next to prefix; rep->name and paths filled.
- * source[k]: 0 the search's result, 1.. runner-up k, MAX_CAND the
- * built-ins alone. @return EG_OK or eg_save's error. */
+ * built-ins alone), into cand[1..rep->n) with rep->name and source[]:
+ * 0 the search's result, 1.. runner-up k, MAX_CAND the built-ins alone. */
 enum { MAX_CAND = 2 + EG_SEARCH_RUNNERS };
 
-static eg_status export_candidates(const eg_graph *best, const eg_graph *plain, const eg_search_result *r,
-                                   const char *prefix, char path[][4096], const char **paths, int *source,
-                                   eg_verify_report *rep, char *err, size_t errlen) {
+static void list_candidates(const eg_graph *best, const eg_graph *plain, const eg_search_result *r,
+                            const eg_graph **cand, int *source, eg_verify_report *rep) {
     uint64_t hash[MAX_CAND];
     int n_cand = 0;
-    eg_status rc = EG_OK;
-    for (int k = 0; k < 2 + r->n_runners && rc == EG_OK; k++) {
+    for (int k = 0; k < 2 + r->n_runners; k++) {
         int src = k == 0 ? 0 : k <= r->n_runners ? k : MAX_CAND;
         const eg_graph *c = src == 0 ? best : src == MAX_CAND ? plain : r->runner[src - 1];
         uint64_t h = eg_graph_hash(c);
         int seen = 0;
         for (int q = 0; q < n_cand; q++) seen |= h && hash[q] == h;
         if (seen) continue;
-        hash[n_cand++] = h, source[rep->n] = src;
+        hash[n_cand++] = h, source[rep->n] = src, cand[rep->n] = c;
         if (src == 0) snprintf(rep->name[rep->n], sizeof rep->name[0], "search result");
         else if (src == MAX_CAND) snprintf(rep->name[rep->n], sizeof rep->name[0], "built-ins alone");
         else snprintf(rep->name[rep->n], sizeof rep->name[0], "runner-up %d", src);
-        snprintf(path[rep->n - 1], 4096, "%s.verify.%ld.%d.onnx", prefix, (long)getpid(), rep->n - 1);
-        paths[rep->n] = path[rep->n - 1];
-        rc = eg_save(path[rep->n - 1], c, err, errlen);
-        if (rc == EG_OK) rep->n++;
+        rep->n++;
     }
-    return rc;
 }
 
-eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_cost *cost,
-                           eg_search_result *r, eg_graph **best, const eg_verify_opts *o, int quiet,
-                           eg_verify_report *rep, char *err, size_t errlen) {
-    eg_builtin_stats st = {0};
-    eg_graph *plain = eg_graph_clone(g);
+/* Export the candidates next to prefix, time them against input_path and
+ * pick. @return EG_OK or an error of eg_save or eg_verify_time. */
+static eg_status time_candidates(const eg_graph *g, const char *input_path, const char *prefix,
+                                 const eg_graph *const *cand, const eg_verify_opts *o, int quiet,
+                                 eg_verify_report *rep, char *err, size_t errlen) {
     char path[MAX_CAND][4096];
     const char *paths[MAX_CAND + 1] = {input_path};
-    int source[MAX_CAND + 1]; /* per row: -1 input, 0 best, 1.. runner k, MAX_CAND plain */
-    eg_status rc = plain ? EG_OK : EG_ENOMEM;
-    memset(rep, 0, sizeof *rep);
-    rep->n = 1;
-    snprintf(rep->name[0], sizeof rep->name[0], "input");
-    if (rc == EG_ENOMEM) snprintf(err, errlen, "out of memory");
-    if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
-    if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
-    if (rc == EG_OK) rc = eg_spell(plain, cost, &st.sum_spelled, err, errlen);
-    if (rc == EG_OK) rc = export_candidates(*best, plain, r, prefix, path, paths, source, rep, err, errlen);
+    int saved = 1;
+    eg_status rc = EG_OK;
+    for (; saved < rep->n && rc == EG_OK; saved++) {
+        snprintf(path[saved - 1], 4096, "%s.verify.%ld.%d.onnx", prefix, (long)getpid(), saved - 1);
+        paths[saved] = path[saved - 1];
+        rc = eg_save(path[saved - 1], cand[saved], err, errlen);
+    }
     if (rc == EG_OK) {
         if (!quiet) fprintf(stderr, "engine: verify: timing %d models in onnxruntime (at most %d rounds, %d thread%s)\n",
                             rep->n, o->runs, o->threads, o->threads == 1 ? "" : "s");
@@ -254,7 +253,35 @@ eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char
         rep->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     }
     if (rc == EG_OK) rep->pick = eg_verify_pick(rep->row, rep->n, &rep->aa);
-    for (int k = 1; k < rep->n; k++) eg_remove_saved(paths[k], g);
+    for (int k = 1; k < saved; k++) eg_remove_saved(paths[k], g);
+    return rc;
+}
+
+eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_cost *cost,
+                           eg_search_result *r, eg_graph **best, const eg_verify_opts *o, int quiet,
+                           eg_verify_report *rep, char *err, size_t errlen) {
+    eg_builtin_stats st = {0};
+    eg_graph *plain = eg_graph_clone(g);
+    const eg_graph *cand[MAX_CAND + 1] = {g};
+    int source[MAX_CAND + 1]; /* per row: -1 input, 0 best, 1.. runner k, MAX_CAND plain */
+    eg_status rc = plain ? EG_OK : EG_ENOMEM;
+    memset(rep, 0, sizeof *rep);
+    rep->n = 1;
+    snprintf(rep->name[0], sizeof rep->name[0], "input");
+    if (rc == EG_ENOMEM) snprintf(err, errlen, "out of memory");
+    if (rc == EG_OK) rc = eg_builtin_pre(plain, &st, err, errlen);
+    if (rc == EG_OK) rc = eg_builtin_post(plain, &st, err, errlen);
+    if (rc == EG_OK) rc = eg_spell(plain, cost, &st.sum_spelled, err, errlen);
+    if (rc == EG_OK) list_candidates(*best, plain, r, cand, source, rep);
+    uint64_t key = rc == EG_OK && o->cache ? eg_vcache_key(g, cand + 1, rep->n - 1, o) : 0;
+    if (key && eg_vcache_find(o->cache, key, rep)) {
+        rep->cached = 1;
+    } else if (rc == EG_OK) {
+        rc = time_candidates(g, input_path, prefix, cand, o, quiet, rep, err, errlen);
+        char werr[EG_ERRLEN]; /* an unwritten cache costs the next run a timing, nothing more */
+        if (rc == EG_OK && key && eg_vcache_put(o->cache, key, rep, werr, sizeof werr) != EG_OK && !quiet)
+            fprintf(stderr, "engine: warning: %s\n", werr);
+    }
     int src = rc == EG_OK && rep->pick ? source[rep->pick] : 0;
     if (src == MAX_CAND) { /* plain is a clone of g: it borrows nothing from *best */
         eg_free(*best);

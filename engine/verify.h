@@ -57,6 +57,10 @@ typedef struct {
     int min_runs; /* from this round on, the rounds stop once every
                      candidate still in them is decided (default 5; set it
                      to runs for exactly runs rounds) */
+    const char *cache;   /* eg_verify_choose's choices remembered in this
+                            file (eg_vcache_*), or NULL (default): none */
+    const char *machine; /* what the timings belong to, part of the cache
+                            key (eg_cost_machine of the ort costs) */
 } eg_verify_opts;
 
 typedef struct {
@@ -100,6 +104,7 @@ typedef struct {
     eg_verify_row row[EG_VERIFY_MAX_MODELS], aa;
     int pick;       /* 0: the input stays; else the row written */
     double seconds; /* the helper's wall time */
+    int cached;     /* 1: rows and pick come from o->cache, nothing timed */
 } eg_verify_report;
 
 /* The verify step of the optimize pipeline (engine optimize --verify,
@@ -109,11 +114,33 @@ typedef struct {
  * (eg_verify_pick) and remove the files. When a candidate other than
  * *best wins, *best becomes it (a runner-up is taken out of r); when the
  * input wins, rep->pick is 0 and *best is left as it was (the caller
- * writes g). quiet: no progress line on stderr.
+ * writes g). quiet: no progress line on stderr. With o->cache, the same
+ * input and candidates (by content) timed before on o->machine with the
+ * same options take that run's rows and choice, and nothing is exported
+ * or timed (rep->cached); a new choice is added to the file (a failure to
+ * write it is not an error: the choice stands).
  * @pre *best and r from eg_optimize(g, ..., cost, ...).
  * @return EG_OK, or an error of eg_save or eg_verify_time in err. */
 eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_cost *cost,
                            eg_search_result *r, eg_graph **best, const eg_verify_opts *o, int quiet,
                            eg_verify_report *rep, char *err, size_t errlen);
+
+/* Remember o's choices beside an ort cost cache file: o->cache becomes
+ * COST_CACHE.verify (in buf), o->machine eg_cost_machine(c), so the choice
+ * is keyed as the costs are (onnxruntime version, threads, CPU). Nothing
+ * for another backend or without a cost cache (cost_cache NULL). */
+void eg_verify_use_cache(eg_verify_opts *o, const eg_cost *c, const char *cost_cache, char *buf, size_t len);
+
+/* The verify cache (vcache.c): a text file of choices by key, written
+ * through a temporary name and renamed, the newest 4096 kept.
+ * eg_vcache_key hashes o's knobs and machine, the input's and every
+ * candidate's content (structure, weights, opaque protos); 0 when out of
+ * memory. eg_vcache_find fills rep's rows, aa, pick and seconds from the
+ * record of key with rep->n rows: 1, or 0 when there is none.
+ * eg_vcache_put adds or replaces key's record: EG_OK, or EG_EIO / EG_ENOMEM
+ * / EG_ELIMIT with err set. */
+uint64_t eg_vcache_key(const eg_graph *input, const eg_graph *const *cand, int n_cand, const eg_verify_opts *o);
+int eg_vcache_find(const char *path, uint64_t key, eg_verify_report *rep);
+eg_status eg_vcache_put(const char *path, uint64_t key, const eg_verify_report *rep, char *err, size_t errlen);
 
 #endif

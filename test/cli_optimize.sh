@@ -297,13 +297,24 @@ check "default: costs measured in onnxruntime, and the result verified" \
     eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def1.onnx' --verify-runs 3 && grep -q 'cost ort' '$tmp/err' && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
 check "... the output computes what the input computes" python3 "$tmp/same.py" "$corpus/convs.onnx" "$tmp/def1.onnx"
 check "... the per-user cost cache was written, one file named by backend and machine" \
-    eval "ls '$ucache' | grep -qE '^costs-ort-[0-9a-f]{16}\.txt$' && test \$(ls '$ucache' | wc -l) -eq 1"
+    eval "ls '$ucache' | grep -qE '^costs-ort-[0-9a-f]{16}\.txt$' && test \$(ls '$ucache' | grep -c '\.txt$') -eq 1"
 check "... a second run measures nothing: every cost comes from it" \
     eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def2.onnx' --verify-runs 3 -q && grep -qE '^costs: 0 measured, .* \([1-9][0-9]* loaded from $ucache/costs-ort-' '$tmp/out'"
 check "... at --threads 2 another file: times at other threads do not transfer" \
-    eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def3.onnx' --verify-runs 3 -q --threads 2 && test \$(ls '$ucache' | wc -l) -eq 2"
+    eval "TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def3.onnx' --verify-runs 3 -q --threads 2 && test \$(ls '$ucache' | grep -c '\.txt$') -eq 2"
 check "... a damaged per-user cache is a warning, rewritten whole" \
-    eval "f=\$(ls '$ucache'/* | head -1); echo garbage >\"\$f\"; TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def4.onnx' --verify-runs 3 -q && grep -q 'warning: .*not a cost cache' '$tmp/err' && head -1 \"\$f\" | grep -q '^eg-cost-cache 1 ort '"
+    eval "f=\$(ls '$ucache'/*.txt | head -1); echo garbage >\"\$f\"; TASOC_CACHE_DIR='$ucache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def4.onnx' --verify-runs 3 -q && grep -q 'warning: .*not a cost cache' '$tmp/err' && head -1 \"\$f\" | grep -q '^eg-cost-cache 1 ort '"
+# verify's choice is kept beside the cost cache, keyed by the models'
+# content and the machine: the same run again times nothing.
+vcache="$tmp/vcache"
+check "default on a model the search improves: verify times the candidates" \
+    eval "TASOC_CACHE_DIR='$vcache' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/vc1.onnx' --verify-runs 3 -q && grep -q '^verify: writing the ' '$tmp/out' && ! grep -q 'verify cache' '$tmp/out' && ls '$vcache' | grep -qE '^costs-ort-[0-9a-f]{16}\.txt\.verify$'"
+check "... the same run again: the verify cache's choice, the same bytes, nothing timed" \
+    eval "TASOC_CACHE_DIR='$vcache' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/vc2.onnx' --verify-runs 3 -q && grep -q '^verify: writing the .*the verify cache' '$tmp/out' && cmp '$tmp/vc1.onnx' '$tmp/vc2.onnx'"
+check "... other verify options: timed anew" \
+    eval "TASOC_CACHE_DIR='$vcache' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/vc3.onnx' --verify-runs 4 -q && grep -q '^verify: writing the ' '$tmp/out' && ! grep -q 'verify cache' '$tmp/out' && test \$(grep -c . '$vcache'/*.verify) -eq 3"
+check "... a damaged verify cache: timed anew, the file rewritten" \
+    eval "f=\$(ls '$vcache'/*.verify) && printf 'junk\n' >\"\$f\" && TASOC_CACHE_DIR='$vcache' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/vc4.onnx' --verify-runs 3 -q && ! grep -q 'verify cache' '$tmp/out' && head -1 '$vcache'/*.verify | grep -q '^eg-verify-cache 1$'"
 check "--no-cost-cache: nothing written" \
     eval "TASOC_CACHE_DIR='$tmp/nocache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def5.onnx' --verify-runs 3 -q --no-cost-cache && test ! -e '$tmp/nocache'"
 check "default without onnxruntime: the analytic cost, a warning that the result is unverified" \
