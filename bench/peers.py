@@ -55,6 +55,9 @@ import time
 import report
 from ort_compare import session
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine"))
+import ort_time  # noqa: E402  (the engine's verify helper: one rule for a sample)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
           "tv_densenet121", "tv_mnasnet1_0", "hf_bert_base"]
@@ -183,17 +186,12 @@ def measure(np, ort, paths, threads, runs):
         for _ in range(3):
             s.run(None, feed)
     # a sample: the mean of enough consecutive runs to last 5 ms (the
-    # input's time decides the count), as engine/ort_time.py times them
-    t0 = time.perf_counter()
-    sessions[0].run(None, feed)
-    reps = max(1, min(1000, int(5.0 / max((time.perf_counter() - t0) * 1e3, 1e-3)) + 1))
+    # input's time decides the count), as verify times them
+    reps = ort_time.reps_for(lambda: sessions[0].run(None, feed))
     times = [[] for _ in sessions]
     for _ in range(runs):
         for k, s in enumerate(sessions):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                s.run(None, feed)
-            times[k].append((time.perf_counter() - t0) * 1e3 / reps)
+            times[k].append(ort_time.sample_ms(lambda: s.run(None, feed), reps))
     rows = []
     for k in range(len(sessions)):
         lo, mid, hi = quartiles([x / y for x, y in zip(times[0], times[k])])

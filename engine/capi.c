@@ -260,10 +260,11 @@ static int open_cost(const tasoc_opts *o, eg_cost **cost, eg_cost_open_info *inf
     eg_cost_kind kind = EG_COST_ANALYTIC_CPU;
     int pick = !o->cost && !o->deterministic;
     int rc = pick ? EG_OK : cost_kind(o->cost, &kind, err, errlen);
-    int analytic = kind == EG_COST_ANALYTIC || kind == EG_COST_ANALYTIC_CPU;
-    if (rc == EG_OK && o->deterministic && (!analytic || o->verify > 0 || o->cost_cache)) {
-        snprintf(err, errlen, "deterministic measures nothing: cost analytic-cpu or analytic, no verify, "
-                 "no cost cache");
+    const char *why = o->deterministic ? eg_cost_deterministic_conflict(o->cost != NULL, kind, o->verify > 0,
+                                                                        o->cost_cache != NULL)
+                                       : NULL;
+    if (rc == EG_OK && why) {
+        snprintf(err, errlen, "deterministic measures nothing: %s", why);
         return EG_EUNSUPPORTED;
     }
     eg_cost_open_opts co = {.pick = pick, .kind = kind, .threads = o->threads, .cache = o->cost_cache,

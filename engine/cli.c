@@ -43,7 +43,9 @@ static const char usage_text[] =
     "                        costs, --verify's choices in FILE.verify (the same\n"
     "                        models timed before: that choice, nothing timed)\n"
     "    --no-cost-cache     no per-user cost cache: measure every kernel and\n"
-    "                        time every candidate anew\n"
+    "                        time every candidate anew\n"    "    --cost-trace FILE   with --cost ort: write each kernel timed and each\n"
+    "                        rewrite judged, with analytic-cpu's figure beside\n"
+    "                        onnxruntime's, to FILE (bench/calibrate.py reads it)\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
@@ -259,7 +261,7 @@ static int cmd_roundtrip(int argc, char **argv) {
 /* ---- optimize ---- */
 
 typedef struct {
-    const char *in, *out, *ruledb, *cost_cache;
+    const char *in, *out, *ruledb, *cost_cache, *cost_trace;
     eg_cost_kind cost;
     int cost_set, deterministic, no_cache; /* --cost given, --deterministic, --no-cost-cache */
     int cache_is_default;                  /* cost_cache is the per-user file: warn, never fail */
@@ -349,6 +351,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) a->out = v;
         else if (!strcmp(o, "--ruledb")) a->ruledb = v;
         else if (!strcmp(o, "--cost-cache")) a->cost_cache = v;
+        else if (!strcmp(o, "--cost-trace")) a->cost_trace = v;
         else if (!strcmp(o, "--cost")) {
             int k = eg_cost_kind_parse(v);
             if (k < 0) return usage_error("--cost is analytic-cpu, analytic, cpu, cuda or ort"), -1;
@@ -379,11 +382,10 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
     }
     if (!a->in || !a->out) return usage_error("need IN.onnx and -o OUT.onnx"), -1;
     if (a->deterministic) {
-        int analytic = a->cost == EG_COST_ANALYTIC || a->cost == EG_COST_ANALYTIC_CPU;
-        if (a->cost_set && !analytic)
-            return usage_error("--deterministic measures nothing: its cost is analytic-cpu or analytic"), -1;
-        if (a->verify_on > 0) return usage_error("--deterministic and --verify: verify measures"), -1;
-        if (a->cost_cache) return usage_error("--deterministic keeps no cost cache"), -1;
+        const char *why = eg_cost_deterministic_conflict(a->cost_set, a->cost, a->verify_on > 0, a->cost_cache != NULL);
+        char msg[160];
+        snprintf(msg, sizeof msg, "--deterministic measures nothing: %s", why ? why : "");
+        if (why) return usage_error(msg), -1;
         a->cost_set = 1, a->verify_on = -1;
     }
     a->search.progress = !a->quiet;
@@ -407,6 +409,10 @@ static eg_status open_cost(opt_args *a, eg_cost **cost, char *err, size_t errlen
     if (info.cache && info.cache != a->cost_cache) {
         snprintf(a->cache_buf, sizeof a->cache_buf, "%s", info.cache);
         a->cost_cache = a->cache_buf, a->cache_is_default = 1;
+    }
+    if (a->cost_trace && a->cost != EG_COST_ORT) {
+        snprintf(err, errlen, "--cost-trace compares onnxruntime's costs with analytic-cpu's: it needs --cost ort");
+        return EG_EUNSUPPORTED;
     }
     if (a->verify_on == 0 && a->cost == EG_COST_ORT) a->verify_on = 1; /* measured costs, measured result */
     a->verify_on = a->verify_on > 0;
@@ -536,7 +542,15 @@ static int cmd_optimize(int argc, char **argv) {
         fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,
                 eg_ruleset_count(rs), a.ruledb ? a.ruledb : "shipped", eg_cost_kind_name(a.cost));
     if (rc == EG_OK && !a.quiet && census(g) != 0) rc = EG_ENOMEM, snprintf(err, sizeof err, "out of memory");
+    FILE *trace = NULL;
+    if (rc == EG_OK && a.cost_trace && !(trace = fopen(a.cost_trace, "w")))
+        rc = EG_EIO, snprintf(err, sizeof err, "cannot write %s", a.cost_trace);
+    if (rc == EG_OK && trace) rc = eg_cost_trace(cost, trace);
     if (rc == EG_OK) rc = eg_optimize(g, rs, cost, &a.search, &best, &r, err, sizeof err);
+    if (trace) {
+        eg_cost_trace(cost, NULL);
+        if (fclose(trace) != 0 && rc == EG_OK) rc = EG_EIO, snprintf(err, sizeof err, "cannot write %s", a.cost_trace);
+    }
     if (rc == EG_OK) print_report(&r, rs), print_costs(cost, a.cost_cache);
     int keep_input = rc == EG_OK && r.kept_input, pick = 1;
     if (rc == EG_OK && a.verify_on && !keep_input) {

@@ -16,6 +16,7 @@
 
 #include "cost.h"
 #include "cost_impl.h"
+#include "cost_calib.h"
 #include "win.h"
 
 struct entry {
@@ -23,6 +24,7 @@ struct entry {
     uint8_t *key;
     size_t len;
     double us;
+    int traced; /* written to the trace (eg_cost_trace) */
 };
 
 struct eg_cost {
@@ -44,6 +46,9 @@ struct eg_cost {
     eg_cost_cpu *cpu;
     eg_cost_cuda *cuda;
     eg_cost_ort *ort;
+    FILE *trace;         /* eg_cost_trace: each kernel group timed, each
+                            judgment's two deltas */
+    eg_cost *shadow;     /* with trace: analytic-cpu, to compare with */
 };
 
 typedef eg_cost_ctx graph_ctx;
@@ -214,7 +219,7 @@ static eg_status insert(eg_cost *c, uint64_t h, const uint8_t *key, size_t len, 
     uint8_t *k = malloc(len ? len : 1);
     if (!k) return EG_ENOMEM;
     memcpy(k, key, len);
-    c->ent[c->n_ent] = (struct entry){h, k, len, us};
+    c->ent[c->n_ent] = (struct entry){h, k, len, us, 0};
     place(c, c->n_ent++);
     return EG_OK;
 }
@@ -511,8 +516,6 @@ typedef struct {
 
 static const target gpu_like = {EG_COST_LAUNCH_US, EG_COST_VIEW_US, EG_COST_PEAK_FLOPS,
                                 EG_COST_BANDWIDTH};
-static const target cpu_like = {EG_COST_CPU_LAUNCH_US, EG_COST_CPU_LAUNCH_US,
-                                EG_COST_CPU_PEAK_FLOPS, EG_COST_CPU_BANDWIDTH};
 
 static double roofline(const target *t, double flops, double bytes) {
     double t1 = flops / t->peak, t2 = bytes / t->bandwidth;
@@ -533,6 +536,18 @@ static double analytic(const target *t, const eg_cost_kern *k) {
     case EG_KC_COUNT: break;
     }
     return EG_COST_UNKNOWN_US;
+}
+
+/* analytic-cpu: one CPU core as onnxruntime runs it, the constants of k's
+ * class fitted to its measured kernels (cost_calib.h, bench/calibrate.py).
+ * A sum, not a roofline's max: a CPU kernel pays its call, its arithmetic
+ * and its memory traffic, and the fit finds how much of each. */
+static double analytic_cpu(const eg_cost_kern *k) {
+    int cal = eg_cost_cal_of(k);
+    if (k->cls == EG_KC_FREE) return 0;
+    if (cal < 0) return EG_COST_UNKNOWN_US;
+    const eg_cost_calib *p = &eg_cost_calib_table[cal];
+    return (1 + k->extra) * p->launch_us + k->flops * p->us_per_flop + k->bytes * p->us_per_byte;
 }
 
 static double opaque_cost(const eg_graph *g, const eg_node *n) {
@@ -582,7 +597,7 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
     }
     if (measuring && k.cls != EG_KC_FREE) c->fallbacks++;
     int cpu = c->kind == EG_COST_CPU || c->kind == EG_COST_ORT || c->kind == EG_COST_ANALYTIC_CPU;
-    return analytic(cpu ? &cpu_like : &gpu_like, &k);
+    return cpu ? analytic_cpu(&k) : analytic(&gpu_like, &k);
 }
 
 static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j);
@@ -604,6 +619,85 @@ static int group_of(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int
     return n;
 }
 
+/* ================= the trace (bench/calibrate.py) ================= */
+
+static const char *const cal_names[] = {
+    [EG_CAL_CONV1] = "conv1", [EG_CAL_CONV] = "conv", [EG_CAL_DWCONV] = "dwconv",
+    [EG_CAL_GCONV] = "gconv", [EG_CAL_GEMM] = "gemm", [EG_CAL_POOL] = "pool",
+    [EG_CAL_EW] = "ew", [EG_CAL_EWMATH] = "ewmath", [EG_CAL_BNORM] = "bnorm",
+    [EG_CAL_ROWS] = "rows", [EG_CAL_GAP] = "gap", [EG_CAL_MOVE] = "move",
+    [EG_CAL_TRANS] = "trans", [EG_CAL_VIEW] = "view",
+};
+_Static_assert(sizeof cal_names / sizeof cal_names[0] == EG_CAL_COUNT, "cal_names");
+
+static int is_layernorm(const eg_node *n) {
+    return (n->kind == EG_KIND_OPS && n->op == OP_LAYERNORM) ||
+           (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_LAYERNORM);
+}
+
+/* The kernel line of entry e, the group nodes[0..n) of g, once per entry:
+ * what calibrate.py fits analytic-cpu's constants on. "lnadd" marks a group
+ * only onnxruntime times as one (an addition and the layer norm after it),
+ * which analytic-cpu charges as two kernels. */
+static void trace_kernel(eg_cost *c, const eg_graph *g, const int *nodes, int n, long e) {
+    eg_cost_kern k;
+    if (c->ent[e].traced || c->kind != EG_COST_ORT) return;
+    c->ent[e].traced = 1;
+    if (g->node[nodes[0]].kind == EG_KIND_OPAQUE || !kern_of(g, &g->node[nodes[0]], &k)) return;
+    int cal = eg_cost_cal_of(&k);
+    if (cal < 0) return;
+    int lnadd = n > 1 && is_layernorm(&g->node[nodes[1]]);
+    fprintf(c->trace, "kern %016llx %s %d %d %d %.17g %.17g %lld %lld %lld %lld %lld %.17g %.17g\n",
+            (unsigned long long)c->ent[e].hash, cal_names[cal], (int)k.ew, n, lnadd, k.flops, k.bytes,
+            (long long)k.kh, (long long)k.kw, (long long)k.group, (long long)k.c, (long long)k.o,
+            c->ent[e].us, analytic_cpu(&k));
+}
+
+int eg_cost_cal_of(const eg_cost_kern *k) {
+    switch (k->cls) {
+    case EG_KC_FREE: return -1;
+    case EG_KC_CONV:
+        if (k->group > 1 && k->group == k->c) return EG_CAL_DWCONV;
+        if (k->group > 1) return EG_CAL_GCONV;
+        return k->kh == 1 && k->kw == 1 ? EG_CAL_CONV1 : EG_CAL_CONV;
+    case EG_KC_GEMM: return EG_CAL_GEMM;
+    case EG_KC_POOL: return EG_CAL_POOL;
+    case EG_KC_MOVE: return EG_CAL_MOVE;
+    case EG_KC_TRANS: return EG_CAL_TRANS;
+    case EG_KC_VIEW: return EG_CAL_VIEW;
+    case EG_KC_EWISE:
+        switch (k->ew) {
+        case EG_EW_ADD:
+        case EG_EW_MUL:
+        case EG_EW_SCALE:
+        case EG_EW_RELU: return EG_CAL_EW;
+        case EG_EW_SIGMOID:
+        case EG_EW_TANH: return EG_CAL_EWMATH;
+        case EG_EW_BNORM: return EG_CAL_BNORM;
+        case EG_EW_SOFTMAX: return EG_CAL_ROWS;
+        case EG_EW_GAP: return EG_CAL_GAP;
+        case EG_EW_COUNT: break;
+        }
+        return -1;
+    case EG_KC_COUNT: break;
+    }
+    return -1;
+}
+
+eg_status eg_cost_trace(eg_cost *c, FILE *f) {
+    c->trace = f;
+    char err[EG_ERRLEN];
+    if (!f || c->shadow) return EG_OK;
+    return eg_cost_new(EG_COST_ANALYTIC_CPU, NULL, &c->shadow, err, sizeof err);
+}
+
+eg_cost *eg_cost_shadow(const eg_cost *c) { return c->trace ? c->shadow : NULL; }
+
+void eg_cost_trace_pair(eg_cost *c, double d, double d_shadow, double before, double before_shadow, uint32_t rule) {
+    if (c->trace)
+        fprintf(c->trace, "pair %.17g %.17g %.17g %.17g %u\n", d, d_shadow, before, before_shadow, (unsigned)rule);
+}
+
 static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx *x) {
     int nodes[MAX_GROUP], n = group_of(c, g, x, node, nodes);
     const unsigned char *wo = x ? x->wo : NULL;
@@ -615,13 +709,15 @@ static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx
     long e = find(c, h, c->kbuf, c->klen);
     if (e >= 0) {
         c->hits++;
+        if (c->trace) trace_kernel(c, g, nodes, n, e);
         return c->ent[e].us;
     }
     c->misses++;
     double us = compute(c, g, nodes, n, wo);
     /* compute does not touch the key buffer; a failed insert only loses
      * the memo. */
-    (void)insert(c, h, c->kbuf, c->klen, us);
+    if (insert(c, h, c->kbuf, c->klen, us) == EG_OK) e = (long)c->n_ent - 1;
+    if (c->trace && e >= 0) trace_kernel(c, g, nodes, n, e);
     return us;
 }
 
@@ -1050,6 +1146,13 @@ int eg_cost_default_path(const eg_cost *c, char *buf, size_t len) {
     return make_parents(buf);
 }
 
+const char *eg_cost_deterministic_conflict(int cost_named, eg_cost_kind kind, int verify, int cache_named) {
+    if (cost_named && kind != EG_COST_ANALYTIC && kind != EG_COST_ANALYTIC_CPU) return "its cost is analytic-cpu or analytic";
+    if (verify) return "verify measures";
+    if (cache_named) return "it keeps no cost cache";
+    return NULL;
+}
+
 eg_status eg_cost_open(const eg_cost_open_opts *o, eg_cost **out, eg_cost_open_info *info, char *err,
                        size_t errlen) {
     int threads = o->threads > 0 ? o->threads : 1;
@@ -1114,5 +1217,6 @@ void eg_cost_free(eg_cost *c) {
     if (c->cpu) eg_cost_cpu_free(c->cpu);
     if (c->cuda) eg_cost_cuda_free(c->cuda);
     eg_cost_ort_free(c->ort);
+    eg_cost_free(c->shadow);
     free(c);
 }

@@ -20,14 +20,21 @@
  *             runtime and pay EG_COST_VIEW_US instead of the launch; a
  *             conv2d with a fused RELU costs the same as without; the
  *             constants imm/iconv/poolk/ones cost 0.
- *   analytic-cpu  the same roofline for one CPU core (EG_COST_CPU_*): a
- *             launch costs little next to the work, so merging kernels
- *             pays only where it saves work or memory traffic, and
- *             enlarging a 1x1 kernel to 3x3 costs its nine-fold flops.
- *             Deterministic; what onnxruntime on a CPU rewards (on
- *             SqueezeNet the GPU-like roofline's merges run 11% slower
- *             there, bench/results/models-analytic.md), so engine optimize uses it
- *             unless told otherwise.
+ *   analytic-cpu  one CPU core as onnxruntime runs it (the deterministic
+ *             mode's cost, and the default without onnxruntime): per kernel
+ *             class (conv 1x1, larger convs, depthwise, grouped, gemm,
+ *             pools, cheap and transcendental element-wise ops, batchnorm,
+ *             softmax/layernorm rows, global pooling, copies, transposes,
+ *             views; eg_cost_cal)
+ *                 us = launch + flops * us_per_flop + bytes * us_per_byte
+ *             with the constants fitted to kernels measured in onnxruntime
+ *             on the bench set's and bench/unseen.py's exports
+ *             (bench/calibrate.py, generated into cost_calib.h with the
+ *             machine they came from; bench/results/calibrate.md says how
+ *             well it ranks the rewrites the search judges). A launch
+ *             costs little next to the work, so merging kernels pays only
+ *             where it saves work or memory traffic, and enlarging a 1x1
+ *             kernel to 3x3 costs its nine-fold flops.
  *   cpu       measured once per key on this CPU with random float inputs:
  *             conv and pools through oneDNN (C API), MatMul/Gemm through
  *             OpenBLAS cblas_sgemm, the rest with plain C loops; two
@@ -39,8 +46,8 @@
  *             calling thread and is timed with its CPU-time clock
  *             (CLOCK_THREAD_CPUTIME_ID), which leaves out the time other
  *             processes take on a loaded machine. A kernel over
- *             EG_COST_MAX_MEASURE bytes, or one oneDNN refuses, gets the
- *             roofline of a CPU-like target instead (EG_COST_CPU_*).
+ *             EG_COST_MAX_MEASURE bytes, or one oneDNN refuses, gets
+ *             analytic-cpu's figure instead.
  *   ort       measured in onnxruntime, the runtime the optimized model
  *             runs in (cost_ort.c): a node, together with the nodes
  *             onnxruntime fuses into it (a conv's per-channel bias and
@@ -52,7 +59,7 @@
  *             python3) in a session like the real one: ORT_ENABLE_ALL,
  *             the given intra-op threads; the median of repeats, less the
  *             fixed cost of a call from Python. A kernel the helper cannot
- *             run gets the CPU-like roofline.
+ *             run gets analytic-cpu's figure.
  *   cuda      the same measured on a CUDA device (cuDNN convolution with
  *             the algorithm cuDNN ranks first, cuBLAS sgemm, a copy kernel
  *             for the rest; cudaEvent timing, median of 15). Needs a device
@@ -102,6 +109,7 @@
 #define EG_COST_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "graph.h"
@@ -112,10 +120,6 @@
 #define EG_COST_PEAK_FLOPS 10e6    /* flops per us: 10 TFLOP/s */
 #define EG_COST_BANDWIDTH 500e3    /* bytes per us: 500 GB/s */
 #define EG_COST_UNKNOWN_US 100.0   /* a node with an unknown shape */
-/* CPU-like roofline for kernels the cpu backend cannot measure. */
-#define EG_COST_CPU_LAUNCH_US 1.0
-#define EG_COST_CPU_PEAK_FLOPS 50e3  /* flops per us: 50 GFLOP/s, one core */
-#define EG_COST_CPU_BANDWIDTH 10e3   /* bytes per us: 10 GB/s */
 #define EG_COST_MAX_KEY 8192       /* canonical key bytes (longer: not cached) */
 #define EG_COST_MAX_MEASURE ((double)(512u << 20)) /* bytes a measurement may allocate */
 
@@ -187,6 +191,12 @@ typedef struct {
                           per-user file (eg_cost_default_path) */
 } eg_cost_open_opts;
 
+/* The deterministic mode (engine optimize --deterministic, tasoc_opts'
+ * deterministic) measures nothing: an analytic cost, no verify, no cost
+ * cache. @return NULL when a request fits it, else why not ("its cost is
+ * analytic-cpu or analytic", "verify measures", "it keeps no cost cache").
+ * cost_named: a cost kind was asked for (kind). */
+const char *eg_cost_deterministic_conflict(int cost_named, eg_cost_kind kind, int verify, int cache_named);
 /* What eg_cost_open did. */
 typedef struct {
     eg_cost_kind kind;  /* the backend opened */
@@ -288,6 +298,20 @@ size_t eg_cost_loaded(const eg_cost *c);
 
 /* The kind c was made with. */
 eg_cost_kind eg_cost_kind_of(const eg_cost *c);
+/* Calibration trace (engine optimize --cost-trace, read by
+ * bench/calibrate.py): with f non-NULL, an ort model writes to f a line
+ * per kernel group it costs (once per key: "kern HASH CLASS EW NODES LNADD
+ * FLOPS BYTES KH KW GROUPS C O ORT_US ANALYTIC_CPU_US") and the search a
+ * line per judgment ("pair DELTA DELTA_ANALYTIC_CPU BEFORE
+ * BEFORE_ANALYTIC_CPU RULE": the change in cost a rewrite makes and the cost
+ * of the region it touches, under c and under analytic-cpu, its shadow, and
+ * the rule's index). NULL
+ * stops. @return EG_OK or EG_ENOMEM. */
+eg_status eg_cost_trace(eg_cost *c, FILE *f);
+/* The analytic-cpu model a tracing c compares with; NULL when not tracing. */
+eg_cost *eg_cost_shadow(const eg_cost *c);
+/* Write a judgment's pair line (see eg_cost_trace); nothing when not tracing. */
+void eg_cost_trace_pair(eg_cost *c, double d, double d_shadow, double before, double before_shadow, uint32_t rule);
 
 /* The smallest relative gain the backend can tell from noise: 0 for the
  * deterministic analytic model; for measured ones, the spread of repeated

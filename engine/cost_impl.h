@@ -62,6 +62,35 @@ typedef struct {
                              two Transposes); their traffic is in bytes */
 } eg_cost_kern;
 
+/* The kernel classes analytic-cpu's constants are fitted for, by
+ * bench/calibrate.py against onnxruntime (cost_calib.h). ORDER CAL */
+typedef enum {
+    EG_CAL_CONV1,  /* 1x1 convolution, groups 1 */
+    EG_CAL_CONV,   /* a larger kernel, groups 1 */
+    EG_CAL_DWCONV, /* depthwise: one group per input channel */
+    EG_CAL_GCONV,  /* other grouped convolutions */
+    EG_CAL_GEMM,   /* matmul, gemm, batched */
+    EG_CAL_POOL,   /* max / average pooling */
+    EG_CAL_EW,     /* add, mul, scale, relu */
+    EG_CAL_EWMATH, /* sigmoid, tanh */
+    EG_CAL_BNORM,  /* per-channel scale and shift */
+    EG_CAL_ROWS,   /* softmax, layer norm */
+    EG_CAL_GAP,    /* global average pool */
+    EG_CAL_MOVE,   /* concat, split, enlarge: bytes copied */
+    EG_CAL_TRANS,  /* transposes */
+    EG_CAL_VIEW,   /* split0/split1 */
+    EG_CAL_COUNT
+} eg_cost_cal;
+
+/* One class's constants: us = launch_us + flops * us_per_flop + bytes *
+ * us_per_byte. */
+typedef struct {
+    double launch_us, us_per_flop, us_per_byte;
+} eg_cost_calib;
+
+/* k's class, or -1 for a kernel that costs nothing (EG_KC_FREE). */
+int eg_cost_cal_of(const eg_cost_kern *k);
+
 /* ---- the cache reader (cost.c), for eg_cost_new and the fuzz target ---- */
 
 struct eg_cost;

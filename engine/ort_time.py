@@ -48,6 +48,7 @@ lines read 0 ms, MAX_REL_ERR inf, ratios 0 (a message on stderr says why). Error
 non-zero exit: 3 when onnxruntime or numpy is missing, 2 otherwise.
 """
 import sys
+import time
 
 
 def pct(v, q):
@@ -70,6 +71,26 @@ def noise_of(aa, min_gain):
     return max(min_gain, abs(aa[1] - 1), (aa[2] - aa[0]) / 2)
 
 
+def reps_for(run, sample_ms=5.0):
+    """How many consecutive calls of run() make one sample of sample_ms:
+    the middle of three probes decides (one call of a 0.08 ms model times
+    the clock's and the scheduler's jitter, not the model)."""
+    probe = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        run()
+        probe.append((time.perf_counter() - t0) * 1e3)
+    return max(1, min(1000, int(sample_ms / max(sorted(probe)[1], 1e-3)) + 1))
+
+
+def sample_ms(run, reps):
+    """One sample: the mean time of reps consecutive calls of run(), ms."""
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        run()
+    return (time.perf_counter() - t0) * 1e3 / reps
+
+
 def main(argv):
     try:
         import numpy as np
@@ -77,7 +98,6 @@ def main(argv):
     except ImportError as e:
         print(f"onnxruntime for Python is missing ({e}): pip install onnxruntime", file=sys.stderr)
         return 3
-    import time
 
     args = {"--threads": 1, "--runs": 20, "--warmup": 3, "--screen": 3, "--min-runs": 5,
             "--max-err": 1e-4, "--min-gain": 0.005, "--sample-ms": 5.0}
@@ -174,19 +194,11 @@ def main(argv):
         # A sample is the mean of enough consecutive runs to last
         # --sample-ms: a model of microseconds timed run by run measures
         # the clock's and the scheduler's jitter, not the model.
-        probe = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            sessions[0].run(None, feed)
-            probe.append((time.perf_counter() - t0) * 1e3)
-        reps = max(1, min(1000, int(args["--sample-ms"] / max(sorted(probe)[1], 1e-3)) + 1))
+        reps = reps_for(lambda: sessions[0].run(None, feed), args["--sample-ms"])
         times = [[] for _ in sessions]
         for r in range(1, args["--runs"] + 1):
             for k in [0] + (live if r > 1 else [k for k in range(1, aa) if sessions[k]]) + [aa]:
-                t0 = time.perf_counter()
-                for _ in range(reps):
-                    sessions[k].run(None, feed)
-                times[k].append((time.perf_counter() - t0) * 1e3 / reps)
+                times[k].append(sample_ms(lambda: sessions[k].run(None, feed), reps))
             if not live:
                 break
             q = {k: quartiles(times[0], times[k]) for k in live}

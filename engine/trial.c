@@ -46,6 +46,9 @@ struct eg_trial {
     double *own;         /* [nn] each node's own cost (eg_cost_node_in in g; -1
                             until asked, for a node that costs nothing in g) */
     double *charge;      /* [nn] each node's charge in g: own, or 0 when skipped */
+    eg_cost *shadow;     /* eg_cost_shadow(c): a calibration trace compares
+                            each judgment's delta with analytic-cpu's */
+    double *charge2;     /* [nn] with shadow: each node's charge under it */
     int regroup;         /* a kept node's own cost can change (ort groups) */
     double cost;         /* their sum */
     int *uses, *reader;  /* [w tensors] the cost context, edited by a trial */
@@ -224,6 +227,8 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
         t->share = malloc(sizeof *t->share * nn);
         t->share_known = calloc(nn, 1);
         t->charge = malloc(sizeof *t->charge * nn);
+        t->shadow = eg_cost_shadow(c);
+        t->charge2 = t->shadow ? malloc(sizeof *t->charge2 * nn) : NULL;
         t->own = malloc(sizeof *t->own * nn);
         t->uses = malloc(sizeof *t->uses * wt);
         t->reader = malloc(sizeof *t->reader * wt);
@@ -233,7 +238,7 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
         t->tmark = calloc(wt, sizeof *t->tmark);
         t->queue = malloc(sizeof *t->queue * wn);
         t->dist = malloc(sizeof *t->dist * wn);
-        if (!t->share || !t->share_known || !t->charge || !t->own || !t->uses || !t->reader || !t->wo || !t->dead || !t->seen || !t->tmark ||
+        if (!t->share || !t->share_known || !t->charge || (t->shadow && !t->charge2) || !t->own || !t->uses || !t->reader || !t->wo || !t->dead || !t->seen || !t->tmark ||
             !t->queue || !t->dist)
             rc = EG_ENOMEM;
     }
@@ -257,6 +262,8 @@ eg_status eg_trial_new(const eg_ruleset *rs, eg_cost *c, eg_graph *g, const uint
         t->own[j] = known && known[j] >= 0 ? known[j] : skip ? -1 : eg_cost_node_in(c, w, &x, j);
         t->charge[j] = skip ? 0 : t->own[j];
         t->cost += t->charge[j];
+        if (t->shadow)
+            t->charge2[j] = eg_cost_skipped(t->shadow, w, &x, j) ? 0 : eg_cost_node_in(t->shadow, w, &x, j);
     }
     *out = t;
     return EG_OK;
@@ -267,7 +274,7 @@ uint64_t eg_trial_hash(const eg_trial *t) { return t->hash; }
 
 void eg_trial_free(eg_trial *t) {
     if (!t) return;
-    free(t->share), free(t->share_known), free(t->charge), free(t->own), free(t->uses), free(t->reader), free(t->wo);
+    free(t->share), free(t->share_known), free(t->charge), free(t->charge2), free(t->own), free(t->uses), free(t->reader), free(t->wo);
     free(t->dead), free(t->seen), free(t->tmark), free(t->queue), free(t->dist);
     free(t->rd_at), free(t->rd), free(t->st), free(t->ss);
     for (int i = 0; i < t->n_desc; i++) free(t->desc[i].below);
@@ -655,7 +662,7 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
     }
 
     /* charges within the radius of what changed, before and after */
-    double d_cost = 0;
+    double d_cost = 0, d2 = 0, before = 0, before2 = 0; /* d2, before2: under t->shadow */
     if (rc == EG_OK) {
         for (int i = 0; i < t->n_st; i++) fix_reader(t, t->st[i].t, n_scratch);
         int n = 0;
@@ -669,9 +676,11 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
         eg_cost_ctx x = {t->uses, t->reader, t->wo};
         for (int i = 0; i < n; i++) {
             int j = t->queue[i];
-            if (j < t->nn) d_cost -= t->charge[j];
+            if (j < t->nn) d_cost -= t->charge[j], before += t->charge[j];
+            if (j < t->nn && t->shadow) d2 -= t->charge2[j], before2 += t->charge2[j];
             if (j < t->nn && t->dead[j] == t->trial) continue;
             if (j >= t->nn && j >= t->s_node + n_scratch) continue;
+            if (t->shadow && !eg_cost_skipped(t->shadow, w, &x, j)) d2 += eg_cost_node_in(t->shadow, w, &x, j);
             if (eg_cost_skipped(t->c, w, &x, j)) continue;
             /* a kept node's own cost is its key's, unless its group can change */
             if (j >= t->nn || t->regroup) d_cost += eg_cost_node_in(t->c, w, &x, j);
@@ -680,6 +689,7 @@ eg_status eg_trial_judge(eg_trial *t, const eg_match *m, double *delta, uint64_t
     }
     undo(t);
     if (rc != EG_OK) return rc;
+    if (t->shadow) eg_cost_trace_pair(t->c, d_cost, d2, before, before2, m->rule);
     *delta = d_cost;
     *hash = t->hash - t->out_hash + oh + dh;
     return EG_OK;

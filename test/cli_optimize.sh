@@ -258,6 +258,27 @@ check "--cost ort, the fused form as fast: no spelling changes (the analytic cos
     eval "TASOC_PYTHON='$tmp/py_ort' status_is 0 '$E' optimize '$corpus/post_ln.onnx' -o '$tmp/pl2.onnx' $ort_opt && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out' && status_is 0 '$E' optimize --deterministic '$corpus/post_ln.onnx' -o '$tmp/pl3.onnx' -q && grep -q '^built-ins: .* 0 additions written as Sum' '$tmp/out'"
 check "--cost ort for real: --verify is on by default, the result agrees in onnxruntime" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/real_ort.onnx' -q --cost ort --verify-runs 5 --no-cost-cache && grep -qE '^costs: [1-9][0-9]* measured' '$tmp/out' && grep -qE '^verify: writing the |^rules applied: 0 \(result not cheaper' '$tmp/out'"
+# The calibration trace (bench/calibrate.py): onnxruntime's time and
+# analytic-cpu's for each kernel, and each judgment's two deltas.
+check "--cost-trace: a kern line per kernel timed, a pair line per judgment, all fields numbers" \
+    eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/tr.onnx' $ort_opt --cost-trace '$tmp/trace' && grep -q '^kern ' '$tmp/trace' && grep -q '^pair ' '$tmp/trace' && awk '\$1==\"kern\" && (NF!=15 || \$14<=0 || \$15<=0) {bad=1} \$1==\"pair\" && NF!=6 {bad=1} END {exit bad}' '$tmp/trace'"
+check "--cost-trace without --cost ort: exit 2, says why" \
+    eval "status_is 2 '$E' optimize --deterministic '$corpus/attention.onnx' -o '$tmp/tr2.onnx' --cost-trace '$tmp/trace2' && grep -q 'needs --cost ort' '$tmp/err'"
+# calibrate.py fit recovers the constants of kernels made to follow them
+mkdir -p "$tmp/calib"
+python3 - "$tmp/calib/bench.synthetic.trace" <<'PY'
+import random, sys
+random.seed(3)
+law = {"conv": (2.0, 1e-5, 2e-5), "ew": (0.5, 0.0, 1.5e-5)}
+with open(sys.argv[1], "w") as f:
+    for i in range(200):
+        cls = "conv" if i % 2 else "ew"
+        a, b, c = law[cls]
+        flops, nbytes = random.uniform(1e4, 1e8), random.uniform(1e3, 1e7)
+        f.write(f"kern {i:016x} {cls} 0 1 0 {flops} {nbytes} 3 3 1 8 8 {a + b * flops + c * nbytes} 1\n")
+PY
+check "calibrate.py fit: the constants the kernels follow, per class, into the header" \
+    eval "python3 bench/calibrate.py fit '$tmp/calib' --header '$tmp/calib.h' >/dev/null && python3 -c \"import re, sys; t = {m[0]: [float(v) for v in m[1].split(',')] for m in re.findall(r'\[EG_CAL_(\w+)\] = \{([^}]*)\}', open(sys.argv[1]).read())}; ok = lambda got, want: all(abs(g - w) <= 1e-3 * abs(w) + 1e-12 for g, w in zip(got, want)); sys.exit(not (ok(t['CONV'], [2, 1e-5, 2e-5]) and ok(t['EW'], [0.5, 0, 1.5e-5]) and len(t) == 14))\" '$tmp/calib.h'"
 printf 'garbage\n' >"$tmp/garbage.onnx"
 check "the timing helper: a candidate onnxruntime refuses is reported and never timed, the others are" \
     eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 3 '$corpus/attention.onnx' '$tmp/garbage.onnx' '$corpus/attention.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t0\t0\tinf\t0$' '$tmp/oh' && grep -qP '^ratios\t2\t[0-9.]+' '$tmp/oh' && ! grep -qP '^ratios\t2\t0\t' '$tmp/oh' && grep -q 'garbage.onnx: onnxruntime refuses it' '$tmp/eh'"

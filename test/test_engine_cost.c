@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "cost.h"
+#include "cost_calib.h"
+#include "cost_impl.h"
 #include "engine.h"
 
 /* ================= helpers ================= */
@@ -375,10 +377,39 @@ static void test_memo(void **state) {
     eg_free(g);
 }
 
+/* analytic-cpu's fitted table (cost_calib.h, bench/calibrate.py): every
+ * class has usable constants (finite, none negative, a kernel never free),
+ * and kernels land in the class their onnxruntime kernel is (a depthwise
+ * conv is not a dense one: onnxruntime runs them with other code). */
+static void test_calibration(void **state) {
+    (void)state;
+    for (int i = 0; i < EG_CAL_COUNT; i++) {
+        const eg_cost_calib *p = &eg_cost_calib_table[i];
+        assert_true(isfinite(p->launch_us) && isfinite(p->us_per_flop) && isfinite(p->us_per_byte));
+        assert_true(p->launch_us >= 0 && p->us_per_flop >= 0 && p->us_per_byte >= 0);
+        assert_true(p->launch_us + p->us_per_flop + p->us_per_byte > 0);
+    }
+    eg_cost_kern k = {.cls = EG_KC_CONV, .c = 32, .group = 32, .kh = 3, .kw = 3};
+    assert_int_equal(eg_cost_cal_of(&k), EG_CAL_DWCONV);
+    k.group = 4;
+    assert_int_equal(eg_cost_cal_of(&k), EG_CAL_GCONV);
+    k.group = 1;
+    assert_int_equal(eg_cost_cal_of(&k), EG_CAL_CONV);
+    k.kh = k.kw = 1;
+    assert_int_equal(eg_cost_cal_of(&k), EG_CAL_CONV1);
+    k = (eg_cost_kern){.cls = EG_KC_EWISE, .ew = EG_EW_SIGMOID};
+    assert_int_equal(eg_cost_cal_of(&k), EG_CAL_EWMATH);
+    k.ew = EG_EW_RELU;
+    assert_int_equal(eg_cost_cal_of(&k), EG_CAL_EW);
+    k = (eg_cost_kern){.cls = EG_KC_FREE};
+    assert_int_equal(eg_cost_cal_of(&k), -1);
+    assert_true(strstr(EG_COST_CALIB_MACHINE, "onnxruntime") != NULL);
+}
+
 /* SqueezeNet's fire module, expand convs of 64 channels from 16: a 1x1
  * and a 3x3 conv, or one 3x3 conv of both (the 1x1 enlarged with zeros,
  * TASO's merge). The GPU-like roofline rates the merged conv cheaper (one
- * launch saved); the CPU one (the default of engine optimize) rates it
+ * launch saved); analytic-cpu (the deterministic mode's) rates it
  * dearer (the 1x1's work nine-fold), as onnxruntime on a CPU runs it. Both
  * are deterministic: the same figures from a fresh model. */
 static void test_analytic_targets(void **state) {
@@ -921,6 +952,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_mop_complete);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_memo);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_analytic_targets);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_calibration);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_weight_only);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_unknown_and_opaque);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_dynamic_batch);
