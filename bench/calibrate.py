@@ -14,11 +14,11 @@ trace   runs `engine optimize MODEL --cost ort --no-verify --threads 1
         timed (its class, flops and bytes, onnxruntime's microseconds,
         analytic-cpu's with the constants built in) and a "pair" line per
         rewrite the search judged (the change in cost it makes under both).
-fit     fits, per kernel class (engine/cost_impl.h, eg_cost_cal), the three
-        constants of us = launch + flops * a + bytes * b to onnxruntime's
-        times: non-negative least squares on the relative error (each
-        kernel's row divided by its time, so a 5 us kernel counts as much as
-        a 5 ms one), kernels of all traces once each. Groups onnxruntime
+fit     fits us = launch + flops * a[class] + bytes * b[class] (classes:
+        engine/cost_impl.h's eg_cost_cal; one launch for all, see fit_all)
+        to onnxruntime's times: non-negative least squares on the relative
+        error (each kernel's row divided by its time, so a 5 us kernel counts
+        as much as a 5 ms one), kernels of all traces once each. Groups onnxruntime
         times as one and analytic-cpu charges as two (an addition and the
         layer norm after it) are left out. Writes the table to the header,
         with the machine and the kernel counts; then rebuild (ninja).
@@ -27,7 +27,9 @@ report  the kernels' error and the search's judgments, from a trace run with
         class the median |log(analytic / onnxruntime)|; per model set the
         fraction of judgments onnxruntime decides (|delta| > 2% of the cost
         of the region judged, its noise) that analytic-cpu orders the same
-        way (the same sign; analytic-cpu calling it a tie counts as not).
+        way (the same sign; analytic-cpu calling it a tie counts as not),
+        and of random couples of judgments the fraction analytic-cpu puts in
+        onnxruntime's order (which rewrite is the better one).
         Writes bench/results/OUT.md and OUT.jsonl.
 """
 import argparse
@@ -47,7 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # engine/cost_impl.h's eg_cost_cal, in order (the header's initialisers name them)
 CLASSES = ["conv1", "conv", "dwconv", "gconv", "gemm", "pool", "ew", "ewmath", "bnorm", "rows", "gap", "move",
-           "trans", "view"]
+           "trans", "transn", "view"]
 ENUM = {c: "EG_CAL_" + c.upper() for c in CLASSES}
 NOISE = 0.02  # eg_cost_noise of ort
 
@@ -95,7 +97,7 @@ def read_traces(d):
                                            "kw": int(w[9]), "groups": int(w[10]), "c": int(w[11]),
                                            "o": int(w[12]), "ort": float(w[13]), "an": float(w[14]),
                                            "model": name})
-                elif w[0] == "pair" and len(w) == 6:
+                elif w[0] == "pair" and len(w) in (5, 6):  # 5: traces before the rule index was added
                     ps.append(tuple(float(x) for x in w[1:5]))
     return kern, pairs
 
@@ -119,12 +121,22 @@ def nnls(A, b):
         free.remove(min(neg, key=lambda i: x[i]))
 
 
-def fit_class(ks):
+def fit_all(ks, classes):
+    """One launch constant for every class (a call into onnxruntime costs
+    the same whatever the kernel computes: with a launch of its own, a
+    class of cheap calls would make a rewrite that adds work to a kernel of
+    that class look cheaper, a 1x1 conv enlarged to 3x3), and per class a
+    cost per flop and per byte. @return {class: [launch, per_flop, per_byte]}."""
+    col = {c: i for i, c in enumerate(classes)}
     t = np.array([k["ort"] for k in ks])
-    A = np.array([[1.0, k["flops"], k["bytes"]] for k in ks]) / t[:, None]
+    A = np.zeros((len(ks), 1 + 2 * len(classes)))
+    for r, k in enumerate(ks):
+        i = col[k["cls"]]
+        A[r, 0], A[r, 1 + 2 * i], A[r, 2 + 2 * i] = 1.0, k["flops"], k["bytes"]
+    A /= t[:, None]
     scale = np.maximum(A.max(axis=0), 1e-30)  # columns of like size for the solver
     x = nnls(A / scale, np.ones(len(ks))) / scale
-    return [float(v) for v in x]
+    return {c: [float(x[0]), float(x[1 + 2 * i]), float(x[2 + 2 * i])] for c, i in col.items()}
 
 
 def usable(k):
@@ -145,13 +157,14 @@ def machine():
 def cmd_fit(a):
     kern, _ = read_traces(a.dir)
     ks = [k for k in kern.values() if usable(k)]
+    count = {c: sum(k["cls"] == c for k in ks) for c in CLASSES}
+    fitted = fit_all([k for k in ks if count[k["cls"]] >= 3], [c for c in CLASSES if count[c] >= 3])
     rows = []
     for c in CLASSES:
-        sub = [k for k in ks if k["cls"] == c]
-        x = fit_class(sub) if len(sub) >= 3 else None
-        rows.append((c, len(sub), x))
-        print(f"{c:7s} {len(sub):5d} kernels: " + (f"launch {x[0]:.3g} us, {x[1] * 1e6:.4g} us/Mflop, "
-                                                   f"{x[2] * 1e6:.4g} us/MB" if x else "too few: roofline kept"))
+        x = fitted.get(c)
+        rows.append((c, count[c], x))
+        print(f"{c:7s} {count[c]:5d} kernels: " + (f"launch {x[0]:.3g} us, {x[1] * 1e6:.4g} us/Mflop, "
+                                                   f"{x[2] * 1e6:.4g} us/MB" if x else "too few: priced as ew"))
     lines = ["/* cost_calib.h - analytic-cpu's constants per kernel class, fitted by",
              " * bench/calibrate.py fit to kernels measured in onnxruntime (GENERATED:",
              " * rerun it to recalibrate; do not edit by hand).",
@@ -159,8 +172,8 @@ def cmd_fit(a):
              f" * Machine: {machine()}.",
              f" * Fitted {datetime.date.today().isoformat()} on {len(ks)} kernels from {len(glob.glob(os.path.join(a.dir, '*.trace')))} models",
              " * (the bench set and bench/unseen.py). us = launch_us + flops * us_per_flop",
-             " * + bytes * us_per_byte; a class with too few kernels keeps the roofline",
-             " * (launch 1 us, 50 GFLOP/s, 10 GB/s, summed). Kernels per class:",
+             " * + bytes * us_per_byte, one launch_us for all; a class with under 3",
+             " * kernels is priced as ew (the cheap element-wise ops). Kernels per class:",
              " * " + ", ".join(f"{c} {n}" for c, n, _ in rows) + ".",
              " * Included by cost.c only. */",
              "#ifndef EG_COST_CALIB_H",
@@ -171,8 +184,8 @@ def cmd_fit(a):
              "",
              "static const eg_cost_calib eg_cost_calib_table[] = {"]
     for c, n, x in rows:
-        if x is None:
-            x = [1.0, 1 / 50e3, 1 / 10e3]
+        if x is None:  # too few kernels of its own: priced as the cheap element-wise ops
+            x = fitted.get("ew", [1.0, 1 / 50e3, 1 / 10e3])
         lines.append(f"    [{ENUM[c]}] = {{{x[0]:.6g}, {x[1]:.6g}, {x[2]:.6g}}},")
     lines += ["};", "_Static_assert(sizeof eg_cost_calib_table / sizeof eg_cost_calib_table[0] == EG_CAL_COUNT,",
               '               "eg_cost_calib_table");', "", "#endif", ""]
@@ -200,6 +213,26 @@ def agreement(pairs):
     return dec, agree
 
 
+def ranking(pairs, n=20000, seed=1):
+    """(compared, alike) over n random couples of judgments (seeded):
+    couples onnxruntime orders beyond its noise (their deltas apart by more
+    than 2% of the larger region's cost), ordered alike by analytic-cpu.
+    The search keeps the cheapest children first, so this is how often
+    analytic-cpu would pick the rewrite onnxruntime picks."""
+    import random
+    rng = random.Random(seed)
+    if len(pairs) < 2:
+        return 0, 0
+    cmp = alike = 0
+    for _ in range(n):
+        (d1, a1, b1, _), (d2, a2, b2, _) = rng.sample(pairs, 2)
+        if abs(d1 - d2) <= NOISE * max(b1, b2):
+            continue
+        cmp += 1
+        alike += (d1 < d2) == (a1 < a2) and a1 != a2
+    return cmp, alike
+
+
 def cmd_report(a):
     kb, pb = read_traces(a.before)
     ka, pa = read_traces(a.after)
@@ -214,9 +247,9 @@ def cmd_report(a):
           "exports (ORT_ENABLE_ALL, 1 thread), each once; error: the median |ln(analytic-cpu / onnxruntime)| "
           "(0.1 is 10% off; ln 2 = 0.69 is a factor of 2).", "",
           "| class | kernels | error before | error after |", "|---|--:|--:|--:|"]
-    for c in CLASSES:
-        b = [k for k in kb.values() if k["cls"] == c]
+    for c in CLASSES:  # the before run's kernels in the after run's classes (a class may be new)
         f = [k for k in ka.values() if k["cls"] == c]
+        b = [kb[h] for h, k in ka.items() if k["cls"] == c and h in kb]
         md.append(f"| {c} | {len([k for k in f if usable(k)])} | {err_of(b):.3f} | {err_of(f):.3f} |")
         rows.append({"kind": "class", "class": c, "kernels": len(f), "err_before": err_of(b), "err_after": err_of(f)})
     md.append(f"| all | {len([k for k in ka.values() if usable(k)])} | {err_of(kb.values()):.3f} | "
@@ -224,27 +257,41 @@ def cmd_report(a):
     md += ["", "Rankings: each rewrite the search judged (the `pair` lines: the change in cost it makes in the "
            "region it touches, under onnxruntime's measured costs and under analytic-cpu). Decided: onnxruntime's "
            f"change beyond {NOISE:.0%} of the region's cost (its noise). Ordered alike: analytic-cpu's change has "
-           "the same sign (a tie in analytic-cpu counts as not). The search in both runs is onnxruntime's, so "
-           "before and after judge the same rewrites.", "",
-           "| models | judgments | decided | ordered alike before | ordered alike after |", "|---|--:|--:|--:|--:|"]
+           "the same sign (a tie in analytic-cpu counts as not). The search in both runs is onnxruntime's: both "
+           "judge the same rewrites wherever the two builds time the same kernel groups.", "",
+           "Couples: 20,000 random couples of judgments per model (seeded) that onnxruntime orders beyond its "
+           "noise (their changes apart by more than 2% of the larger region's cost); ordered alike: analytic-cpu "
+           "puts them in the same order. The search expands the cheapest children first, so this is how often "
+           "analytic-cpu picks the rewrite onnxruntime would.", "",
+           "| models | judgments | decided | sign alike before | sign alike after | couples | couples alike "
+           "before | couples alike after |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    rank_b = {k: ranking(v) for k, v in pb.items()}
+    rank_a = {k: ranking(v) for k, v in pa.items()}
     for grp in ["bench", "unseen", "all"]:
         keys = [k for k in pa if grp == "all" or k[0] == grp]
         tot = sum(len(pa[k]) for k in keys)
         db, ab = map(sum, zip(*[agreement(pb.get(k, [])) for k in keys])) if keys else (0, 0)
         da, aa = map(sum, zip(*[agreement(pa[k]) for k in keys])) if keys else (0, 0)
+        cb, kb_ = map(sum, zip(*[rank_b.get(k, (0, 0)) for k in keys])) if keys else (0, 0)
+        ca, ka_ = map(sum, zip(*[rank_a[k] for k in keys])) if keys else (0, 0)
         fb, fa = ab / db if db else float("nan"), aa / da if da else float("nan")
-        md.append(f"| {grp} ({len(keys)}) | {tot} | {da} | {fb:.1%} | {fa:.1%} |")
+        rb, ra = kb_ / cb if cb else float("nan"), ka_ / ca if ca else float("nan")
+        md.append(f"| {grp} ({len(keys)}) | {tot} | {da} | {fb:.1%} | {fa:.1%} | {ca} | {rb:.1%} | {ra:.1%} |")
         rows.append({"kind": "rank", "models": grp, "n_models": len(keys), "judgments": tot, "decided": da,
-                     "agree_before": fb, "agree_after": fa})
+                     "agree_before": fb, "agree_after": fa, "couples": ca, "couples_before": rb,
+                     "couples_after": ra})
     md += ["", "Per model (ordered alike before -> after, of the decided judgments):", ""]
-    md += ["| set | model | decided | before | after |", "|---|---|--:|--:|--:|"]
+    md += ["| set | model | decided | sign before | sign after | couples before | couples after |",
+           "|---|---|--:|--:|--:|--:|--:|"]
+    pct = lambda x, n: f"{x / n:.1%}" if n else "-"  # noqa: E731
     for k in sorted(pa):
         db, ab = agreement(pb.get(k, []))
         da, aa = agreement(pa[k])
-        md.append(f"| {k[0]} | {k[1]} | {da} | {ab / db if db else float('nan'):.1%} | "
-                  f"{aa / da if da else float('nan'):.1%} |")
+        (cb, kb_), (ca, ka_) = rank_b.get(k, (0, 0)), rank_a[k]
+        md.append(f"| {k[0]} | {k[1]} | {da} | {pct(ab, db)} | {pct(aa, da)} | {pct(kb_, cb)} | {pct(ka_, ca)} |")
         rows.append({"kind": "model", "set": k[0], "model": k[1], "decided": da,
-                     "agree_before": ab / db if db else None, "agree_after": aa / da if da else None})
+                     "agree_before": ab / db if db else None, "agree_after": aa / da if da else None,
+                     "couples_before": kb_ / cb if cb else None, "couples_after": ka_ / ca if ca else None})
     with open(out + ".md", "w") as f:
         f.write("\n".join(md) + "\n")
     with open(out + ".jsonl", "w") as f:

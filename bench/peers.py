@@ -66,8 +66,8 @@ GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGem
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
 SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
 COSTS_RE = re.compile(r"^costs: ([0-9]+) measured(?: in ([0-9.]+) s)?", re.M)
-VERIFY_RE = re.compile(r"^verify: writing the (search result|runner-up [0-9]|built-ins alone|input).*\(timing took ([0-9.]+) s\)$",
-                       re.M)
+VERIFY_RE = re.compile(r"^verify: writing the (search result|runner-up [0-9]|built-ins alone|input).*"
+                       r"\(timing took ([0-9.]+) s( when these models were timed before[^)]*)?\)$", re.M)
 VROW_RE = re.compile(r"^verify: search result .*speedup ([0-9.]+)x", re.M)
 RULES_RE = re.compile(r"^rules applied: ([0-9]+)", re.M)
 
@@ -130,7 +130,8 @@ def run_engine(cmd, env=None):
     return {"search_s": float(s.group(1)) if s else None, "stop": s.group(2) if s else None,
             "measured": int(c.group(1)) if c else 0, "measure_s": float(c.group(2) or 0) if c else 0.0,
             "written": v.group(1) if v else "input (search not cheaper)",
-            "verify_s": float(v.group(2)) if v else 0.0, "rules": int(r.group(1)) if r else 0,
+            "verify_s": float(v.group(2)) if v and not v.group(3) else 0.0, "verify_cached": bool(v and v.group(3)),
+            "rules": int(r.group(1)) if r else 0,
             "verify_speedup": float(vr.group(1)) if vr else None, "wall_s": wall}
 
 
@@ -146,7 +147,7 @@ def prepare(tool, model, out, threads, a, tmp):
         cold = run_engine(cmd, env)
         info = run_engine(cmd, env)
         info.update(cold_s=cold["wall_s"], cold_measured=cold["measured"], cold_measure_s=cold["measure_s"],
-                    warm_s=info["wall_s"])
+                    cold_search_s=cold["search_s"], cold_verify_s=cold["verify_s"], warm_s=info["wall_s"])
     elif tool == "engine-det":
         info = run_engine([os.path.join(a.bin, "engine"), "optimize", model, "-o", out, "-q", "--deterministic"])
     elif tool == "onnxslim":
@@ -288,11 +289,14 @@ def main():
         "Headroom: share of onnxruntime kernel time outside Conv/Gemm/MatMul in the input. engine: the "
         f"default command `engine optimize MODEL -o OUT --threads T` {a.engine_args} (onnxruntime's costs, "
         "--verify), on a cost cache of its own: cold s, the first run's wall time (measured: kernels and "
-        "seconds measuring); warm s, the second's, whose output is measured here (search s and verify s are "
-        "its shares). engine-det: `--deterministic`. A peer that fails counts as the input (1x, marked *).", "",
+        "seconds measuring; verify s cold: its timing of the candidates); warm s, the second's, whose output is "
+        "measured here (search s is its share; its verify comes from the verify cache when the candidates are "
+        "the cold run's, else its timing is verify s warm). engine-det: `--deterministic`. A peer that fails "
+        "counts as the input (1x, marked *).", "",
         "| model | threads | input ms | " + " | ".join(tools) + " | A/A | "
-        "headroom | engine wrote | cold s | measured (s) | warm s | search s | verify s | max rel err |",
-        "|---|--:|--:|" + "---|" * (len(tools) + 1) + "--:|---|--:|--:|--:|--:|--:|--:|",
+        "headroom | engine wrote | cold s | measured (s) | verify s cold | warm s | search s | verify s warm | "
+        "max rel err |",
+        "|---|--:|--:|" + "---|" * (len(tools) + 1) + "--:|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
 
     def cell(x, failed=False):
@@ -307,8 +311,10 @@ def main():
         lines.append(f"| {r['model']} | {r['threads']} | {r['input_ms']:.2f} | "
                      + " | ".join(cell(r["tools"][t], t in r["failed"]) for t in tools)
                      + f" | {cell(r['aa'])} | {r['headroom']:.1%} | {e['written']} (search: {e['rules']} rules) | "
-                     f"{e['cold_s']:.1f} | {e['cold_measured']} ({e['cold_measure_s']:.1f}) | {e['warm_s']:.1f} | "
-                     f"{e['search_s'] or 0:.1f} | {e['verify_s']:.1f} | {err:.1e} |")
+                     f"{e['cold_s']:.1f} | {e['cold_measured']} ({e['cold_measure_s']:.1f}) | "
+                     f"{e.get('cold_verify_s', 0):.1f} | {e['warm_s']:.1f} | "
+                     f"{e['search_s'] or 0:.1f} | {'cached' if e.get('verify_cached') else format(e['verify_s'], '.1f')} | "
+                     f"{err:.1e} |")
     # a row where the engine wrote the input compares the input with itself:
     # its ratio is noise like the A/A's, and it is named as such
     slower = [f"{r['model']} ({r['threads']}t: {r['tools']['engine']['speedup']:.3f}x, A/A "

@@ -53,7 +53,7 @@ struct eg_cost {
 
 typedef eg_cost_ctx graph_ctx;
 
-#define MAX_GROUP 4 /* conv + bias + relu; add + layernorm + scale + shift */
+#define MAX_GROUP 5 /* conv + bias + relu; add + layernorm + scale + shift; gelu's five */
 
 static const char *const kind_names[EG_COST_KIND_COUNT] = { /* ORDER COSTKIND */
     [EG_COST_ANALYTIC] = "analytic",
@@ -331,12 +331,40 @@ static int kern_matmul(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
 }
 
 /* A permutation of x's axes: a transpose of [rest, last dim] blocks. */
-static int kern_permute(const eg_graph *g, int x, eg_cost_kern *k) {
+/* 1 when perm (output axis a is input axis perm[a], rank r, of input
+ * shape s) moves three blocks or more: axes of size 1 dropped, axes that
+ * stay neighbours merged into blocks, a block that keeps its place at
+ * either end left out, more than two blocks remain. 0321 reverses three
+ * (onnxruntime's slow path, 20x the time per byte); 0132, 0213 and 0231
+ * swap two (a batched 2-D transpose or a copy of rows). */
+static int perm_general(const eg_shape *s, const int *perm, int r) {
+    int kept[EG_MAX_RANK], q[EG_MAX_RANK], start[EG_MAX_RANK], n = 0, m = 0;
+    for (int a = 0; a < r && a < EG_MAX_RANK; a++)
+        if (perm[a] >= 0 && perm[a] < s->rank && s->dim[perm[a]] != 1) kept[n++] = perm[a];
+    for (int i = 0; i < n; i++) { /* renumbered 0..n-1 by input position */
+        q[i] = 0;
+        for (int j = 0; j < n; j++) q[i] += kept[j] < kept[i];
+    }
+    for (int i = 0; i < n; i++)
+        if (i == 0 || q[i] != q[i - 1] + 1) start[m++] = q[i];
+    int lo = 0, hi = m; /* blocks by rank of their start: fixed ones at the ends */
+    for (int j = 0; j < m; j++) {
+        int rank = 0;
+        for (int i = 0; i < m; i++) rank += start[i] < start[j];
+        q[j] = rank;
+    }
+    while (lo < hi && q[lo] == lo) lo++;
+    while (hi > lo && q[hi - 1] == hi - 1) hi--;
+    return hi - lo > 2;
+}
+
+static int kern_permute(const eg_graph *g, int x, const int *perm, int r, eg_cost_kern *k) {
     eg_shape sb;
     const eg_shape *s = shape_of(g, x, &sb);
     if (!s || s->rank < 1) return 0;
     k->cls = EG_KC_TRANS, k->batch = 1, k->nn = s->dim[s->rank - 1];
     k->m = k->out_elems / max1(k->nn);
+    k->general = perm && perm_general(s, perm, r);
     return 1;
 }
 
@@ -394,7 +422,11 @@ static int kern_ops(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case OPS_FORM_TRANSPOSE:
         k->cls = EG_KC_TRANS, k->batch = 1, k->m = dim(g, x, 0), k->nn = dim(g, x, 1);
         return 1;
-    case OPS_FORM_PERMUTE: return kern_permute(g, x, k);
+    case OPS_FORM_PERMUTE: {
+        int perm[EG_MAX_RANK], r = OPS_PERM_RANK(p[0]);
+        for (int a = 0; a < r && a < EG_MAX_RANK; a++) perm[a] = OPS_PERM_AT(p[0], a);
+        return kern_permute(g, x, perm, r < EG_MAX_RANK ? r : EG_MAX_RANK, k);
+    }
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES: k->cls = EG_KC_FREE; return 1;
@@ -460,7 +492,13 @@ static int kern_model(const eg_graph *g, const eg_node *n, eg_cost_kern *k) {
     case EG_MOP_RESHAPE: /* a new shape on the same buffer: runtimes alias it */
     case EG_MOP_FLATTEN:
     case EG_MOP_IDENTITY: k->cls = EG_KC_FREE; return 1;
-    case EG_MOP_TRANSPOSE: return kern_permute(g, x, k);
+    case EG_MOP_TRANSPOSE: {
+        int perm[EG_MAX_RANK], r = x >= 0 ? g->tensor[x].shape.rank : 0;
+        if (r < 0 || r > EG_MAX_RANK) r = 0;
+        for (int d = 0; d < r; d++) /* no perm: the axes reversed */
+            perm[d] = a->n_ints == r ? (int)a->ints[d] : r - 1 - d;
+        return kern_permute(g, x, perm, r, k);
+    }
     case EG_MOP_BATCHNORM:
         ewise(k, EG_EW_BNORM, 2);
         k->c = max1(d1), k->inner = k->out_elems / max1(dim(g, x, 0) * k->c);
@@ -626,7 +664,7 @@ static const char *const cal_names[] = {
     [EG_CAL_GCONV] = "gconv", [EG_CAL_GEMM] = "gemm", [EG_CAL_POOL] = "pool",
     [EG_CAL_EW] = "ew", [EG_CAL_EWMATH] = "ewmath", [EG_CAL_BNORM] = "bnorm",
     [EG_CAL_ROWS] = "rows", [EG_CAL_GAP] = "gap", [EG_CAL_MOVE] = "move",
-    [EG_CAL_TRANS] = "trans", [EG_CAL_VIEW] = "view",
+    [EG_CAL_TRANS] = "trans", [EG_CAL_TRANSN] = "transn", [EG_CAL_VIEW] = "view",
 };
 _Static_assert(sizeof cal_names / sizeof cal_names[0] == EG_CAL_COUNT, "cal_names");
 
@@ -663,7 +701,7 @@ int eg_cost_cal_of(const eg_cost_kern *k) {
     case EG_KC_GEMM: return EG_CAL_GEMM;
     case EG_KC_POOL: return EG_CAL_POOL;
     case EG_KC_MOVE: return EG_CAL_MOVE;
-    case EG_KC_TRANS: return EG_CAL_TRANS;
+    case EG_KC_TRANS: return k->general ? EG_CAL_TRANSN : EG_CAL_TRANS;
     case EG_KC_VIEW: return EG_CAL_VIEW;
     case EG_KC_EWISE:
         switch (k->ew) {
@@ -819,10 +857,66 @@ static int ln_after_add(const eg_graph *g, const int *uses, int j) {
            (a->kind == EG_KIND_MODEL && (a->mop == EG_MOP_ADD || a->mop == EG_MOP_SUM) && a->n_in == 2);
 }
 
+/* The node reading t when it is t's only reader and t is internal (not a
+ * graph output or pinned); else -1. */
+static int only_reader(const eg_graph *g, const graph_ctx *x, int t) {
+    if (t < 0 || x->uses[t] != 1 || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED))) return -1;
+    return x->reader[t];
+}
+
+static int is_ops(const eg_graph *g, int j, ops_op op) {
+    return j >= 0 && g->node[j].kind == EG_KIND_OPS && g->node[j].op == op;
+}
+
+/* 1 when scalar tensor t is a constant of value v (or its value is not at
+ * hand: a weight-only computation that folds to it). */
+static int scalar_is(const eg_graph *g, const graph_ctx *x, int t, float v) {
+    if (t < 0) return 0;
+    const eg_tensor *s = &g->tensor[t];
+    int p = s->producer;
+    if (s->data && eg_shape_numel(&s->shape) == 1) return fabsf(s->data[0] - v) <= 1e-6f * fabsf(v);
+    return (s->flags & EG_TF_INIT) || (p >= 0 && x->wo && x->wo[p]);
+}
+
+/* 1 when node j is the erf, the "+ 1", the "* x" or the "* 0.5" of the
+ * exact GELU 0.5 * x * (1 + erf(x / sqrt 2)) as exports write it (Div,
+ * Erf, Add, Mul, Mul), each the only reader of the one before: onnxruntime
+ * fuses the chain into one Gelu kernel, charged to the division (the ort
+ * backend times the five together), so the four run inside it. A rewrite that breaks the chain (the 0.5 moved
+ * into the next convolution's weights) then pays for three kernels,
+ * which onnxruntime runs, instead of saving one multiply. */
+static int in_gelu(const eg_graph *g, const graph_ctx *x, int j) {
+    /* from j back to the "+ 1" */
+    int m = is_ops(g, j, OP_EWMUL) ? j : -1, a = is_ops(g, j, OP_SADD) ? j : -1;
+    if (is_ops(g, j, OP_ERF) && g->node[j].out[0] >= 0) a = only_reader(g, x, g->node[j].out[0]);
+    if (is_ops(g, j, OP_SMUL) && g->node[j].in[0] >= 0) m = g->tensor[g->node[j].in[0]].producer;
+    for (int k = 0; k < 2 && a < 0 && is_ops(g, m, OP_EWMUL); k++) {
+        int t = g->node[m].in[k], p = t >= 0 ? g->tensor[t].producer : -1;
+        if (is_ops(g, p, OP_SADD)) a = p;
+    }
+    if (a < 0 || !scalar_is(g, x, g->node[a].in[1], 1.0f)) return 0;
+    /* the whole chain, forward from the division */
+    int et = g->node[a].in[0], e = et >= 0 ? g->tensor[et].producer : -1;
+    if (!is_ops(g, e, OP_ERF) || only_reader(g, x, et) != a) return 0;
+    int dt = g->node[e].in[0], d = dt >= 0 ? g->tensor[dt].producer : -1; /* x / sqrt 2 */
+    if (d < 0 || only_reader(g, x, dt) != e) return 0;
+    const eg_node *dn = &g->node[d];
+    int div = dn->kind == EG_KIND_MODEL && dn->mop == EG_MOP_DIV && dn->n_in == 2;
+    if (!div && !is_ops(g, d, OP_SDIV) && !is_ops(g, d, OP_SMUL)) return 0;
+    int xin = dn->in[0], at = g->node[a].out[0];
+    m = only_reader(g, x, at);
+    if (!is_ops(g, m, OP_EWMUL)) return 0;
+    const eg_node *mn = &g->node[m];
+    if (!((mn->in[0] == at && mn->in[1] == xin) || (mn->in[1] == at && mn->in[0] == xin))) return 0;
+    int h = only_reader(g, x, mn->out[0]);
+    if (!is_ops(g, h, OP_SMUL) || !scalar_is(g, x, g->node[h].in[1], 0.5f)) return 0;
+    return j == e || j == a || j == m || j == h;
+}
+
 /* 1 when node j runs inside the node before it (the only reader of that
  * one's output), so it costs nothing of its own. */
 static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j) {
-    return fused_into_conv(g, x->uses, x->wo, j) || gemm_bias(g, x->uses, j) ||
+    return fused_into_conv(g, x->uses, x->wo, j) || gemm_bias(g, x->uses, j) || in_gelu(g, x, j) ||
            eg_layernorm_of(g, x->uses, j) >= 0 || (c->kind == EG_COST_ORT && ln_after_add(g, x->uses, j));
 }
 

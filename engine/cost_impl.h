@@ -60,6 +60,9 @@ typedef struct {
     double bytes;         /* bytes read + written */
     int extra;            /* kernels the export adds around it (a layernorm's
                              two Transposes); their traffic is in bytes */
+    int general;          /* trans: a permutation of three blocks or more
+                             (0321), not a batched two-block swap (0132,
+                             0213, 0231): onnxruntime's slow path */
 } eg_cost_kern;
 
 /* The kernel classes analytic-cpu's constants are fitted for, by
@@ -77,7 +80,8 @@ typedef enum {
     EG_CAL_ROWS,   /* softmax, layer norm */
     EG_CAL_GAP,    /* global average pool */
     EG_CAL_MOVE,   /* concat, split, enlarge: bytes copied */
-    EG_CAL_TRANS,  /* transposes */
+    EG_CAL_TRANS,  /* transposes that swap two blocks (batched) */
+    EG_CAL_TRANSN, /* other permutations */
     EG_CAL_VIEW,   /* split0/split1 */
     EG_CAL_COUNT
 } eg_cost_cal;

@@ -404,6 +404,24 @@ static void test_calibration(void **state) {
     k = (eg_cost_kern){.cls = EG_KC_FREE};
     assert_int_equal(eg_cost_cal_of(&k), -1);
     assert_true(strstr(EG_COST_CALIB_MACHINE, "onnxruntime") != NULL);
+    /* permutations: a batched swap of two blocks is a transpose, three
+     * blocks or more the general (slow) class, axes of size 1 aside */
+    eg_graph *g = eg_graph_new();
+    int x = tensor(g, "x", 4, (int64_t[]){1, 12, 128, 64}, EG_TF_INPUT);
+    int32_t p3[OPS_MAX_PARAMS] = {OPS_PERM4(0, 3, 2, 1)}, p2[OPS_MAX_PARAMS] = {OPS_PERM4(0, 1, 3, 2)},
+            ph[OPS_MAX_PARAMS] = {OPS_PERM4(0, 2, 1, 3)}, p1[OPS_MAX_PARAMS] = {OPS_PERM4(1, 0, 2, 3)};
+    ops_node(g, OP_PERMUTE, p3, x, -1, "rev3");
+    ops_node(g, OP_PERMUTE, p2, x, -1, "swap_last");
+    ops_node(g, OP_PERMUTE, ph, x, -1, "heads");
+    ops_node(g, OP_PERMUTE, p1, x, -1, "unit_axis");
+    index_ok(g);
+    eg_cost *c = cost_new(EG_COST_ANALYTIC_CPU, NULL);
+    const eg_cost_calib *t = &eg_cost_calib_table[EG_CAL_TRANS], *tn = &eg_cost_calib_table[EG_CAL_TRANSN];
+    double bytes = 2.0 * 4 * 12 * 128 * 64, simple = t->launch_us + bytes * t->us_per_byte;
+    assert_true(fabs(eg_cost_node(c, g, 0) - (tn->launch_us + bytes * tn->us_per_byte)) < 1e-9 * simple);
+    for (int j = 1; j < 4; j++) assert_true(fabs(eg_cost_node(c, g, j) - simple) < 1e-9 * simple);
+    eg_cost_free(c);
+    eg_free(g);
 }
 
 /* SqueezeNet's fire module, expand convs of 64 channels from 16: a 1x1
