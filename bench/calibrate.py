@@ -16,11 +16,11 @@ trace   runs `engine optimize MODEL --cost ort --no-verify --threads 1
         rewrite the search judged (the change in cost it makes under both).
 fit     fits us = launch + flops * a[class] + bytes * b[class] (classes:
         engine/cost_impl.h's eg_cost_cal; one launch for all, see fit_all)
-        to onnxruntime's times: non-negative least squares on the relative
-        error (each kernel's row divided by its time, so a 5 us kernel counts
-        as much as a 5 ms one), kernels of all traces once each. Groups onnxruntime
-        times as one and analytic-cpu charges as two (an addition and the
-        layer norm after it) are left out. Writes the table to the header,
+        to onnxruntime's times, non-negative, least squares of the log of
+        estimate / time (so a 5 us kernel counts as much as a 5 ms one, and
+        2x too high as much as 2x too low), kernels of all traces once
+        each. Groups onnxruntime times as one and analytic-cpu charges as
+        two (an addition and the layer norm after it) are left out. Writes the table to the header,
         with the machine and the kernel counts; then rebuild (ninja).
 report  the kernels' error and the search's judgments, from a trace run with
         the old constants (BEFORE) and one with the new (AFTER): per kernel
@@ -133,9 +133,21 @@ def fit_all(ks, classes):
     for r, k in enumerate(ks):
         i = col[k["cls"]]
         A[r, 0], A[r, 1 + 2 * i], A[r, 2 + 2 * i] = 1.0, k["flops"], k["bytes"]
-    A /= t[:, None]
-    scale = np.maximum(A.max(axis=0), 1e-30)  # columns of like size for the solver
-    x = nnls(A / scale, np.ones(len(ks))) / scale
+    scale = np.maximum((A / t[:, None]).max(axis=0), 1e-30)  # columns of like size for the solver
+    A /= scale
+    # least squares of the relative error first, then of the log error
+    # (Gauss-Newton, each step a non-negative least squares): a relative
+    # error punishes an estimate 5x too high far more than one 5x too low,
+    # which drags a class of mixed kernels down; the log weighs both alike
+    x = nnls(A / t[:, None], np.ones(len(ks)))
+    for _ in range(30):
+        pred = np.maximum(A @ x, 1e-9)
+        J = A / pred[:, None]
+        step = nnls(J, J @ x - np.log(pred / t))
+        if np.allclose(step, x, rtol=1e-6, atol=1e-12):
+            break
+        x = 0.5 * (x + step)
+    x = x / scale
     return {c: [float(x[0]), float(x[1 + 2 * i]), float(x[2 + 2 * i])] for c, i in col.items()}
 
 
