@@ -3,7 +3,8 @@
 onnxruntime on this CPU, at 1 and 2 threads.
 
     python3 bench/peers.py [--threads 1,2] [--runs N] [--models a,b,...]
-                           [--unseen] [--tools engine,...] [--out NAME]
+                           [--unseen] [--only a,b,...] [--merge]
+                           [--tools engine,...] [--out NAME]
                            [--bin DIR] [--dir DIR] [--engine-args "..."]
 
 For each real export in bench/cache (bench/export_torch.py; with --unseen
@@ -161,6 +162,13 @@ def prepare(tool, model, out, threads, a, tmp):
         onnx.save(opt.optimize(m, opt.get_fuse_and_elimination_passes()), out)
     elif tool == "ort-offline":
         import onnxruntime as ort
+        # the optimized model names the input's external data file (as a
+        # path relative to itself, which onnxruntime keeps inside the
+        # model's directory): a copy goes beside the output
+        data, near = model + ".data", os.path.join(os.path.dirname(out), os.path.basename(model) + ".data")
+        if os.path.exists(data) and not os.path.exists(near):
+            import shutil
+            shutil.copyfile(data, near)
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         so.optimized_model_filepath = out
@@ -217,6 +225,9 @@ def main():
     ap.add_argument("--out", default="peers", help="results as bench/results/OUT.md, .jsonl, .png")
     ap.add_argument("--from-jsonl", action="store_true",
                     help="measure nothing: write OUT.md and OUT.png again from OUT.jsonl")
+    ap.add_argument("--only", default="", help="of the models chosen, only these (a,b,...)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep OUT.jsonl's rows of the models not measured now (a run finished in parts)")
     a = ap.parse_args()
     tools = a.tools.split(",")
     if tools[0] != "engine" or not set(tools) <= set(TOOLS):
@@ -232,8 +243,14 @@ def main():
         udir = os.path.join(a.dir, "unseen")
         models += [(n, os.path.join(udir, n + ".onnx")) for n in UNSEEN
                    if os.path.exists(os.path.join(udir, n + ".onnx"))]
+    if a.only:
+        models = [m for m in models if m[0] in a.only.split(",")]
     rows = []
     res = os.path.join(ROOT, "bench", "results")
+    if a.merge and not a.from_jsonl:
+        now = {m[0] for m in models}
+        with open(os.path.join(res, a.out + ".jsonl")) as f:
+            rows = [r for r in (json.loads(line) for line in f) if r["model"] not in now]
     if a.from_jsonl:
         with open(os.path.join(res, a.out + ".jsonl")) as f:
             rows = [json.loads(line) for line in f]

@@ -57,7 +57,10 @@ typedef struct {
                                "analytic-cpu" with a warning (summary) */
     const char *ruledb;     /* a ruledb file; NULL the shipped rules */
     const char *cost_cache; /* a cost cache file; NULL the per-user one for
-                               a measuring cost (engine optimize's) */
+                               a measuring cost (engine optimize's); with
+                               "ort", verify's choices go beside it
+                               (FILE.verify): the same graph optimized
+                               again times nothing */
     int threads;            /* "ort" and verify: onnxruntime intra-op threads (0: 1) */
     int verify;             /* 1 time the result against the input in
                                onnxruntime and keep the faster (engine

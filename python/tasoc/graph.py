@@ -472,11 +472,13 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
     cost: None (the default) measures in onnxruntime ("ort") where it is
     installed and verifies the result, else uses "analytic-cpu" and warns
     (a RuntimeWarning) that the result is unverified; or one of
-    "analytic-cpu" (flops and bytes on one CPU core), "analytic" (the same
-    on a GPU-like device, where a kernel launch saved pays: TASO's merges),
-    "cpu" (measured here), "cuda", "ort" (measured in onnxruntime with
-    `threads` intra-op threads). Measured costs are cached per user
-    (cost_cache names another file; no_cost_cache=True keeps none).
+    "analytic-cpu" (flops and bytes on one CPU core, priced per kernel
+    class as onnxruntime runs them), "analytic" (a roofline of a GPU-like
+    device, where a kernel launch saved pays: TASO's merges), "cpu"
+    (measured here), "cuda", "ort" (measured in onnxruntime with `threads`
+    intra-op threads). Measured costs are cached per user, and with "ort"
+    verify's choices beside them, so optimizing the same graph again times
+    nothing (cost_cache names another file; no_cost_cache=True keeps none).
     verify: None verifies with "ort" costs; True times the result, its
     runners-up and the built-ins alone against the input in onnxruntime and
     returns the fastest (the input unless one is faster beyond the noise;
