@@ -4,7 +4,7 @@ CPU, and report how well analytic-cpu ranks the rewrites the search judges.
 
     python3 bench/calibrate.py trace DIR [--models a,b,...] [--bin DIR]
     python3 bench/calibrate.py fit DIR [--header engine/cost_calib.h]
-    python3 bench/calibrate.py report BEFORE AFTER [--out calibrate]
+    python3 bench/calibrate.py report BEFORE AFTER [--out calibrate] [--note TEXT]
 
 trace   runs `engine optimize MODEL --cost ort --no-verify --threads 1
         --cost-trace DIR/MODEL.trace` on every real export of the bench set
@@ -38,7 +38,6 @@ import glob
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -250,11 +249,11 @@ def cmd_report(a):
     ka, pa = read_traces(a.after)
     out = os.path.join(ROOT, "bench", "results", a.out)
     rows = []
-    md = ["# analytic-cpu calibrated against onnxruntime", "",
-          f"{datetime.datetime.utcnow().strftime('%Y-%m-%dT%H:%MZ')}, {machine()}, "
-          f"{platform.node() and 'this machine'}; "
-          f"`python3 bench/calibrate.py trace` before and after `calibrate.py fit` (constants in engine/cost_calib.h), "
-          f"then `calibrate.py report {os.path.relpath(a.before, ROOT)} {os.path.relpath(a.after, ROOT)}`.", "",
+    import report
+    md = report.header("analytic-cpu calibrated against onnxruntime",
+                       f"{machine()}. `python3 bench/calibrate.py trace DIR` with the engine before and after "
+                       f"`calibrate.py fit` (constants in engine/cost_calib.h), then `calibrate.py report "
+                       f"{os.path.relpath(a.before, ROOT)} {os.path.relpath(a.after, ROOT)}`. {a.note}".strip()) + [
           "Kernels: every kernel group the search had onnxruntime time on the bench set's and bench/unseen.py's "
           "exports (ORT_ENABLE_ALL, 1 thread), each once; error: the median |ln(analytic-cpu / onnxruntime)| "
           "(0.1 is 10% off; ln 2 = 0.69 is a factor of 2).", "",
@@ -326,6 +325,7 @@ def main():
     r.add_argument("before")
     r.add_argument("after")
     r.add_argument("--out", default="calibrate")
+    r.add_argument("--note", default="", help="a sentence for the header (which builds made the traces)")
     a = ap.parse_args()
     {"trace": cmd_trace, "fit": cmd_fit, "report": cmd_report}[a.cmd](a)
 

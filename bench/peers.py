@@ -88,14 +88,14 @@ def quartiles(v):
 
 
 def feed_of(np, s):
-    types = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
-             "tensor(bool)": np.bool_}
+    types = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
     rng = np.random.default_rng(0)
     feed = {}
     for i in s.get_inputs():
         shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
         t = types[i.type]
-        feed[i.name] = (rng.standard_normal(shape).astype(t) if t == np.float32
+        feed[i.name] = (rng.standard_normal(shape).astype(t) if np.issubdtype(t, np.floating)
                         else np.zeros(shape, dtype=t) if t == np.bool_ else rng.integers(0, 2, shape).astype(t))
     return feed
 
