@@ -913,10 +913,34 @@ static int in_gelu(const eg_graph *g, const graph_ctx *x, int j) {
     return j == e || j == a || j == m || j == h;
 }
 
+static int is_matmul(const eg_graph *g, int j) {
+    const eg_node *n = j >= 0 ? &g->node[j] : NULL;
+    return n && ((n->kind == EG_KIND_OPS && (n->op == OP_MATMUL || n->op == OP_BMM || n->op == OP_LINEAR)) ||
+                 (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_MATMUL));
+}
+
+/* 1 when node j multiplies (or divides) by a constant scalar that
+ * onnxruntime folds into a MatMul as FusedMatMul's alpha: on an input only
+ * that MatMul reads (before), or on a MatMul's only output (after: it runs
+ * inside the MatMul, and the ort backend times the two together). Without
+ * this, moving attention's scales from Q and K behind their product looks
+ * like a multiply saved while onnxruntime ran none (GPT-2 0.966x). */
+static int matmul_scale(const eg_graph *g, const graph_ctx *x, int j, int before) {
+    const eg_node *n = &g->node[j];
+    if (n->kind != EG_KIND_OPS || (n->op != OP_SMUL && n->op != OP_SDIV) || n->in[0] < 0 || n->in[1] < 0)
+        return 0;
+    int s = n->in[1], sp = g->tensor[s].producer;
+    if (!((g->tensor[s].flags & EG_TF_INIT) || (sp >= 0 && x->wo && x->wo[sp]))) return 0;
+    if (before) return is_matmul(g, only_reader(g, x, n->out[0]));
+    int t = n->in[0];
+    return is_matmul(g, g->tensor[t].producer) && only_reader(g, x, t) == j;
+}
+
 /* 1 when node j runs inside the node before it (the only reader of that
  * one's output), so it costs nothing of its own. */
 static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j) {
     return fused_into_conv(g, x->uses, x->wo, j) || gemm_bias(g, x->uses, j) || in_gelu(g, x, j) ||
+           matmul_scale(g, x, j, 0) ||
            eg_layernorm_of(g, x->uses, j) >= 0 || (c->kind == EG_COST_ORT && ln_after_add(g, x->uses, j));
 }
 
@@ -924,7 +948,7 @@ int eg_cost_skipped(const eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, i
     /* weight-only (folded), written inside its reader, or run inside the
      * node before it (charged with that one's group) */
     return (x->wo && x->wo[j]) || written_inside(g, x->uses, x->reader, x->wo, j) ||
-           fused_follower(c, g, x, j);
+           matmul_scale(g, x, j, 1) || fused_follower(c, g, x, j);
 }
 
 double eg_cost_node_in(eg_cost *c, const eg_graph *g, const eg_cost_ctx *x, int j) {

@@ -424,6 +424,39 @@ static void test_calibration(void **state) {
     eg_free(g);
 }
 
+/* onnxruntime folds a multiply by a constant scalar on a MatMul's input or
+ * output into the MatMul (FusedMatMul's alpha): such a multiply costs
+ * nothing, so moving it across the product is no saving; by a scalar that
+ * is not constant it runs, and costs. */
+static void test_matmul_scale(void **state) {
+    (void)state;
+    for (int konst = 0; konst < 2; konst++)
+        for (int after = 0; after < 2; after++) {
+            eg_graph *g = eg_graph_new();
+            int x = tensor(g, "x", 2, (int64_t[]){64, 64}, EG_TF_INPUT);
+            int w = tensor(g, "w", 2, (int64_t[]){64, 64}, EG_TF_INIT);
+            int s = tensor(g, "s", 0, NULL, konst ? EG_TF_INIT : EG_TF_INPUT);
+            int32_t p0[OPS_MAX_PARAMS] = {0};
+            int m, sc;
+            if (after) {
+                m = ops_node(g, OP_MATMUL, p0, x, w, "m");
+                sc = ops_node(g, OP_SMUL, p0, g->node[m].out[0], s, "sc");
+                g->tensor[g->node[sc].out[0]].flags |= EG_TF_OUTPUT;
+            } else {
+                sc = ops_node(g, OP_SMUL, p0, x, s, "sc");
+                m = ops_node(g, OP_MATMUL, p0, g->node[sc].out[0], w, "m");
+                g->tensor[g->node[m].out[0]].flags |= EG_TF_OUTPUT;
+            }
+            index_ok(g);
+            eg_cost *c = cost_new(EG_COST_ANALYTIC_CPU, NULL);
+            double all = eg_cost_graph(c, g), mm = eg_cost_node(c, g, m), smul = eg_cost_node(c, g, sc);
+            assert_true(smul > 0);
+            assert_true(fabs(all - (konst ? mm : mm + smul)) < 1e-9 * all);
+            eg_cost_free(c);
+            eg_free(g);
+        }
+}
+
 /* SqueezeNet's fire module, expand convs of 64 channels from 16: a 1x1
  * and a 3x3 conv, or one 3x3 conv of both (the 1x1 enlarged with zeros,
  * TASO's merge). The GPU-like roofline rates the merged conv cheaper (one
@@ -971,6 +1004,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_memo);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_analytic_targets);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_calibration);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_matmul_scale);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_weight_only);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_unknown_and_opaque);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_dynamic_batch);
