@@ -447,7 +447,7 @@ static void test_search_threads(void **state) {
         print_message("# %s: %llu expanded, %llu generated, cost %.2f -> %.2f us with 1 and 2 threads\n", files[f],
                       (unsigned long long)r[0].expanded, (unsigned long long)r[0].generated, r[0].cost_after,
                       r[1].cost_after);
-        assert_true(r[0].expanded > 20);
+        assert_true(r[0].expanded > 10); /* enough for the second thread to prepare graphs ahead */
         assert_true(r[0].cost_after == r[1].cost_after);
         assert_int_equal(r[0].expanded, r[1].expanded);
         assert_int_equal(r[0].generated, r[1].generated);
