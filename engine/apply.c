@@ -61,7 +61,10 @@ static eg_status add_dst(eg_graph *c, const eg_plan *p, const rg_graph *dst, con
         eg_node *n = &c->node[id];
         rc = eg_dst_node_op(c, p, dst, j, m, in, shape, n);
         if (rc != EG_OK) return rc;
-        for (int k = 0; k < ops_table[dn->op].arity; k++) n->in[k] = val[dn->in[k]];
+        for (int k = 0; k < ops_table[dn->op].arity; k++) {
+            n->in[k] = val[dn->in[k]];
+            c->tensor[t].flags |= c->tensor[n->in[k]].flags & EG_TF_NONFINITE;
+        }
         n->out[0] = t;
         val[RG_NODE(j)] = t;
     }
@@ -95,6 +98,7 @@ static eg_status keep_name(eg_graph *c, int o, int n, int n_old_tensors, unsigne
         c->node[id].out[0] = v;
         c->tensor[v].dtype = c->tensor[n].dtype;
         c->tensor[v].shape = c->tensor[n].shape;
+        c->tensor[v].flags |= c->tensor[n].flags & EG_TF_NONFINITE;
     } else {
         renamed[n - n_old_tensors] = 1;
     }

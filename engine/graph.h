@@ -172,6 +172,10 @@ typedef struct {
 #define EG_TF_PINNED 32u  /* referenced by name from a subgraph or a sparse
                              initializer: never rename or drop */
 #define EG_TF_SPARSE 64u  /* a sparse initializer (kept in the graph shell) */
+#define EG_TF_NONFINITE 256u /* may hold an infinity or a NaN although
+                               every graph input is finite (range.h:
+                               eg_mark_nonfinite); a rewrite's new values
+                               computed from such a value carry it too */
 #define EG_TF_BORROWED 128u /* data, raw, proto and vinfo belong to the graph
                                this one was cloned from: eg_free leaves them.
                                To give such a tensor a payload of its own,

@@ -105,6 +105,15 @@ static int internal_uses(const mstate *s, int t) {
 /* The checks once every node is bound: symbolic sizes, dst shapes against
  * src output shapes, internal outputs used only inside the match. uses:
  * eg_count_uses of g. @return EG_OK, EG_ESHAPE or EG_EGRAPH. */
+/* An initializer whose float32 values are none of them 0. */
+static int nonzero_init(const eg_tensor *t) {
+    int64_t numel = eg_shape_numel(&t->shape);
+    if (!(t->flags & EG_TF_INIT) || !t->data || numel < 1) return 0;
+    for (int64_t i = 0; i < numel; i++)
+        if (t->data[i] == 0) return 0;
+    return 1;
+}
+
 static eg_status final_check(const mstate *s, const int *uses, char *err, size_t errlen) {
     const rg_graph *src = &s->r->src, *dst = &s->r->dst;
     ten_shape in[RG_MAX_INPUTS], shape[RG_MAX_REFS], got;
@@ -114,6 +123,12 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
             return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: shape out of range", i);
         if ((s->p->kernel1 >> i & 1) && !eg_kernel_1x1(&in[i]))
             return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: not a 1x1 kernel", i);
+        /* refused like a shape that does not fit: a property of the bound
+         * value that no rewrite elsewhere changes */
+        if (s->p->adds_zeros && s->im[i] >= 0 && (s->g->tensor[s->im[i]].flags & EG_TF_NONFINITE))
+            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d may be infinite or NaN: 0 * inf", i);
+        if ((s->p->divisors >> i & 1) && s->im[i] >= 0 && !nonzero_init(&s->g->tensor[s->im[i]]))
+            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d may be 0: 0 * (1 / 0)", i);
     }
     for (int j = 0; j < src->n_nodes; j++)
         for (int k = 0; k < ops_table[src->node[j].op].n_params; k++) {

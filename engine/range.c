@@ -2,6 +2,7 @@
  * interval rule per operator. */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cfold.h"
@@ -284,4 +285,96 @@ void eg_ranges(const eg_graph *g, eg_range *r) {
             if (t >= 0 && g->tensor[t].dtype == EG_DT_FLOAT) r[t] = y;
         }
     }
+}
+
+/* ================= eg_mark_nonfinite ================= */
+
+/* Default-domain operators whose outputs are finite whenever their inputs
+ * are and no sum or product overflows. Anything else (Log, Sqrt,
+ * Reciprocal, Exp, a custom domain, a new operator) may make an infinity
+ * or a NaN: sound for free, so a new operator needs no line here. */
+static const char *const keeps_finite[] = {
+    "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Conv",
+    "ConvTranspose", "Cos", "CumSum", "Dropout", "Einsum", "Elu", "Erf", "Expand", "Floor", "Gelu",
+    "Gemm", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity",
+    "InstanceNormalization", "LayerNormalization", "LeakyRelu", "LogSoftmax", "MatMul", "Max",
+    "MaxPool", "Mean", "Min", "Mul", "Neg", "Pad", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
+    "ReduceMin", "ReduceSum", "ReduceSumSquare", "Relu", "Resize", "Round", "Selu", "Sigmoid", "Sign",
+    "Sin", "Softmax", "Sub", "Sum", "Tanh", "Tile", "TopK", "Trilu",
+};
+
+/* x / b, b's range bounded away from zero. */
+static int nonzero(eg_range b) { return eg_range_finite(b) && (b.lo > 0 || b.hi < 0); }
+
+/* 1 when the node may make a non-finite value of finite inputs. */
+static int makes_nonfinite(const eg_graph *g, const eg_node *n, const eg_range *r) {
+    eg_range b = in_r(g, n, r, 1);
+    switch (n->kind) {
+    case EG_KIND_OPS:
+        if (op_rule[n->op].kind == R_DIV) return !nonzero(b);
+        return n->op == OP_LAYERNORM && !(ops_eps_value(n->param[1]) > 0);
+    case EG_KIND_MODEL:
+        if (n->mop == EG_MOP_DIV) return !nonzero(b);
+        if (n->mop == EG_MOP_LAYERNORM) return !(n->attr.epsilon > 0);
+        if (n->mop == EG_MOP_BATCHNORM) {
+            eg_range var = in_r(g, n, r, 4);
+            return !(eg_range_finite(var) && var.lo + n->attr.epsilon > 0);
+        }
+        return 0;
+    case EG_KIND_OPAQUE: break;
+    case EG_KIND_COUNT: return 1;
+    }
+    if (!n->op_type || !eg_default_domain(n->domain)) return 1;
+    int first, end;
+    if (eg_cfold_moved_from(n->op_type, n->n_in, &first, &end)) return 0;
+    eg_range a = in_r(g, n, r, 0);
+    if (!strcmp(n->op_type, "Log")) return !(eg_range_finite(a) && a.lo > 0);
+    if (!strcmp(n->op_type, "Sqrt")) return !(eg_range_finite(a) && a.lo >= 0);
+    if (!strcmp(n->op_type, "Reciprocal")) return !nonzero(a);
+    if (!strcmp(n->op_type, "Pow")) /* x^k, k a constant whole number >= 0: a product */
+        return !(b.lo == b.hi && b.lo >= 0 && b.lo == floor(b.lo));
+    for (size_t i = 0; i < sizeof keeps_finite / sizeof *keeps_finite; i++)
+        if (!strcmp(n->op_type, keeps_finite[i])) return 0;
+    return 1;
+}
+
+/* An initializer holding an infinity or a NaN (all exponent bits set),
+ * float32 from its values, the other float types from their bytes. */
+static int init_nonfinite(const eg_tensor *t) {
+    int64_t numel = eg_shape_numel(&t->shape);
+    for (int64_t i = 0; t->data && i < numel; i++)
+        if (!isfinite(t->data[i])) return 1;
+    uint64_t mask = t->dtype == EG_DT_FLOAT16    ? 0x7C00
+                    : t->dtype == EG_DT_BFLOAT16 ? 0x7F80
+                    : t->dtype == EG_DT_DOUBLE   ? 0x7FF0000000000000u
+                                                 : 0;
+    size_t w = t->dtype == EG_DT_DOUBLE ? 8 : 2;
+    for (size_t i = 0; mask && t->raw && i + w <= t->raw_len; i += w) {
+        uint64_t v = 0;
+        for (size_t b = 0; b < w; b++) v |= (uint64_t)t->raw[i + b] << (8 * b);
+        if ((v & mask) == mask) return 1;
+    }
+    return 0;
+}
+
+eg_status eg_mark_nonfinite(eg_graph *g) {
+    eg_range *r = malloc(sizeof *r * (size_t)(g->n_tensors ? g->n_tensors : 1));
+    if (!r) return EG_ENOMEM;
+    eg_ranges(g, r);
+    for (int t = 0; t < g->n_tensors; t++) {
+        eg_tensor *x = &g->tensor[t];
+        x->flags &= ~EG_TF_NONFINITE;
+        if ((x->flags & EG_TF_INIT) && !(x->flags & EG_TF_INPUT) && init_nonfinite(x))
+            x->flags |= EG_TF_NONFINITE;
+    }
+    for (int j = 0; j < g->n_nodes; j++) {
+        const eg_node *n = &g->node[j];
+        unsigned f = makes_nonfinite(g, n, r) ? EG_TF_NONFINITE : 0;
+        for (int k = 0; k < n->n_in + n->n_implicit; k++)
+            if (n->in[k] >= 0 && n->in[k] < g->n_tensors) f |= g->tensor[n->in[k]].flags & EG_TF_NONFINITE;
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0 && !int_dtype(g->tensor[n->out[k]].dtype)) g->tensor[n->out[k]].flags |= f;
+    }
+    free(r);
+    return EG_OK;
 }

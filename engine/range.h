@@ -42,4 +42,21 @@ void eg_ranges(const eg_graph *g, eg_range *r);
 /* 1 when every element is a finite float (never NaN or infinite). */
 int eg_range_finite(eg_range r);
 
+/* Flag with EG_TF_NONFINITE every float tensor that may hold an infinity
+ * or a NaN although every float graph input is finite and no sum or
+ * product overflows: what a log of 0, a division by a value that may be
+ * 0, a square root of a negative value, or an initializer holding -inf
+ * (an attention mask) makes, and everything computed from it. Clears the
+ * flag elsewhere.
+ *
+ * Why: the rules are proved over the reals, where 0 * x = 0. A rule whose
+ * right side multiplies a matched value by constant zeros (an identity
+ * matrix, a kernel padded with zeros) turns -inf into NaN, which then
+ * reaches cells the left side kept clean: T5's relative-position buckets
+ * take log(0) = -inf and mask it later, and x @ (I / s) for x / s spreads
+ * the NaN over the whole row. The matcher refuses such a rule on a
+ * flagged value (match.c).
+ * @pre as eg_ranges. @return EG_OK or EG_ENOMEM. */
+eg_status eg_mark_nonfinite(eg_graph *g);
+
 #endif

@@ -145,6 +145,24 @@ static int keeps_paths(const rdb_rule *r) {
     return 1;
 }
 
+/* The nodes of g that make a constant holding zeros to multiply by. */
+static int zero_makers(const rg_graph *g) {
+    int n = 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        ops_op op = g->node[j].op;
+        n += op == OP_ENLARGE || op == OP_IMM || op == OP_ICONV || op == OP_POOLK;
+    }
+    return n;
+}
+
+/* Bit i: some node of g divides by rule input xi. */
+static uint8_t divisor_inputs(const rg_graph *g) {
+    uint8_t bits = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->node[j].op == OP_SDIV && RG_IS_INPUT(g->node[j].in[1])) bits |= (uint8_t)(1u << g->node[j].in[1]);
+    return bits;
+}
+
 /* Replace each (enlarge 1x1 xi) of g by xi and set bit i of *guard. An
  * enlargement to 1x1 is well shaped only for a 1x1 kernel and is then the
  * identity: prove writes a rule that holds for 1x1 kernels only that way
@@ -376,6 +394,8 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
         if (ok && make_plan(&r, &rs->plan[rs->n])) {
             rs->plan[rs->n].kernel1 = guard;
             rs->plan[rs->n].keeps_paths = (uint8_t)keeps_paths(&r);
+            rs->plan[rs->n].adds_zeros = zero_makers(&r.dst) > zero_makers(&r.src);
+            rs->plan[rs->n].divisors = rs->plan[rs->n].adds_zeros ? divisor_inputs(&r.dst) : 0;
             for (int k = 0; k < rs->plan[rs->n].n_steps; k++)
                 rs->has_scan |= rs->plan[rs->n].step[k].kind == EG_STEP_SCAN;
             rs->rule[rs->n++] = r;

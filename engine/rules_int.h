@@ -42,6 +42,13 @@ typedef struct {
      * output reads: the rewrite then keeps every path between the nodes
      * it leaves (eg_ruleset_keeps_paths) */
     uint8_t keeps_paths;
+    /* 1 when dst multiplies by constant zeros src does not have (more
+     * enlarge, imm, iconv and poolk nodes): such a rewrite is refused on a
+     * value that may be infinite or NaN (range.h: eg_mark_nonfinite) */
+    uint8_t adds_zeros;
+    /* with adds_zeros, bit i: dst divides by rule input xi, which must be
+     * an initializer without zeros (else x / 0 = inf meets the zeros) */
+    uint8_t divisors;
 } eg_plan;
 
 /* Plans as a tree: routes (a rule's src found step by step from one of

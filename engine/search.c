@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "prep.h"
+#include "range.h"
 #include "trial.h"
 #include "worker.h"
 
@@ -844,7 +845,8 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     double *nc0 = g0 ? malloc(sizeof *nc0 * (size_t)(g0->n_nodes ? g0->n_nodes : 1)) : NULL;
     uint64_t *tok0 = g0 ? malloc(sizeof *tok0 * (size_t)(g0->n_tensors ? g0->n_tensors : 1)) : NULL;
     uint64_t h0 = 0;
-    if (!g0 || !nc0 || !tok0 || eg_tensor_hashes(g0, tok0) || seen_add(&R.S, h0 = eg_tok_hash(g0, tok0)) < 0 ||
+    /* the values a rewrite must not multiply by zeros (range.h) */
+    if (!g0 || !nc0 || !tok0 || eg_mark_nonfinite(g0) || eg_tensor_hashes(g0, tok0) || seen_add(&R.S, h0 = eg_tok_hash(g0, tok0)) < 0 ||
         shape_add(&R.S, eg_graph_hash(g0)) < 0 ||
         add_state(&R.S, g0, nc0, tok0, NULL, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
         if (R.S.n == 0) eg_free(g0), free(nc0), free(tok0);

@@ -452,6 +452,7 @@ static eg_status place(eg_trial *t, int s, const eg_node *nd, const int *in, int
     if (rc != EG_OK) return rc;
     eg_tensor *tv = &w->tensor[v];
     tv->shape = *shape, tv->dtype = dtype, tv->producer = s, tv->flags = 0;
+    for (int k = 0; k < nd->n_in; k++) tv->flags |= w->tensor[in[k]].flags & EG_TF_NONFINITE;
     t->uses[v] = 0, t->reader[v] = -1;
     t->wo[s] = (unsigned char)eg_node_weight_only(w, n, INT_MAX, t->wo);
     return EG_OK;

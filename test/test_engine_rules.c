@@ -29,6 +29,7 @@
 
 #include "engine.h"
 #include "evalcheck.h"
+#include "range.h"
 #include "rules.h"
 #include "search.h"
 #include "trial.h"
@@ -1430,6 +1431,85 @@ static int stop_first(const eg_match *m, void *arg) {
     return 1;
 }
 
+/* ================= values that may be infinite ================= */
+
+/* The rules hold over the reals, where 0 * x = 0; in floats 0 * -inf is
+ * NaN. A rule whose dst multiplies a matched value by constant zeros (an
+ * identity matrix) is refused on a value the graph may make infinite
+ * (log of 0, a -inf mask) and still applies elsewhere; a rule that adds no
+ * zeros applies anywhere, and what it computes from such a value carries
+ * the flag. The search marks its graph itself. */
+#define R_IMMDIV "(sdiv x0 x1) => (matmul x0 (sdiv (imm x0) x1))"
+#define R_ONESMUL "(smul x0 x1) => (ewmul x0 (smul (ones x0) x1))"
+static int n_matches(const char *rule, eg_graph *g) {
+    eg_ruleset *rs = rules(rule);
+    match_list l = {.n = 0};
+    assert_int_equal(eg_mark_nonfinite(g), EG_OK);
+    assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+    eg_ruleset_free(rs);
+    return l.n;
+}
+
+static void test_nonfinite(void **state) {
+    (void)state;
+    static const struct {
+        const char *graph;
+        int flagged, imm, ones; /* x flagged; matches of R_IMMDIV, R_ONESMUL */
+    } cases[] = {
+        {"in x 2 4; init s; y = sdiv x s; z = smul x s; out y; out z", 0, 1, 1},
+        {"in a 2 4; init s; x = @Log a; y = sdiv x s; z = smul x s; out y; out z", 1, 0, 1},
+        {"in a 2 4; init s; x = @Relu a; y = sdiv x s; z = smul x s; out y; out z", 0, 1, 1},
+        {"in a 2 4; init m 2 4; init s; x = ewadd a m; y = sdiv x s; z = smul x s; out y; out z", 1, 0, 1},
+        {"in a 2 4; in b; init s; x = sdiv a b; y = sdiv x s; z = smul x s; out y; out z", 1, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        eg_graph *g = build(cases[i].graph);
+        int m = eg_find_tensor(g, "m");
+        if (m >= 0) g->tensor[m].data[3] = -INFINITY; /* a mask */
+        int imm = n_matches(R_IMMDIV, g), ones = n_matches(R_ONESMUL, g);
+        if (imm != cases[i].imm || ones != cases[i].ones)
+            fail_msg("case %zu: %d and %d matches, want %d and %d", i, imm, ones, cases[i].imm, cases[i].ones);
+        unsigned f = g->tensor[eg_find_tensor(g, "x")].flags & EG_TF_NONFINITE;
+        if (!f != !cases[i].flagged) fail_msg("case %zu: x flagged %u", i, f);
+        assert_true(!(g->tensor[eg_find_tensor(g, "s")].flags & EG_TF_NONFINITE));
+        /* the rewrite's new values carry the flag of what they read */
+        eg_ruleset *rs = rules(R_ONESMUL);
+        match_list l = {.n = 0};
+        eg_graph *h = NULL;
+        char err[EG_ERRLEN];
+        assert_int_equal(eg_match_all(rs, g, collect, &l), EG_OK);
+        assert_int_equal(l.n, 1);
+        if (eg_apply(rs, g, &l.m[0], &h, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        int n_ewmul = 0;
+        for (int j = 0; j < h->n_nodes; j++)
+            if (h->node[j].kind == EG_KIND_OPS && h->node[j].op == OP_EWMUL) {
+                n_ewmul++;
+                assert_int_equal(!(h->tensor[h->node[j].out[0]].flags & EG_TF_NONFINITE), !cases[i].flagged);
+            }
+        assert_int_equal(n_ewmul, 1);
+        if (i == 0) ec_check(g, h, "nonfinite ones"); /* the others hold opaque nodes or infinities */
+        eg_free(h);
+        eg_ruleset_free(rs);
+        /* the search marks its own copy: no match, nothing generated */
+        eg_ruleset *ri = rules(R_IMMDIV);
+        eg_cost *c = NULL;
+        eg_search_opts o;
+        eg_search_result r;
+        eg_graph *best = NULL;
+        if (eg_cost_new(EG_COST_ANALYTIC, NULL, &c, err, sizeof err)) fail_msg("%s", err);
+        eg_search_opts_init(&o);
+        o.budget = 4, o.alpha = 100;
+        for (int t = 0; t < g->n_tensors; t++) g->tensor[t].flags &= ~EG_TF_NONFINITE;
+        if (eg_search(g, ri, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("%s", err);
+        if ((r.generated > 0) != (cases[i].imm > 0))
+            fail_msg("case %zu: search generated %llu", i, (unsigned long long)r.generated);
+        eg_search_result_free(&r);
+        eg_free(best), eg_free(g);
+        eg_cost_free(c);
+        eg_ruleset_free(ri);
+    }
+}
+
 static void test_stop(void **state) {
     (void)state;
     eg_ruleset *rs = rules(R_ASSOC);
@@ -1512,5 +1592,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_match);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_free_params);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_nonfinite);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }
