@@ -247,6 +247,8 @@ def main():
         models = [m for m in models if m[0] in a.only.split(",")]
     rows = []
     res = os.path.join(ROOT, "bench", "results")
+    this_run = (f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {report.commit()}: "
+                f"`python3 bench/peers.py {' '.join(sys.argv[1:])}`")
     if a.merge and not a.from_jsonl:
         now = {m[0] for m in models}
         with open(os.path.join(res, a.out + ".jsonl")) as f:
@@ -278,7 +280,7 @@ def main():
                 row = {"model": name, "threads": t, "input_ms": m[0]["ms"], "aa": m[-1],
                        "tools": {tool: m[k + 1] for k, tool in enumerate(tools)}, "engine": eng,
                        "failed": [tool for tool in tools[1:] if peers[tool][1].get("failed")],
-                       "headroom": headroom(np, ort, model, t, tmp)}
+                       "headroom": headroom(np, ort, model, t, tmp), "run": this_run}
                 rows.append(row)
                 print(f"{name} t{t}: " + ", ".join(f"{tool} {row['tools'][tool]['speedup']:.3f}x" for tool in tools)
                       + f", A/A {row['aa']['speedup']:.3f}x, headroom {row['headroom']:.1%}; engine wrote the "
@@ -351,6 +353,11 @@ def main():
         rs = [r for r in rows if r["threads"] == t]
         lines.append(f"| {t} | " + " | ".join(f"{geomean([speedup(r, x) for r in rs]):.3f}x" for x in tools)
                      + f" | {geomean([r['aa']['speedup'] for r in rs]):.3f}x |")
+    runs = {}
+    for r in rows:  # a table finished in parts (--merge) names each part's run
+        runs.setdefault(r.get("run", "an earlier run"), []).append(r["model"])
+    lines += ["", "Rows measured by:", ""] + [
+        f"- {run}: {', '.join(sorted(set(ms)))}" for run, ms in sorted(runs.items())]
     with open(os.path.join(res, a.out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
