@@ -46,6 +46,17 @@ def digest(path):
     return h.hexdigest()[:16]
 
 
+def describe(engine):
+    """The engine binary and, when it sits in a checkout's out/bin, that checkout's commit."""
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(engine))))
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                           capture_output=True, text=True)
+    if head.returncode:
+        return engine
+    return f"{engine} (commit {head.stdout.strip()}{' + changes' if dirty.stdout.strip() else ''})"
+
+
 def run(engine, model, outdir, extra):
     out = os.path.join(outdir, os.path.basename(model))
     p = subprocess.run([engine, "optimize", "--deterministic", *extra, model, "-o", out],
@@ -86,7 +97,9 @@ def main():
     print(summary)
     if a.report:
         with open(a.report + ".tmp", "w") as f:
-            f.write(f"# same_bytes: {a.a} (A) against {a.b} (B), --deterministic {a.extra}\n\n")
+            f.write(f"# same_bytes: A {describe(a.a)} against B {describe(a.b)}\n\n"
+                    f"`engine optimize --deterministic {a.extra} MODEL -o OUT` with each; "
+                    "`python3 bench/same_bytes.py` wrote this.\n\n")
             f.write("\n".join(head + rows) + "\n\n" + summary + "\n")
         os.replace(a.report + ".tmp", a.report)
     return 1 if n_diff else 0
