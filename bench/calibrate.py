@@ -3,7 +3,7 @@
 CPU, and report how well analytic-cpu ranks the rewrites the search judges.
 
     python3 bench/calibrate.py trace DIR [--models a,b,...] [--bin DIR]
-    python3 bench/calibrate.py fit DIR [--header engine/cost_calib.h]
+    python3 bench/calibrate.py fit DIR [--header engine/cost/cost_calib.h]
     python3 bench/calibrate.py report BEFORE AFTER [--out calibrate] [--note TEXT]
 
 trace   runs `engine optimize MODEL --cost ort --no-verify --threads 1
@@ -15,7 +15,7 @@ trace   runs `engine optimize MODEL --cost ort --no-verify --threads 1
         analytic-cpu's with the constants built in) and a "pair" line per
         rewrite the search judged (the change in cost it makes under both).
 fit     fits us = launch + flops * a[class] + bytes * b[class] (classes:
-        engine/cost_impl.h's eg_cost_cal; one launch for all, see fit_all)
+        engine/cost/cost_impl.h's eg_cost_cal; one launch for all, see fit_all)
         to onnxruntime's times, non-negative, least squares of the log of
         estimate / time (so a 5 us kernel counts as much as a 5 ms one, and
         2x too high as much as 2x too low), kernels of all traces once
@@ -46,7 +46,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# engine/cost_impl.h's eg_cost_cal, in order (the header's initialisers name them)
+# engine/cost/cost_impl.h's eg_cost_cal, in order (the header's initialisers name them)
 CLASSES = ["conv1", "conv", "dwconv", "gconv", "gemm", "pool", "ew", "ewmath", "bnorm", "rows", "gap", "move",
            "trans", "transn", "view"]
 ENUM = {c: "EG_CAL_" + c.upper() for c in CLASSES}
@@ -252,7 +252,7 @@ def cmd_report(a):
     import report
     md = report.header("analytic-cpu calibrated against onnxruntime",
                        f"{machine()}. `python3 bench/calibrate.py trace DIR` with the engine before and after "
-                       f"`calibrate.py fit` (constants in engine/cost_calib.h), then `calibrate.py report "
+                       f"`calibrate.py fit` (constants in engine/cost/cost_calib.h), then `calibrate.py report "
                        f"{os.path.relpath(a.before, ROOT)} {os.path.relpath(a.after, ROOT)}`. {a.note}".strip()) + [
           "Kernels: every kernel group the search had onnxruntime time on the bench set's and bench/unseen.py's "
           "exports (ORT_ENABLE_ALL, 1 thread), each once; error: the median |ln(analytic-cpu / onnxruntime)| "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/spellings.py - which of two exact ONNX spellings of one computation
 onnxruntime runs faster, on this CPU: the evidence a spelling choice in the
-export (engine/spell.c) needs before it is worth writing.
+export (engine/pipeline/spell.c) needs before it is worth writing.
 
     python3 bench/spellings.py [--threads 1,2] [--runs N]
 

@@ -1,5 +1,5 @@
-/* shard.c - rule ids of a prove shard and the merge of the shards'
- * rules files into the undivided run's ruledb (see shard.h). */
+/* shard.c - the merge of the shards' rules files into the undivided
+ * run's ruledb (see shard.h); the shard rule ids are in shard_id.c. */
 #include "shard.h"
 
 #include <inttypes.h>
@@ -12,20 +12,6 @@
 #include "reduce.h"
 #include "runfile.h"
 #include "z3enc.h"
-
-#define CLS_BITS 40
-#define MEMBER_BITS 22
-
-uint64_t ps_rule_id(const em_rule *r) {
-    return (uint64_t)r->cls << 24 | (uint64_t)!r->guarded << 23 | (uint64_t)r->member << 1 |
-           (uint64_t)(r->reversed != 0);
-}
-
-int ps_check_ids(const em_rule *r, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if ((uint64_t)r[i].cls >> CLS_BITS || (uint64_t)r[i].member >> MEMBER_BITS) return -1;
-    return 0;
-}
 
 /* ---- the merge ---- */
 

@@ -281,7 +281,7 @@ check "calibrate.py fit: the constants the kernels follow, per class, into the h
     eval "python3 bench/calibrate.py fit '$tmp/calib' --header '$tmp/calib.h' >/dev/null && python3 -c \"import re, sys; t = {m[0]: [float(v) for v in m[1].split(',')] for m in re.findall(r'\[EG_CAL_(\w+)\] = \{([^}]*)\}', open(sys.argv[1]).read())}; ok = lambda got, want: all(abs(g - w) <= 1e-3 * abs(w) + 1e-12 for g, w in zip(got, want)); sys.exit(not (ok(t['CONV'], [1, 1e-5, 2e-5]) and ok(t['EW'], [1, 0, 1.5e-5]) and len(t) == 15))\" '$tmp/calib.h'"
 printf 'garbage\n' >"$tmp/garbage.onnx"
 check "the timing helper: a candidate onnxruntime refuses is reported and never timed, the others are" \
-    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 3 '$corpus/attention.onnx' '$tmp/garbage.onnx' '$corpus/attention.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t0\t0\tinf\t0$' '$tmp/oh' && grep -qP '^ratios\t2\t[0-9.]+' '$tmp/oh' && ! grep -qP '^ratios\t2\t0\t' '$tmp/oh' && grep -q 'garbage.onnx: onnxruntime refuses it' '$tmp/eh'"
+    eval "python3 -c \"\$(cat engine/verify/ort_time.py)\" --runs 3 '$corpus/attention.onnx' '$tmp/garbage.onnx' '$corpus/attention.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t0\t0\tinf\t0$' '$tmp/oh' && grep -qP '^ratios\t2\t[0-9.]+' '$tmp/oh' && ! grep -qP '^ratios\t2\t0\t' '$tmp/oh' && grep -q 'garbage.onnx: onnxruntime refuses it' '$tmp/eh'"
 check "... and computes what the input computes" python3 "$tmp/same.py" "$corpus/attention.onnx" "$tmp/real_ort.onnx"
 # The helper's rounds end when they have decided: a candidate with wrong
 # outputs is timed once, one 50x slower leaves after the screening rounds,
@@ -303,9 +303,9 @@ save("slow", [helper.make_node("Relu", ["x"], ["t0"])] +
      [helper.make_node("Mul", [f"t{i}", f"k{i}"], ["y" if i == 59 else f"t{i + 1}"]) for i in range(60)], k)
 PY
 check "the timing helper: wrong outputs timed in 1 round, a much slower candidate in 3, the rest in 5 to 20" \
-    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 20 '$tmp/rounds_base.onnx' '$tmp/rounds_slow.onnx' '$tmp/rounds_base.onnx' '$tmp/rounds_wrong.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t3\t.*\t1$' '$tmp/oh' && grep -qP '^model\t1\t.*\t3$' '$tmp/oh' && grep -qP '^model\t2\t.*\t([5-9]|1[0-9]|20)$' '$tmp/oh'"
+    eval "python3 -c \"\$(cat engine/verify/ort_time.py)\" --runs 20 '$tmp/rounds_base.onnx' '$tmp/rounds_slow.onnx' '$tmp/rounds_base.onnx' '$tmp/rounds_wrong.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t3\t.*\t1$' '$tmp/oh' && grep -qP '^model\t1\t.*\t3$' '$tmp/oh' && grep -qP '^model\t2\t.*\t([5-9]|1[0-9]|20)$' '$tmp/oh'"
 check "... with --min-runs 20, exactly 20 for those left" \
-    eval "python3 -c \"\$(cat engine/ort_time.py)\" --runs 20 --min-runs 20 '$tmp/rounds_base.onnx' '$tmp/rounds_base.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t.*\t20$' '$tmp/oh' && grep -qP '^model\t-1\t.*\t20$' '$tmp/oh'"
+    eval "python3 -c \"\$(cat engine/verify/ort_time.py)\" --runs 20 --min-runs 20 '$tmp/rounds_base.onnx' '$tmp/rounds_base.onnx' >'$tmp/oh' 2>'$tmp/eh' && grep -qP '^model\t1\t.*\t20$' '$tmp/oh' && grep -qP '^model\t-1\t.*\t20$' '$tmp/oh'"
 check "--cost ort --no-verify: no onnxruntime timing of the result" \
     eval "status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/nv.onnx' -q --cost ort --no-verify && ! grep -q '^verify:' '$tmp/out'"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""engine_fold_test.py - the built-in rewrites (engine/fold.h) end to end:
+"""engine_fold_test.py - the built-in rewrites (engine/fold/fold.h) end to end:
 fold_driver (eg_builtin_pre then eg_builtin_post, no search) on the corpus
 models; every output passes onnx.checker.check_model(full_check=True), has
 the same graph output names, and onnxruntime gives the same outputs as for
@@ -9,7 +9,7 @@ NaN guard after an attention softmax goes exactly when the scores are
 finite for every input, and the value ranges that decide it (range.h) hold
 every value onnxruntime computes.
 
-Then the engine's own evaluator (eg_eval_graph, engine/geval.h, through
+Then the engine's own evaluator (eg_eval_graph, engine/fold/geval.h, through
 fold_driver --eval), which the C tests use to check every rewrite, is held
 to onnxruntime: on the corpus models it can run and on models built here
 that vary every model operator's attributes (Conv bias, asymmetric pads,

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "geval.h"
+#include "fold/geval.h"
 
 #define EC_TOL 1e-4
 

@@ -25,12 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "fold.h"
-#include "geval.h"
-#include "range.h"
-#include "rules.h"
-#include "search.h"
+#include "onnx/engine.h"
+#include "fold/fold.h"
+#include "pipeline/pipeline.h"
+#include "fold/geval.h"
+#include "fold/range.h"
+#include "rewrite/rules.h"
+#include "pipeline/pipeline.h"
 
 static int fold(const char *in, const char *out) {
     eg_graph *g = NULL;

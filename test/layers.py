@@ -83,8 +83,8 @@ def objects(build):
             cur = o if o.startswith(prefix) and o.endswith(".o") else None
         elif cur and line.strip():
             src = line.strip()
-            if src.split("/")[0] in PROGRAMS and src.endswith((".c", ".cu")) and os.path.exists(
-                    os.path.join(ROOT, cur)):
+            if (src.split("/")[0] in PROGRAMS and src.endswith((".c", ".cu")) and
+                    os.path.exists(os.path.join(ROOT, cur)) and os.path.exists(os.path.join(ROOT, src))):
                 objs[os.path.join(ROOT, cur)] = src
             cur = None
     return objs

@@ -24,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cost.h"
-#include "cost_calib.h"
-#include "cost_impl.h"
-#include "engine.h"
+#include "cost/cost.h"
+#include "cost/cost_calib.h"
+#include "cost/cost_impl.h"
+#include "onnx/engine.h"
 
 /* ================= helpers ================= */
 

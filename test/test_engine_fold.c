@@ -23,9 +23,10 @@
 #include <string.h>
 
 #include "cm_table.h"
-#include "engine.h"
+#include "onnx/engine.h"
 #include "evalcheck.h"
-#include "fold.h"
+#include "fold/fold.h"
+#include "pipeline/pipeline.h"
 #include "modp.h"
 
 #define CORPUS "test/corpus/onnx/"

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "onnx/engine.h"
 #include "evalcheck.h"
 
 #define CORPUS "test/corpus/onnx/"

@@ -27,12 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "onnx/engine.h"
 #include "evalcheck.h"
-#include "range.h"
-#include "rules.h"
-#include "search.h"
-#include "trial.h"
+#include "fold/range.h"
+#include "rewrite/rules.h"
+#include "fold/fold.h"
+#include "pipeline/pipeline.h"
+#include "rewrite/trial.h"
 
 /* ================= helpers ================= */
 
@@ -402,6 +403,7 @@ static void test_optimize(void **state) {
     eg_graph *g = NULL, *best = NULL;
     eg_search_opts o;
     eg_search_result r;
+    eg_optimize_stats st;
     char err[EG_ERRLEN], path[128];
     snprintf(path, sizeof path, "test/corpus/onnx/%s", oc->file);
     if (eg_load(path, NULL, &g, err, sizeof err) != EG_OK || eg_ruleset_shipped(&rs, err, sizeof err) ||
@@ -409,7 +411,9 @@ static void test_optimize(void **state) {
         fail_msg("%s: %s", oc->id, err);
     eg_search_opts_init(&o);
     o.budget = 30, o.time_limit = 600; /* the budget, not the clock, stops it */
-    if (eg_optimize(g, rs, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("%s: %s", oc->id, err);
+    if (eg_optimize(g, rs, c, &o, 0, &best, &r, &st, err, sizeof err) != EG_OK) fail_msg("%s: %s", oc->id, err);
+    assert_int_equal(r.n_runners, 0); /* no candidates asked for */
+    assert_null(st.plain);
     print_message("# %s: cost %.2f -> %.2f us, %llu expanded\n", oc->id, r.cost_before, r.cost_after,
                   (unsigned long long)r.expanded);
     assert_true(r.cost_after <= r.cost_before);
@@ -1547,9 +1551,14 @@ static void test_budgets(void **state) {
             o.budget = budget, o.time_limit = 1e9;
             eg_graph *best = NULL;
             eg_search_result r;
-            if (eg_optimize(g, rs, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("%s: %s", files[i], err);
+            eg_optimize_stats st;
+            if (eg_optimize(g, rs, c, &o, 1, &best, &r, &st, err, sizeof err) != EG_OK)
+                fail_msg("%s: %s", files[i], err);
             assert_true(eg_cost_graph(c, best) <= before * (1 + 1e-9));
             for (int k = 0; k < r.n_runners; k++) assert_non_null(r.runner[k]);
+            /* the built-ins alone, kept for verify unless they are the result */
+            assert_true(st.kept_input || st.rules_dropped ? st.plain == NULL : st.plain != NULL);
+            eg_optimize_stats_free(&st);
             uint8_t *buf = NULL;
             size_t len = 0;
             if (eg_save_mem(best, &buf, &len, err, sizeof err) != EG_OK)

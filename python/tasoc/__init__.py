@@ -10,7 +10,7 @@
     onnx.save(taso.export_onnx(new_graph), "out.onnx")
 
 load_onnx / optimize / export_onnx call the engine's C library
-(libtasoc.so, engine/tasoc.h) through ctypes; synth / prove / check run
+(libtasoc.so, engine/api/tasoc.h) through ctypes; synth / prove / check run
 the synth and prove programs and read their files with the library.
 """
 from ._lib import TasocError

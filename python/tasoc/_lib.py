@@ -1,4 +1,4 @@
-"""_lib.py - the ctypes binding of libtasoc.so (engine/tasoc.h).
+"""_lib.py - the ctypes binding of libtasoc.so (engine/api/tasoc.h).
 
 Finds the shared library and declares every function's signature; the
 rest of the package calls only what is declared here. A non-zero status

@@ -1,4 +1,0 @@
-/* main.c - the engine program's entry point; everything else is in cli.c. */
-#include "engine.h"
-
-int main(int argc, char **argv) { return eg_cli_main(argc, argv); }
