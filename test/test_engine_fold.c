@@ -24,6 +24,7 @@
 
 #include "cm_table.h"
 #include "onnx/engine.h"
+#include "shapes/infer.h"
 #include "evalcheck.h"
 #include "fold/fold.h"
 #include "pipeline/pipeline.h"

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "onnx/engine.h"
+#include "onnx/lower.h"
+#include "shapes/infer.h"
 #include "evalcheck.h"
 
 #define CORPUS "test/corpus/onnx/"

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "onnx/engine.h"
+#include "shapes/infer.h"
 #include "evalcheck.h"
 #include "fold/range.h"
 #include "rewrite/rules.h"

@@ -223,12 +223,8 @@ static int result_rules(const eg_search_result *r, const eg_optimize_stats *st, 
     for (size_t i = 0, k = 0; i < r->n_rules && k < n; i++) {
         if (!r->applied[i]) continue;
         const rdb_rule *rule = eg_ruleset_rule(rs, i);
-        char src[512], dst[512], text[1200];
-        rg_format(&rule->src, src, sizeof src);
-        rg_format(&rule->dst, dst, sizeof dst);
-        int at = snprintf(text, sizeof text, "%s => %s", src, dst);
-        for (unsigned k1 = eg_ruleset_kernel1(rs, i), b = 0; k1 >> b && at > 0 && (size_t)at < sizeof text; b++)
-            if (k1 >> b & 1) at += snprintf(text + at, sizeof text - (size_t)at, " [x%u 1x1]", b);
+        char text[1200];
+        eg_ruleset_rule_text(rs, i, text, sizeof text);
         t->rule[k] = (applied_rule){rule->id, r->applied[i], strdup(text)};
         if (!t->rule[k].text) return EG_ENOMEM;
         t->s.n_rules = ++k;

@@ -465,14 +465,9 @@ static void print_report(const eg_search_result *r, const eg_optimize_stats *st,
                               : "");
     for (size_t i = 0; i < r->n_rules && !none; i++) {
         if (!r->applied[i]) continue;
-        const rdb_rule *rule = eg_ruleset_rule(rs, i);
-        char src[512], dst[512];
-        rg_format(&rule->src, src, sizeof src);
-        rg_format(&rule->dst, dst, sizeof dst);
-        printf("  %ux rule %llu: %s => %s", r->applied[i], (unsigned long long)rule->id, src, dst);
-        for (unsigned k1 = eg_ruleset_kernel1(rs, i), k = 0; k1 >> k; k++)
-            if (k1 >> k & 1) printf(" [x%u 1x1]", k);
-        printf("\n");
+        char text[1200];
+        eg_ruleset_rule_text(rs, i, text, sizeof text);
+        printf("  %ux rule %llu: %s\n", r->applied[i], (unsigned long long)eg_ruleset_rule(rs, i)->id, text);
     }
 }
 

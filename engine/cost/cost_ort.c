@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cost/cost_impl.h"
+#include "sys/sys.h"
 #include "onnx/engine.h"
 
 /* The helper's source, NUL-terminated (.incbin, as ruledb_blob.c). */
@@ -111,8 +112,7 @@ static void stop(eg_cost_ort *o) {
 int eg_cost_ort_new(int threads, eg_cost_ort **out, char *machine, size_t mlen, char *err,
                     size_t errlen) {
     *out = NULL;
-    const char *python = getenv("TASOC_PYTHON");
-    if (!python || !*python) python = "python3";
+    const char *python = eg_python();
     eg_cost_ort *o = calloc(1, sizeof *o);
     int sv[2];
     if (!o) return snprintf(err, errlen, "out of memory"), -1;
@@ -123,17 +123,9 @@ int eg_cost_ort_new(int threads, eg_cost_ort **out, char *machine, size_t mlen, 
     char targ[16];
     snprintf(targ, sizeof targ, "%d", threads > 0 ? threads : 1);
     char *argv[] = {(char *)python, "-c", (char *)eg_ort_cost_py, "--threads", targ, NULL};
-    fflush(NULL);
-    o->pid = fork();
-    if (o->pid < 0) {
+    if (eg_spawn(argv, sv[1], sv[1], -1, &o->pid) != 0) {
         close(sv[0]), close(sv[1]), free(o);
         return snprintf(err, errlen, "cost ort: fork: %s", strerror(errno)), -1;
-    }
-    if (o->pid == 0) {
-        dup2(sv[1], STDIN_FILENO); /* dup2 clears close-on-exec on the copies */
-        dup2(sv[1], STDOUT_FILENO);
-        execvp(argv[0], argv);
-        _exit(127);
     }
     close(sv[1]);
     o->fd = sv[0];

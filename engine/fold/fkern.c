@@ -5,7 +5,6 @@
  * with its own pads and strides, Gemm and a batched MatMul are matmul with
  * strides, a Split is split0's slice). Plain loops, no allocation. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -298,22 +297,6 @@ static int model_eval(const eg_graph *g, const eg_node *nd, const eg_shape *cons
 
 /* ================= one node of a graph ================= */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static eg_status nfail(const eg_node *n, char *err, size_t errlen, const char *fmt, ...) {
-    char op[96];
-    if (!err || !errlen) return EG_EUNSUPPORTED;
-    int k = snprintf(err, errlen, "node '%s' (%s): ", n->name, eg_node_opname(n, op, sizeof op));
-    if (k > 0 && (size_t)k < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
-    return EG_EUNSUPPORTED;
-}
-
 /* Input k's float data must be there: every input of a model operator but
  * Reshape's shape and Split's sizes (read from the graph's shapes), and
  * every input of an opspecs operator but a constant operator's reference. */
@@ -327,23 +310,21 @@ static int needs_data(const eg_node *n, int k) {
 static eg_status node_ready(const eg_graph *g, const eg_node *n, const float *const *in,
                             float *const *out, const eg_shape **s, char *err, size_t errlen) {
     char buf[160];
-    if (n->n_in > EG_MAX_INTS) return nfail(n, err, errlen, "more than %d inputs", EG_MAX_INTS);
+    if (n->n_in > EG_MAX_INTS) return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "more than %d inputs", EG_MAX_INTS);
     for (int k = 0; k < n->n_in; k++) {
         const eg_tensor *t = n->in[k] >= 0 ? &g->tensor[n->in[k]] : NULL;
         s[k] = t ? &t->shape : NULL;
         if (!t || !needs_data(n, k)) continue;
         if (!eg_shape_known(&t->shape))
-            return nfail(n, err, errlen, "input '%s' has shape %s", t->name,
-                         eg_shape_str(&t->shape, t->dim_name, buf, sizeof buf));
-        if (!in[k]) return nfail(n, err, errlen, "input '%s' has no float value", t->name);
+            return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "input '%s' has shape %s", t->name, eg_shape_str(&t->shape, t->dim_name, buf, sizeof buf));
+        if (!in[k]) return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "input '%s' has no float value", t->name);
     }
     for (int k = 0; k < n->n_out; k++) {
         const eg_tensor *t = n->out[k] >= 0 ? &g->tensor[n->out[k]] : NULL;
-        if (!t) return nfail(n, err, errlen, "output %d is omitted", k); /* a Split's size */
+        if (!t) return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "output %d is omitted", k); /* a Split's size */
         if (!eg_shape_known(&t->shape))
-            return nfail(n, err, errlen, "output '%s' has shape %s", t->name,
-                         eg_shape_str(&t->shape, t->dim_name, buf, sizeof buf));
-        if (!out[k]) return nfail(n, err, errlen, "no room for output '%s'", t->name);
+            return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "output '%s' has shape %s", t->name, eg_shape_str(&t->shape, t->dim_name, buf, sizeof buf));
+        if (!out[k]) return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "no room for output '%s'", t->name);
     }
     return EG_OK;
 }
@@ -353,7 +334,7 @@ static eg_status ops_node_eval(const eg_graph *g, const eg_node *n, const float 
     ten_shape ts[OPS_MAX_ARITY];
     for (int k = 0; k < ops_table[n->op].arity; k++)
         if (!eg_to_ten_shape(&g->tensor[n->in[k]].shape, &ts[k]))
-            return nfail(n, err, errlen, "input %d is not an opspecs shape", k);
+            return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "input %d is not an opspecs shape", k);
     return eg_fkern_eval(n->op, n->param, ts, in, out, err, errlen);
 }
 
@@ -362,14 +343,14 @@ eg_status eg_fkern_node(const eg_graph *g, const eg_node *n, const float *const 
     const eg_shape *s[EG_MAX_INTS] = {0};
     const float *din[EG_MAX_INTS] = {0}; /* NULL past n_in: a Conv's absent bias */
     if (n->kind != EG_KIND_OPS && n->kind != EG_KIND_MODEL)
-        return nfail(n, err, errlen, "an opaque operator has no kernel");
-    if (n->n_out < 1) return nfail(n, err, errlen, "no output");
+        return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "an opaque operator has no kernel");
+    if (n->n_out < 1) return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "no output");
     eg_status rc = node_ready(g, n, in, out, s, err, errlen);
     if (rc != EG_OK) return rc;
     for (int k = 0; k < n->n_in; k++) din[k] = n->in[k] >= 0 ? in[k] : NULL;
     if (n->kind == EG_KIND_OPS) return ops_node_eval(g, n, din, out[0], err, errlen);
     if (!model_eval(g, n, s, din, out))
-        return nfail(n, err, errlen, "a dim is over the kernels' limits");
+        return eg_node_errf(err, errlen, EG_EUNSUPPORTED, n, "a dim is over the kernels' limits");
     return EG_OK;
 }
 

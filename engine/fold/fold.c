@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fold/fold.h"
+#include "shapes/infer.h"
 
 /* ================= editing helpers ================= */
 
@@ -275,13 +276,6 @@ static void fctx_free(fctx *c) {
     free(c->val), free(c->wo), free(c->need), free(c->done);
 }
 
-/* Re-check the graph after an edit. */
-static eg_status revalidate(eg_graph *g, char *err, size_t errlen) {
-    eg_status rc = eg_index(g, err, errlen);
-    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
-    if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
-    return rc;
-}
 
 eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen) {
     size_t nn = (size_t)g->n_nodes + 1;
@@ -298,7 +292,7 @@ eg_status eg_fold_weights(eg_graph *g, int *n_folded, char *err, size_t errlen) 
         if (c.need[j]) rc = eval_node(&c, j);
     if (rc == EG_OK && (folded = materialise(&c)) < 0) rc = EG_ENOMEM;
     if (rc == EG_OK && folded > 0) rc = eg_drop_dead(g, NULL, err, errlen);
-    if (rc == EG_OK && folded > 0) rc = revalidate(g, err, errlen);
+    if (rc == EG_OK && folded > 0) rc = eg_resolve(g, err, errlen);
     if (rc == EG_OK && n_folded) *n_folded = folded;
     if (rc == EG_ENOMEM && err && errlen) snprintf(err, errlen, "out of memory folding weights");
     fctx_free(&c);

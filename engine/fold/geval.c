@@ -1,7 +1,6 @@
 /* geval.c - whole-graph float32 evaluation (geval.h): the needed nodes in
  * topological order through eg_fkern_node, each value freed after its last
  * reader. No kernel of its own. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +15,6 @@ typedef struct {
     int *uses;           /* per tensor: readers left (graph outputs never leave) */
     unsigned char *need; /* per node: a graph output depends on it */
 } ectx;
-
-/* A message naming one tensor or node: fmt has one %s. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static eg_status efail(eg_status rc, char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 /* Mark the producers of the graph outputs and, backwards, of what they read. */
 static void mark_needed(ectx *c) {
@@ -57,7 +42,7 @@ static eg_status bind_leaves(ectx *c, const float *const *in, char *err, size_t 
     for (int k = 0; k < g->n_inputs; k++) {
         const eg_tensor *x = &g->tensor[g->input[k]];
         if (x->dtype != EG_DT_FLOAT || !eg_shape_known(&x->shape))
-            return efail(EG_EUNSUPPORTED, err, errlen, "input '%s' is not a float tensor of known shape", x->name);
+            return eg_errf(err, errlen, EG_EUNSUPPORTED, "input '%s' is not a float tensor of known shape", x->name);
         c->val[g->input[k]] = in[k];
     }
     return EG_OK;
@@ -71,9 +56,9 @@ static eg_status alloc_outs(ectx *c, const eg_node *n, float **outs, char *err, 
         const eg_tensor *t = n->out[k] >= 0 ? &c->g->tensor[n->out[k]] : NULL;
         int64_t numel = t ? eg_shape_numel(&t->shape) : 0;
         if (t && (t->dtype != EG_DT_FLOAT || numel < 0))
-            return efail(EG_EUNSUPPORTED, err, errlen, "tensor '%s' is not a float tensor of known shape", t->name);
+            return eg_errf(err, errlen, EG_EUNSUPPORTED, "tensor '%s' is not a float tensor of known shape", t->name);
         outs[k] = t ? malloc(sizeof(float) * (size_t)(numel ? numel : 1)) : NULL;
-        if (t && !outs[k]) return efail(EG_ENOMEM, err, errlen, "out of memory for tensor '%s'", t->name);
+        if (t && !outs[k]) return eg_errf(err, errlen, EG_ENOMEM, "out of memory for tensor '%s'", t->name);
     }
     return EG_OK;
 }
@@ -93,7 +78,7 @@ static eg_status eval_node(ectx *c, int j, char *err, size_t errlen) {
     const eg_node *n = &c->g->node[j];
     const float *ins[EG_MAX_INTS] = {0};
     float **outs = calloc((size_t)n->n_out + 1, sizeof *outs);
-    if (!outs) return efail(EG_ENOMEM, err, errlen, "out of memory at node '%s'", n->name);
+    if (!outs) return eg_errf(err, errlen, EG_ENOMEM, "out of memory at node '%s'", n->name);
     for (int k = 0; k < n->n_in && k < EG_MAX_INTS; k++) ins[k] = n->in[k] >= 0 ? c->val[n->in[k]] : NULL;
     eg_status rc = alloc_outs(c, n, outs, err, errlen);
     if (rc == EG_OK) rc = eg_fkern_node(c->g, n, ins, outs, err, errlen);
@@ -116,9 +101,9 @@ static eg_status copy_outputs(const ectx *c, float **out, char *err, size_t errl
         const eg_tensor *t = &g->tensor[g->output[k]];
         int64_t numel = eg_shape_numel(&t->shape);
         if (!c->val[g->output[k]] || numel < 0)
-            return efail(EG_EUNSUPPORTED, err, errlen, "output '%s' has no float value of known shape", t->name);
+            return eg_errf(err, errlen, EG_EUNSUPPORTED, "output '%s' has no float value of known shape", t->name);
         out[k] = malloc(sizeof(float) * (size_t)(numel ? numel : 1));
-        if (!out[k]) return efail(EG_ENOMEM, err, errlen, "out of memory for output '%s'", t->name);
+        if (!out[k]) return eg_errf(err, errlen, EG_ENOMEM, "out of memory for output '%s'", t->name);
         memcpy(out[k], c->val[g->output[k]], sizeof(float) * (size_t)numel);
     }
     return EG_OK;
@@ -131,7 +116,7 @@ eg_status eg_eval_graph(const eg_graph *g, const float *const *in, float **out, 
               calloc((size_t)g->n_nodes + 1, 1)};
     eg_status rc = c.val && c.own && c.uses && c.need ? EG_OK : EG_ENOMEM;
     for (int k = 0; k < g->n_outputs; k++) out[k] = NULL;
-    if (rc == EG_ENOMEM) efail(rc, err, errlen, "out of memory evaluating %s", "a graph");
+    if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "out of memory evaluating %s", "a graph");
     if (rc == EG_OK) {
         eg_count_uses(g, c.uses);
         mark_needed(&c);

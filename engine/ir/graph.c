@@ -425,19 +425,6 @@ eg_status eg_add_node(eg_graph *g, eg_kind kind, const char *name, int n_in,
 
 /* ================= structure ================= */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static eg_status graph_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return EG_EGRAPH;
-}
-
 /* Set producers; a tensor written twice, or written while also being a
  * graph input or a value, is an error. */
 static eg_status index_producers(eg_graph *g, char *err, size_t errlen) {
@@ -448,12 +435,9 @@ static eg_status index_producers(eg_graph *g, char *err, size_t errlen) {
             if (n->out[k] < 0) continue;
             eg_tensor *t = &g->tensor[n->out[k]];
             if (t->producer >= 0)
-                return graph_fail(err, errlen, "tensor '%s' is written by node '%s' and by node '%s'",
-                                  t->name, g->node[t->producer].name, n->name);
+                return eg_errf(err, errlen, EG_EGRAPH, "tensor '%s' is written by node '%s' and by node '%s'", t->name, g->node[t->producer].name, n->name);
             if (t->flags & (EG_TF_INPUT | EG_TF_INIT))
-                return graph_fail(err, errlen, "node '%s' writes '%s', which is a graph %s",
-                                  n->name, t->name,
-                                  t->flags & EG_TF_INPUT ? "input" : "initializer");
+                return eg_errf(err, errlen, EG_EGRAPH, "node '%s' writes '%s', which is a graph %s", n->name, t->name, t->flags & EG_TF_INPUT ? "input" : "initializer");
             t->producer = j;
         }
     }
@@ -472,16 +456,12 @@ eg_status eg_index(eg_graph *g, char *err, size_t errlen) {
         const eg_node *n = &g->node[j];
         for (int k = 0; k < n->n_in + n->n_implicit; k++)
             if (n->in[k] >= 0 && !defined(&g->tensor[n->in[k]]))
-                return graph_fail(err, errlen,
-                                  "node '%s' (%s): input '%s' is not defined (no "
-                                  "initializer, graph input or node output)",
-                                  n->name, eg_node_opname(n, op, sizeof op),
-                                  g->tensor[n->in[k]].name);
+                return eg_errf(err, errlen, EG_EGRAPH, "node '%s' (%s): input '%s' is not defined (no "
+                                  "initializer, graph input or node output)", n->name, eg_node_opname(n, op, sizeof op), g->tensor[n->in[k]].name);
     }
     for (int k = 0; k < g->n_outputs; k++)
         if (!defined(&g->tensor[g->output[k]]))
-            return graph_fail(err, errlen, "graph output '%s' is not defined",
-                              g->tensor[g->output[k]].name);
+            return eg_errf(err, errlen, EG_EGRAPH, "graph output '%s' is not defined", g->tensor[g->output[k]].name);
     return EG_OK;
 }
 
@@ -537,8 +517,7 @@ eg_status eg_toposort(eg_graph *g, char *err, size_t errlen) {
     eg_status rc = eg_toposort_at(g, &node, &in);
     if (rc != EG_EGRAPH) return rc;
     const eg_node *n = &g->node[node];
-    return graph_fail(err, errlen, "the graph has a cycle through node '%s' (input '%s')", n->name,
-                      g->tensor[n->in[in]].name);
+    return eg_errf(err, errlen, EG_EGRAPH, "the graph has a cycle through node '%s' (input '%s')", n->name, g->tensor[n->in[in]].name);
 }
 
 eg_status eg_toposort_at(eg_graph *g, int *cycle_node, int *cycle_in) {
@@ -920,6 +899,32 @@ const char *eg_dtype_name(int dtype) {
         "complex128", "bfloat16"};
     if (dtype >= 0 && dtype < (int)(sizeof names / sizeof names[0])) return names[dtype];
     return "other";
+}
+
+eg_status eg_verrf(char *err, size_t errlen, eg_status rc, const char *fmt, va_list ap) {
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    return rc;
+}
+
+eg_status eg_errf(char *err, size_t errlen, eg_status rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    eg_verrf(err, errlen, rc, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+eg_status eg_node_errf(char *err, size_t errlen, eg_status rc, const eg_node *n, const char *fmt, ...) {
+    char op[96];
+    if (!err || !errlen) return rc;
+    int k = snprintf(err, errlen, "node '%s' (%s): ", n->name, eg_node_opname(n, op, sizeof op));
+    if (k > 0 && (size_t)k < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
 }
 
 const char *eg_status_name(eg_status s) {

@@ -52,6 +52,7 @@
 #ifndef EG_GRAPH_H
 #define EG_GRAPH_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -451,6 +452,18 @@ void eg_from_ten_shape(const ten_shape *t, eg_shape *s);
 size_t eg_dtype_size(int dtype);
 const char *eg_dtype_name(int dtype);
 const char *eg_status_name(eg_status s);
+
+/* The one error formatter: the message into err (when err and errlen are
+ * set), printf-style, and rc back, so a failure reads
+ * `return eg_errf(err, errlen, EG_EIO, "%s: cannot write", path);`.
+ * eg_verrf takes a va_list (for formatters that put a prefix first). */
+eg_status eg_errf(char *err, size_t errlen, eg_status rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+eg_status eg_verrf(char *err, size_t errlen, eg_status rc, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+/* The same about node n: "node 'name' (Op): " and the message. */
+eg_status eg_node_errf(char *err, size_t errlen, eg_status rc, const eg_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 const char *eg_kind_name(eg_kind k);
 
 /* The operator's display name: the opspecs name ("conv2d"), the ONNX type
@@ -461,19 +474,7 @@ const char *eg_node_opname(const eg_node *n, char *buf, size_t len);
 /* 1 when an ONNX domain name is the default one ("", NULL or "ai.onnx"). */
 int eg_default_domain(const char *domain);
 
-/* ---- shape inference (infer.c) ---- */
-
-/* Infer dtype and shape of node id's outputs from its inputs. Opaque nodes
- * keep what they have. Resolves auto_pad into explicit pads once spatial
- * dims are known. @pre inputs come earlier in topological order.
- * @return EG_OK; EG_ESHAPE with "node 'name' (Op): ..." in err;
- *         EG_EUNSUPPORTED when the node is valid ONNX the model op does not
- *         cover (a 1-D Conv, a non-constant Reshape shape...): the importer
- *         then keeps it opaque. */
-eg_status eg_infer_node(eg_graph *g, int id, char *err, size_t errlen);
-
-/* eg_infer_node over every node in order. @return as eg_infer_node. */
-eg_status eg_infer_all(eg_graph *g, char *err, size_t errlen);
+/* ---- graph facts ---- */
 
 /* 1 when t is a rank-1 float initializer of n elements with its data (a
  * bias, a per-channel scale, a batch norm's statistics). */
@@ -485,18 +486,5 @@ int eg_float_vec(const eg_graph *g, int t, int64_t n);
  * cost model charges it as one (uses: eg_count_uses of g).
  * @return the layernorm's node id, or -1. */
 int eg_layernorm_of(const eg_graph *g, const int *uses, int j);
-
-/* Read an int64 constant (a value with dtype INT64) into out[max].
- * @return its element count, or -1 when t has no int64 value or more than
- *         max elements. */
-int eg_const_ints(const eg_tensor *t, int64_t *out, int max);
-
-/* ---- lowering (lower.c) ---- */
-
-/* Replace every model node whose meaning is exactly an opspecs operator by
- * that operator (see the header comment). Keeps topological order and
- * recomputes producers. @pre shapes inferred.
- * @return EG_OK or EG_ENOMEM. */
-eg_status eg_lower(eg_graph *g);
 
 #endif

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "onnx/engine.h"
+#include "onnx/lower.h"
+#include "shapes/infer.h"
 #include "fold/fold.h"
 #include "proto/attr.h"
 #include "ir/graph.h"
@@ -126,7 +128,7 @@ static int lower_pool(const eg_graph *g, eg_node *n, ops_op op) {
  * d sits: a per-channel vector. @return the axis, or -1. A value read
  * only here with 1s around d may be viewed as [d] (*view set: the caller
  * does it with view_vector once it lowers; export puts the trailing 1s
- * back, onnx_out.c's plan_channels); anything else must be rank 1. */
+ * back, out_ops.c's eo_plan_channels); anything else must be rank 1. */
 typedef struct {
     int *of; /* readers per tensor, counted before lowering */
     int n;   /* tensors then: later ones are the lowering's own */
@@ -212,7 +214,7 @@ static int lower_simple(const eg_graph *g, eg_node *n, ops_op op, int32_t p0) {
 /* Concat(x0..xn-1) -> concat(...concat(concat(x0, x1), x2)..., xn-1):
  * node j is the first, the others are appended, each intermediate of the
  * concatenated shape so far. Export writes a chain whose inner results
- * nothing else reads as one Concat again (onnx_out.c, plan_concats). */
+ * nothing else reads as one Concat again (out_ops.c, eo_plan_concats). */
 static eg_status lower_concat(eg_graph *g, int j, int *appended) {
     eg_node *n = &g->node[j];
     int m = n->n_in, y = n->out[0], rank = n->in[0] >= 0 ? g->tensor[n->in[0]].shape.rank : -1;
@@ -524,7 +526,7 @@ static void lower_reshape(const eg_graph *g, eg_node *n) {
 
 /* Initializers read before lowering and by nothing after it (a Reshape's
  * target shape): absorbed, so export writes them only where a node needs
- * them again (onnx_out.c's put_ints finds them by value). */
+ * them again (onnx_out.c's eo_put_ints finds them by value). */
 static void absorb_unread(eg_graph *g, const uses_t *before) {
     int *now = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     if (!now) return; /* they stay written: a larger file, nothing wrong */
@@ -560,7 +562,7 @@ static void lower_softmax(const eg_graph *g, eg_node *n) {
 /* LayerNormalization over the last axis only -> layernorm(axis, eps), then
  * scale(axis; ., Scale), then bias(axis; ., B) when B is given: the rules
  * see the normalisation and the affine part apart; the export writes the
- * three back as one LayerNormalization (onnx_out.c, plan_layernorms). */
+ * three back as one LayerNormalization (the export: out_ops.c). */
 static eg_status lower_layernorm(eg_graph *g, int j, int *appended) {
     eg_node *n = &g->node[j];
     int x = n->in[0], y = n->out[0], sv = n->in[1], bv = n->n_in > 2 ? n->in[2] : -1, t;

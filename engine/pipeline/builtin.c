@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fold/fold.h"
+#include "shapes/infer.h"
 #include "proto/attr.h"
 #include "pipeline/pipeline.h"
 #include "fold/range.h"
@@ -86,8 +87,7 @@ static int dropped(const dropset *d, int j) { return j < d->cap && d->drop[j]; }
 static eg_status rebuild(eg_graph *g, dropset *d, char *err, size_t errlen) {
     eg_status rc = drop_node(d, g->n_nodes); /* room for every node */
     if (rc == EG_OK) rc = eg_remove_nodes(g, d->drop, err, errlen);
-    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
-    if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
+    if (rc == EG_OK) rc = eg_resolve(g, err, errlen);
     free(d->drop);
     d->drop = NULL, d->cap = 0;
     return rc;
@@ -515,48 +515,71 @@ static eg_status finish(eg_graph *g, dropset *d, eg_builtin_stats *st, const int
     int dead = 0;
     eg_status rc = rebuild(g, d, err, errlen);
     if (rc == EG_OK) rc = eg_drop_dead(g, &dead, err, errlen);
-    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
-    if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
+    if (rc == EG_OK) rc = eg_resolve(g, err, errlen);
     if (rc == EG_OK) rc = absorb_unread(g, uses0, n0);
     st->dead_removed += dead;
     return rc;
 }
 
 static eg_status report(eg_status rc, char *err, size_t errlen) {
-    if (rc == EG_ENOMEM && err && errlen) snprintf(err, errlen, "out of memory in a built-in rewrite");
+    if (rc == EG_ENOMEM && err && errlen && !err[0]) snprintf(err, errlen, "out of memory in a built-in rewrite");
+    return rc;
+}
+
+/* The built-in rewrites, in the order they run: each marks what it drops
+ * in d and counts in st; rebuild: the graph is rebuilt (nodes dropped,
+ * sorted, shapes inferred) before the next pass reads it. The post phase
+ * runs after eg_fold_weights. */
+typedef struct {
+    const char *name;
+    int post; /* 0: eg_builtin_pre, 1: eg_builtin_post */
+    eg_status (*apply)(eg_graph *g, dropset *d, eg_builtin_stats *st);
+    int rebuild;
+} pass;
+
+static const pass passes[] = {
+    {"identities", 0, remove_identities, 1},
+    {"batchnorms into convs", 0, fold_batchnorms, 0},
+    {"biases split", 0, split_biases, 1},
+    {"relus into convs", 0, fuse_relus, 1},
+    {"NaN guards", 0, drop_nan_guards, 0},
+    {"common subexpressions", 0, merge_common, 0},
+    {"reshapes cancelled", 1, cancel_reshapes, 0},
+};
+
+/* The passes of one phase, then dead nodes dropped. */
+static eg_status run_passes(eg_graph *g, int post, eg_builtin_stats *st, const int *uses0, int n0, char *err,
+                            size_t errlen) {
+    dropset d = {NULL, 0};
+    eg_status rc = EG_OK;
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0] && rc == EG_OK; i++) {
+        if (passes[i].post != post) continue;
+        rc = passes[i].apply(g, &d, st);
+        if (rc == EG_ENOMEM && err && errlen) /* the passes leave messages to their caller */
+            snprintf(err, errlen, "out of memory in the built-in pass '%s'", passes[i].name);
+        if (rc == EG_OK && passes[i].rebuild) rc = rebuild(g, &d, err, errlen);
+    }
+    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
+    free(d.drop);
     return rc;
 }
 
 eg_status eg_builtin_pre(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen) {
     eg_builtin_stats local = {0};
-    dropset d = {NULL, 0};
     int n0, *uses0 = snapshot_uses(g, &n0);
     if (!st) st = &local;
-    eg_status rc = uses0 ? remove_identities(g, &d, st) : EG_ENOMEM;
-    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
-    if (rc == EG_OK) rc = fold_batchnorms(g, &d, st);
-    if (rc == EG_OK) rc = split_biases(g, &d, st);
-    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
-    if (rc == EG_OK) rc = fuse_relus(g, &d, st);
-    if (rc == EG_OK) rc = rebuild(g, &d, err, errlen);
-    if (rc == EG_OK) rc = drop_nan_guards(g, &d, st);
-    if (rc == EG_OK) rc = merge_common(g, &d, st);
-    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
-    free(d.drop);
+    eg_status rc = uses0 ? run_passes(g, 0, st, uses0, n0, err, errlen) : EG_ENOMEM;
     free(uses0);
     return report(rc, err, errlen);
 }
 
 eg_status eg_builtin_post(eg_graph *g, eg_builtin_stats *st, char *err, size_t errlen) {
     eg_builtin_stats local = {0};
-    dropset d = {NULL, 0};
     int folded = 0, n0, *uses0 = snapshot_uses(g, &n0);
     if (!st) st = &local;
     eg_status rc = uses0 ? eg_fold_weights(g, &folded, err, errlen) : EG_ENOMEM;
     st->weights_folded += folded;
-    if (rc == EG_OK) rc = cancel_reshapes(g, &d, st);
-    if (rc == EG_OK) rc = finish(g, &d, st, uses0, n0, err, errlen);
-    free(d.drop);
+    if (rc == EG_OK) rc = run_passes(g, 1, st, uses0, n0, err, errlen);
     free(uses0);
     return report(rc, err, errlen);
 }

@@ -3,15 +3,9 @@
  * built-ins alone; the cheaper, or the input when neither gains. */
 #include "pipeline/pipeline.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static eg_status fail(char *err, size_t errlen, eg_status rc, const char *msg) {
-    if (err && errlen) snprintf(err, errlen, "optimize: %s", msg);
-    return rc;
-}
 
 /* The built-ins after the search and the spellings, on one graph. */
 static eg_status finish(eg_graph *g, eg_cost *c, eg_builtin_stats *st, char *err, size_t errlen) {
@@ -58,12 +52,12 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     eg_builtin_stats plain_st = {0};
     eg_graph *pre = eg_graph_clone(g), *out = NULL, *plain = NULL;
     double cost_in = eg_cost_graph(c, g);
-    eg_status rc = pre ? EG_OK : fail(err, errlen, EG_ENOMEM, "out of memory");
+    eg_status rc = pre ? EG_OK : eg_errf(err, errlen, EG_ENOMEM, "optimize: %s", "out of memory");
     *best = NULL;
     memset(r, 0, sizeof *r);
     memset(st, 0, sizeof *st);
     if (rc == EG_OK) rc = eg_builtin_pre(pre, &st->pre, err, errlen);
-    if (rc == EG_OK && !(plain = eg_graph_clone(pre))) rc = fail(err, errlen, EG_ENOMEM, "out of memory");
+    if (rc == EG_OK && !(plain = eg_graph_clone(pre))) rc = eg_errf(err, errlen, EG_ENOMEM, "optimize: %s", "out of memory");
     if (rc == EG_OK) rc = finish(plain, c, &plain_st, err, errlen);
     if (rc == EG_OK) rc = eg_search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = finish(out, c, &st->post, err, errlen);
@@ -85,7 +79,7 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         pre = NULL;
         if (candidates) st->plain = plain, plain = NULL; /* borrows from pre too */
         if (!(r->cost_after < cost_in * (1 - eg_cost_noise(c))) && keep_input(g, &out, r, st) != EG_OK)
-            rc = fail(err, errlen, EG_ENOMEM, "out of memory");
+            rc = eg_errf(err, errlen, EG_ENOMEM, "optimize: %s", "out of memory");
     }
     eg_free(plain); /* a clone of pre: before it */
     if (rc) {

@@ -9,11 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static eg_status a_fail(eg_status rc, char *err, size_t errlen, const char *msg) {
-    if (err && errlen) snprintf(err, errlen, "%s", msg);
-    return rc;
-}
-
 /* Add a tensor with a name no tensor or subgraph uses ("rw<N>"). */
 static eg_status add_fresh_tensor(eg_graph *c, int *id) {
     char name[32];
@@ -152,7 +147,7 @@ static eg_status rewrite(const rdb_rule *r, const eg_plan *p, const eg_graph *g,
         if (m->input[i] >= 0) eg_to_ten_shape(&g->tensor[m->input[i]].shape, &in[i]);
     if (rg_infer_shapes(&r->dst, in, shape, err, errlen) != RG_OK) return EG_ESHAPE;
     eg_status rc = add_dst(c, p, &r->dst, m, in, shape, val);
-    if (rc != EG_OK) return a_fail(rc, err, errlen, "out of memory or a bad size");
+    if (rc != EG_OK) return eg_errf(err, errlen, rc, "out of memory or a bad size");
     unsigned char renamed[RG_MAX_NODES] = {0};
     for (int k = 0; rc == EG_OK && k < r->src.n_outputs; k++) {
         int o = g->node[m->node[RG_NODE_INDEX(r->src.out[k])]].out[0], n = val[r->dst.out[k]];
@@ -160,7 +155,7 @@ static eg_status rewrite(const rdb_rule *r, const eg_plan *p, const eg_graph *g,
         if (c->tensor[o].flags & (EG_TF_OUTPUT | EG_TF_PINNED))
             rc = keep_name(c, o, n, g->n_tensors, renamed);
     }
-    if (rc != EG_OK) return a_fail(rc, err, errlen, "out of memory");
+    if (rc != EG_OK) return eg_errf(err, errlen, rc, "out of memory");
     /* no shape inference: dst's shapes are the rule's (rg_infer_shapes),
      * which the match checked against src's outputs, and nothing else
      * changed shape */
@@ -175,7 +170,7 @@ eg_status eg_apply(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, e
     eg_status rc = eg_match_check(rs, g, m, err, errlen);
     if (rc != EG_OK) return rc;
     eg_graph *c = eg_graph_clone(g);
-    if (!c) return a_fail(EG_ENOMEM, err, errlen, "out of memory");
+    if (!c) return eg_errf(err, errlen, EG_ENOMEM, "out of memory");
     rc = rewrite(&rs->rule[m->rule], &rs->plan[m->rule], g, m, c, err, errlen);
     if (rc != EG_OK) {
         eg_free(c);

@@ -19,11 +19,6 @@ typedef struct {
     int start;             /* the src node the route starts from */
 } mstate;
 
-static eg_status m_fail(eg_status rc, char *err, size_t errlen, const char *msg, int a) {
-    if (err && errlen) snprintf(err, errlen, msg, a);
-    return rc;
-}
-
 static void state_init(mstate *s, const eg_ruleset *rs, const eg_graph *g, uint32_t rule) {
     s->g = g;
     s->r = &rs->rule[rule];
@@ -120,15 +115,15 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
     memset(in, 0, sizeof in);
     for (int i = 0; i < src->n_inputs; i++) {
         if (s->im[i] >= 0 && !eg_to_ten_shape(&s->g->tensor[s->im[i]].shape, &in[i]))
-            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: shape out of range", i);
+            return eg_errf(err, errlen, EG_ESHAPE, "rule input x%d: shape out of range", i);
         if ((s->p->kernel1 >> i & 1) && !eg_kernel_1x1(&in[i]))
-            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d: not a 1x1 kernel", i);
+            return eg_errf(err, errlen, EG_ESHAPE, "rule input x%d: not a 1x1 kernel", i);
         /* refused like a shape that does not fit: a property of the bound
          * value that no rewrite elsewhere changes */
         if (s->p->adds_zeros && s->im[i] >= 0 && (s->g->tensor[s->im[i]].flags & EG_TF_NONFINITE))
-            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d may be infinite or NaN: 0 * inf", i);
+            return eg_errf(err, errlen, EG_ESHAPE, "rule input x%d may be infinite or NaN: 0 * inf", i);
         if ((s->p->divisors >> i & 1) && s->im[i] >= 0 && !nonzero_init(&s->g->tensor[s->im[i]]))
-            return m_fail(EG_ESHAPE, err, errlen, "rule input x%d may be 0: 0 * (1 / 0)", i);
+            return eg_errf(err, errlen, EG_ESHAPE, "rule input x%d may be 0: 0 * (1 / 0)", i);
     }
     for (int j = 0; j < src->n_nodes; j++)
         for (int k = 0; k < ops_table[src->node[j].op].n_params; k++) {
@@ -136,44 +131,43 @@ static eg_status final_check(const mstate *s, const int *uses, char *err, size_t
             signed char site = s->p->src_site[j][k];
             if (site >= 0) { /* free: one value wherever src writes the same label */
                 if (eg_site_value(s->g, s->nm, site) != s->g->node[s->nm[j]].param[k])
-                    return m_fail(EG_ESHAPE, err, errlen, "src node %d: free parameter differs", j);
+                    return eg_errf(err, errlen, EG_ESHAPE, "src node %d: free parameter differs", j);
                 continue;
             }
             if (rg_param_value(src, j, k, in, &v) != RG_OK || !param_agrees(s->g, &s->g->node[s->nm[j]], k, v))
-                return m_fail(EG_ESHAPE, err, errlen, "src node %d: size differs", j);
+                return eg_errf(err, errlen, EG_ESHAPE, "src node %d: size differs", j);
         }
     if (rg_infer_shapes(dst, in, shape, NULL, 0) != RG_OK)
-        return m_fail(EG_ESHAPE, err, errlen, "dst does not fit the shapes (rule input count %d)",
-                      src->n_inputs);
+        return eg_errf(err, errlen, EG_ESHAPE, "dst does not fit the shapes (rule input count %d)", src->n_inputs);
     for (int k = 0; k < src->n_outputs; k++) {
         int t = out0(s->g, s->nm[RG_NODE_INDEX(src->out[k])]);
         if (!eg_to_ten_shape(&s->g->tensor[t].shape, &got) ||
             !ten_shape_eq(&got, &shape[dst->out[k]]))
-            return m_fail(EG_ESHAPE, err, errlen, "dst output %d has another shape", k);
+            return eg_errf(err, errlen, EG_ESHAPE, "dst output %d has another shape", k);
     }
     for (int j = 0; j < src->n_nodes; j++) {
         int t = out0(s->g, s->nm[j]);
         if (!s->p->is_out[j] && uses[t] != internal_uses(s, t))
-            return m_fail(EG_EGRAPH, err, errlen, "src node %d is used outside the match", j);
+            return eg_errf(err, errlen, EG_EGRAPH, "src node %d is used outside the match", j);
     }
     return EG_OK;
 }
 
 eg_status eg_match_check(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, char *err,
                          size_t errlen) {
-    if (m->rule >= rs->n) return m_fail(EG_EGRAPH, err, errlen, "no rule %d", (int)m->rule);
+    if (m->rule >= rs->n) return eg_errf(err, errlen, EG_EGRAPH, "no rule %d", (int)m->rule);
     mstate s;
     state_init(&s, rs, g, m->rule);
     if (m->n_nodes != s.r->src.n_nodes)
-        return m_fail(EG_EGRAPH, err, errlen, "match of %d nodes", m->n_nodes);
+        return eg_errf(err, errlen, EG_EGRAPH, "match of %d nodes", m->n_nodes);
     for (int j = 0; j < m->n_nodes; j++)
         if (!node_fits(&s, j, m->node[j]) || !bind_node(&s, j, m->node[j]))
-            return m_fail(EG_EGRAPH, err, errlen, "src node %d does not match its graph node", j);
+            return eg_errf(err, errlen, EG_EGRAPH, "src node %d does not match its graph node", j);
     for (int i = 0; i < s.r->src.n_inputs; i++)
         if (s.im[i] != m->input[i])
-            return m_fail(EG_EGRAPH, err, errlen, "rule input x%d is bound otherwise", i);
+            return eg_errf(err, errlen, EG_EGRAPH, "rule input x%d is bound otherwise", i);
     int *uses = malloc(sizeof *uses * (size_t)(g->n_tensors ? g->n_tensors : 1));
-    if (!uses) return m_fail(EG_ENOMEM, err, errlen, "out of memory (%d tensors)", g->n_tensors);
+    if (!uses) return eg_errf(err, errlen, EG_ENOMEM, "out of memory (%d tensors)", g->n_tensors);
     eg_count_uses(g, uses);
     eg_status rc = final_check(&s, uses, err, errlen);
     free(uses);

@@ -8,11 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static eg_status rs_fail(eg_status rc, char *err, size_t errlen, const char *msg, const char *a) {
-    if (err && errlen) snprintf(err, errlen, msg, a);
-    return rc;
-}
-
 /* Mark the inputs node j reads as bound. */
 static void bind_inputs(const rg_graph *s, int j, unsigned char *in_bound) {
     const rg_node *n = &s->node[j];
@@ -373,11 +368,11 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
     *out = NULL;
     ops_digest(ours);
     if (f->kind != RDB_RULES)
-        return rs_fail(EG_EFORMAT, err, errlen, "a %s file, not rules", rdb_kind_name(f->kind));
+        return eg_errf(err, errlen, EG_EFORMAT, "a %s file, not rules", rdb_kind_name(f->kind));
     if (memcmp(ours, f->digest, 16) != 0) {
         char hex[33];
         for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", f->digest[i]);
-        return rs_fail(EG_EUNSUPPORTED, err, errlen, "made from other opspecs (digest %s)", hex);
+        return eg_errf(err, errlen, EG_EUNSUPPORTED, "made from other opspecs (digest %s)", hex);
     }
     eg_ruleset *rs = calloc(1, sizeof *rs);
     if (!rs) return EG_ENOMEM;
@@ -407,7 +402,7 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
     if (rc == EG_OK) rc = build_trees(rs);
     if (rc != EG_OK) {
         eg_ruleset_free(rs);
-        return rs_fail(rc, err, errlen, "%s", "out of memory");
+        return eg_errf(err, errlen, rc, "%s", "out of memory");
     }
     *out = rs;
     return EG_OK;
@@ -455,6 +450,16 @@ const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i) {
 
 unsigned eg_ruleset_kernel1(const eg_ruleset *rs, size_t i) {
     return rs->plan[i].kernel1;
+}
+
+void eg_ruleset_rule_text(const eg_ruleset *rs, size_t i, char *buf, size_t len) {
+    const rdb_rule *rule = &rs->rule[i];
+    char src[512], dst[512];
+    rg_format(&rule->src, src, sizeof src);
+    rg_format(&rule->dst, dst, sizeof dst);
+    int at = snprintf(buf, len, "%s => %s", src, dst);
+    for (unsigned k1 = rs->plan[i].kernel1, b = 0; k1 >> b && at >= 0 && (size_t)at < len; b++)
+        if (k1 >> b & 1) at += snprintf(buf + at, len - (size_t)at, " [x%u 1x1]", b);
 }
 
 int eg_ruleset_keeps_paths(const eg_ruleset *rs, size_t i) {

@@ -86,6 +86,11 @@ const rdb_rule *eg_ruleset_rule(const eg_ruleset *rs, size_t i);
  * by eg_ruleset_rule has xk bare instead. */
 unsigned eg_ruleset_kernel1(const eg_ruleset *rs, size_t i);
 
+/* Rule i as one line of text, "SRC => DST" with " [xK 1x1]" for each input
+ * that must be a 1x1 kernel: what `engine optimize` prints and the C API
+ * reports for an applied rule. Truncated to fit len (>= 1). */
+void eg_ruleset_rule_text(const eg_ruleset *rs, size_t i, char *buf, size_t len);
+
 /* 1 when rule i's rewrite keeps every path of a graph between the nodes it
  * leaves: each dst output reads every rule input its src output reads. A
  * rewrite then makes no cycle refusal of another match go away (a match

@@ -3,18 +3,13 @@
  * matches), judge every match (trial.c). Nothing here reads or writes the
  * search's states, so it may run on the worker thread. */
 #include "search/prep.h"
+#include "sys/sys.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "rewrite/trial.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- match lists ---- */
 
@@ -86,10 +81,10 @@ eg_status eg_build_child(const eg_ruleset *rs, eg_cost *c, const eg_graph *pg, c
  * judge that. @return as eg_build_child, with v's graph, cost and hash set
  * on EG_OK. */
 static eg_status judge_built(eg_judge_in *J, const eg_match *m, eg_verdict *v) {
-    double t = now_s();
+    double t = eg_now_s();
     eg_status rc = eg_build_child(J->rs, J->c, J->g, J->tok, J->node_cost, m, &v->ng, &v->nc, &v->tok, &v->cost);
     if (rc == EG_OK) v->h = eg_tok_hash(v->ng, v->tok);
-    J->t_apply += now_s() - t;
+    J->t_apply += eg_now_s() - t;
     return rc;
 }
 
@@ -229,16 +224,16 @@ static eg_status build(eg_prep *P) {
 
 void eg_prep_run(void *arg) {
     eg_prep *P = arg;
-    double t = now_s();
+    double t = eg_now_s();
     P->ok = 1;
     P->rc = P->g ? EG_OK : build(P);
-    P->t_apply += now_s() - t;
+    P->t_apply += eg_now_s() - t;
     if (P->rc != EG_OK || !P->ok) return;
-    t = now_s();
+    t = eg_now_s();
     P->rc = match_graph(P);
-    P->t_match += now_s() - t;
+    P->t_match += eg_now_s() - t;
     if (P->rc != EG_OK) return;
-    t = now_s();
+    t = eg_now_s();
     P->jl = malloc(sizeof *P->jl * (P->L.n ? P->L.n : 1));
     P->v = calloc(P->L.n ? P->L.n : 1, sizeof *P->v);
     if (!P->jl || !P->v) {
@@ -249,7 +244,7 @@ void eg_prep_run(void *arg) {
                      P->pg && P->pml ? P->pjl : NULL, P->touched, 0};
     P->rc = eg_judge_all(&J, &P->L, P->v, P->jl);
     P->t_apply += J.t_apply;
-    P->t_judge += now_s() - t - J.t_apply;
+    P->t_judge += eg_now_s() - t - J.t_apply;
 }
 
 void eg_prep_free(eg_prep *P) {

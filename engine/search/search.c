@@ -5,9 +5,9 @@
  * it (trial.c: cost change, token hash, alpha) and queue the survivors as
  * (parent, match) states. */
 #include "search/search.h"
+#include "sys/sys.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,20 +94,6 @@ void eg_search_result_free(eg_search_result *r) {
     r->applied = NULL;
     for (int k = 0; k < r->n_runners; k++) eg_free(r->runner[k]);
     r->n_runners = 0;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static eg_status fail(char *err, size_t errlen, eg_status rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
 }
 
 /* ---- the set of graph hashes seen ---- */
@@ -318,11 +304,11 @@ static eg_status build_state(run *R, int64_t i, int *ok) {
     state *st = &S->s[i];
     *ok = 1;
     if (st->g) return EG_OK;
-    double t = now_s(), cost;
+    double t = eg_now_s(), cost;
     const state *p = &S->s[st->parent];
     eg_status rc = eg_build_child(R->rs, R->c, p->g, p->tok, p->node_cost, &st->m, &st->g, &st->node_cost, &st->tok,
                                   &cost);
-    R->r->t_apply += now_s() - t;
+    R->r->t_apply += eg_now_s() - t;
     if (rc == EG_ENOMEM) return rc;
     *ok = rc == EG_OK;
     return EG_OK;
@@ -423,7 +409,7 @@ static eg_status queue_all(run *R, int64_t gi, const eg_match_list *L, eg_verdic
     if (look_next && L->n && !(held = malloc(L->n * sizeof *held))) rc = EG_ENOMEM;
     /* the judge phase's time: this loop's, less the graphs built in it
      * (build_state counts theirs as apply) */
-    double t = now_s(), applied = R->r->t_apply;
+    double t = eg_now_s(), applied = R->r->t_apply;
     for (size_t k = 0; k < L->n && rc == EG_OK; k++) {
         const eg_match *m = &L->m[k];
         eg_graph *ng = v[k].ng;
@@ -499,7 +485,7 @@ static eg_status queue_all(run *R, int64_t gi, const eg_match_list *L, eg_verdic
             }
         }
     }
-    R->r->t_judge += now_s() - t - (R->r->t_apply - applied);
+    R->r->t_judge += eg_now_s() - t - (R->r->t_apply - applied);
     eg_hash_ctx_free(hx);
     for (size_t k = 0; k < n_held; k++) {
         if (rc == EG_OK) rc = look_ahead(R, held[k], g, level);
@@ -552,9 +538,9 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
     if (rc == EG_OK) {
         eg_mark_weight_only(c, wo);
         L.weight_only = wo;
-        double t = now_s();
+        double t = eg_now_s();
         rc = eg_match_near(R->rs, c, fresh, near, eg_match_list_collect, &L);
-        R->r->t_match += now_s() - t;
+        R->r->t_match += eg_now_s() - t;
         if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
     }
     if (rc == EG_OK && !(v = calloc(L.n ? L.n : 1, sizeof *v))) rc = EG_ENOMEM;
@@ -562,10 +548,10 @@ static eg_status look_ahead(run *R, int64_t ci, const eg_graph *p, int level) {
         const state *st = &S->s[ci];
         eg_judge_in J = {R->rs, R->c, st->g, st->tok, st->node_cost, st->cost, st->hash,
                          eg_ruleset_keeps_paths(R->rs, st->rule), NULL, NULL, 0};
-        double t = now_s();
+        double t = eg_now_s();
         rc = eg_judge_all(&J, &L, v, NULL);
         R->r->t_apply += J.t_apply;
-        R->r->t_judge += now_s() - t - J.t_apply;
+        R->r->t_judge += eg_now_s() - t - J.t_apply;
     }
     if (rc == EG_OK) rc = queue_all(R, ci, &L, v, level + 1 < LOOK_STEPS, level + 1, 1);
     eg_verdicts_free(v, L.n);
@@ -710,7 +696,7 @@ static eg_status expand(run *R, int64_t i, eg_prep *P, char *err, size_t errlen)
         S->s[pi].pending--;
         drop_graph(R, pi);
     }
-    if (rc) return fail(err, errlen, rc, "search: %s", rc == EG_ENOMEM ? "out of memory" : eg_status_name(rc));
+    if (rc) return eg_errf(err, errlen, rc, "search: %s", rc == EG_ENOMEM ? "out of memory" : eg_status_name(rc));
     return EG_OK;
 }
 
@@ -805,7 +791,7 @@ static eg_status take_job(run *R, int64_t i, eg_prep *P) {
 }
 
 static void progress(run *R) {
-    double t = now_s() - R->t0;
+    double t = eg_now_s() - R->t0;
     if (!R->o->progress || t < R->next_progress) return;
     R->next_progress = t + 1.0;
     fprintf(stderr, "engine: search %.0f s, expanded %llu, generated %llu, queued %zu, best %.1f us\n", t,
@@ -829,7 +815,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
     for (int k = 0; k < N_JOBS; k++) R.job[k].state = -1;
     memset(r, 0, sizeof *r);
     *best = NULL;
-    R.t0 = now_s(), R.next_progress = 1.0;
+    R.t0 = eg_now_s(), R.next_progress = 1.0;
     /* a second thread prepares the next states while one is expanded: on a
      * machine of more than one CPU, and only with a cost that measures
      * nothing (eg_cost_fork), so that a job's answers are the same on either
@@ -850,7 +836,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         shape_add(&R.S, eg_graph_hash(g0)) < 0 ||
         add_state(&R.S, g0, nc0, tok0, NULL, eg_cost_graph_nodes(c, g0, NULL, nc0), -1, 0) < 0) {
         if (R.S.n == 0) eg_free(g0), free(nc0), free(tok0);
-        rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
+        rc = eg_errf(err, errlen, EG_ENOMEM, "search: out of memory");
     } else {
         R.S.s[0].hash = h0;
     }
@@ -865,7 +851,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         /* Measuring a kernel (a measured cost backend) is not search: the
          * clock leaves it out, so a run with a cold cost cache stops where
          * a warm one does. */
-        if (now_s() - R.t0 - (eg_cost_seconds(c) - measured0) >= o->time_limit) {
+        if (eg_now_s() - R.t0 - (eg_cost_seconds(c) - measured0) >= o->time_limit) {
             r->stop = EG_STOP_TIME;
             break;
         }
@@ -875,7 +861,7 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         R.expanding = i;
         eg_prep job;
         rc = take_job(&R, i, &job);
-        if (rc != EG_OK) fail(err, errlen, rc, "search: out of memory");
+        if (rc != EG_OK) eg_errf(err, errlen, rc, "search: out of memory");
         else rc = expand(&R, i, &job, err, errlen);
         R.expanding = -1;
         drop_graph(&R, i);
@@ -887,22 +873,21 @@ eg_status eg_search(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const e
         eg_cost_join_stats(c, R.wc);
         eg_cost_free(R.wc);
     }
-    if (rc == EG_OK && fill_applied(&R)) rc = fail(err, errlen, EG_ENOMEM, "search: out of memory");
+    if (rc == EG_OK && fill_applied(&R)) rc = eg_errf(err, errlen, EG_ENOMEM, "search: out of memory");
     int ok = 1;
     if (rc == EG_OK && (rc = build_state(&R, R.best, &ok)) != EG_OK)
-        fail(err, errlen, rc, "search: out of memory");
+        eg_errf(err, errlen, rc, "search: out of memory");
     if (rc == EG_OK) release_parent(&R, R.best);
     if (rc == EG_OK && !ok) /* not expected: tests check the trial against eg_apply */
-        rc = fail(err, errlen, EG_EGRAPH, "search: internal error: the best rewrite (rule %u) did not apply",
-                  R.S.s[R.best].rule);
-    if (rc == EG_OK && (rc = keep_runners(&R, r)) != EG_OK) fail(err, errlen, rc, "search: out of memory");
+        rc = eg_errf(err, errlen, EG_EGRAPH, "search: internal error: the best rewrite (rule %u) did not apply", R.S.s[R.best].rule);
+    if (rc == EG_OK && (rc = keep_runners(&R, r)) != EG_OK) eg_errf(err, errlen, rc, "search: out of memory");
     if (rc == EG_OK) {
         *best = R.S.s[R.best].g;
         R.S.s[R.best].g = NULL;
         free_graph(&R.S.s[R.best]);
         r->cost_after = R.S.s[R.best].cost;
     }
-    r->seconds = now_s() - R.t0;
+    r->seconds = eg_now_s() - R.t0;
     for (size_t i = 0; i < R.S.n; i++) free_graph(&R.S.s[i]);
     free(R.S.s);
     free(R.S.seen);

@@ -3,18 +3,12 @@
  * ops_infer_shape). A mismatch is EG_ESHAPE with the node named; a valid
  * node the model operator does not cover is EG_EUNSUPPORTED, so the
  * importer can keep it opaque instead. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/graph.h"
+#include "shapes/infer.h"
 
-#if defined(__GNUC__)
-#define INFER_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define INFER_PRINTF(f, a)
-#endif
 
 typedef struct {
     eg_graph *g;
@@ -22,22 +16,6 @@ typedef struct {
     char *err;
     size_t errlen;
 } ictx;
-
-/* "node 'name' (Op): reason" into err; returns rc. */
-INFER_PRINTF(3, 4)
-static eg_status ifail(const ictx *c, eg_status rc, const char *fmt, ...) {
-    char op[96];
-    if (!c->err || !c->errlen) return rc;
-    int k = snprintf(c->err, c->errlen, "node '%s' (%s): ", c->n->name,
-                     eg_node_opname(c->n, op, sizeof op));
-    if (k > 0 && (size_t)k < c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 /* Input k's tensor, or NULL when omitted or absent. */
 static const eg_tensor *in_t(const ictx *c, int k) { return eg_node_in(c->g, c->n, k); }
@@ -100,16 +78,15 @@ static void resolve_auto_pad(eg_attrs *a, const int64_t in[2], const int64_t k[2
 /* Output size of the 2 spatial dims (-1 where unknown). */
 static eg_status window_out(const ictx *c, const eg_attrs *a, const int64_t in[2],
                             const int64_t k[2], int64_t out[2]) {
-    if (a->stride[0] < 1 || a->stride[1] < 1) return ifail(c, EG_ESHAPE, "strides must be >= 1");
+    if (a->stride[0] < 1 || a->stride[1] < 1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "strides must be >= 1");
     for (int i = 0; i < 2; i++) {
         out[i] = -1;
         if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)))
             continue;
         int64_t span = in[i] + a->pad[i] + a->pad[i + 2] - k[i];
         if (span < 0)
-            return ifail(c, EG_ESHAPE, "spatial dim %d: input %lld (padded by %d+%d) is "
-                         "smaller than the kernel %lld", i, (long long)in[i],
-                         (int)a->pad[i], (int)a->pad[i + 2], (long long)k[i]);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "spatial dim %d: input %lld (padded by %d+%d) is "
+                         "smaller than the kernel %lld", i, (long long)in[i], (int)a->pad[i], (int)a->pad[i + 2], (long long)k[i]);
         out[i] = span / a->stride[i] + 1;
     }
     return EG_OK;
@@ -119,7 +96,7 @@ static eg_status window_out(const ictx *c, const eg_attrs *a, const int64_t in[2
  * these model operators do not cover. */
 static eg_status need_4d(const ictx *c, const eg_shape *x) {
     if (x->rank >= 0 && x->rank != 4)
-        return ifail(c, EG_EUNSUPPORTED, "only 2-D (rank-4 NCHW) inputs are modelled, "
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "only 2-D (rank-4 NCHW) inputs are modelled, "
                      "got rank %d", x->rank);
     return EG_OK;
 }
@@ -129,20 +106,18 @@ static eg_status conv_weights(const ictx *c, const eg_shape *x, const eg_shape *
     eg_attrs *a = &c->n->attr;
     int bad = 0;
     if (w->rank >= 0 && w->rank != 4)
-        return ifail(c, EG_ESHAPE, "W must have rank 4, got %d", w->rank);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "W must have rank 4, got %d", w->rank);
     for (int i = 0; i < 2; i++) {
         k[i] = agree(a->kernel[i] ? a->kernel[i] : -1, w->rank == 4 ? w->dim[2 + i] : -1, &bad);
         if (k[i] >= 0) a->kernel[i] = (int32_t)k[i];
     }
-    if (bad) return ifail(c, EG_ESHAPE, "kernel_shape does not match W");
-    if (a->group < 1) return ifail(c, EG_ESHAPE, "group %d", (int)a->group);
+    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "kernel_shape does not match W");
+    if (a->group < 1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "group %d", (int)a->group);
     if (w->rank == 4 && w->dim[0] >= 0 && w->dim[0] % a->group)
-        return ifail(c, EG_ESHAPE, "group %d does not divide the %lld output channels",
-                     (int)a->group, (long long)w->dim[0]);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "group %d does not divide the %lld output channels", (int)a->group, (long long)w->dim[0]);
     if (x->rank == 4 && w->rank == 4 && x->dim[1] >= 0 && w->dim[1] >= 0 &&
         w->dim[1] * a->group != x->dim[1])
-        return ifail(c, EG_ESHAPE, "X has %lld channels but W expects %lld x group %d",
-                     (long long)x->dim[1], (long long)w->dim[1], (int)a->group);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "X has %lld channels but W expects %lld x group %d", (long long)x->dim[1], (long long)w->dim[1], (int)a->group);
     return EG_OK;
 }
 
@@ -151,7 +126,7 @@ static eg_status conv_bias(const ictx *c, const eg_shape *w) {
     if (!in_t(c, 2) || b->rank < 0) return EG_OK;
     int bad = b->rank != 1;
     if (!bad && w->rank == 4) agree(b->dim[0], w->dim[0], &bad);
-    return bad ? ifail(c, EG_ESHAPE, "B must be [M] for M output channels") : EG_OK;
+    return bad ? eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "B must be [M] for M output channels") : EG_OK;
 }
 
 static eg_status infer_conv(const ictx *c) {
@@ -189,13 +164,13 @@ static eg_status ceil_mode(const ictx *c, eg_attrs *a, const int64_t in[2], cons
     if (!(a->flags & EG_AF_CEIL)) return EG_OK;
     for (int i = 0; i < 2; i++) {
         if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)))
-            return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 with an input size unknown");
+            return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "ceil_mode = 1 with an input size unknown");
         int64_t s = a->stride[i], span = in[i] + a->pad[i] + a->pad[i + 2] - k[i];
         int64_t n = span % s ? span / s + 2 : span / s + 1; /* ceil(span / s) + 1 windows */
         if (n > span / s + 1 && (n - 1) * s >= in[i] + a->pad[i]) n--;
         extra[i] = (n - 1) * s + k[i] - (in[i] + a->pad[i] + a->pad[i + 2]);
         if (extra[i] > 0 && (c->n->mop != EG_MOP_MAXPOOL || a->pad[i + 2] + extra[i] >= k[i]))
-            return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 gives a larger output than floor");
+            return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "ceil_mode = 1 gives a larger output than floor");
     }
     for (int i = 0; i < 2; i++)
         if (extra[i] > 0) {
@@ -214,7 +189,7 @@ static eg_status infer_pool(const ictx *c) {
     eg_status rc = need_4d(c, x);
     if (rc != EG_OK) return rc;
     if (x->rank != 4 && (a->flags & EG_AF_CEIL))
-        return ifail(c, EG_EUNSUPPORTED, "ceil_mode = 1 with an input of unknown rank");
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "ceil_mode = 1 with an input of unknown rank");
     if (x->rank == 4) {
         in[0] = x->dim[2], in[1] = x->dim[3];
         resolve_auto_pad(a, in, k);
@@ -230,7 +205,7 @@ static eg_status infer_pool(const ictx *c) {
 static eg_status infer_gap(const ictx *c) {
     eg_shape o = *in_s(c, 0);
     if (o.rank >= 0 && o.rank < 3)
-        return ifail(c, EG_ESHAPE, "needs rank >= 3 (N, C, spatial...), got %d", o.rank);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "needs rank >= 3 (N, C, spatial...), got %d", o.rank);
     for (int i = 2; i < o.rank; i++) o.dim[i] = 1;
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
@@ -258,14 +233,12 @@ static int legacy_is_numpy(const eg_attrs *at, const eg_shape *a, const eg_shape
 static eg_status infer_binary(const ictx *c) {
     char sa[160], sb[160];
     eg_shape o;
-    if (!in_t(c, 0) || !in_t(c, 1)) return ifail(c, EG_ESHAPE, "needs two inputs");
+    if (!in_t(c, 0) || !in_t(c, 1)) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "needs two inputs");
     if ((c->n->attr.flags & EG_AF_LEGACY_BCAST) && !legacy_is_numpy(&c->n->attr, in_s(c, 0), in_s(c, 1)))
-        return ifail(c, EG_EUNSUPPORTED, "opset %d broadcast = 1 differs from numpy broadcasting "
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "opset %d broadcast = 1 differs from numpy broadcasting "
                      "(or shapes unknown)", c->g->opset);
     if (eg_shape_broadcast(in_s(c, 0), in_s(c, 1), &o))
-        return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
-                     eg_shape_str(in_s(c, 0), NULL, sa, sizeof sa),
-                     eg_shape_str(in_s(c, 1), NULL, sb, sizeof sb));
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "shapes %s and %s do not broadcast", eg_shape_str(in_s(c, 0), NULL, sa, sizeof sa), eg_shape_str(in_s(c, 1), NULL, sb, sizeof sb));
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
 }
@@ -277,13 +250,12 @@ static eg_status infer_sum(const ictx *c) {
     eg_shape o = *in_s(c, 0), t;
     for (int k = 0; k < c->n->n_in; k++) {
         const eg_shape *s = in_s(c, k);
-        if (!in_t(c, k)) return ifail(c, EG_EUNSUPPORTED, "input %d is omitted", k);
+        if (!in_t(c, k)) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "input %d is omitted", k);
         if (c->g->opset < 8 && (!eg_shape_known(s) || !eg_shape_known(&o) || s->rank != o.rank ||
                                 memcmp(s->dim, o.dim, sizeof(int64_t) * (size_t)o.rank)))
-            return ifail(c, EG_EUNSUPPORTED, "opset %d Sum needs equal known shapes", c->g->opset);
+            return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "opset %d Sum needs equal known shapes", c->g->opset);
         if (eg_shape_broadcast(&o, s, &t))
-            return ifail(c, EG_ESHAPE, "shapes %s and %s do not broadcast",
-                         eg_shape_str(&o, NULL, sa, sizeof sa), eg_shape_str(s, NULL, sb, sizeof sb));
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "shapes %s and %s do not broadcast", eg_shape_str(&o, NULL, sa, sizeof sa), eg_shape_str(s, NULL, sb, sizeof sb));
         o = t;
     }
     set_out(c, 0, in_dtype(c), &o);
@@ -307,18 +279,18 @@ static eg_status infer_gemm(const ictx *c) {
     eg_shape o = unknown_shape();
     int bad = 0;
     if ((a->rank >= 0 && a->rank != 2) || (b->rank >= 0 && b->rank != 2))
-        return ifail(c, EG_ESHAPE, "A and B must have rank 2");
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "A and B must have rank 2");
     o.rank = 2;
     o.dim[0] = a->rank == 2 ? a->dim[f & EG_AF_TRANS_A ? 1 : 0] : -1;
     o.dim[1] = b->rank == 2 ? b->dim[f & EG_AF_TRANS_B ? 0 : 1] : -1;
     if (a->rank == 2 && b->rank == 2)
         agree(a->dim[f & EG_AF_TRANS_A ? 0 : 1], b->dim[f & EG_AF_TRANS_B ? 1 : 0], &bad);
-    if (bad) return ifail(c, EG_ESHAPE, "inner dimensions of A and B differ");
+    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "inner dimensions of A and B differ");
     /* C broadcasts one way, to [M, N] */
     if (in_t(c, 2) && !unidirectional(cc, &o))
-        return ifail(c, EG_ESHAPE, "C does not broadcast to [M, N]");
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "C does not broadcast to [M, N]");
     if (in_t(c, 2) && (c->n->attr.flags & EG_AF_LEGACY_BCAST) && !legacy_is_numpy(&c->n->attr, &o, cc))
-        return ifail(c, EG_EUNSUPPORTED, "opset %d broadcast = 1 of C differs from numpy "
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "opset %d broadcast = 1 of C differs from numpy "
                      "broadcasting (or shapes unknown)", c->g->opset);
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
@@ -329,7 +301,7 @@ static eg_status infer_matmul(const ictx *c) {
     const eg_shape *a = in_s(c, 0), *b = in_s(c, 1);
     eg_shape o = unknown_shape(), ba = unknown_shape(), bb = unknown_shape();
     int bad = 0;
-    if (a->rank == 0 || b->rank == 0) return ifail(c, EG_ESHAPE, "operands must have rank >= 1");
+    if (a->rank == 0 || b->rank == 0) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "operands must have rank >= 1");
     if (a->rank < 0 || b->rank < 0) {
         set_out(c, 0, in_dtype(c), &o);
         return EG_OK;
@@ -337,15 +309,14 @@ static eg_status infer_matmul(const ictx *c) {
     int64_t m = a->rank > 1 ? a->dim[a->rank - 2] : 1, ka = a->dim[a->rank - 1];
     int64_t kb = b->rank > 1 ? b->dim[b->rank - 2] : b->dim[0], n = b->rank > 1 ? b->dim[b->rank - 1] : 1;
     agree(ka, kb, &bad);
-    if (bad) return ifail(c, EG_ESHAPE, "inner dimensions %lld and %lld differ",
-                          (long long)ka, (long long)kb);
+    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
     ba.rank = a->rank > 2 ? a->rank - 2 : 0;
     bb.rank = b->rank > 2 ? b->rank - 2 : 0;
     memcpy(ba.dim, a->dim, sizeof(int64_t) * (size_t)ba.rank);
     memcpy(bb.dim, b->dim, sizeof(int64_t) * (size_t)bb.rank);
-    if (eg_shape_broadcast(&ba, &bb, &o)) return ifail(c, EG_ESHAPE, "batch dimensions do not broadcast");
+    if (eg_shape_broadcast(&ba, &bb, &o)) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "batch dimensions do not broadcast");
     if (o.rank + (a->rank > 1) + (b->rank > 1) > EG_MAX_RANK)
-        return ifail(c, EG_EUNSUPPORTED, "result rank over %d", EG_MAX_RANK);
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "result rank over %d", EG_MAX_RANK);
     if (a->rank > 1) o.dim[o.rank++] = m;
     if (b->rank > 1) o.dim[o.rank++] = n;
     set_out(c, 0, in_dtype(c), &o);
@@ -363,16 +334,16 @@ static eg_status infer_concat(const ictx *c) {
     eg_shape o = unknown_shape();
     int rank = -1, axis, bad = 0;
     for (int k = 0; k < c->n->n_in; k++) {
-        if (!in_t(c, k)) return ifail(c, EG_ESHAPE, "input %d is missing", k);
+        if (!in_t(c, k)) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input %d is missing", k);
         if (in_s(c, k)->rank < 0) {
             set_out(c, 0, in_dtype(c), &o);
             return EG_OK;
         }
-        if (rank >= 0 && in_s(c, k)->rank != rank) return ifail(c, EG_ESHAPE, "ranks differ");
+        if (rank >= 0 && in_s(c, k)->rank != rank) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "ranks differ");
         rank = in_s(c, k)->rank;
     }
     if (norm_axis(c->n->attr.axis, rank, 0, &axis) || rank == 0)
-        return ifail(c, EG_ESHAPE, "axis %d out of range for rank %d", (int)c->n->attr.axis, rank);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, rank);
     o = *in_s(c, 0);
     for (int k = 1; k < c->n->n_in; k++)
         for (int i = 0; i < rank; i++) {
@@ -380,8 +351,8 @@ static eg_status infer_concat(const ictx *c) {
             if (i != axis) o.dim[i] = agree(o.dim[i], d, &bad);
             else o.dim[i] = o.dim[i] < 0 || d < 0 ? -1 : o.dim[i] + d;
         }
-    if (bad) return ifail(c, EG_ESHAPE, "dims off axis %d differ", axis);
-    if (eg_shape_numel(&o) == -2) return ifail(c, EG_ESHAPE, "result too large");
+    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "dims off axis %d differ", axis);
+    if (eg_shape_numel(&o) == -2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "result too large");
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
 }
@@ -405,42 +376,42 @@ static eg_status split_sizes(const ictx *c, int64_t d, int64_t *sizes) {
     const eg_attrs *a = &c->n->attr;
     int n = c->n->n_out;
     if (a->flags & EG_AF_INTS) {
-        if (a->n_ints != n) return ifail(c, EG_ESHAPE, "%d split sizes for %d outputs", a->n_ints, n);
+        if (a->n_ints != n) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "%d split sizes for %d outputs", a->n_ints, n);
         memcpy(sizes, a->ints, sizeof(int64_t) * (size_t)n);
     } else if (in_t(c, 1)) {
         if (eg_const_ints(in_t(c, 1), sizes, n) != n)
-            return ifail(c, EG_EUNSUPPORTED, "split sizes are not a constant of %d int64s", n);
+            return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "split sizes are not a constant of %d int64s", n);
     } else {
         int64_t chunk = d < 0 ? -1 : (d + n - 1) / n;
         if (d >= 0 && !(a->flags & EG_AF_NUM_OUTPUTS) && d % n)
-            return ifail(c, EG_ESHAPE, "dim %lld does not split evenly in %d", (long long)d, n);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "dim %lld does not split evenly in %d", (long long)d, n);
         for (int k = 0; k < n; k++) sizes[k] = k < n - 1 || d < 0 ? chunk : d - chunk * (n - 1);
     }
     int64_t sum = 0;
     for (int k = 0; k < n; k++) {
         if (sizes[k] < -1 || (d >= 0 && (sizes[k] < 0 || sizes[k] > d)))
-            return ifail(c, EG_ESHAPE, "split size %lld out of range", (long long)sizes[k]);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "split size %lld out of range", (long long)sizes[k]);
         if (d >= 0) sum += sizes[k]; /* each <= d: no overflow */
     }
     if (d >= 0 && sum != d)
-        return ifail(c, EG_ESHAPE, "split sizes sum to %lld, not %lld", (long long)sum, (long long)d);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "split sizes sum to %lld, not %lld", (long long)sum, (long long)d);
     return EG_OK;
 }
 
 static eg_status infer_split(const ictx *c) {
     eg_shape x = *in_s(c, 0);
     int axis;
-    if (c->n->n_out > 4096) return ifail(c, EG_EUNSUPPORTED, "too many outputs");
+    if (c->n->n_out > 4096) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "too many outputs");
     int64_t sizes[4096];
     /* a sizes input must be a constant, whatever else is known */
     if (in_t(c, 1) && eg_const_ints(in_t(c, 1), sizes, c->n->n_out) != c->n->n_out)
-        return ifail(c, EG_EUNSUPPORTED, "split sizes are not a constant of %d int64s", c->n->n_out);
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "split sizes are not a constant of %d int64s", c->n->n_out);
     if (x.rank < 0) {
         for (int k = 0; k < c->n->n_out; k++) set_out(c, k, in_dtype(c), &x);
         return EG_OK;
     }
     if (norm_axis(c->n->attr.axis, x.rank, 0, &axis))
-        return ifail(c, EG_ESHAPE, "axis %d out of range for rank %d", (int)c->n->attr.axis, x.rank);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, x.rank);
     eg_status rc = split_sizes(c, x.dim[axis], sizes);
     for (int k = 0; rc == EG_OK && k < c->n->n_out; k++) {
         eg_shape o = x;
@@ -457,12 +428,12 @@ static eg_status infer_transpose(const ictx *c) {
     if (x->rank >= 0) {
         int seen[EG_MAX_RANK] = {0};
         if ((a->flags & EG_AF_INTS) && a->n_ints != x->rank)
-            return ifail(c, EG_ESHAPE, "perm has %d entries for rank %d", a->n_ints, x->rank);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "perm has %d entries for rank %d", a->n_ints, x->rank);
         o.rank = x->rank;
         for (int i = 0; i < x->rank; i++) {
             int64_t p = a->flags & EG_AF_INTS ? a->ints[i] : x->rank - 1 - i;
             if (p < 0 || p >= x->rank || seen[p]++)
-                return ifail(c, EG_ESHAPE, "perm is not a permutation of 0..%d", x->rank - 1);
+                return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "perm is not a permutation of 0..%d", x->rank - 1);
             o.dim[i] = x->dim[p];
         }
     }
@@ -476,19 +447,17 @@ static eg_status reshape_infer_dim(const ictx *c, const eg_shape *x, eg_shape *o
     for (int i = 0; i < o->rank; i++) {
         if (i == infer) continue;
         if (o->dim[i] < 0) return EG_OK; /* an unknown copied dim: stays unknown */
-        if (o->dim[i] && rest > INT64_MAX / o->dim[i]) return ifail(c, EG_ESHAPE, "target too large");
+        if (o->dim[i] && rest > INT64_MAX / o->dim[i]) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target too large");
         rest *= o->dim[i];
     }
-    if (in == -2) return ifail(c, EG_ESHAPE, "input too large");
+    if (in == -2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input too large");
     if (in < 0) return EG_OK;
     if (infer >= 0) {
         if (rest == 0 || in % rest)
-            return ifail(c, EG_ESHAPE, "cannot reshape %lld elements with a -1 over %lld",
-                         (long long)in, (long long)rest);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "cannot reshape %lld elements with a -1 over %lld", (long long)in, (long long)rest);
         o->dim[infer] = in / rest;
     } else if (rest != in)
-        return ifail(c, EG_ESHAPE, "cannot reshape %lld elements into %lld", (long long)in,
-                     (long long)rest);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "cannot reshape %lld elements into %lld", (long long)in, (long long)rest);
     return EG_OK;
 }
 
@@ -501,14 +470,14 @@ static eg_status infer_reshape(const ictx *c) {
     int allowzero = (a->flags & EG_AF_ALLOWZERO) != 0;
     if ((a->flags & EG_AF_INTS) && a->n_ints <= EG_MAX_RANK) /* Reshape-1: an attribute */
         n = a->n_ints, memcpy(t, a->ints, sizeof(int64_t) * (size_t)n);
-    if (n < 0) return ifail(c, EG_EUNSUPPORTED, "the target shape is not a constant int64 vector");
+    if (n < 0) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "the target shape is not a constant int64 vector");
     o.rank = n;
     for (int i = 0; i < n; i++) {
-        if (t[i] < -1) return ifail(c, EG_ESHAPE, "target dim %lld", (long long)t[i]);
-        if (t[i] == -1 && infer >= 0) return ifail(c, EG_ESHAPE, "more than one -1 in the target");
+        if (t[i] < -1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target dim %lld", (long long)t[i]);
+        if (t[i] == -1 && infer >= 0) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "more than one -1 in the target");
         if (t[i] == -1) infer = i;
         if (t[i] == 0 && !allowzero && x->rank >= 0 && i >= x->rank)
-            return ifail(c, EG_ESHAPE, "target copies dim %d of a rank-%d input", i, x->rank);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target copies dim %d of a rank-%d input", i, x->rank);
         o.dim[i] = t[i] == 0 && !allowzero ? (x->rank >= 0 ? x->dim[i] : -1) : t[i];
     }
     if (infer >= 0) o.dim[infer] = -1;
@@ -523,14 +492,14 @@ static eg_status infer_flatten(const ictx *c) {
     int axis;
     if (x->rank >= 0) {
         if (norm_axis(c->n->attr.axis, x->rank, 1, &axis))
-            return ifail(c, EG_ESHAPE, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
         o.rank = 2;
         part = *x, part.rank = axis;
         o.dim[0] = eg_shape_numel(&part);
         part.rank = x->rank - axis;
         memcpy(part.dim, x->dim + axis, sizeof(int64_t) * (size_t)part.rank);
         o.dim[1] = eg_shape_numel(&part);
-        if (o.dim[0] == -2 || o.dim[1] == -2) return ifail(c, EG_ESHAPE, "input too large");
+        if (o.dim[0] == -2 || o.dim[1] == -2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input too large");
     }
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
@@ -539,16 +508,15 @@ static eg_status infer_flatten(const ictx *c) {
 static eg_status infer_batchnorm(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
     int bad = 0;
-    if (x->rank >= 0 && x->rank < 2) return ifail(c, EG_ESHAPE, "X needs rank >= 2");
+    if (x->rank >= 0 && x->rank < 2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "X needs rank >= 2");
     for (int k = 1; k < 5; k++) {
         const eg_shape *p = in_s(c, k);
-        if (!in_t(c, k)) return ifail(c, EG_ESHAPE, "input %d is missing", k);
+        if (!in_t(c, k)) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input %d is missing", k);
         if (p->rank < 0) continue;
-        if (p->rank != 1) return ifail(c, EG_ESHAPE, "input %d must have rank 1", k);
+        if (p->rank != 1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input %d must have rank 1", k);
         if (x->rank >= 2) agree(x->dim[1], p->dim[0], &bad);
     }
-    if (bad) return ifail(c, EG_ESHAPE, "parameters do not match the %lld channels",
-                          (long long)x->dim[1]);
+    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "parameters do not match the %lld channels", (long long)x->dim[1]);
     return infer_same(c);
 }
 
@@ -558,13 +526,13 @@ static eg_status infer_softmax(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
     int axis;
     if (x->rank < 0) {
-        if (c->g->opset < 13) return ifail(c, EG_EUNSUPPORTED, "rank unknown before opset 13");
+        if (c->g->opset < 13) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "rank unknown before opset 13");
         return infer_same(c);
     }
     if (norm_axis(c->n->attr.axis, x->rank, 0, &axis))
-        return ifail(c, EG_ESHAPE, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
     if (c->g->opset < 13 && axis != x->rank - 1)
-        return ifail(c, EG_EUNSUPPORTED, "opset %d flattens at a non-last axis", c->g->opset);
+        return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "opset %d flattens at a non-last axis", c->g->opset);
     return infer_same(c);
 }
 
@@ -574,25 +542,25 @@ static eg_status infer_softmax(const ictx *c) {
 static eg_status infer_layernorm(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
     int axis, bad = 0;
-    if (x->rank < 1) return ifail(c, EG_EUNSUPPORTED, "X needs a known rank >= 1");
-    if (in_dtype(c) != EG_DT_FLOAT) return ifail(c, EG_EUNSUPPORTED, "only float32 is modelled");
+    if (x->rank < 1) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "X needs a known rank >= 1");
+    if (in_dtype(c) != EG_DT_FLOAT) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "only float32 is modelled");
     if (norm_axis(c->n->attr.axis, x->rank, 0, &axis))
-        return ifail(c, EG_ESHAPE, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
     for (int k = 1; k < 3; k++) {
         const eg_shape *p = in_s(c, k);
         if (!in_t(c, k)) {
-            if (k == 1) return ifail(c, EG_ESHAPE, "Scale is missing");
+            if (k == 1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "Scale is missing");
             continue;
         }
         if (p->rank != x->rank - axis || in_t(c, k)->dtype != EG_DT_FLOAT)
-            return ifail(c, EG_EUNSUPPORTED, "input %d is not float32 of the normalised shape", k);
+            return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "input %d is not float32 of the normalised shape", k);
         for (int d = 0; d < p->rank; d++) {
             if (p->dim[d] < 0 || x->dim[axis + d] < 0)
-                return ifail(c, EG_EUNSUPPORTED, "input %d: unknown dims", k);
+                return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "input %d: unknown dims", k);
             agree(p->dim[d], x->dim[axis + d], &bad);
         }
     }
-    if (bad) return ifail(c, EG_EUNSUPPORTED, "Scale or B broadcasts to the normalised shape");
+    if (bad) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "Scale or B broadcasts to the normalised shape");
     return infer_same(c);
 }
 
@@ -624,7 +592,7 @@ static eg_status infer_model(const ictx *c) {
     case EG_MOP_SUM: return infer_sum(c);
     case EG_MOP_COUNT: break;
     }
-    return ifail(c, EG_EUNSUPPORTED, "unknown model operator");
+    return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "unknown model operator");
 }
 
 /* opspecs operators: inputs are known by invariant; ops_infer_shape has
@@ -635,9 +603,9 @@ static eg_status infer_ops(const ictx *c) {
     char oerr[OPS_ERRLEN];
     for (int k = 0; k < ops_table[c->n->op].arity; k++)
         if (!in_t(c, k) || !eg_to_ten_shape(in_s(c, k), &in[k]))
-            return ifail(c, EG_ESHAPE, "input %d has no usable shape", k);
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input %d has no usable shape", k);
     if (ops_infer_shape(c->n->op, c->n->param, in, &out, oerr) != OPS_OK)
-        return ifail(c, EG_ESHAPE, "%s", oerr);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "%s", oerr);
     eg_from_ten_shape(&out, &o);
     set_out(c, 0, EG_DT_FLOAT, &o);
     return EG_OK;
@@ -650,8 +618,7 @@ static eg_status check_dims(const ictx *c) {
         const eg_tensor *t = c->n->out[k] >= 0 ? &c->g->tensor[c->n->out[k]] : NULL;
         for (int i = 0; t && i < t->shape.rank; i++)
             if (t->shape.dim[i] > EG_DIM_MAX)
-                return ifail(c, EG_ESHAPE, "output '%s' dim %d is %lld, over %lld", t->name, i,
-                             (long long)t->shape.dim[i], (long long)EG_DIM_MAX);
+                return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "output '%s' dim %d is %lld, over %lld", t->name, i, (long long)t->shape.dim[i], (long long)EG_DIM_MAX);
     }
     return EG_OK;
 }
@@ -663,7 +630,7 @@ eg_status eg_infer_node(eg_graph *g, int id, char *err, size_t errlen) {
     case EG_KIND_OPS: rc = infer_ops(&c); break;
     case EG_KIND_MODEL: rc = infer_model(&c); break;
     case EG_KIND_OPAQUE: return EG_OK;
-    case EG_KIND_COUNT: return ifail(&c, EG_EUNSUPPORTED, "unknown node kind");
+    case EG_KIND_COUNT: return eg_node_errf(c.err, c.errlen, EG_EUNSUPPORTED, c.n, "unknown node kind");
     }
     return rc == EG_OK ? check_dims(&c) : rc;
 }
@@ -674,4 +641,10 @@ eg_status eg_infer_all(eg_graph *g, char *err, size_t errlen) {
         if (rc != EG_OK) return rc;
     }
     return EG_OK;
+}
+
+eg_status eg_resolve(eg_graph *g, char *err, size_t errlen) {
+    eg_status rc = eg_index(g, err, errlen); /* the sort follows producers */
+    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
+    return rc == EG_OK ? eg_infer_all(g, err, errlen) : rc;
 }

@@ -2,6 +2,8 @@
  * engine/verify/ort_time.py (see verify.h): run it, read its lines, pick. */
 #include "verify/verify.h"
 
+#include "sys/sys.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,11 +43,6 @@ void eg_verify_use_cache(eg_verify_opts *o, const eg_cost *c, const char *cost_c
     o->cache = buf, o->machine = eg_cost_machine(c);
 }
 
-static eg_status v_fail(char *err, size_t errlen, eg_status rc, const char *msg, const char *a) {
-    snprintf(err, errlen, msg, a);
-    return rc;
-}
-
 /* Run the helper with its stdout and stderr into one pipe; *out gets what
  * it wrote (NUL-terminated, at most HELPER_OUT_MAX bytes kept), *status its
  * exit status (127: the interpreter did not start). */
@@ -53,18 +50,10 @@ static eg_status run_helper(char *const *argv, char **out, int *status) {
     int fd[2];
     *out = NULL;
     if (pipe(fd) != 0) return EG_EIO;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
+    pid_t pid;
+    if (eg_spawn(argv, -1, fd[1], fd[1], &pid) != 0) {
         close(fd[0]), close(fd[1]);
         return EG_EIO;
-    }
-    if (pid == 0) {
-        dup2(fd[1], STDOUT_FILENO);
-        dup2(fd[1], STDERR_FILENO);
-        close(fd[0]), close(fd[1]);
-        execvp(argv[0], argv);
-        _exit(127);
     }
     close(fd[1]);
     char *buf = malloc(HELPER_OUT_MAX + 1);
@@ -133,9 +122,8 @@ static int parse(const char *out, int n, eg_verify_row *rows, eg_verify_row *aa)
 eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *o, eg_verify_row *rows,
                          eg_verify_row *aa, char *err, size_t errlen) {
     if (n < 2 || n > EG_VERIFY_MAX_MODELS)
-        return v_fail(err, errlen, EG_ELIMIT, "verify: %s", "between 1 and 15 candidates");
-    const char *python = getenv("TASOC_PYTHON");
-    if (!python || !*python) python = "python3";
+        return eg_errf(err, errlen, EG_ELIMIT, "verify: %s", "between 1 and 15 candidates");
+    const char *python = eg_python();
     char threads[16], runs[16], warmup[16], screen[16], min_runs[16], max_err[32], min_gain[32];
     snprintf(threads, sizeof threads, "%d", o->threads > 0 ? o->threads : 1);
     snprintf(runs, sizeof runs, "%d", o->runs > 0 ? o->runs : 1);
@@ -161,24 +149,24 @@ eg_status eg_verify_time(const char *const *paths, int n, const eg_verify_opts *
     char *out = NULL;
     int status = 0;
     eg_status rc = run_helper(argv, &out, &status);
-    if (rc == EG_ENOMEM) return v_fail(err, errlen, rc, "verify: %s", "out of memory");
-    if (rc != EG_OK) return v_fail(err, errlen, rc, "verify: cannot start %s", python);
+    if (rc == EG_ENOMEM) return eg_errf(err, errlen, rc, "verify: %s", "out of memory");
+    if (rc != EG_OK) return eg_errf(err, errlen, rc, "verify: cannot start %s", python);
     memset(rows, 0, sizeof *rows * (size_t)n);
     memset(aa, 0, sizeof *aa);
     rows[0].ratio = rows[0].ratio_lo = rows[0].ratio_hi = 1;
     if (status == 127) {
-        rc = v_fail(err, errlen, EG_EUNSUPPORTED, "verify: %s not found (set TASOC_PYTHON to a Python 3 "
+        rc = eg_errf(err, errlen, EG_EUNSUPPORTED, "verify: %s not found (set TASOC_PYTHON to a Python 3 "
                     "with onnxruntime)", python);
     } else if (status == 3) {
         char msg[EG_ERRLEN];
         message_of(out, msg, sizeof msg);
-        rc = v_fail(err, errlen, EG_EUNSUPPORTED, "verify: %s", msg);
+        rc = eg_errf(err, errlen, EG_EUNSUPPORTED, "verify: %s", msg);
     } else if (status != 0) {
         char msg[EG_ERRLEN];
         message_of(out, msg, sizeof msg);
-        rc = v_fail(err, errlen, EG_EIO, "verify: the onnxruntime helper failed: %s", msg);
+        rc = eg_errf(err, errlen, EG_EIO, "verify: the onnxruntime helper failed: %s", msg);
     } else if (parse(out, n, rows, aa) != 2 * n + 1) { /* n + 1 model lines, n ratio lines */
-        rc = v_fail(err, errlen, EG_EIO, "verify: %s", "the onnxruntime helper's output does not parse");
+        rc = eg_errf(err, errlen, EG_EIO, "verify: %s", "the onnxruntime helper's output does not parse");
     }
     free(out);
     return rc;
