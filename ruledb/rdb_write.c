@@ -6,13 +6,12 @@
 #include "ruledb.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "afile.h"
 #include "rdb_int.h"
 
 /* ======================= writer ======================= */
@@ -155,64 +154,14 @@ rdb_status rdb_write_mem(const rdb_file *f, uint8_t **buf, size_t *len, char *er
     return RDB_OK;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* fsync the directory holding path, so the rename itself is durable. Best
- * effort: some file systems refuse fsync on directories. */
-static void sync_dir(const char *path) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    (void)fsync(fd);
-    close(fd);
-}
-
-/* Write buf to path.tmp.PID, fsync, rename over path; the temp file never
- * survives a failure. */
-static rdb_status write_atomic(const char *path, const uint8_t *buf, size_t len, char *err,
-                               size_t errlen) {
-    rdb_status rc = RDB_OK;
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) return rdb__efmt(err, errlen, RDB_ENOMEM, "%s: out of memory", path);
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = rdb__efmt(err, errlen, RDB_EIO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        goto cleanup;
-    }
-    if (write_all(fd, buf, len) != 0 || fsync(fd) != 0)
-        rc = rdb__efmt(err, errlen, RDB_EIO, "%s: writing %s: %s", path, tmp, strerror(errno));
-    if (close(fd) != 0 && rc == RDB_OK)
-        rc = rdb__efmt(err, errlen, RDB_EIO, "%s: closing %s: %s", path, tmp, strerror(errno));
-    if (rc == RDB_OK && rename(tmp, path) != 0)
-        rc = rdb__efmt(err, errlen, RDB_EIO, "%s: renaming %s: %s", path, tmp, strerror(errno));
-    if (rc != RDB_OK) unlink(tmp);
-    else sync_dir(path);
-cleanup:
-    free(tmp);
-    return rc;
-}
-
 rdb_status rdb_write(const char *path, const rdb_file *f, char *err, size_t errlen) {
     uint8_t *buf = NULL;
     size_t len;
     char why[RDB_ERRLEN];
     rdb_status rc = rdb_write_mem(f, &buf, &len, why, sizeof why);
     if (rc != RDB_OK) rdb__efmt(err, errlen, rc, "%s: %s", path, why);
-    else rc = write_atomic(path, buf, len, err, errlen);
+    else if (af_write(path, buf, len) != 0)
+        rc = rdb__efmt(err, errlen, errno == ENOMEM ? RDB_ENOMEM : RDB_EIO, "%s: cannot write: %s", path, strerror(errno));
     free(buf);
     return rc;
 }

@@ -2,6 +2,8 @@
  * shardfile.h for the format). */
 #include "shardfile.h"
 
+#include "afile.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,8 +23,7 @@ typedef struct {
 } part_entry;
 
 struct sf_writer {
-    FILE *f;
-    char *path, *tmp;
+    af_file af; /* af.f is written; committed whole or not at all */
     uint32_t parts, cur;
     uint64_t pos;
     part_entry *tab;
@@ -83,31 +84,28 @@ static void encode_header(const sf_header *h, const part_entry *tab, uint8_t *bu
 
 static void free_writer(sf_writer *w) {
     if (!w) return;
-    if (w->f) fclose(w->f);
+    if (w->af.f) af_abort(&w->af);
     if (w->xs) XXH64_freeState(w->xs);
-    free(w->path), free(w->tmp), free(w->tab);
+    free(w->tab);
     free(w);
 }
 
 sf_writer *sf_create(const char *path, const sf_header *h, char *err, size_t errlen) {
     sf_writer *w = calloc(1, sizeof *w);
-    size_t n = strlen(path) + 32;
     if (w) {
-        w->path = strdup(path), w->tmp = malloc(n);
         w->tab = calloc(h->parts ? h->parts : 1, sizeof *w->tab);
         w->xs = XXH64_createState();
     }
-    if (!w || !w->path || !w->tmp || !w->tab || !w->xs) {
+    if (!w || !w->tab || !w->xs) {
         free_writer(w);
         efail(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
     w->parts = h->parts, w->cur = UINT32_MAX;
-    w->f = fopen(w->tmp, "wb");
+    int opened = af_open(&w->af, path) == 0;
     uint8_t *zero = calloc(1, header_bytes(h->parts));
-    if (!w->f || !zero || fwrite(zero, 1, header_bytes(h->parts), w->f) != header_bytes(h->parts)) {
-        efail(err, errlen, "%s: cannot write: %s", w->tmp, strerror(errno ? errno : EIO));
+    if (!opened || !zero || fwrite(zero, 1, header_bytes(h->parts), w->af.f) != header_bytes(h->parts)) {
+        efail(err, errlen, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
         free(zero);
         sf_abort(w);
         return NULL;
@@ -133,7 +131,7 @@ int sf_begin_part(sf_writer *w, uint32_t p) {
 }
 
 static void out_bytes(sf_writer *w, const void *b, size_t n) {
-    if (fwrite(b, 1, n, w->f) != n) w->failed = -1;
+    if (fwrite(b, 1, n, w->af.f) != n) w->failed = -1;
     XXH64_update(w->xs, b, n);
     w->pos += n;
 }
@@ -158,28 +156,19 @@ int sf_commit(sf_writer *w, const sf_header *h, char *err, size_t errlen) {
     if (rc == 0) {
         end_part(w);
         encode_header(h, w->tab, buf);
-        if (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(buf, 1, hb, w->f) != hb || fflush(w->f) != 0 ||
-            fsync(fileno(w->f)) != 0)
-            rc = -1;
+        if (fseek(w->af.f, 0, SEEK_SET) != 0 || fwrite(buf, 1, hb, w->af.f) != hb) rc = -1;
     }
     free(buf);
-    if (fclose(w->f) != 0) rc = -1;
-    w->f = NULL;
-    if (rc == 0 && rename(w->tmp, w->path) != 0) rc = -1;
-    if (rc) {
-        efail(err, errlen, "%s: cannot write: %s", w->path, strerror(errno ? errno : EIO));
-        remove(w->tmp);
-    }
+    char *path = strdup(w->af.path ? w->af.path : "?");
+    if (rc == 0) rc = af_commit(&w->af); /* the temporary goes on failure */
+    if (rc) efail(err, errlen, "%s: cannot write: %s", path ? path : "shard file", strerror(errno ? errno : EIO));
+    free(path);
     free_writer(w);
     return rc;
 }
 
 void sf_abort(sf_writer *w) {
-    if (!w) return;
-    if (w->f) fclose(w->f);
-    w->f = NULL;
-    remove(w->tmp);
-    free_writer(w);
+    free_writer(w); /* it aborts the temporary file */
 }
 
 /* ---- reading ---- */

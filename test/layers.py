@@ -179,6 +179,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="out", help="the release build folder (default out)")
     ap.add_argument("--graph", action="store_true", help="print the folder-level arrows")
+    ap.add_argument("--tap", action="store_true", help="one TAP line per check (test/run)")
     a = ap.parse_args()
     if not os.path.isdir(os.path.join(ROOT, a.build, "obj")):
         print(f"layers.py: {a.build}/obj missing: run ninja first", file=sys.stderr)
@@ -187,10 +188,13 @@ def main():
     inc = include_graph(files)
     calls, n_objs = call_graph(a.build)
     bad = []
+    checks = {"no circle of includes": [], "no circle of calls": [], "engine folders in layers": [],
+              f"no engine file over {MAX_LINES} lines": []}
+    names = list(checks)
     for c in circles(inc):
-        bad.append("include circle: " + " -> ".join(c))
+        checks[names[0]].append("include circle: " + " -> ".join(c))
     for c in circles(calls):
-        bad.append("call circle: " + " <-> ".join(c))
+        checks[names[1]].append("call circle: " + " <-> ".join(c))
     arrows = collections.Counter()
     for kind, edges in (("includes", inc), ("calls", calls)):
         for src, dsts in sorted(edges.items()):
@@ -201,13 +205,21 @@ def main():
                 arrows[(fs, fd)] += 1
                 rs, rd = rank(fs), rank(fd)
                 if fs.startswith("engine/") and (rs is None or rd is None or rd >= rs):
-                    bad.append(f"upward or unknown layer: {src} {kind} {dst} ({fs} -> {fd})")
+                    checks[names[2]].append(f"upward or unknown layer: {src} {kind} {dst} ({fs} -> {fd})")
     for f in files:
         if f.startswith("engine/"):
             with open(os.path.join(ROOT, f), errors="replace") as fh:
                 n = sum(1 for _ in fh)
             if n > MAX_LINES:
-                bad.append(f"too long: {f} has {n} lines (at most {MAX_LINES})")
+                checks[names[3]].append(f"too long: {f} has {n} lines (at most {MAX_LINES})")
+    bad = [line for name in names for line in checks[name]]
+    if a.tap:
+        print(f"1..{len(names)}")
+        for k, name in enumerate(names, 1):
+            print(("not ok" if checks[name] else "ok") + f" {k} - {name}")
+            for line in checks[name]:
+                print("# " + line)
+        return 1 if bad else 0
     if a.graph:
         for (fs, fd), n in sorted(arrows.items()):
             print(f"{fs} -> {fd} ({n})")

@@ -14,6 +14,8 @@
 
 #include <xxhash.h>
 
+#include "afile.h"
+
 #include "cost/cost.h"
 #include "sys/sys.h"
 #include "cost/cost_impl.h"
@@ -723,32 +725,20 @@ static eg_status load(eg_cost *c, char *err, size_t errlen) {
 
 eg_status eg_cost_save(eg_cost *c, char *err, size_t errlen) {
     if (!c->path) return EG_OK;
-    size_t plen = strlen(c->path) + 32;
-    char *tmp = malloc(plen);
-    if (!tmp) {
-        snprintf(err, errlen, "%s: out of memory", c->path);
-        return EG_ENOMEM;
-    }
-    snprintf(tmp, plen, "%s.tmp.%ld", c->path, (long)getpid());
-    eg_status rc = EG_OK;
-    FILE *f = fopen(tmp, "w");
-    int bad = !f;
-    if (f) {
-        bad |= fprintf(f, "%s %s %s\n", MAGIC, kind_names[c->kind], c->machine) < 0;
+    af_file a;
+    int bad = af_open(&a, c->path) != 0;
+    if (!bad) {
+        bad |= fprintf(a.f, "%s %s %s\n", MAGIC, kind_names[c->kind], c->machine) < 0;
         for (size_t e = 0; e < c->n_ent && !bad; e++) {
             const struct entry *x = &c->ent[e];
-            for (size_t i = 0; i < x->len; i++) bad |= fprintf(f, "%02x", x->key[i]) < 0;
-            bad |= fprintf(f, " %.17g\n", x->us) < 0;
+            for (size_t i = 0; i < x->len; i++) bad |= fprintf(a.f, "%02x", x->key[i]) < 0;
+            bad |= fprintf(a.f, " %.17g\n", x->us) < 0;
         }
-        bad |= fclose(f) != 0;
+        if (bad) af_abort(&a);
+        else bad = af_commit(&a) != 0;
     }
-    if (bad || rename(tmp, c->path) != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", c->path, strerror(errno));
-        if (f) remove(tmp);
-        rc = EG_EIO;
-    }
-    free(tmp);
-    return rc;
+    if (bad) return eg_errf(err, errlen, EG_EIO, "%s: cannot write: %s", c->path, strerror(errno ? errno : EIO));
+    return EG_OK;
 }
 
 /* ================= life cycle ================= */

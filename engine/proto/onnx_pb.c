@@ -3,6 +3,8 @@
  * bounded file reads and atomic writes. */
 #include "proto/onnx_pb.h"
 
+#include "afile.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdalign.h>
@@ -298,35 +300,8 @@ eg_status egp_read_range(const char *path, uint64_t offset, uint64_t length, uin
     return EG_OK;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 eg_status egp_write_file(const char *path, const uint8_t *buf, size_t len, char *err,
                          size_t errlen) {
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return EG_ENOMEM;
-    }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int bad = fd < 0 || write_all(fd, buf, len) || fsync(fd);
-    int saved = errno;
-    if (fd >= 0 && close(fd) && !bad) bad = 1, saved = errno;
-    if (!bad && rename(tmp, path)) bad = 1, saved = errno;
-    if (bad) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved));
-        unlink(tmp);
-    }
-    free(tmp);
-    return bad ? EG_EIO : EG_OK;
+    if (af_write(path, buf, len) == 0) return EG_OK;
+    return eg_errf(err, errlen, errno == ENOMEM ? EG_ENOMEM : EG_EIO, "%s: cannot write: %s", path, strerror(errno));
 }

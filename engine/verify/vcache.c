@@ -14,6 +14,8 @@
  * next write. */
 #include "verify/verify.h"
 
+#include "afile.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +145,7 @@ static int format_line(char *buf, size_t len, uint64_t key, const eg_verify_repo
 }
 
 eg_status eg_vcache_put(const char *path, uint64_t key, const eg_verify_report *rep, char *err, size_t errlen) {
-    char tmp[4200], *mine = malloc(VCACHE_LINE), *line = malloc(VCACHE_LINE);
+    char *mine = malloc(VCACHE_LINE), *line = malloc(VCACHE_LINE);
     char **keep = calloc(VCACHE_MAX_LINES, sizeof *keep);
     int n_keep = 0;
     eg_status rc = mine && line && keep ? EG_OK : EG_ENOMEM;
@@ -161,22 +163,17 @@ eg_status eg_vcache_put(const char *path, uint64_t key, const eg_verify_report *
         if (!(keep[n_keep++] = strdup(line))) rc = EG_ENOMEM;
     }
     if (f) fclose(f);
-    FILE *o = NULL;
-    if (rc == EG_OK && (size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-        rc = EG_ELIMIT;
-    if (rc == EG_OK && !(o = fopen(tmp, "w"))) rc = EG_EIO;
-    if (o) {
-        int bad = fprintf(o, "%s\n", VCACHE_MAGIC) < 0;
-        for (int i = 0; i < n_keep && !bad; i++) bad = fputs(keep[i], o) < 0;
-        bad |= fprintf(o, "%s\n", mine) < 0;
-        bad |= fclose(o) != 0;
-        if (bad || rename(tmp, path) != 0) {
-            remove(tmp);
-            rc = EG_EIO;
-        }
+    af_file o;
+    if (rc == EG_OK && af_open(&o, path) != 0) rc = EG_EIO;
+    if (rc == EG_OK) {
+        int bad = fprintf(o.f, "%s\n", VCACHE_MAGIC) < 0;
+        for (int i = 0; i < n_keep && !bad; i++) bad = fputs(keep[i], o.f) < 0;
+        bad |= fprintf(o.f, "%s\n", mine) < 0;
+        if (bad) af_abort(&o);
+        if (bad || af_commit(&o) != 0) rc = EG_EIO;
     }
     if (rc == EG_EIO) snprintf(err, errlen, "cannot write the verify cache %s", path);
-    else if (rc != EG_OK) snprintf(err, errlen, "verify cache: out of memory or path too long");
+    else if (rc != EG_OK) snprintf(err, errlen, "verify cache: out of memory or a record too long");
     for (int i = 0; i < n_keep; i++) free(keep[i]);
     free(keep), free(mine), free(line);
     return rc;
