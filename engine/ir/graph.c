@@ -914,16 +914,20 @@ eg_status eg_errf(char *err, size_t errlen, eg_status rc, const char *fmt, ...) 
     return rc;
 }
 
-eg_status eg_node_errf(char *err, size_t errlen, eg_status rc, const eg_node *n, const char *fmt, ...) {
-    char op[96];
+eg_status eg_verrf_after(char *err, size_t errlen, eg_status rc, const char *prefix, const char *fmt, va_list ap) {
     if (!err || !errlen) return rc;
-    int k = snprintf(err, errlen, "node '%s' (%s): ", n->name, eg_node_opname(n, op, sizeof op));
-    if (k > 0 && (size_t)k < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
+    int k = snprintf(err, errlen, "%s", prefix);
+    if (k > 0 && (size_t)k < errlen) vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+    return rc;
+}
+
+eg_status eg_node_errf(char *err, size_t errlen, eg_status rc, const eg_node *n, const char *fmt, ...) {
+    char op[96], prefix[EG_ERRLEN];
+    snprintf(prefix, sizeof prefix, "node '%s' (%s): ", n->name, eg_node_opname(n, op, sizeof op));
+    va_list ap;
+    va_start(ap, fmt);
+    eg_verrf_after(err, errlen, rc, prefix, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

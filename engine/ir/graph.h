@@ -461,6 +461,9 @@ eg_status eg_errf(char *err, size_t errlen, eg_status rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 eg_status eg_verrf(char *err, size_t errlen, eg_status rc, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
+/* The same after a prefix (a file name, "node 'x' (Op): "). */
+eg_status eg_verrf_after(char *err, size_t errlen, eg_status rc, const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 /* The same about node n: "node 'name' (Op): " and the message. */
 eg_status eg_node_errf(char *err, size_t errlen, eg_status rc, const eg_node *n, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

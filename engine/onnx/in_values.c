@@ -12,14 +12,12 @@
 
 IN_PRINTF(3, 4)
 eg_status ei_fail(const ictx *c, eg_status rc, const char *fmt, ...) {
-    if (!c->err || !c->errlen) return rc;
-    int k = snprintf(c->err, c->errlen, "%s: ", c->name);
-    if (k > 0 && (size_t)k < c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
+    char prefix[EG_ERRLEN];
+    snprintf(prefix, sizeof prefix, "%s: ", c->name);
+    va_list ap;
+    va_start(ap, fmt);
+    eg_verrf_after(c->err, c->errlen, rc, prefix, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

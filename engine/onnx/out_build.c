@@ -20,12 +20,10 @@ uint32_t eo_field_id(const ProtobufCMessageDescriptor *d, const char *name) {
 
 OUT_PRINTF(3, 4)
 eg_status eo_fail(const octx *c, eg_status rc, const char *fmt, ...) {
-    if (c->err && c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err, c->errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    eg_verrf(c->err, c->errlen, rc, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

@@ -165,14 +165,12 @@ static_assert(sizeof cf_xop_table / sizeof cf_xop_table[0] == X_COUNT,
 
 CF_PRINTF(3, 4)
 eg_status cf_fail(const cctx *c, eg_status rc, const char *fmt, ...) {
-    if (!c->err || !c->errlen) return rc;
-    int k = snprintf(c->err, c->errlen, "node '%s' (%s): ", c->n->name, cf_xop_table[c->op].onnx);
-    if (k > 0 && (size_t)k < c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
+    char prefix[EG_ERRLEN];
+    snprintf(prefix, sizeof prefix, "node '%s' (%s): ", c->n->name, cf_xop_table[c->op].onnx);
+    va_list ap;
+    va_start(ap, fmt);
+    eg_verrf_after(c->err, c->errlen, rc, prefix, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
