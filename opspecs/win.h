@@ -76,4 +76,38 @@ static inline int32_t ops_win_taps(const ops_win *w, int32_t o, int32_t *r0, int
     return (int32_t)start;
 }
 
+/* ---- ONNX windows (Conv, pools): the engine's shape rules ---- */
+
+/* How an ONNX window pads: its explicit pads (auto_pad NOTSET), SAME
+ * (SAME_UPPER or SAME_LOWER: ceil(in / s) windows) or VALID (none). */
+enum { OPS_ONNX_PADS, OPS_ONNX_SAME, OPS_ONNX_VALID };
+
+/* The output size of an ONNX window along one dim: input in, extent dk
+ * of the (dilated) kernel, (k - 1) * dilation + 1, stride s, pads pb
+ * before and pe after (OPS_ONNX_PADS only), ceil_mode. With explicit pads
+ * a ceil_mode window that would start inside the end padding is dropped,
+ * as onnxruntime does. @return the size, or -1 when the kernel does not
+ * fit the padded input. @pre s >= 1; dk >= 1 (any with SAME); in, pb,
+ * pe >= 0. */
+static inline int64_t ops_onnx_win_out(int64_t in, int64_t dk, int64_t s, int64_t pb, int64_t pe, int mode,
+                                       int ceil_mode) {
+    if (mode == OPS_ONNX_SAME) return in == 0 ? 0 : (in - 1) / s + 1;
+    if (mode == OPS_ONNX_VALID) pb = pe = 0;
+    int64_t span = in + pb + pe - dk;
+    if (span < 0) return -1;
+    int64_t out = (ceil_mode && span % s ? span / s + 1 : span / s) + 1;
+    if (ceil_mode && mode == OPS_ONNX_PADS && (out - 1) * s >= in + pb) out--;
+    return out;
+}
+
+/* The pads auto_pad SAME_UPPER (upper 1) or SAME_LOWER gives along one
+ * dim: the total that makes ceil(in / s) windows, the odd one after
+ * (UPPER) or before (LOWER). @pre s >= 1. */
+static inline void ops_onnx_same_pads(int64_t in, int64_t k, int64_t s, int upper, int64_t *pb, int64_t *pe) {
+    int64_t o = (in + s - 1) / s, total = (o - 1) * s + k - in;
+    if (total < 0) total = 0;
+    *pb = upper ? total / 2 : total - total / 2;
+    *pe = total - *pb;
+}
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "shapes/cfold_int.h"
+#include "win.h"
 
 const xop_info cf_xop_table[X_COUNT] = { /* ORDER XOP */
     [X_ABS] = {"Abs", R_SAME, F_UNARY},
@@ -442,16 +443,11 @@ eg_status cf_r_window(const cctx *c, rule r) {
             o.dim[2 + i] = same || full < 0 ? full : full + op[i] + dk - pd[i] - pd[i + ns];
             continue;
         }
-        if (same) {
-            o.dim[2 + i] = in == 0 ? 0 : (in - 1) / s + 1;
-            continue;
-        }
-        int64_t span = in + (valid ? 0 : pd[i] + pd[i + ns]) - dk;
-        if (span < 0)
+        int mode = same ? OPS_ONNX_SAME : valid ? OPS_ONNX_VALID : OPS_ONNX_PADS;
+        int64_t out = ops_onnx_win_out(in, dk, s, pd[i], pd[i + ns], mode, ceil_mode);
+        if (out < 0)
             return cf_fail(c, EG_ESHAPE, "spatial dim %d: input %lld is smaller than the kernel %lld",
                          i, (long long)in, (long long)dk);
-        int64_t out = (ceil_mode && span % s ? span / s + 1 : span / s) + 1;
-        if (ceil_mode && !valid && (out - 1) * s >= in + pd[i]) out--;
         o.dim[2 + i] = out;
     }
     cf_put(c, 0, dt, &o);

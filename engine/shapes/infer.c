@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shapes/infer.h"
+#include "win.h"
 
 
 typedef struct {
@@ -65,12 +66,9 @@ static void resolve_auto_pad(eg_attrs *a, const int64_t in[2], const int64_t k[2
     if (!(a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER))) return;
     if (in[0] < 0 || in[1] < 0 || k[0] < 0 || k[1] < 0) return;
     for (int i = 0; i < 2; i++) {
-        int64_t s = a->stride[i], o = (in[i] + s - 1) / s;
-        int64_t total = (o - 1) * s + k[i] - in[i];
-        if (total < 0) total = 0;
-        int64_t begin = a->flags & EG_AF_AUTO_UPPER ? total / 2 : total - total / 2;
-        a->pad[i] = (int32_t)begin;
-        a->pad[i + 2] = (int32_t)(total - begin);
+        int64_t pb, pe;
+        ops_onnx_same_pads(in[i], k[i], a->stride[i], (a->flags & EG_AF_AUTO_UPPER) != 0, &pb, &pe);
+        a->pad[i] = (int32_t)pb, a->pad[i + 2] = (int32_t)pe;
     }
     a->flags &= ~(EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER);
 }
@@ -83,11 +81,10 @@ static eg_status window_out(const ictx *c, const eg_attrs *a, const int64_t in[2
         out[i] = -1;
         if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)))
             continue;
-        int64_t span = in[i] + a->pad[i] + a->pad[i + 2] - k[i];
-        if (span < 0)
+        out[i] = ops_onnx_win_out(in[i], k[i], a->stride[i], a->pad[i], a->pad[i + 2], OPS_ONNX_PADS, 0);
+        if (out[i] < 0)
             return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "spatial dim %d: input %lld (padded by %d+%d) is "
                          "smaller than the kernel %lld", i, (long long)in[i], (int)a->pad[i], (int)a->pad[i + 2], (long long)k[i]);
-        out[i] = span / a->stride[i] + 1;
     }
     return EG_OK;
 }
@@ -165,9 +162,9 @@ static eg_status ceil_mode(const ictx *c, eg_attrs *a, const int64_t in[2], cons
     for (int i = 0; i < 2; i++) {
         if (in[i] < 0 || k[i] < 0 || (a->flags & (EG_AF_AUTO_UPPER | EG_AF_AUTO_LOWER)))
             return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "ceil_mode = 1 with an input size unknown");
-        int64_t s = a->stride[i], span = in[i] + a->pad[i] + a->pad[i + 2] - k[i];
-        int64_t n = span % s ? span / s + 2 : span / s + 1; /* ceil(span / s) + 1 windows */
-        if (n > span / s + 1 && (n - 1) * s >= in[i] + a->pad[i]) n--;
+        int64_t s = a->stride[i], floor_n = (in[i] + a->pad[i] + a->pad[i + 2] - k[i]) / s + 1;
+        int64_t n = ops_onnx_win_out(in[i], k[i], s, a->pad[i], a->pad[i + 2], OPS_ONNX_PADS, 1);
+        if (n < floor_n) n = floor_n; /* a window ceil drops is one floor keeps */
         extra[i] = (n - 1) * s + k[i] - (in[i] + a->pad[i] + a->pad[i + 2]);
         if (extra[i] > 0 && (c->n->mop != EG_MOP_MAXPOOL || a->pad[i + 2] + extra[i] >= k[i]))
             return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "ceil_mode = 1 gives a larger output than floor");
