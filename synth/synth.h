@@ -8,7 +8,9 @@
  *   dom.c      the parameter combinations tried per operator, shape checks
  *   sgraph.c   compact graphs, canonical node order, rule-graph conversion
  *   key.c      fingerprints; variables named by what the graph computes,
- *              so graphs equal up to renaming meet (key.h explains how)
+ *              so graphs equal up to renaming meet (key.h explains how);
+ *              key_eval.c evaluates, key_align.c aligns the variables,
+ *              key_parent.c keeps the parents' evaluations
  *   fptable.c  classes by fingerprint: XXH3 buckets, exact byte comparison
  *   enum.c     level by level, extending one representative per class
  *   prune.c    dropping candidates that are renamings or smaller rules in

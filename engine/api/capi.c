@@ -270,35 +270,6 @@ static int open_cost(const tasoc_opts *o, eg_cost **cost, eg_cost_open_info *inf
     return rc == EG_OK ? (int)eg_cost_open(&co, cost, info, err, errlen) : rc;
 }
 
-/* tasoc_optimize's verify: the input written to a private temporary
- * directory (its file's bytes when it has them), the candidates beside
- * it, eg_verify_choose; *verify_pick 0 when the input stays. */
-static int verify(const tasoc_graph *g, const tasoc_opts *o, eg_cost *cost, const char *cache,
-                  eg_search_result *res, eg_graph **plain, eg_graph **b, eg_verify_report *rep, char *err,
-                  size_t errlen) {
-    const char *tmp = getenv("TMPDIR");
-    char dir[4096], in[4200], prefix[4200];
-    snprintf(dir, sizeof dir, "%s/tasoc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        snprintf(err, errlen, "verify: cannot make a temporary directory in %s", tmp && *tmp ? tmp : "/tmp");
-        return EG_EIO;
-    }
-    snprintf(in, sizeof in, "%s/input.onnx", dir);
-    snprintf(prefix, sizeof prefix, "%s/candidate", dir);
-    int rc = g->bytes && !g->g->external ? (int)egp_write_file(in, g->bytes, g->len, err, errlen)
-                                         : (int)eg_save(in, g->g, err, errlen);
-    eg_verify_opts vo;
-    eg_verify_opts_init(&vo);
-    vo.threads = o->threads > 0 ? o->threads : 1;
-    if (o->verify_runs > 0) vo.runs = o->verify_runs;
-    char vcache[4200];
-    eg_verify_use_cache(&vo, cost, cache, vcache, sizeof vcache);
-    if (rc == EG_OK) rc = (int)eg_verify_choose(g->g, in, prefix, res, plain, b, &vo, 1, rep, err, errlen);
-    eg_remove_saved(in, g->g);
-    rmdir(dir);
-    return rc;
-}
-
 int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, tasoc_result **r,
                    char *err, size_t errlen) {
     tasoc_opts dflt;
@@ -325,14 +296,13 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
                     (o->verify > 0 || (o->verify == 0 && info.kind == EG_COST_ORT));
     if (rc == EG_OK) rc = (int)eg_optimize(g->g, rs, cost, &so, verify_on, &b, &res, &st, err, errlen);
     if (rc == EG_OK && verify_on && !st.kept_input) {
-        rc = verify(g, o, cost, info.cache, &res, &st.plain, &b, &rep, err, errlen);
+        eg_verify_opts vo;
+        eg_verify_opts_init(&vo);
+        vo.threads = o->threads > 0 ? o->threads : 1;
+        if (o->verify_runs > 0) vo.runs = o->verify_runs;
+        eg_verify_input vin = {.bytes = g->bytes && !g->g->external ? g->bytes : NULL, .len = g->len};
+        rc = (int)eg_optimize_verify(g->g, &vin, cost, info.cache, &vo, 1, &res, &st, &b, &rep, err, errlen);
         verified = rc == EG_OK;
-        if (verified && rep.pick == 0) { /* the input stays */
-            eg_free(b);
-            b = eg_graph_clone(g->g);
-            st.kept_input = 1;
-            if (!b) rc = EG_ENOMEM, snprintf(err, errlen, "out of memory");
-        }
     }
     if (rc == EG_OK && info.cache) {
         int saved = (int)eg_cost_save(cost, err, errlen);

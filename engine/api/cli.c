@@ -550,16 +550,13 @@ static int cmd_optimize(int argc, char **argv) {
         if (fclose(trace) != 0 && rc == EG_OK) rc = EG_EIO, snprintf(err, sizeof err, "cannot write %s", a.cost_trace);
     }
     if (rc == EG_OK) print_report(&r, &st, rs), print_costs(cost, a.cost_cache);
-    int keep_input = rc == EG_OK && st.kept_input, pick = 1;
-    if (rc == EG_OK && a.verify_on && !keep_input) {
+    if (rc == EG_OK && a.verify_on && !st.kept_input) {
         eg_verify_report v;
-        char vcache[4200];
-        eg_verify_use_cache(&a.verify, cost, a.cost_cache, vcache, sizeof vcache);
-        rc = eg_verify_choose(g, a.in, a.out, &r, &st.plain, &best, &a.verify, a.quiet, &v, err, sizeof err);
+        eg_verify_input vin = {.path = a.in, .prefix = a.out};
+        rc = eg_optimize_verify(g, &vin, cost, a.cost_cache, &a.verify, a.quiet, &r, &st, &best, &v, err, sizeof err);
         if (rc == EG_OK) print_verify(&v);
-        pick = rc == EG_OK ? v.pick : 1;
-        keep_input = rc == EG_OK && pick == 0;
     }
+    int keep_input = rc == EG_OK && st.kept_input;
     int verbatim = keep_input && !g->repaired && !g->external && !a.n_dims;
     if (rc == EG_OK)
         rc = verbatim ? egp_write_file(a.out, bytes, len, err, sizeof err)

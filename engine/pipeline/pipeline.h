@@ -51,6 +51,7 @@
 #include "ir/graph.h"
 #include "rewrite/rules.h"
 #include "search/search.h"
+#include "verify/verify.h"
 
 typedef struct {
     int bn_folded, bias_split, identity_removed, cse_merged, reshapes_cancelled, dead_removed,
@@ -125,5 +126,28 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
 
 /* Free st->plain (before the graph it borrows from). */
 void eg_optimize_stats_free(eg_optimize_stats *st);
+
+/* The input verify times the candidates against: its file (path), or,
+ * with path NULL, a temporary copy written from bytes (the file's own
+ * bytes, when the graph is them) or else from the graph. prefix: where
+ * the candidates are written (PREFIX.verify.PID.K.onnx; with path NULL,
+ * beside the copy). */
+typedef struct {
+    const char *path, *prefix;
+    const uint8_t *bytes;
+    size_t len;
+} eg_verify_input;
+
+/* The verify step (verify_step.c): eg_optimize's candidates (*best, the
+ * runners-up in r, the built-ins alone in st->plain) and the input timed in
+ * onnxruntime (eg_verify_choose, its choices cached beside cost_cache when
+ * the costs are onnxruntime's); *best becomes the fastest, or a clone of g
+ * with st->kept_input set when the input stays. rep says what was timed.
+ * @pre eg_optimize(g, ..., candidates 1, best, r, st) succeeded without
+ *      keeping the input.
+ * @return EG_OK, or an error of the export, onnxruntime or the helper. */
+eg_status eg_optimize_verify(const eg_graph *g, const eg_verify_input *in, eg_cost *cost, const char *cost_cache,
+                             eg_verify_opts *o, int quiet, eg_search_result *r, eg_optimize_stats *st,
+                             eg_graph **best, eg_verify_report *rep, char *err, size_t errlen);
 
 #endif
