@@ -1,4 +1,4 @@
-/* cfold_int.h - internals shared by cshape.c, clayout.c and cfold.c (shape
+/* cfold_int.h - internals shared by cnode.c, cshape.c, clayout.c and cfold.c (shape
  * rules and constant folding of the standard ONNX operators; see cfold.h). */
 #ifndef EG_CFOLD_INT_H
 #define EG_CFOLD_INT_H
@@ -70,7 +70,7 @@ typedef struct {
     moves moves;
 } xop_info;
 
-/* Per ONNX operator: its name, shape rule, folding kernel and moves (cshape.c). */
+/* Per ONNX operator: its name, shape rule, folding kernel and moves (cnode.c). */
 extern const xop_info cf_xop_table[X_COUNT];
 
 /* One node under the pass: its graph, node, unpacked NodeProto and error buffer. */
@@ -95,7 +95,7 @@ typedef struct {
     double *f;
 } cval;
 
-/* ---- cshape.c: the node's attributes and inputs ---- */
+/* ---- cnode.c: the operator table, the node's attributes and inputs ---- */
 
 /* Write "node 'name' (Op): ..." into c's error buffer. @return rc. */
 CF_PRINTF(3, 4) eg_status cf_fail(const cctx *c, eg_status rc, const char *fmt, ...);
