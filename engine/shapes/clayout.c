@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "shapes/cfold_int.h"
+#include "shapes/oshape.h"
 
 /* ---- layout ---- */
 
@@ -141,14 +142,9 @@ static eg_status r_transpose(const cctx *c) {
     int64_t p[EG_MAX_RANK];
     eg_shape o = cf_unknown();
     if (x->rank >= 0) {
-        int n = cf_a_ints(c, "perm", p, EG_MAX_RANK), seen[EG_MAX_RANK] = {0};
-        if (n >= 0 && n != x->rank) return cf_fail(c, EG_ESHAPE, "perm does not fit rank %d", x->rank);
-        o.rank = x->rank;
-        for (int i = 0; i < x->rank; i++) {
-            int64_t q = n >= 0 ? p[i] : x->rank - 1 - i;
-            if (q < 0 || q >= x->rank || seen[q]++) return cf_fail(c, EG_ESHAPE, "perm is not a permutation");
-            o.dim[i] = x->dim[q];
-        }
+        int n = cf_a_ints(c, "perm", p, EG_MAX_RANK), sh = eg_osh_transpose(x, p, n, &o);
+        if (sh == EG_OSH_RANK) return cf_fail(c, EG_ESHAPE, "perm does not fit rank %d", x->rank);
+        if (sh != EG_OSH_OK) return cf_fail(c, EG_ESHAPE, "perm is not a permutation");
     }
     cf_put(c, 0, cf_in_dt(c, 0), &o);
     return EG_OK;
@@ -185,18 +181,13 @@ static eg_status r_reshape(const cctx *c) {
 
 static eg_status r_flatten(const cctx *c) {
     const eg_shape *x = cf_in_s(c, 0);
-    eg_shape o = cf_unknown(), part;
+    eg_shape o = cf_unknown();
     int64_t axis = cf_a_int(c, "axis", 1);
     if (x->rank >= 0) {
         if (axis < 0) axis += x->rank;
         if (axis < 0 || axis > x->rank) return cf_fail(c, EG_ESHAPE, "axis out of range");
-        o.rank = 2;
-        part = *x, part.rank = (int)axis;
-        o.dim[0] = eg_shape_numel(&part);
-        part.rank = x->rank - (int)axis;
-        memcpy(part.dim, x->dim + axis, sizeof(int64_t) * (size_t)part.rank);
-        o.dim[1] = eg_shape_numel(&part);
-        if (o.dim[0] < 0) o.dim[0] = -1;
+        eg_osh_flatten(x, (int)axis, &o);
+        if (o.dim[0] < 0) o.dim[0] = -1; /* too large: unknown */
         if (o.dim[1] < 0) o.dim[1] = -1;
     }
     cf_put(c, 0, cf_in_dt(c, 0), &o);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "shapes/cfold_int.h"
+#include "shapes/oshape.h"
 #include "win.h"
 
 /* ================= shapes ================= */
@@ -165,40 +166,27 @@ eg_status cf_r_gpool(const cctx *c) {
 eg_status cf_r_gemm(const cctx *c) {
     const eg_shape *a = cf_in_s(c, 0), *b = cf_in_s(c, 1);
     int ta = cf_a_int(c, "transA", 0) != 0, tb = cf_a_int(c, "transB", 0) != 0;
-    eg_shape o = cf_ranked(2);
-    if (a->rank == 2) o.dim[0] = a->dim[ta ? 1 : 0];
-    if (b->rank == 2) o.dim[1] = b->dim[tb ? 0 : 1];
-    if (a->rank == 2 && b->rank == 2) {
-        int64_t ka = a->dim[ta ? 0 : 1], kb = b->dim[tb ? 1 : 0];
-        if (ka >= 0 && kb >= 0 && ka != kb)
-            return cf_fail(c, EG_ESHAPE, "inner dimensions %lld and %lld differ", (long long)ka,
-                         (long long)kb);
-    }
+    eg_shape o;
+    int64_t ka, kb;
+    if (eg_osh_gemm(a, b, ta, tb, &o, &ka, &kb) != EG_OSH_OK)
+        return cf_fail(c, EG_ESHAPE, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
     cf_put(c, 0, cf_in_dt(c, 0), &o);
     return EG_OK;
 }
 
 eg_status cf_r_matmul(const cctx *c, int dtype) {
     const eg_shape *a = cf_in_s(c, 0), *b = cf_in_s(c, 1);
-    eg_shape o = cf_unknown(), bb;
+    eg_shape o = cf_unknown();
     if (a->rank < 1 || b->rank < 1) {
         cf_put(c, 0, dtype, &o);
         return EG_OK;
     }
-    int64_t ka = a->dim[a->rank - 1], kb = b->rank > 1 ? b->dim[b->rank - 2] : b->dim[0];
-    if (ka >= 0 && kb >= 0 && ka != kb)
-        return cf_fail(c, EG_ESHAPE, "inner dimensions %lld and %lld differ", (long long)ka,
-                     (long long)kb);
-    o.rank = a->rank > 2 ? a->rank - 2 : 0;
-    bb.rank = b->rank > 2 ? b->rank - 2 : 0;
-    memcpy(o.dim, a->dim, sizeof(int64_t) * (size_t)o.rank);
-    memcpy(bb.dim, b->dim, sizeof(int64_t) * (size_t)bb.rank);
-    if (cf_bcast2(&o, &bb)) return cf_fail(c, EG_ESHAPE, "batch dimensions do not broadcast");
-    if (o.rank + 2 > EG_MAX_RANK) o = cf_unknown();
-    else {
-        if (a->rank > 1) o.dim[o.rank++] = a->dim[a->rank - 2];
-        if (b->rank > 1) o.dim[o.rank++] = b->dim[b->rank - 1];
-    }
+    int64_t ka, kb;
+    int sh = eg_osh_matmul(a, b, &o, &ka, &kb);
+    if (sh == EG_OSH_INNER)
+        return cf_fail(c, EG_ESHAPE, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
+    if (sh == EG_OSH_BATCH) return cf_fail(c, EG_ESHAPE, "batch dimensions do not broadcast");
+    if (sh != EG_OSH_OK) o = cf_unknown();
     cf_put(c, 0, dtype, &o);
     return EG_OK;
 }

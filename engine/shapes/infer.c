@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shapes/infer.h"
+#include "shapes/oshape.h"
 #include "win.h"
 
 
@@ -274,15 +275,11 @@ static eg_status infer_gemm(const ictx *c) {
     const eg_shape *a = in_s(c, 0), *b = in_s(c, 1), *cc = in_s(c, 2);
     uint32_t f = c->n->attr.flags;
     eg_shape o = unknown_shape();
-    int bad = 0;
+    int64_t ka, kb;
     if ((a->rank >= 0 && a->rank != 2) || (b->rank >= 0 && b->rank != 2))
         return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "A and B must have rank 2");
-    o.rank = 2;
-    o.dim[0] = a->rank == 2 ? a->dim[f & EG_AF_TRANS_A ? 1 : 0] : -1;
-    o.dim[1] = b->rank == 2 ? b->dim[f & EG_AF_TRANS_B ? 0 : 1] : -1;
-    if (a->rank == 2 && b->rank == 2)
-        agree(a->dim[f & EG_AF_TRANS_A ? 0 : 1], b->dim[f & EG_AF_TRANS_B ? 1 : 0], &bad);
-    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "inner dimensions of A and B differ");
+    if (eg_osh_gemm(a, b, (f & EG_AF_TRANS_A) != 0, (f & EG_AF_TRANS_B) != 0, &o, &ka, &kb) != EG_OSH_OK)
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "inner dimensions of A and B differ");
     /* C broadcasts one way, to [M, N] */
     if (in_t(c, 2) && !unidirectional(cc, &o))
         return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "C does not broadcast to [M, N]");
@@ -296,26 +293,20 @@ static eg_status infer_gemm(const ictx *c) {
 /* numpy matmul: rank-1 operands are promoted and the promoted dim dropped. */
 static eg_status infer_matmul(const ictx *c) {
     const eg_shape *a = in_s(c, 0), *b = in_s(c, 1);
-    eg_shape o = unknown_shape(), ba = unknown_shape(), bb = unknown_shape();
-    int bad = 0;
+    eg_shape o = unknown_shape();
     if (a->rank == 0 || b->rank == 0) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "operands must have rank >= 1");
     if (a->rank < 0 || b->rank < 0) {
         set_out(c, 0, in_dtype(c), &o);
         return EG_OK;
     }
-    int64_t m = a->rank > 1 ? a->dim[a->rank - 2] : 1, ka = a->dim[a->rank - 1];
-    int64_t kb = b->rank > 1 ? b->dim[b->rank - 2] : b->dim[0], n = b->rank > 1 ? b->dim[b->rank - 1] : 1;
-    agree(ka, kb, &bad);
-    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "inner dimensions %lld and %lld differ", (long long)ka, (long long)kb);
-    ba.rank = a->rank > 2 ? a->rank - 2 : 0;
-    bb.rank = b->rank > 2 ? b->rank - 2 : 0;
-    memcpy(ba.dim, a->dim, sizeof(int64_t) * (size_t)ba.rank);
-    memcpy(bb.dim, b->dim, sizeof(int64_t) * (size_t)bb.rank);
-    if (eg_shape_broadcast(&ba, &bb, &o)) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "batch dimensions do not broadcast");
-    if (o.rank + (a->rank > 1) + (b->rank > 1) > EG_MAX_RANK)
+    int64_t ka, kb;
+    int sh = eg_osh_matmul(a, b, &o, &ka, &kb);
+    if (sh == EG_OSH_INNER)
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "inner dimensions %lld and %lld differ", (long long)ka,
+                            (long long)kb);
+    if (sh == EG_OSH_BATCH) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "batch dimensions do not broadcast");
+    if (sh != EG_OSH_OK)
         return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "result rank over %d", EG_MAX_RANK);
-    if (a->rank > 1) o.dim[o.rank++] = m;
-    if (b->rank > 1) o.dim[o.rank++] = n;
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
 }
@@ -423,16 +414,11 @@ static eg_status infer_transpose(const ictx *c) {
     const eg_attrs *a = &c->n->attr;
     eg_shape o = unknown_shape();
     if (x->rank >= 0) {
-        int seen[EG_MAX_RANK] = {0};
-        if ((a->flags & EG_AF_INTS) && a->n_ints != x->rank)
-            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "perm has %d entries for rank %d", a->n_ints, x->rank);
-        o.rank = x->rank;
-        for (int i = 0; i < x->rank; i++) {
-            int64_t p = a->flags & EG_AF_INTS ? a->ints[i] : x->rank - 1 - i;
-            if (p < 0 || p >= x->rank || seen[p]++)
-                return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "perm is not a permutation of 0..%d", x->rank - 1);
-            o.dim[i] = x->dim[p];
-        }
+        int n = a->flags & EG_AF_INTS ? a->n_ints : -1, sh = eg_osh_transpose(x, a->ints, n, &o);
+        if (sh == EG_OSH_RANK)
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "perm has %d entries for rank %d", n, x->rank);
+        if (sh != EG_OSH_OK)
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "perm is not a permutation of 0..%d", x->rank - 1);
     }
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
@@ -485,18 +471,13 @@ static eg_status infer_reshape(const ictx *c) {
 
 static eg_status infer_flatten(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
-    eg_shape o = unknown_shape(), part;
+    eg_shape o = unknown_shape();
     int axis;
     if (x->rank >= 0) {
         if (norm_axis(c->n->attr.axis, x->rank, 1, &axis))
             return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, x->rank);
-        o.rank = 2;
-        part = *x, part.rank = axis;
-        o.dim[0] = eg_shape_numel(&part);
-        part.rank = x->rank - axis;
-        memcpy(part.dim, x->dim + axis, sizeof(int64_t) * (size_t)part.rank);
-        o.dim[1] = eg_shape_numel(&part);
-        if (o.dim[0] == -2 || o.dim[1] == -2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input too large");
+        if (eg_osh_flatten(x, axis, &o) != EG_OSH_OK)
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input too large");
     }
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;

@@ -1,0 +1,40 @@
+/* oshape.h - ONNX shape arithmetic written once (prefix eg_osh_), for
+ * the model operators' rules (infer.c) and the opaque operators' rules
+ * (cshape.c, clayout.c) alike: each function computes an output shape
+ * from shapes and attribute values; the callers read the attributes their
+ * way (eg_attrs or the NodeProto) and word their own messages from the
+ * code returned. Unknown dims are -1 and stay so. Windows are
+ * opspecs/win.h's, broadcasting eg_shape_broadcast's.
+ */
+#ifndef EG_OSHAPE_H
+#define EG_OSHAPE_H
+
+#include <stdint.h>
+
+#include "ir/graph.h"
+
+enum {
+    EG_OSH_OK,
+    EG_OSH_INNER, /* the contracted dims differ (*ka, *kb say how) */
+    EG_OSH_BATCH, /* MatMul's batch dims do not broadcast */
+    EG_OSH_RANK,  /* a result over EG_MAX_RANK, or a perm of another length */
+    EG_OSH_PERM,  /* not a permutation of the axes */
+    EG_OSH_LARGE  /* an element count over int64 (its dim is -2) */
+};
+
+/* numpy MatMul of a and b, both of known rank >= 1: rank-1 operands are
+ * promoted and the promoted dim dropped; the batch dims broadcast. */
+int eg_osh_matmul(const eg_shape *a, const eg_shape *b, eg_shape *o, int64_t *ka, int64_t *kb);
+
+/* Gemm: [M, K] x [K, N] with A or B transposed (ta, tb); a dim of an
+ * operand whose rank is not 2 is unknown. */
+int eg_osh_gemm(const eg_shape *a, const eg_shape *b, int ta, int tb, eg_shape *o, int64_t *ka, int64_t *kb);
+
+/* Transpose of x (rank known) by perm[0..n), or reversed axes for n < 0. */
+int eg_osh_transpose(const eg_shape *x, const int64_t *perm, int n, eg_shape *o);
+
+/* Flatten of x (rank known) at axis (0..rank): the count of the dims
+ * before it and after it. */
+int eg_osh_flatten(const eg_shape *x, int axis, eg_shape *o);
+
+#endif
