@@ -22,15 +22,10 @@ static eg_status r_concat(const cctx *c) {
     if (rank < 1 || cf_norm_axis(cf_a_int(c, "axis", 0), rank, &axis))
         return cf_fail(c, EG_ESHAPE, "axis out of range for rank %d", rank);
     o = *cf_in_s(c, 0);
-    for (int k = 1; k < c->n->n_in; k++)
-        for (int i = 0; i < rank; i++) {
-            int64_t d = cf_in_s(c, k)->dim[i];
-            if (i == axis) o.dim[i] = o.dim[i] < 0 || d < 0 ? -1 : o.dim[i] + d;
-            else if (o.dim[i] >= 0 && d >= 0 && o.dim[i] != d)
-                return cf_fail(c, EG_ESHAPE, "input %d: dim %d is %lld, not %lld", k, i,
-                             (long long)d, (long long)o.dim[i]);
-            else if (o.dim[i] < 0) o.dim[i] = d;
-        }
+    for (int k = 1, i; k < c->n->n_in; k++)
+        if (eg_osh_concat_add(&o, cf_in_s(c, k), axis, &i) != EG_OSH_OK)
+            return cf_fail(c, EG_ESHAPE, "input %d: dim %d is %lld, not %lld", k, i, (long long)cf_in_s(c, k)->dim[i],
+                           (long long)o.dim[i]);
     cf_put(c, 0, cf_in_dt(c, 0), &o);
     return EG_OK;
 }
@@ -49,10 +44,7 @@ static eg_status r_split(const cctx *c) {
     if (c->opset < 13) ns = cf_a_ints(c, "split", sz, CF_MAX_INTS);
     else if (cf_in_t(c, 1) && (ns = cf_in_ints(c, 1, sz, CF_MAX_INTS)) < 0) ns = -3; /* unknown */
     if (ns >= 0 && ns != n) return cf_fail(c, EG_ESHAPE, "%d split sizes for %d outputs", ns, n);
-    if (ns < 0) {
-        int64_t chunk = d < 0 || ns == -3 ? -1 : (d + n - 1) / n;
-        for (int k = 0; k < n; k++) sz[k] = chunk < 0 ? -1 : k < n - 1 ? chunk : d - chunk * (n - 1);
-    }
+    if (ns < 0) eg_osh_split_even(ns == -3 ? -1 : d, n, sz);
     for (int k = 0; k < n; k++) {
         eg_shape o = *x;
         o.dim[axis] = sz[k];

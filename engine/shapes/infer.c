@@ -334,12 +334,8 @@ static eg_status infer_concat(const ictx *c) {
         return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "axis %d out of range for rank %d", (int)c->n->attr.axis, rank);
     o = *in_s(c, 0);
     for (int k = 1; k < c->n->n_in; k++)
-        for (int i = 0; i < rank; i++) {
-            int64_t d = in_s(c, k)->dim[i];
-            if (i != axis) o.dim[i] = agree(o.dim[i], d, &bad);
-            else o.dim[i] = o.dim[i] < 0 || d < 0 ? -1 : o.dim[i] + d;
-        }
-    if (bad) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "dims off axis %d differ", axis);
+        if (eg_osh_concat_add(&o, in_s(c, k), axis, &bad) != EG_OSH_OK)
+            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "dims off axis %d differ", axis);
     if (eg_shape_numel(&o) == -2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "result too large");
     set_out(c, 0, in_dtype(c), &o);
     return EG_OK;
@@ -370,10 +366,9 @@ static eg_status split_sizes(const ictx *c, int64_t d, int64_t *sizes) {
         if (eg_const_ints(in_t(c, 1), sizes, n) != n)
             return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "split sizes are not a constant of %d int64s", n);
     } else {
-        int64_t chunk = d < 0 ? -1 : (d + n - 1) / n;
         if (d >= 0 && !(a->flags & EG_AF_NUM_OUTPUTS) && d % n)
             return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "dim %lld does not split evenly in %d", (long long)d, n);
-        for (int k = 0; k < n; k++) sizes[k] = k < n - 1 || d < 0 ? chunk : d - chunk * (n - 1);
+        eg_osh_split_even(d, n, sizes);
     }
     int64_t sum = 0;
     for (int k = 0; k < n; k++) {

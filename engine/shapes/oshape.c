@@ -50,3 +50,23 @@ int eg_osh_flatten(const eg_shape *x, int axis, eg_shape *o) {
     o->dim[1] = eg_shape_numel(&part);
     return o->dim[0] == -2 || o->dim[1] == -2 ? EG_OSH_LARGE : EG_OSH_OK;
 }
+
+int eg_osh_concat_add(eg_shape *o, const eg_shape *x, int axis, int *dim) {
+    for (int i = 0; i < o->rank; i++) {
+        int64_t d = x->dim[i];
+        if (i == axis) {
+            o->dim[i] = o->dim[i] < 0 || d < 0 ? -1 : o->dim[i] + d;
+        } else if (o->dim[i] >= 0 && d >= 0 && o->dim[i] != d) {
+            *dim = i;
+            return EG_OSH_INNER;
+        } else if (o->dim[i] < 0) {
+            o->dim[i] = d;
+        }
+    }
+    return EG_OSH_OK;
+}
+
+void eg_osh_split_even(int64_t d, int n, int64_t *sizes) {
+    int64_t chunk = d < 0 ? -1 : (d + n - 1) / n;
+    for (int k = 0; k < n; k++) sizes[k] = chunk < 0 ? -1 : k < n - 1 ? chunk : d - chunk * (n - 1);
+}

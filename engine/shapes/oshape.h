@@ -37,4 +37,14 @@ int eg_osh_transpose(const eg_shape *x, const int64_t *perm, int n, eg_shape *o)
  * before it and after it. */
 int eg_osh_flatten(const eg_shape *x, int axis, eg_shape *o);
 
+/* Concat: input x (of o's rank) appended to o along axis: o's axis dim
+ * grows by x's (unknown when either is), the other dims must agree (an
+ * unknown one takes x's). EG_OSH_INNER with *dim the first dim that
+ * differs (o unchanged there). */
+int eg_osh_concat_add(eg_shape *o, const eg_shape *x, int axis, int *dim);
+
+/* Split's equal sizes: d in n parts of ceil(d / n), the last the rest;
+ * all -1 when d is unknown (< 0). */
+void eg_osh_split_even(int64_t d, int n, int64_t *sizes);
+
 #endif
