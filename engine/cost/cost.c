@@ -20,6 +20,7 @@
 #include "sys/sys.h"
 #include "cost/cost_impl.h"
 #include "cost/kernel.h"
+#include "onnx/groups.h"
 #include "win.h"
 
 struct entry {
@@ -397,7 +398,7 @@ static int fused_into_conv(const eg_graph *g, const int *uses, const unsigned ch
 }
 
 /* 1 when node j is written inside the one node reading its output, so it
- * costs nothing of its own (onnx_out.c writes them so): a concat read only
+ * costs nothing of its own (the export writes them so, groups.h): a concat read only
  * by a concat along the same axis (one Concat of all the operands), and a
  * scale on the channels by a constant read only by a bias on them (one
  * BatchNormalization pass). */
@@ -405,32 +406,14 @@ static int written_inside(const eg_graph *g, const int *uses, const int *reader,
                           const unsigned char *wo, int j) {
     const eg_node *n = &g->node[j];
     int t = n->out[0], r = t >= 0 ? reader[t] : -1;
-    if (n->kind != EG_KIND_OPS || t < 0 || r < 0 || uses[t] != 1 ||
-        (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
-        return 0;
-    const eg_node *o = &g->node[r];
-    if (o->kind != EG_KIND_OPS) return 0;
-    if (n->op == OP_CONCAT) return o->op == OP_CONCAT && o->param[0] == n->param[0];
-    if (n->op != OP_SCALE || n->param[0] != 1 || o->op != OP_BIAS || o->param[0] != 1 ||
-        o->in[0] != t)
-        return 0;
-    for (int k = 0; k < 2; k++) {
-        int v = k ? o->in[1] : n->in[1], p = v >= 0 ? g->tensor[v].producer : -1;
-        if (v < 0 || !((g->tensor[v].flags & EG_TF_INIT) || (p >= 0 && wo && wo[p]))) return 0;
-    }
-    return 1;
+    if (n->kind != EG_KIND_OPS || r < 0) return 0;
+    if (n->op == OP_CONCAT) return g->node[r].in[0] == t ? eg_concat_inside(g, uses, r, 0) : eg_concat_inside(g, uses, r, 1);
+    return n->op == OP_SCALE && eg_bn_pair_of(g, uses, wo, r) == j;
 }
 
 /* 1 when node j is a bias on the columns of a matmul's only output: one
- * Gemm at run time (onnx_out.c writes it so), the bias free. */
-static int gemm_bias(const eg_graph *g, const int *uses, int j) {
-    const eg_node *n = &g->node[j];
-    int t = n->in[0], p = t >= 0 ? g->tensor[t].producer : -1;
-    return n->kind == EG_KIND_OPS && n->op == OP_BIAS && n->param[0] == 1 && p >= 0 &&
-           g->tensor[t].shape.rank == 2 && uses[t] == 1 &&
-           !(g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) &&
-           g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_MATMUL && n->in[1] != t;
-}
+ * Gemm at run time (the export writes it so), the bias free. */
+static int gemm_bias(const eg_graph *g, const int *uses, int j) { return eg_gemm_of(g, uses, j) >= 0; }
 
 /* 1 when node j is a layer norm (with its scale and shift written as one
  * LayerNormalization) whose input is an addition it alone reads: a pair

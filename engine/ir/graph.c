@@ -960,18 +960,6 @@ const char *eg_node_opname(const eg_node *n, char *buf, size_t len) {
     return "?";
 }
 
-int eg_layernorm_of(const eg_graph *g, const int *uses, int j) {
-    const eg_node *n = &g->node[j];
-    if (n->kind != EG_KIND_OPS || (n->op != OP_SCALE && n->op != OP_BIAS)) return -1;
-    int t = n->in[0], p = t >= 0 ? g->tensor[t].producer : -1;
-    if (p < 0 || uses[t] != 1 || n->in[1] == t || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
-        return -1;
-    const eg_node *m = &g->node[p];
-    if (m->kind != EG_KIND_OPS || m->param[0] != n->param[0]) return -1;
-    if (n->op == OP_SCALE) return m->op == OP_LAYERNORM ? p : -1;
-    return m->op == OP_SCALE ? eg_layernorm_of(g, uses, p) : -1;
-}
-
 int eg_float_vec(const eg_graph *g, int t, int64_t n) {
     const eg_tensor *x = t >= 0 && t < g->n_tensors ? &g->tensor[t] : NULL;
     return x && (x->flags & EG_TF_INIT) && x->dtype == EG_DT_FLOAT && x->data &&

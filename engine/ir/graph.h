@@ -483,11 +483,5 @@ int eg_default_domain(const char *domain);
  * bias, a per-channel scale, a batch norm's statistics). */
 int eg_float_vec(const eg_graph *g, int t, int64_t n);
 
-/* The layernorm node j belongs to, when j is the scale that alone reads a
- * layernorm's output on its axis, or the bias that alone reads such a
- * scale's: the export writes the chain as one LayerNormalization and the
- * cost model charges it as one (uses: eg_count_uses of g).
- * @return the layernorm's node id, or -1. */
-int eg_layernorm_of(const eg_graph *g, const int *uses, int j);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "onnx/out_int.h"
+#include "onnx/groups.h"
 #include "win.h"
 
 /* ================= opspecs operators ================= */
@@ -499,29 +500,6 @@ static eg_status emit_channel(octx *c, int j) {
     return rc;
 }
 
-/* A float initializer [C] with its data, read only where the export
- * writes it as one. */
-static int const_vec(const octx *c, int v, int64_t n) {
-    return eg_float_vec(c->g, v, n) && !(c->g->tensor[v].flags & EG_TF_INPUT);
-}
-
-/* Is node j a bias on axis 1 whose input only a scale on axis 1 writes,
- * both by constant vectors? Written as one BatchNormalization (mean 0,
- * variance 1), the form lower.c's lower_batchnorm reads back as it is. */
-static int bn_pair(const octx *c, int j) {
-    const eg_graph *g = c->g;
-    const eg_node *b = &g->node[j];
-    if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || b->in[0] < 0) return 0;
-    int t = b->in[0], p = g->tensor[t].producer;
-    const eg_node *s = p >= 0 ? &g->node[p] : NULL;
-    if (!s || s->kind != EG_KIND_OPS || s->op != OP_SCALE || s->param[0] != 1 || s->in[0] < 0 ||
-        c->uses[t] != 1 || (g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) ||
-        g->tensor[s->in[0]].shape.rank < 2)
-        return 0;
-    int64_t n = g->tensor[s->in[0]].shape.dim[1];
-    return const_vec(c, s->in[1], n) && const_vec(c, b->in[1], n);
-}
-
 /* layernorm and the scale and bias eg_layernorm_of says belong to it: one
  * LayerNormalization (lower.c's lower_layernorm reads it back the same
  * way). fuse[layernorm] = the last of them, fuse[scale] = fuse[bias] = the
@@ -684,9 +662,9 @@ eg_status eo_plan_channels(octx *c) {
     for (int j = 0; j < g->n_nodes; j++) c->fuse[j] = -1;
     for (int i = 0; i < g->n_tensors; i++) c->vtrail[i] = -1;
     plan_layernorms(c);
-    for (int j = 0; g->opset >= 9 && j < g->n_nodes; j++) /* scale + bias: BatchNormalization */
-        if (c->fuse[j] < 0 && bn_pair(c, j) && c->fuse[g->tensor[g->node[j].in[0]].producer] < 0)
-            c->fuse[j] = g->tensor[g->node[j].in[0]].producer, c->fuse[c->fuse[j]] = j;
+    for (int j = 0, p; j < g->n_nodes; j++) /* scale + bias: BatchNormalization (opset 9 on) */
+        if (c->fuse[j] < 0 && (p = eg_bn_pair_of(g, c->uses, NULL, j)) >= 0 && c->fuse[p] < 0)
+            c->fuse[j] = p, c->fuse[p] = j;
     for (int j = 0; j < g->n_nodes; j++) {
         const eg_node *b = &g->node[j];
         if (b->kind != EG_KIND_OPS || ops_table[b->op].form != OPS_FORM_CHANNEL) continue;
@@ -718,17 +696,9 @@ eg_status eo_plan_channels(octx *c) {
  * inside that one: fuse[inner] = outer. Runs after eo_plan_channels. */
 void eo_plan_concats(octx *c) {
     const eg_graph *g = c->g;
-    for (int j = 0; j < g->n_nodes; j++) {
-        const eg_node *o = &g->node[j];
-        if (o->kind != EG_KIND_OPS || o->op != OP_CONCAT) continue;
-        for (int k = 0; k < 2; k++) {
-            int t = o->in[k], p = t >= 0 ? g->tensor[t].producer : -1;
-            if (p >= 0 && g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_CONCAT &&
-                g->node[p].param[0] == o->param[0] && c->uses[t] == 1 && o->in[1 - k] != t &&
-                !(g->tensor[t].flags & (EG_TF_OUTPUT | EG_TF_PINNED)))
-                c->fuse[p] = j;
-        }
-    }
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < 2 && g->node[j].kind == EG_KIND_OPS && g->node[j].op == OP_CONCAT; k++)
+            if (eg_concat_inside(g, c->uses, j, k)) c->fuse[g->tensor[g->node[j].in[k]].producer] = j;
 }
 
 /* The single-use producer of t when it is an opspecs op, else -1. */
@@ -747,13 +717,9 @@ static int only_producer(const octx *c, int t, ops_op op) {
  * fuse[matmul] = bias, fuse[transpose] = bias. Runs after eo_plan_channels. */
 void eo_plan_gemms(octx *c) {
     const eg_graph *g = c->g;
-    for (int j = 0; g->opset >= 7 && j < g->n_nodes; j++) {
-        const eg_node *b = &g->node[j];
-        if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || c->fuse[j] >= 0 ||
-            b->in[0] < 0 || g->tensor[b->in[0]].shape.rank != 2)
-            continue;
-        int m = only_producer(c, b->in[0], OP_MATMUL);
-        if (m < 0 || g->node[m].in[1] == b->in[1]) continue;
+    for (int j = 0; j < g->n_nodes; j++) {
+        int m = c->fuse[j] < 0 ? eg_gemm_of(g, c->uses, j) : -1;
+        if (m < 0 || c->fuse[m] >= 0) continue;
         c->fuse[j] = m, c->fuse[m] = j;
         int t = only_producer(c, g->node[m].in[1], OP_TRANSPOSE);
         if (t >= 0) c->fuse[t] = j;
