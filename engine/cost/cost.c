@@ -364,20 +364,20 @@ static int conv_alone(const eg_graph *g, const int *uses, int t) {
 }
 
 /* 1 when node j runs inside the convolution before it at run time, so it
- * costs nothing: an Add of a per-channel constant bias to a conv's only
- * output (eg_builtin_post folds it into the Conv's bias), and a Relu of
+ * costs nothing: a bias the export writes into the Conv (eg_conv_bias_of),
+ * an Add of a per-channel constant bias to a conv's only output
+ * (eg_builtin_post folds it into the Conv's bias), and a Relu of
  * such a conv or conv + bias (runtimes fuse conv, bias and activation:
  * onnxruntime's FusedConv on CPU, cuDNN's conv-bias-activation on GPU).
  * Without this, moving a relu off a conv (relu over a concat of convs)
  * would look cheaper while it runs slower. */
 static int fused_into_conv(const eg_graph *g, const int *uses, const unsigned char *wo, int j) {
     const eg_node *n = &g->node[j];
-    int is_bias = n->kind == EG_KIND_OPS && n->op == OP_BIAS && n->param[0] == 1;
-    int is_add = (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_ADD && n->n_in == 2) || is_bias;
     int is_relu = (n->kind == EG_KIND_OPS && n->op == OP_RELU) ||
                   (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_RELU);
-    if (is_add) {
-        for (int k = 0; k < (is_bias ? 1 : 2); k++) {
+    if (eg_conv_bias_of(g, uses, j) >= 0) return 1; /* the export writes one Conv */
+    if (n->kind == EG_KIND_MODEL && n->mop == EG_MOP_ADD && n->n_in == 2) {
+        for (int k = 0; k < 2; k++) {
             int t = n->in[k], b = n->in[1 - k];
             if (t < 0 || b < 0 || !conv_alone(g, uses, t)) continue;
             int bp = g->tensor[b].producer;

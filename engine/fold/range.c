@@ -240,7 +240,7 @@ static int int_dtype(int dt) {
 
 static eg_range opaque_rule(const eg_graph *g, const eg_node *n, const eg_range *r) {
     if (!n->op_type || !eg_default_domain(n->domain)) return ANY;
-    if (!strcmp(n->op_type, "Cast") && n->n_in == 1 && n->in[0] >= 0) {
+    if (eg_xop_of(n->op_type) == EG_X_CAST && n->n_in == 1 && n->in[0] >= 0) {
         int dt = g->tensor[n->in[0]].dtype;
         if (int_dtype(dt)) return (eg_range){-0x1p64, 0x1p64};
         return dt == EG_DT_FLOAT ? r[n->in[0]] : ANY;
@@ -293,14 +293,19 @@ void eg_ranges(const eg_graph *g, eg_range *r) {
  * are and no sum or product overflows. Anything else (Log, Sqrt,
  * Reciprocal, Exp, a custom domain, a new operator) may make an infinity
  * or a NaN: sound for free, so a new operator needs no line here. */
-static const char *const keeps_finite[] = {
-    "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Clip", "Conv",
-    "ConvTranspose", "Cos", "CumSum", "Dropout", "Einsum", "Elu", "Erf", "Expand", "Floor", "Gelu",
-    "Gemm", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity",
-    "InstanceNormalization", "LayerNormalization", "LeakyRelu", "LogSoftmax", "MatMul", "Max",
-    "MaxPool", "Mean", "Min", "Mul", "Neg", "Pad", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
-    "ReduceMin", "ReduceSum", "ReduceSumSquare", "Relu", "Resize", "Round", "Selu", "Sigmoid", "Sign",
-    "Sin", "Softmax", "Sub", "Sum", "Tanh", "Tile", "TopK", "Trilu",
+static const unsigned char keeps_finite[EG_X_COUNT] = {
+    [EG_X_ABS] = 1, [EG_X_ADD] = 1, [EG_X_AVGPOOL] = 1, [EG_X_BATCHNORM] = 1, [EG_X_CAST] = 1,
+    [EG_X_CASTLIKE] = 1, [EG_X_CEIL] = 1, [EG_X_CLIP] = 1, [EG_X_CONV] = 1, [EG_X_CONVT] = 1,
+    [EG_X_COS] = 1, [EG_X_CUMSUM] = 1, [EG_X_DROPOUT] = 1, [EG_X_EINSUM] = 1, [EG_X_ELU] = 1,
+    [EG_X_ERF] = 1, [EG_X_EXPAND] = 1, [EG_X_FLOOR] = 1, [EG_X_GELU] = 1, [EG_X_GEMM] = 1,
+    [EG_X_GAVGPOOL] = 1, [EG_X_GMAXPOOL] = 1, [EG_X_HARDSIGMOID] = 1, [EG_X_HARDSWISH] = 1,
+    [EG_X_IDENTITY] = 1, [EG_X_INSTNORM] = 1, [EG_X_LAYERNORM] = 1, [EG_X_LEAKYRELU] = 1,
+    [EG_X_LOGSOFTMAX] = 1, [EG_X_MATMUL] = 1, [EG_X_MAX] = 1, [EG_X_MAXPOOL] = 1, [EG_X_MEAN] = 1,
+    [EG_X_MIN] = 1, [EG_X_MUL] = 1, [EG_X_NEG] = 1, [EG_X_PAD] = 1, [EG_X_REDL1] = 1,
+    [EG_X_REDL2] = 1, [EG_X_REDMAX] = 1, [EG_X_REDMEAN] = 1, [EG_X_REDMIN] = 1, [EG_X_REDSUM] = 1,
+    [EG_X_REDSUMSQ] = 1, [EG_X_RELU] = 1, [EG_X_RESIZE] = 1, [EG_X_ROUND] = 1, [EG_X_SELU] = 1,
+    [EG_X_SIGMOID] = 1, [EG_X_SIGN] = 1, [EG_X_SIN] = 1, [EG_X_SOFTMAX] = 1, [EG_X_SUB] = 1,
+    [EG_X_SUM] = 1, [EG_X_TANH] = 1, [EG_X_TILE] = 1, [EG_X_TOPK] = 1, [EG_X_TRILU] = 1,
 };
 
 /* x / b, b's range bounded away from zero. */
@@ -328,14 +333,13 @@ static int makes_nonfinite(const eg_graph *g, const eg_node *n, const eg_range *
     int first, end;
     if (eg_cfold_moved_from(n->op_type, n->n_in, &first, &end)) return 0;
     eg_range a = in_r(g, n, r, 0);
-    if (!strcmp(n->op_type, "Log")) return !(eg_range_finite(a) && a.lo > 0);
-    if (!strcmp(n->op_type, "Sqrt")) return !(eg_range_finite(a) && a.lo >= 0);
-    if (!strcmp(n->op_type, "Reciprocal")) return !nonzero(a);
-    if (!strcmp(n->op_type, "Pow")) /* x^k, k a constant whole number >= 0: a product */
+    eg_xop x = eg_xop_of(n->op_type);
+    if (x == EG_X_LOG) return !(eg_range_finite(a) && a.lo > 0);
+    if (x == EG_X_SQRT) return !(eg_range_finite(a) && a.lo >= 0);
+    if (x == EG_X_RECIPROCAL) return !nonzero(a);
+    if (x == EG_X_POW) /* x^k, k a constant whole number >= 0: a product */
         return !(b.lo == b.hi && b.lo >= 0 && b.lo == floor(b.lo));
-    for (size_t i = 0; i < sizeof keeps_finite / sizeof *keeps_finite; i++)
-        if (!strcmp(n->op_type, keeps_finite[i])) return 0;
-    return 1;
+    return x == EG_X_COUNT || !keeps_finite[x];
 }
 
 /* An initializer holding an infinity or a NaN (all exponent bits set),

@@ -11,32 +11,47 @@
 #include <string.h>
 #include <xxhash.h>
 
+/* Each model operator's ONNX operator, arity, and the opsets in which it
+ * is read as a model operator (else kept opaque): every version the
+ * attribute parsers of onnx/in_ops.c handle. An op's version in a model is
+ * the newest one at or below the model's opset, so a range of opsets is a
+ * range of versions. */
 const eg_mop_info eg_mop_table[EG_MOP_COUNT] = { /* ORDER MOP */
-    [EG_MOP_CONV] = {"Conv", 2, 3, 1},
-    [EG_MOP_MAXPOOL] = {"MaxPool", 1, 1, 1},
-    [EG_MOP_AVGPOOL] = {"AveragePool", 1, 1, 1},
-    [EG_MOP_GLOBALAVGPOOL] = {"GlobalAveragePool", 1, 1, 1},
-    [EG_MOP_GEMM] = {"Gemm", 2, 3, 1},
-    [EG_MOP_MATMUL] = {"MatMul", 2, 2, 1},
-    [EG_MOP_ADD] = {"Add", 2, 2, 1},
-    [EG_MOP_MUL] = {"Mul", 2, 2, 1},
-    [EG_MOP_DIV] = {"Div", 2, 2, 1},
-    [EG_MOP_RELU] = {"Relu", 1, 1, 1},
-    [EG_MOP_SIGMOID] = {"Sigmoid", 1, 1, 1},
-    [EG_MOP_TANH] = {"Tanh", 1, 1, 1},
-    [EG_MOP_CONCAT] = {"Concat", 1, -1, 1},
-    [EG_MOP_SPLIT] = {"Split", 1, 2, -1},
-    [EG_MOP_TRANSPOSE] = {"Transpose", 1, 1, 1},
-    [EG_MOP_RESHAPE] = {"Reshape", 2, 2, 1},
-    [EG_MOP_FLATTEN] = {"Flatten", 1, 1, 1},
-    [EG_MOP_BATCHNORM] = {"BatchNormalization", 5, 5, 1},
-    [EG_MOP_SOFTMAX] = {"Softmax", 1, 1, 1},
-    [EG_MOP_LAYERNORM] = {"LayerNormalization", 2, 3, 1},
-    [EG_MOP_IDENTITY] = {"Identity", 1, 1, 1},
-    [EG_MOP_SUM] = {"Sum", 1, -1, 1},
+    [EG_MOP_CONV] = {EG_X_CONV, 2, 3, 1, 1, EG_OPSET_MAX}, /* 1, 11, 22: same meaning */
+    [EG_MOP_MAXPOOL] = {EG_X_MAXPOOL, 1, 1, 1, 1, EG_OPSET_MAX}, /* 1, 8, 10, 11, 12, 22; ceil_mode only where it equals floor */
+    [EG_MOP_AVGPOOL] = {EG_X_AVGPOOL, 1, 1, 1, 1, EG_OPSET_MAX}, /* 1 excludes pads, as cip 0 */
+    [EG_MOP_GLOBALAVGPOOL] = {EG_X_GAVGPOOL, 1, 1, 1, 1, EG_OPSET_MAX}, /* 1, 22 */
+    [EG_MOP_GEMM] = {EG_X_GEMM, 2, 3, 1, 1, EG_OPSET_MAX}, /* < 7: legacy broadcast checked */
+    [EG_MOP_MATMUL] = {EG_X_MATMUL, 2, 2, 1, 1, EG_OPSET_MAX}, /* 1, 9, 13 */
+    [EG_MOP_ADD] = {EG_X_ADD, 2, 2, 1, 1, EG_OPSET_MAX}, /* < 7: legacy broadcast checked */
+    [EG_MOP_MUL] = {EG_X_MUL, 2, 2, 1, 1, EG_OPSET_MAX},
+    [EG_MOP_DIV] = {EG_X_DIV, 2, 2, 1, 1, EG_OPSET_MAX},
+    [EG_MOP_RELU] = {EG_X_RELU, 1, 1, 1, 1, EG_OPSET_MAX}, /* < 6: consumed_inputs ignored */
+    [EG_MOP_SIGMOID] = {EG_X_SIGMOID, 1, 1, 1, 1, EG_OPSET_MAX},
+    [EG_MOP_TANH] = {EG_X_TANH, 1, 1, 1, 1, EG_OPSET_MAX},
+    [EG_MOP_CONCAT] = {EG_X_CONCAT, 1, -1, 1, 1, EG_OPSET_MAX}, /* < 4: axis defaults to 1 */
+    [EG_MOP_SPLIT] = {EG_X_SPLIT, 1, 2, -1, 1, EG_OPSET_MAX}, /* 1: a sizes input stays opaque */
+    [EG_MOP_TRANSPOSE] = {EG_X_TRANSPOSE, 1, 1, 1, 1, EG_OPSET_MAX},
+    [EG_MOP_RESHAPE] = {EG_X_RESHAPE, 2, 2, 1, 1, EG_OPSET_MAX}, /* < 5: shape attribute */
+    [EG_MOP_FLATTEN] = {EG_X_FLATTEN, 1, 1, 1, 1, EG_OPSET_MAX},
+    [EG_MOP_BATCHNORM] = {EG_X_BATCHNORM, 5, 5, 1, 6, EG_OPSET_MAX}, /* 6: is_test = 1 only */
+    [EG_MOP_SOFTMAX] = {EG_X_SOFTMAX, 1, 1, 1, 1, EG_OPSET_MAX}, /* < 13: last axis only (infer.c) */
+    [EG_MOP_LAYERNORM] = {EG_X_LAYERNORM, 2, 3, 1, 17, EG_OPSET_MAX}, /* 17: the first version */
+    [EG_MOP_IDENTITY] = {EG_X_IDENTITY, 1, 1, 1, 1, EG_OPSET_MAX}, /* and Dropout (parse_dropout) */
+    [EG_MOP_SUM] = {EG_X_SUM, 1, -1, 1, 1, EG_OPSET_MAX}, /* < 8: equal shapes (infer.c) */
 };
 static_assert(sizeof eg_mop_table / sizeof eg_mop_table[0] == EG_MOP_COUNT,
               "eg_mop_table needs one entry per model operator");
+
+eg_mop eg_mop_of(const char *op_type, int opset) {
+    eg_xop x = eg_xop_of(op_type);
+    for (int k = 0; x != EG_X_COUNT && k < EG_MOP_COUNT; k++)
+        if (eg_mop_table[k].xop == x)
+            return opset >= eg_mop_table[k].opset_lo && opset <= eg_mop_table[k].opset_hi ? (eg_mop)k : EG_MOP_COUNT;
+    return EG_MOP_COUNT;
+}
+
+const char *eg_mop_name(eg_mop m) { return eg_xop_name[eg_mop_table[m].xop]; }
 
 static const char *const status_names[EG_STATUS_COUNT] = { /* ORDER STATUS */
     [EG_OK] = "ok",
@@ -948,7 +963,7 @@ const char *eg_kind_name(eg_kind k) {
 const char *eg_node_opname(const eg_node *n, char *buf, size_t len) {
     switch (n->kind) {
     case EG_KIND_OPS: return ops_table[n->op].name;
-    case EG_KIND_MODEL: return eg_mop_table[n->mop].onnx;
+    case EG_KIND_MODEL: return eg_mop_name(n->mop);
     case EG_KIND_OPAQUE:
         if (!eg_default_domain(n->domain))
             snprintf(buf, len, "%s:%s", n->domain, n->op_type ? n->op_type : "?");

@@ -56,6 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/onnx_op.h"
 #include "ops.h"
 
 #define EG_MAX_RANK 8
@@ -123,12 +124,20 @@ typedef enum {
 } eg_mop;
 
 typedef struct {
-    const char *onnx;   /* op_type */
+    eg_xop xop;         /* the ONNX operator it reads */
     int min_in, max_in; /* ONNX input count; max_in -1: variadic */
     int max_out;        /* -1: variadic (Split) */
+    int opset_lo, opset_hi; /* the opsets in which it is read as a model
+                               operator rather than kept opaque (graph.c) */
 } eg_mop_info;
 
 extern const eg_mop_info eg_mop_table[EG_MOP_COUNT];
+
+/* The model operator read for ONNX op_type (default domain) at opset,
+ * or EG_MOP_COUNT: none, or not at that opset. */
+eg_mop eg_mop_of(const char *op_type, int opset);
+/* The ONNX op_type of a model operator. */
+const char *eg_mop_name(eg_mop m);
 
 /* Model operator attributes, already defaulted as ONNX defines them. */
 #define EG_AF_AUTO_UPPER 1u /* auto_pad SAME_UPPER, pads not resolved yet */

@@ -58,8 +58,6 @@
 #include "ir/graph.h"
 
 #define EG_VERSION "0.1.0"
-#define EG_OPSET_MIN 1   /* default-domain opsets whose operators are understood */
-#define EG_OPSET_MAX 28  /* what onnx 1.23 writes by default */
 #define EG_IR_MAX 14     /* the IR version onnx 1.23 writes */
 #define EG_MAX_FILE ((size_t)2 << 30)   /* 2 GiB: protobuf's own limit */
 #define EG_MAX_DEPTH 64                 /* nested messages (subgraphs) */

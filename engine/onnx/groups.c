@@ -29,6 +29,15 @@ int eg_gemm_of(const eg_graph *g, const int *uses, int j) {
     return m->kind == EG_KIND_OPS && m->op == OP_MATMUL && m->in[1] != b->in[1] ? p : -1;
 }
 
+int eg_conv_bias_of(const eg_graph *g, const int *uses, int j) {
+    const eg_node *b = &g->node[j];
+    if (b->kind != EG_KIND_OPS || b->op != OP_BIAS || b->param[0] != 1 || b->in[0] < 0) return -1;
+    int t = b->in[0], p = g->tensor[t].producer;
+    if (p < 0 || uses[t] != 1 || (g->tensor[t].flags & EG_TF_OUTPUT) || b->in[1] == t) return -1;
+    const eg_node *c = &g->node[p];
+    return c->kind == EG_KIND_OPS && c->op == OP_CONV2D && c->param[2] == OPS_ACT_NONE ? p : -1;
+}
+
 int eg_concat_inside(const eg_graph *g, const int *uses, int o, int k) {
     const eg_node *n = &g->node[o];
     int t = n->in[k], p = t >= 0 ? g->tensor[t].producer : -1;

@@ -21,6 +21,12 @@ int eg_layernorm_of(const eg_graph *g, const int *uses, int j);
  * @return the matmul's node id, or -1. */
 int eg_gemm_of(const eg_graph *g, const int *uses, int j);
 
+/* The conv bias node j joins as one Conv (its bias input B): j a bias on
+ * axis 1 of the output of a conv2d without a fused activation, that only
+ * j reads (not a graph output, not j's own bias). @return the conv's node
+ * id, or -1. */
+int eg_conv_bias_of(const eg_graph *g, const int *uses, int j);
+
 /* 1 when input k of concat node o is written by a concat along the same
  * axis that only o reads (not a graph output, not pinned): the export
  * writes the two as one Concat of all the operands. */

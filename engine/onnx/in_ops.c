@@ -219,7 +219,7 @@ static int parse_reshape(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
 
 /* Inference only: spatial = 1 before opset 9, training_mode = 0, one
  * output; in opset 6 is_test = 1 (its default 0 is training). Opsets 1..5
- * (consumed_inputs required) stay opaque (mop_opsets). */
+ * (consumed_inputs required) stay opaque (eg_mop_table's opsets). */
 static int parse_batchnorm(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     static const char *const ok[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
     static const char *const ok6[] = {"epsilon", "momentum", "spatial", "is_test", NULL};
@@ -248,44 +248,6 @@ static int parse_layernorm(const Onnx__NodeProto *np, eg_attrs *a) {
 
 static int no_attrs(const Onnx__NodeProto *np) { return np->n_attribute == 0; }
 
-/* The model operator for op_type, or EG_MOP_COUNT. */
-static eg_mop mop_by_type(const char *op_type) {
-    for (int k = 0; k < EG_MOP_COUNT; k++)
-        if (strcmp(eg_mop_table[k].onnx, op_type) == 0) return (eg_mop)k;
-    return EG_MOP_COUNT;
-}
-
-/* The opsets in which each model operator is lowered (read as a model
- * operator rather than kept opaque): every version the attribute parsers
- * below handle. An op's version in a model is the newest one at or below
- * the model's opset, so a range of opsets is a range of versions.
- * ORDER MOP */
-static const struct { int lo, hi; } mop_opsets[EG_MOP_COUNT] = {
-    [EG_MOP_CONV] = {1, EG_OPSET_MAX},          /* 1, 11, 22: same meaning */
-    [EG_MOP_MAXPOOL] = {1, EG_OPSET_MAX},       /* 1, 8, 10, 11, 12, 22; ceil_mode
-                                                   only where it equals floor */
-    [EG_MOP_AVGPOOL] = {1, EG_OPSET_MAX},       /* 1 excludes pads, as cip 0 */
-    [EG_MOP_GLOBALAVGPOOL] = {1, EG_OPSET_MAX}, /* 1, 22 */
-    [EG_MOP_GEMM] = {1, EG_OPSET_MAX},          /* < 7: legacy broadcast checked */
-    [EG_MOP_MATMUL] = {1, EG_OPSET_MAX},        /* 1, 9, 13 */
-    [EG_MOP_ADD] = {1, EG_OPSET_MAX},           /* < 7: legacy broadcast checked */
-    [EG_MOP_MUL] = {1, EG_OPSET_MAX},
-    [EG_MOP_DIV] = {1, EG_OPSET_MAX},
-    [EG_MOP_RELU] = {1, EG_OPSET_MAX},          /* < 6: consumed_inputs ignored */
-    [EG_MOP_SIGMOID] = {1, EG_OPSET_MAX},
-    [EG_MOP_TANH] = {1, EG_OPSET_MAX},
-    [EG_MOP_CONCAT] = {1, EG_OPSET_MAX},        /* < 4: axis defaults to 1 */
-    [EG_MOP_SPLIT] = {1, EG_OPSET_MAX},         /* 1: a sizes input stays opaque */
-    [EG_MOP_TRANSPOSE] = {1, EG_OPSET_MAX},
-    [EG_MOP_RESHAPE] = {1, EG_OPSET_MAX},       /* < 5: shape attribute */
-    [EG_MOP_FLATTEN] = {1, EG_OPSET_MAX},
-    [EG_MOP_BATCHNORM] = {6, EG_OPSET_MAX},     /* 6: is_test = 1 only */
-    [EG_MOP_SOFTMAX] = {1, EG_OPSET_MAX},       /* < 13: last axis only (infer.c) */
-    [EG_MOP_LAYERNORM] = {17, EG_OPSET_MAX},    /* 17: the first version */
-    [EG_MOP_IDENTITY] = {1, EG_OPSET_MAX},      /* and Dropout (parse_dropout) */
-    [EG_MOP_SUM] = {1, EG_OPSET_MAX},           /* < 8: equal shapes (infer.c) */
-};
-_Static_assert(sizeof mop_opsets / sizeof mop_opsets[0] == EG_MOP_COUNT, "mop_opsets: ORDER MOP");
 
 static int parse_attrs(const Onnx__NodeProto *np, int opset, eg_mop mop, eg_attrs *a) {
     switch (mop) {
@@ -333,7 +295,7 @@ static eg_mop parse_dropout(const Onnx__NodeProto *np, int opset) {
     static const char *const ok12[] = {"seed", NULL};
     int64_t is_test;
     float ratio;
-    if (opset < mop_opsets[EG_MOP_IDENTITY].lo || opset > mop_opsets[EG_MOP_IDENTITY].hi ||
+    if (opset < eg_mop_table[EG_MOP_IDENTITY].opset_lo || opset > eg_mop_table[EG_MOP_IDENTITY].opset_hi ||
         np->n_input < 1 || np->n_input > (opset < 12 ? 1u : 3u) || np->n_output < 1 ||
         np->n_output > 2 || !np->input[0] || !np->input[0][0] || !np->output[0] || !np->output[0][0])
         return EG_MOP_COUNT;
@@ -347,15 +309,14 @@ static eg_mop parse_dropout(const Onnx__NodeProto *np, int opset) {
 
 /* Which model operator np is, with its attributes; EG_MOP_COUNT when it
  * must stay opaque (unknown op, other domain, an operator version outside
- * mop_opsets, attributes or arity outside what the model operator covers). */
+ * eg_mop_table's opsets, attributes or arity outside what the model operator covers). */
 eg_mop ei_classify(const Onnx__NodeProto *np, int opset, eg_attrs *a) {
     int min_in, max_in;
     memset(a, 0, sizeof *a);
     if (!eg_default_domain(np->domain) || !np->op_type) return EG_MOP_COUNT;
-    if (strcmp(np->op_type, "Dropout") == 0) return parse_dropout(np, opset);
-    eg_mop mop = mop_by_type(np->op_type);
-    if (mop == EG_MOP_COUNT || opset < mop_opsets[mop].lo || opset > mop_opsets[mop].hi)
-        return EG_MOP_COUNT;
+    if (eg_xop_of(np->op_type) == EG_X_DROPOUT) return parse_dropout(np, opset);
+    eg_mop mop = eg_mop_of(np->op_type, opset);
+    if (mop == EG_MOP_COUNT) return EG_MOP_COUNT;
     const eg_mop_info *info = &eg_mop_table[mop];
     arity(mop, opset, &min_in, &max_in);
     if (np->n_input < (size_t)min_in || (max_in >= 0 && np->n_input > (size_t)max_in))

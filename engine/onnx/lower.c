@@ -460,8 +460,9 @@ static void lower_map(eg_graph *g, eg_node *n) {
     if (!n->op_type || !eg_default_domain(n->domain) ||
         n->n_in < 1 || n->n_out != 1 || n->n_implicit || g->opset > EG_OPSET_MAX)
         return;
+    eg_xop x = eg_xop_of(n->op_type);
     for (int m = 0; m < EG_MOP_COUNT; m++) /* a model op left opaque stays so */
-        if (strcmp(eg_mop_table[m].onnx, n->op_type) == 0) return;
+        if (eg_mop_table[m].xop == x) return;
     for (int op = 0; op < OP_COUNT; op++) {
         const ops_info *o = &ops_table[op];
         if (o->form != OPS_FORM_MAP || strcmp(o->onnx, n->op_type) != 0 ||
@@ -587,8 +588,8 @@ static eg_status lower_layernorm(eg_graph *g, int j, int *appended) {
     return EG_OK;
 }
 
-static int opaque_is(const eg_node *n, const char *op_type, int n_in) {
-    return n->kind == EG_KIND_OPAQUE && n->op_type && !strcmp(n->op_type, op_type) &&
+static int opaque_is(const eg_node *n, eg_xop op, int n_in) {
+    return n->kind == EG_KIND_OPAQUE && eg_xop_of(n->op_type) == op &&
            eg_default_domain(n->domain) && n->n_in == n_in &&
            n->n_out == 1 && !n->n_implicit;
 }
@@ -597,12 +598,12 @@ static int opaque_is(const eg_node *n, const char *op_type, int n_in) {
  * IsNaN node is marked in drop and the zero constant absorbed. */
 static void lower_nanzero(eg_graph *g, eg_node *n, const uses_t *uses, unsigned char *drop) {
     static const int32_t p[OPS_MAX_PARAMS] = {0};
-    if (!drop || !opaque_is(n, "Where", 3) || n->in[0] < 0 || n->in[1] < 0 || n->in[2] < 0 || n->out[0] < 0 ||
+    if (!drop || !opaque_is(n, EG_X_WHERE, 3) || n->in[0] < 0 || n->in[1] < 0 || n->in[2] < 0 || n->out[0] < 0 ||
         n->in[0] >= uses->n || n->in[1] >= uses->n)
         return;
     int c = n->in[0], zero = n->in[1], x = n->in[2], isnan_j = g->tensor[c].producer;
     const eg_tensor *z = &g->tensor[zero];
-    if (isnan_j < 0 || !opaque_is(&g->node[isnan_j], "IsNaN", 1) || g->node[isnan_j].in[0] != x ||
+    if (isnan_j < 0 || !opaque_is(&g->node[isnan_j], EG_X_ISNAN, 1) || g->node[isnan_j].in[0] != x ||
         uses->of[c] != 1 || (g->tensor[c].flags & (EG_TF_OUTPUT | EG_TF_PINNED)) ||
         !(z->flags & EG_TF_INIT) || !z->data || eg_shape_numel(&z->shape) != 1 || z->data[0] != 0.0f ||
         signbit(z->data[0]) || !ops_fits(g, OP_NANZERO, p, &x, n->out[0]))
@@ -621,7 +622,7 @@ static void lower_reduce_mean(eg_graph *g, eg_node *n, const uses_t *uses) {
     static const char *const names[N_ATTRS] = {"axes", "keepdims", "noop_with_empty_axes"};
     int64_t v[N_ATTRS * MAX], ax[MAX];
     int nv[N_ATTRS], n_ax;
-    if (!opaque_is(n, "ReduceMean", g->opset >= 18 ? 2 : 1) || n->in[0] < 0 || n->out[0] < 0 ||
+    if (!opaque_is(n, EG_X_REDMEAN, g->opset >= 18 ? 2 : 1) || n->in[0] < 0 || n->out[0] < 0 ||
         eg_opaque_int_attrs(n, names, N_ATTRS, v, nv, MAX) || (nv[KEEPDIMS] == 1 && v[KEEPDIMS * MAX] != 1) ||
         (nv[NOOP] == 1 && v[NOOP * MAX] != 0))
         return;

@@ -479,7 +479,7 @@ static eg_status check_vinfo(const ictx *c, const eg_node *n) {
         const eg_shape *got = &c->g->tensor[t].shape, *file = &c->vshape[t];
         if (file->rank != -2 && ei_shapes_conflict(got, file))
             return ei_fail(c, EG_ESHAPE, "node '%s' (%s): output '%s' has shape %s but the file's "
-                           "value_info says %s", n->name, eg_mop_table[n->mop].onnx,
+                           "value_info says %s", n->name, eg_mop_name(n->mop),
                            c->g->tensor[t].name, eg_shape_str(got, NULL, a, sizeof a),
                            eg_shape_str(file, NULL, b, sizeof b));
     }
@@ -609,7 +609,7 @@ static eg_status finish_dropouts(ictx *c) {
     eg_count_uses(g, uses);
     for (int j = 0; j < g->n_nodes; j++) {
         eg_node *n = &g->node[j];
-        if (n->kind != EG_KIND_MODEL || !n->op_type || strcmp(n->op_type, "Dropout")) continue;
+        if (n->kind != EG_KIND_MODEL || eg_xop_of(n->op_type) != EG_X_DROPOUT) continue;
         const eg_tensor *tm = n->n_in > 2 && n->in[2] >= 0 ? &g->tensor[n->in[2]] : NULL;
         int mask = n->n_out > 1 ? n->out[1] : -1;
         if ((tm && (!(tm->flags & EG_TF_INIT) || (tm->flags & EG_TF_INPUT) || tm->dtype != EG_DT_BOOL ||

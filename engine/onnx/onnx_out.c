@@ -120,7 +120,7 @@ static eg_status emit_model(octx *c, int j) {
     nbuild b;
     int n_in = n->n_in;
     while (n_in > 0 && n->in[n_in - 1] < 0) n_in--; /* trailing omitted inputs */
-    eg_status rc = eo_nb_init(&b, eg_mop_table[n->mop].onnx, n_in + 1, n->n_out);
+    eg_status rc = eo_nb_init(&b, eg_mop_name(n->mop), n_in + 1, n->n_out);
     if (rc == EG_OK) {
         for (int k = 0; k < n_in; k++) eo_nb_in(&b, eo_tname(c, n->in[k]));
         for (int k = 0; k < n->n_out; k++) eo_nb_out(&b, eo_tname(c, n->out[k]));

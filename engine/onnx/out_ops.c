@@ -25,7 +25,7 @@ static eg_status emit_conv2d(octx *c, const eg_node *n, const eg_node *bias) {
     nbuild b;
     const eg_shape *w = &c->g->tensor[n->in[1]].shape;
     const char *y = eo_tname(c, (bias ? bias : n)->out[0]);
-    eg_status rc = eo_nb_init(&b, "Conv", 3, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_CONV], 3, 1);
     if (rc == EG_OK && n->param[2] == OPS_ACT_RELU && !(y = eo_nb_own(&b, eo_fresh_name(c, y, "conv"))))
         rc = EG_ENOMEM;
     if (rc == EG_OK) {
@@ -36,7 +36,7 @@ static eg_status emit_conv2d(octx *c, const eg_node *n, const eg_node *bias) {
         rc = eo_nb_emit(c, &b, n->name);
     }
     nbuild r;
-    if (rc == EG_OK && n->param[2] == OPS_ACT_RELU && (rc = eo_nb_init(&r, "Relu", 1, 1)) == EG_OK) {
+    if (rc == EG_OK && n->param[2] == OPS_ACT_RELU && (rc = eo_nb_init(&r, eg_xop_name[EG_X_RELU], 1, 1)) == EG_OK) {
         eo_nb_in(&r, y), eo_nb_out(&r, eo_tname(c, n->out[0]));
         rc = eo_nb_emit(c, &r, n->name);
         eo_nb_free(&r);
@@ -49,7 +49,7 @@ static eg_status emit_conv2d(octx *c, const eg_node *n, const eg_node *bias) {
  * attribute "paddings" (Pad-1), "pads" (2..10), an input (11 on). */
 static eg_status emit_pad(octx *c, const char *x, const char *y, const int64_t *pads, const char *name) {
     nbuild b;
-    eg_status rc = eo_nb_init(&b, "Pad", 2, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_PAD], 2, 1);
     if (rc == EG_OK) {
         eo_nb_in(&b, x), eo_nb_out(&b, y);
         if (c->g->opset < 11) eo_nb_ints(&b, c->g->opset < 2 ? "paddings" : "pads", pads, 8);
@@ -75,7 +75,7 @@ static int global_pool(const octx *c, const eg_node *n) {
 static eg_status emit_pool(octx *c, const eg_node *n) {
     nbuild b;
     if (global_pool(c, n)) {
-        eg_status rc = eo_nb_init(&b, "GlobalAveragePool", 1, 1);
+        eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_GAVGPOOL], 1, 1);
         if (rc != EG_OK) return rc;
         eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_out(&b, eo_tname(c, n->out[0]));
         rc = eo_nb_emit(c, &b, n->name);
@@ -88,7 +88,7 @@ static eg_status emit_pool(octx *c, const eg_node *n) {
     int64_t pads[8] = {0, 0, ph, pw, 0, 0, ph, pw};
     int pre_pad = n->op == OP_AVGPOOL && pad == OPS_PAD_SAME && c->g->opset < 7 && (kh > 1 || kw > 1);
     const char *x = eo_tname(c, n->in[0]);
-    eg_status rc = eo_nb_init(&b, n->op == OP_AVGPOOL ? "AveragePool" : "MaxPool", 1, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[n->op == OP_AVGPOOL ? EG_X_AVGPOOL : EG_X_MAXPOOL], 1, 1);
     if (rc == EG_OK && pre_pad && !(x = eo_nb_own(&b, eo_fresh_name(c, eo_tname(c, n->out[0]), "pad"))))
         rc = EG_ENOMEM;
     if (rc == EG_OK && pre_pad && !(c->pad_name[n - c->g->node] = strdup(x))) rc = EG_ENOMEM;
@@ -197,7 +197,7 @@ static eg_status emit_plain(octx *c, const eg_node *n, const char *op_type, cons
         for (int k = 0; k < n->n_in; k++) eo_nb_in(&b, eo_tname(c, n->in[k]));
         eo_nb_out(&b, eo_tname(c, n->out[0]));
         if (attr) eo_nb_int(&b, attr, v);
-        if (c->g->opset < 7 && (!strcmp(op_type, "Add") || !strcmp(op_type, "Mul")))
+        if (c->g->opset < 7 && (eg_xop_of(op_type) == EG_X_ADD || eg_xop_of(op_type) == EG_X_MUL))
             rc = eo_legacy_broadcast(c, n, &b);
         if (rc == EG_OK) rc = eo_nb_emit(c, &b, n->name);
     }
@@ -213,7 +213,7 @@ static eg_status emit_nanzero(octx *c, const eg_node *n) {
     static const eg_shape scalar = {0, {0}};
     const char *x = eo_tname(c, n->in[0]), *y = eo_tname(c, n->out[0]);
     nbuild b, w;
-    eg_status rc = eo_nb_init(&b, "IsNaN", 1, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_ISNAN], 1, 1);
     if (rc != EG_OK) return rc;
     const char *isnan = eo_nb_own(&b, eo_fresh_name(c, y, "isnan"));
     if (!isnan) rc = EG_ENOMEM;
@@ -226,7 +226,7 @@ static eg_status emit_nanzero(octx *c, const eg_node *n) {
         rc = name ? eo_nb_emit(c, &b, name) : EG_ENOMEM;
         free(name);
     }
-    if (rc == EG_OK && (rc = eo_nb_init(&w, "Where", 3, 1)) == EG_OK) {
+    if (rc == EG_OK && (rc = eo_nb_init(&w, eg_xop_name[EG_X_WHERE], 3, 1)) == EG_OK) {
         eo_nb_in(&w, isnan);
         if (!eo_nb_in_owned(&w, eo_put_fill(c, y, "zero", 0.0f, &scalar))) rc = EG_ENOMEM;
         eo_nb_in(&w, x), eo_nb_out(&w, y);
@@ -267,7 +267,7 @@ static eg_status emit_transpose(octx *c, const eg_node *n) {
     if (c->unit_moved[n->in[0]]) /* its input's axes 0 and 1 are swapped */
         for (int a = 0; a < r; a++) perm[a] = perm[a] < 2 ? 1 - perm[a] : perm[a];
     nbuild b;
-    eg_status rc = eo_nb_init(&b, "Transpose", 1, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1);
     if (rc == EG_OK) {
         eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_out(&b, eo_tname(c, n->out[0]));
         eo_nb_ints(&b, "perm", perm, r);
@@ -282,7 +282,7 @@ static eg_status emit_split_pair(octx *c, const eg_node *s0, const eg_node *s1) 
     nbuild b;
     int64_t d = c->g->tensor[s0->in[0]].shape.dim[s0->param[0]];
     int64_t sizes[2] = {s0->param[1], d - s0->param[1]};
-    eg_status rc = eo_nb_init(&b, "Split", 2, 2);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_SPLIT], 2, 2);
     if (rc == EG_OK) {
         eo_nb_in(&b, eo_tname(c, s0->in[0]));
         eo_nb_out(&b, eo_tname(c, s0->out[0])), eo_nb_out(&b, eo_tname(c, s1->out[0]));
@@ -302,7 +302,7 @@ static eg_status emit_slice(octx *c, const eg_node *n) {
     int64_t d = c->g->tensor[n->in[0]].shape.dim[axis];
     int64_t start = n->op == OP_SPLIT0 ? 0 : size, end = n->op == OP_SPLIT0 ? size : d;
     const char *y = eo_tname(c, n->out[0]);
-    eg_status rc = eo_nb_init(&b, "Slice", 4, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_SLICE], 4, 1);
     if (rc == EG_OK) {
         eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_out(&b, y);
         if (c->g->opset < 10) {
@@ -321,7 +321,7 @@ static eg_status emit_slice(octx *c, const eg_node *n) {
  * opset 5, then an int64 input). */
 static eg_status reshape_to(octx *c, const char *x, const char *y, const eg_shape *s, const char *name) {
     nbuild b;
-    eg_status rc = eo_nb_init(&b, "Reshape", 2, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_RESHAPE], 2, 1);
     if (rc == EG_OK) {
         eo_nb_in(&b, x), eo_nb_out(&b, y);
         if (c->g->opset < 5) eo_nb_ints(&b, "shape", s->dim, s->rank);
@@ -359,12 +359,12 @@ static eg_status emit_kmul(octx *c, const eg_node *n) {
         const char *from = step == 0 ? eo_tname(c, n->in[1]) : step == 1 ? t1 : t2;
         const char *to = step == 0 ? t1 : step == 1 ? t2 : y;
         if (step == 1) { /* Conv(w', v) */
-            if ((rc = eo_nb_init(&b, "Conv", 2, 1)) != EG_OK) break;
+            if ((rc = eo_nb_init(&b, eg_xop_name[EG_X_CONV], 2, 1)) != EG_OK) break;
             eo_nb_in(&b, from), eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_out(&b, to);
             rc = eo_nb_emit(c, &b, to);
             eo_nb_free(&b);
         } else if (w->rank == 4) { /* Transpose of the first two axes */
-            if ((rc = eo_nb_init(&b, "Transpose", 1, 1)) != EG_OK) break;
+            if ((rc = eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1)) != EG_OK) break;
             eo_nb_in(&b, from), eo_nb_out(&b, to), eo_nb_ints(&b, "perm", swap01, 4);
             rc = eo_nb_emit(c, &b, step ? n->name : to);
             eo_nb_free(&b);
@@ -425,7 +425,7 @@ static eg_status emit_constant(octx *c, const eg_node *n) {
 static eg_status emit_batchnorm(octx *c, const eg_node *s, const eg_node *b) {
     const eg_shape *vs = &c->g->tensor[s->in[1]].shape;
     nbuild nb;
-    eg_status rc = eo_nb_init(&nb, "BatchNormalization", 5, 1);
+    eg_status rc = eo_nb_init(&nb, eg_xop_name[EG_X_BATCHNORM], 5, 1);
     if (rc != EG_OK) return rc;
     eo_nb_in(&nb, eo_tname(c, s->in[0])), eo_nb_in(&nb, eo_tname(c, s->in[1])), eo_nb_in(&nb, eo_tname(c, b->in[1]));
     if (!eo_nb_in_owned(&nb, eo_put_fill(c, eo_tname(c, b->out[0]), "mean", 0.0f, vs)) ||
@@ -447,7 +447,7 @@ static eg_status emit_gemm(octx *c, const eg_node *m, const eg_node *b) {
         c->fuse[t] == (int)(b - g->node))
         w = g->node[t].in[0], trans = 1;
     nbuild nb;
-    eg_status rc = eo_nb_init(&nb, "Gemm", 3, 1);
+    eg_status rc = eo_nb_init(&nb, eg_xop_name[EG_X_GEMM], 3, 1);
     if (rc != EG_OK) return rc;
     eo_nb_in(&nb, eo_tname(c, m->in[0])), eo_nb_in(&nb, eo_tname(c, w)), eo_nb_in(&nb, eo_tname(c, b->in[1]));
     eo_nb_out(&nb, eo_tname(c, b->out[0]));
@@ -485,7 +485,7 @@ static eg_status emit_channel(octx *c, int j) {
     for (int k = 1; k <= trail; k++) shape[k] = 1;
     nbuild r, b;
     char *vr = eo_fresh_name(c, v->name, "bcast");
-    eg_status rc = vr ? eo_nb_init(&r, "Reshape", 2, 1) : EG_ENOMEM;
+    eg_status rc = vr ? eo_nb_init(&r, eg_xop_name[EG_X_RESHAPE], 2, 1) : EG_ENOMEM;
     if (rc != EG_OK) return free(vr), rc;
     eo_nb_in(&r, v->name), eo_nb_out(&r, eo_nb_own(&r, vr));
     if (c->g->opset < 5) eo_nb_ints(&r, "shape", shape, trail + 1);
@@ -545,7 +545,7 @@ static eg_status emit_perm(octx *c, const char *x, char **y, const char *tag, co
                            const char *node) {
     nbuild b;
     *y = eo_fresh_name(c, x, tag);
-    eg_status rc = *y ? eo_nb_init(&b, "Transpose", 1, 1) : EG_ENOMEM;
+    eg_status rc = *y ? eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1) : EG_ENOMEM;
     if (rc != EG_OK) return rc;
     eo_nb_in(&b, x), eo_nb_out(&b, *y), eo_nb_ints(&b, "perm", perm, rank);
     rc = eo_nb_emit(c, &b, node);
@@ -572,7 +572,7 @@ static eg_status start_moved(octx *c, const eg_node *n, const eg_node *last, cha
 
 static eg_status finish_moved(octx *c, const eg_node *n, const eg_node *last, const char *y, const int64_t *inv) {
     nbuild b;
-    eg_status rc = eo_nb_init(&b, "Transpose", 1, 1);
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1);
     if (rc != EG_OK) return rc;
     eo_nb_in(&b, y), eo_nb_out(&b, eo_tname(c, last->out[0]));
     eo_nb_ints(&b, "perm", inv, c->g->tensor[n->in[0]].shape.rank);
@@ -586,12 +586,12 @@ static eg_status finish_moved(octx *c, const eg_node *n, const eg_node *last, co
  * and back. */
 static eg_status emit_softmax(octx *c, const eg_node *n) {
     const eg_shape *xs = &c->g->tensor[n->in[0]].shape;
-    if (c->g->opset >= 13 || !rows_differ(xs, n->param[0])) return emit_plain(c, n, "Softmax", "axis", n->param[0]);
+    if (c->g->opset >= 13 || !rows_differ(xs, n->param[0])) return emit_plain(c, n, eg_xop_name[EG_X_SOFTMAX], "axis", n->param[0]);
     int64_t perm[EG_MAX_RANK], inv[EG_MAX_RANK];
     char *x = NULL, *y = NULL;
     nbuild b;
     eg_status rc = start_moved(c, n, n, &x, &y, perm, inv);
-    if (rc == EG_OK && (rc = eo_nb_init(&b, "Softmax", 1, 1)) == EG_OK) {
+    if (rc == EG_OK && (rc = eo_nb_init(&b, eg_xop_name[EG_X_SOFTMAX], 1, 1)) == EG_OK) {
         eo_nb_in(&b, x), eo_nb_out(&b, y), eo_nb_int(&b, "axis", xs->rank - 1);
         rc = eo_nb_emit(c, &b, n->name);
         eo_nb_free(&b);
@@ -629,7 +629,7 @@ static eg_status emit_layernorm(octx *c, int j) {
         if (!x || !y) rc = EG_ENOMEM;
     }
     nbuild nb;
-    if (rc == EG_OK) rc = eo_nb_init(&nb, "LayerNormalization", 3, 1);
+    if (rc == EG_OK) rc = eo_nb_init(&nb, eg_xop_name[EG_X_LAYERNORM], 3, 1);
     if (rc != EG_OK) {
         free(x), free(y);
         return rc;
@@ -670,10 +670,7 @@ eg_status eo_plan_channels(octx *c) {
         if (b->kind != EG_KIND_OPS || ops_table[b->op].form != OPS_FORM_CHANNEL) continue;
         int t = b->in[0], p = g->tensor[t].producer, trail = g->tensor[t].shape.rank - 1 - b->param[0];
         if (c->fuse[j] >= 0) trail = 0; /* a BatchNormalization's [C] */
-        if (b->op == OP_BIAS && b->param[0] == 1 && p >= 0 && c->fuse[p] < 0 && c->fuse[j] < 0 &&
-            g->node[p].kind == EG_KIND_OPS && g->node[p].op == OP_CONV2D &&
-            g->node[p].param[2] == OPS_ACT_NONE && c->uses[t] == 1 &&
-            !(g->tensor[t].flags & EG_TF_OUTPUT) && b->in[1] != t)
+        if (c->fuse[j] < 0 && p >= 0 && eg_conv_bias_of(g, c->uses, j) == p && c->fuse[p] < 0)
             c->fuse[p] = j, c->fuse[j] = p, trail = 0;
         int v = b->in[1];
         if (g->opset < 7) trail = 0; /* emit_channel's legacy form reads [d] */
@@ -786,7 +783,7 @@ static eg_status emit_concat(octx *c, int j) {
         }
     }
     nbuild b;
-    if (rc == EG_OK && (rc = eo_nb_init(&b, "Concat", n_leaves, 1)) == EG_OK) {
+    if (rc == EG_OK && (rc = eo_nb_init(&b, eg_xop_name[EG_X_CONCAT], n_leaves, 1)) == EG_OK) {
         for (int k = 0; k < n_leaves; k++) eo_nb_in(&b, names[k]);
         eo_nb_out(&b, eo_tname(c, n->out[0]));
         eo_nb_int(&b, "axis", n->param[0]);

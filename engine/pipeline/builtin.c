@@ -173,15 +173,16 @@ static int noop_input(const eg_graph *g, const eg_node *n) {
     int k = -1;
     for (int i = 1; i < n->n_in; i++) /* a feed could replace a graph input's default */
         if (n->in[i] >= 0 && (g->tensor[n->in[i]].flags & EG_TF_INPUT)) return -1;
-    if (!strcmp(n->op_type, "Cast") || !strcmp(n->op_type, "Expand")) return n->in[0];
-    if (!strcmp(n->op_type, "Pad")) { /* opset >= 11: pads is an input */
+    eg_xop op = eg_xop_of(n->op_type);
+    if (op == EG_X_CAST || op == EG_X_EXPAND) return n->in[0];
+    if (op == EG_X_PAD) { /* opset >= 11: pads is an input */
         if (n->n_in < 2 || n->in[1] < 0 || (k = eg_const_ints(&g->tensor[n->in[1]], v, 2 * EG_MAX_RANK)) < 0)
             return -1;
         for (int i = 0; i < k; i++)
             if (v[i]) return -1;
         return n->in[0];
     }
-    if (!strcmp(n->op_type, "Slice")) { /* the same shape, forward: all of it */
+    if (op == EG_X_SLICE) { /* the same shape, forward: all of it */
         if (n->n_in >= 5 && n->in[4] >= 0 && (k = eg_const_ints(&g->tensor[n->in[4]], v, EG_MAX_RANK)) < 0)
             return -1;
         for (int i = 0; i < k; i++)

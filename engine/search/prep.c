@@ -129,8 +129,11 @@ void eg_verdicts_free(eg_verdict *v, size_t n) {
 
 /* ---- phase: match ---- */
 
-eg_status eg_matches_joined(const eg_match *ml, size_t n_ml, const eg_match *cyc, size_t n_cyc, int all,
-                            eg_match **joined, const eg_match **pm, size_t *n) {
+/* The matches a child is matched from (eg_rematch): ml, and cyc after
+ * them (copied into *joined, which the caller frees) when all; *pm, *n
+ * the list. @return EG_OK or EG_ENOMEM. */
+static eg_status matches_joined(const eg_match *ml, size_t n_ml, const eg_match *cyc, size_t n_cyc, int all,
+                                eg_match **joined, const eg_match **pm, size_t *n) {
     *joined = NULL, *pm = ml, *n = n_ml;
     if (!all || !n_cyc) return EG_OK;
     if (!(*joined = malloc(sizeof **joined * (n_ml + n_cyc)))) return EG_ENOMEM;
@@ -138,6 +141,30 @@ eg_status eg_matches_joined(const eg_match *ml, size_t n_ml, const eg_match *cyc
     memcpy(*joined + n_ml, cyc, sizeof **joined * n_cyc);
     *pm = *joined, *n = n_ml + n_cyc;
     return EG_OK;
+}
+
+eg_status eg_match_child(const eg_ruleset *rs, const eg_graph *g, const eg_graph *pg, const eg_match *pml,
+                         size_t n_pml, const eg_match *pcyc, size_t n_pcyc, int with_cyc,
+                         unsigned char *touched, eg_match_list *L) {
+    unsigned char *wo = malloc((size_t)(g->n_nodes ? g->n_nodes : 1));
+    *L = (eg_match_list){.rs = rs, .g = g, .weight_only = wo};
+    if (!wo) return EG_ENOMEM;
+    eg_mark_weight_only(g, wo);
+    eg_status rc;
+    if (!pg || !pml) {
+        rc = eg_match_all(rs, g, eg_match_list_collect, L);
+    } else {
+        eg_match *joined;
+        const eg_match *pm;
+        size_t n_pm;
+        rc = matches_joined(pml, n_pml, pcyc, n_pcyc, with_cyc, &joined, &pm, &n_pm);
+        if (rc == EG_OK) rc = eg_rematch(rs, pg, pm, n_pm, g, touched, eg_match_list_add, L);
+        free(joined);
+    }
+    if (rc == EG_OK && L->oom) rc = EG_ENOMEM;
+    free(wo);
+    L->weight_only = NULL;
+    return rc;
 }
 
 /* The state, made of its parent by a rewrite that keeps paths, refuses
@@ -180,34 +207,15 @@ static eg_status carry_cycles(eg_prep *P) {
  * parent's cyc are carried over; after another, they are matched again,
  * to be judged anew. */
 static eg_status match_graph(eg_prep *P) {
-    const eg_graph *g = P->g;
-    unsigned char *wo = malloc((size_t)(g->n_nodes ? g->n_nodes : 1));
-    P->touched = calloc((size_t)g->n_nodes + 1, 1);
-    if (!wo || !P->touched) {
-        free(wo);
-        return EG_ENOMEM;
-    }
-    eg_mark_weight_only(g, wo);
-    P->L = (eg_match_list){.rs = P->rs, .g = g, .weight_only = wo};
-    eg_status rc;
-    if (!P->pg || !P->pml) {
-        rc = eg_match_all(P->rs, g, eg_match_list_collect, &P->L);
-    } else {
-        int keeps = P->keeps_paths, joined_in = !keeps && P->pn_cyc;
-        eg_match *joined;
-        const eg_match *pm;
-        size_t n_pm;
-        rc = eg_matches_joined(P->pml, P->pn_ml, P->pcyc, P->pn_cyc, !keeps, &joined, &pm, &n_pm);
-        if (rc == EG_OK) rc = eg_rematch(P->rs, P->pg, pm, n_pm, g, P->touched, eg_match_list_add, &P->L);
-        free(joined);
-        if (rc == EG_OK && keeps) rc = carry_cycles(P);
-        /* one of the parent's cyc has no judgment in its jl to inherit */
-        for (size_t k = 0; rc == EG_OK && joined_in && k < P->L.n; k++)
-            if (P->L.from[k] != EG_REMATCH_NEW && P->L.from[k] >= P->pn_ml) P->L.from[k] = EG_REMATCH_NEW;
-    }
-    if (rc == EG_OK && P->L.oom) rc = EG_ENOMEM;
-    free(wo);
-    P->L.weight_only = NULL;
+    P->touched = calloc((size_t)P->g->n_nodes + 1, 1);
+    if (!P->touched) return EG_ENOMEM;
+    int keeps = P->keeps_paths, joined_in = !keeps && P->pn_cyc && P->pg && P->pml;
+    eg_status rc = eg_match_child(P->rs, P->g, P->pg, P->pml, P->pn_ml, P->pcyc, P->pn_cyc, !keeps, P->touched,
+                                  &P->L);
+    if (rc == EG_OK && keeps && P->pg && P->pml) rc = carry_cycles(P);
+    /* one of the parent's cyc has no judgment in its jl to inherit */
+    for (size_t k = 0; rc == EG_OK && joined_in && k < P->L.n; k++)
+        if (P->L.from[k] != EG_REMATCH_NEW && P->L.from[k] >= P->pn_ml) P->L.from[k] = EG_REMATCH_NEW;
     return rc;
 }
 

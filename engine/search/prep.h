@@ -90,11 +90,16 @@ eg_status eg_build_child(const eg_ruleset *rs, eg_cost *c, const eg_graph *pg, c
                          const double *pnc, const eg_match *m, eg_graph **g, double **nc, uint64_t **tok,
                          double *cost);
 
-/* The matches a child is matched from (eg_rematch): ml, and cyc after
- * them (copied into *joined, which the caller frees) when all; *pm, *n
- * the list. @return EG_OK or EG_ENOMEM. */
-eg_status eg_matches_joined(const eg_match *ml, size_t n_ml, const eg_match *cyc, size_t n_cyc, int all,
-                            eg_match **joined, const eg_match **pm, size_t *n);
+/* Every match of the rules in g, into *L (the caller frees L->m and
+ * L->from), matches binding only weight-only nodes left out: from the
+ * matches of g's parent pg when at hand (pml; the parent's cyc after them
+ * when with_cyc; eg_rematch, which fills touched when not NULL), else all
+ * anew (pg or pml NULL). The one matching of a child in the search, used
+ * for a state's expansion (prep.c) and for a state built to be looked
+ * past (search.c). @return EG_OK or EG_ENOMEM. */
+eg_status eg_match_child(const eg_ruleset *rs, const eg_graph *g, const eg_graph *pg, const eg_match *pml,
+                         size_t n_pml, const eg_match *pcyc, size_t n_pcyc, int with_cyc,
+                         unsigned char *touched, eg_match_list *L);
 
 /* Judge every match of L in J->g into v[k] (zeroed by the caller), and
  * into jl[k] when jl is not NULL. A match the parent judged and whose

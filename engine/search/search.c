@@ -596,22 +596,12 @@ static eg_status derive_matches(run *R, int64_t i) {
     eg_status rc = derive_matches(R, st->parent);
     const state *p = &S->s[st->parent];
     if (rc != EG_OK || !p->ml) return rc;
-    unsigned char *wo = malloc((size_t)(st->g->n_nodes ? st->g->n_nodes : 1));
-    eg_match_list L = {.rs = R->rs, .g = st->g, .weight_only = wo};
-    if (!wo) return EG_ENOMEM;
-    eg_mark_weight_only(st->g, wo);
-    eg_match *joined;
-    const eg_match *pm;
-    size_t n_pm;
+    eg_match_list L;
     /* st has no cyc: all of them */
-    rc = eg_matches_joined(p->ml, p->n_ml, p->cyc, p->n_cyc, 1, &joined, &pm, &n_pm);
-    if (rc == EG_OK) rc = eg_rematch(R->rs, p->g, pm, n_pm, st->g, NULL, eg_match_list_add, &L);
-    free(joined);
-    if (rc == EG_OK && L.oom) rc = EG_ENOMEM;
+    rc = eg_match_child(R->rs, st->g, p->g, p->ml, p->n_ml, p->cyc, p->n_cyc, 1, NULL, &L);
     if (rc == EG_OK) st->ml = L.m, st->n_ml = L.n;
     else free(L.m);
     free(L.from);
-    free(wo);
     return rc;
 }
 

@@ -96,26 +96,26 @@ static int mod_int(int dt, int fmod_c, uint64_t x, uint64_t y, int64_t *r) {
 
 /* Elementwise binary ops (fmod: Mod's attribute). @return 0, or -1 when
  * not foldable here. */
-static int f_bin(xop op, int fmod_c, const cval *a, const cval *b, cval *o) {
+static int f_bin(eg_xop op, int fmod_c, const cval *a, const cval *b, cval *o) {
     if (o->n && (!a->n || !b->n)) return -1; /* an absent operand has no cells to give */
-    if (op == X_MOD && o->isf && !fmod_c) return -1; /* not valid ONNX: left to the runtime */
+    if (op == EG_X_MOD && o->isf && !fmod_c) return -1; /* not valid ONNX: left to the runtime */
     for (int64_t k = 0; k < o->n; k++) {
         int64_t ia = boff(&a->s, &o->s, k), ib = boff(&b->s, &o->s, k);
         if (o->isf) {
             double x = cf_cv_get(a, ia), y = cf_cv_get(b, ib);
-            double r = op == X_ADD ? x + y : op == X_SUB ? x - y : op == X_MUL ? x * y
-                     : op == X_DIV ? x / y : op == X_MOD ? fmod(x, y) : op == X_MAX ? (x > y ? x : y)
+            double r = op == EG_X_ADD ? x + y : op == EG_X_SUB ? x - y : op == EG_X_MUL ? x * y
+                     : op == EG_X_DIV ? x / y : op == EG_X_MOD ? fmod(x, y) : op == EG_X_MAX ? (x > y ? x : y)
                      : (x < y ? x : y);
             o->f[k] = o->dtype == EG_DT_FLOAT ? (double)(float)r : r;
         } else {
             uint64_t x = (uint64_t)a->i[ia], y = (uint64_t)b->i[ib];
             int64_t sx = (int64_t)x, sy = (int64_t)y, r;
-            if (op == X_DIV && (y == 0 || (sx == INT64_MIN && sy == -1))) return -1;
-            if (op == X_MOD && mod_int(o->dtype, fmod_c, x, y, &r)) return -1;
-            if (op != X_MOD)
-                r = op == X_ADD ? (int64_t)(x + y) : op == X_SUB ? (int64_t)(x - y)
-                  : op == X_MUL ? (int64_t)(x * y) : op == X_DIV ? sx / sy
-                  : op == X_MAX ? (sx > sy ? sx : sy) : (sx < sy ? sx : sy);
+            if (op == EG_X_DIV && (y == 0 || (sx == INT64_MIN && sy == -1))) return -1;
+            if (op == EG_X_MOD && mod_int(o->dtype, fmod_c, x, y, &r)) return -1;
+            if (op != EG_X_MOD)
+                r = op == EG_X_ADD ? (int64_t)(x + y) : op == EG_X_SUB ? (int64_t)(x - y)
+                  : op == EG_X_MUL ? (int64_t)(x * y) : op == EG_X_DIV ? sx / sy
+                  : op == EG_X_MAX ? (sx > sy ? sx : sy) : (sx < sy ? sx : sy);
             o->i[k] = wrap_int(o->dtype, r);
         }
     }
@@ -144,37 +144,37 @@ static int f_transpose(const cctx *c, const cval *x, cval *o) {
     return 0;
 }
 
-static int f_cmp(xop op, const cval *a, const cval *b, cval *o) {
+static int f_cmp(eg_xop op, const cval *a, const cval *b, cval *o) {
     for (int64_t k = 0; k < o->n; k++) {
         int64_t ia = boff(&a->s, &o->s, k), ib = boff(&b->s, &o->s, k);
         int r;
         if (a->isf || b->isf) {
             double x = cf_cv_get(a, ia), y = cf_cv_get(b, ib);
-            r = op == X_EQUAL ? x == y : op == X_LESS ? x < y : x > y;
+            r = op == EG_X_EQUAL ? x == y : op == EG_X_LESS ? x < y : x > y;
         } else {
             int64_t x = a->i[ia], y = b->i[ib];
-            r = op == X_EQUAL ? x == y : op == X_LESS ? x < y : x > y;
+            r = op == EG_X_EQUAL ? x == y : op == EG_X_LESS ? x < y : x > y;
         }
         o->i[k] = r;
     }
     return 0;
 }
 
-static int f_unary(xop op, const cval *x, cval *o) {
+static int f_unary(eg_xop op, const cval *x, cval *o) {
     for (int64_t k = 0; k < o->n; k++) {
-        if (op == X_NOT) {
+        if (op == EG_X_NOT) {
             o->i[k] = !x->i[k];
             continue;
         }
         if (!o->isf) {
             int64_t v = x->i[k];
-            int neg = op == X_NEG || (op == X_ABS && v < 0);
+            int neg = op == EG_X_NEG || (op == EG_X_ABS && v < 0);
             o->i[k] = neg ? (int64_t)(0 - (uint64_t)v) : v;
             o->i[k] = wrap_int(o->dtype, o->i[k]);
             continue;
         }
         double v = x->f[k];
-        o->f[k] = op == X_FLOOR ? floor(v) : op == X_CEIL ? ceil(v) : op == X_NEG ? -v : fabs(v);
+        o->f[k] = op == EG_X_FLOOR ? floor(v) : op == EG_X_CEIL ? ceil(v) : op == EG_X_NEG ? -v : fabs(v);
     }
     return 0;
 }
@@ -454,16 +454,10 @@ static eg_status try_fold(const cctx *c, int *folded) {
 
 /* ================= the pass ================= */
 
-static xop xop_by_type(const char *op_type) {
-    for (int k = 0; op_type && k < X_COUNT; k++)
-        if (strcmp(cf_xop_table[k].onnx, op_type) == 0) return (xop)k;
-    return X_COUNT;
-}
-
 int eg_cfold_moved_from(const char *op_type, int n_in, int *first, int *end) {
-    xop x = xop_by_type(op_type);
+    eg_xop x = eg_xop_of(op_type);
     *first = 0, *end = 0;
-    if (x == X_COUNT) return 0;
+    if (x == EG_X_COUNT) return 0;
     switch (cf_xop_table[x].moves) {
     case M_NONE: return 0;
     case M_IN0: *end = 1; break;
@@ -488,18 +482,18 @@ eg_status eg_cfold_begin(eg_cfold *f, eg_graph *g) {
 
 eg_status eg_cfold_node(eg_cfold *f, int id, char *err, size_t errlen) {
     eg_node *n = &f->g->node[id];
-    cctx c = {f->g, n, NULL, X_COUNT, f->g->opset, err, errlen};
+    cctx c = {f->g, n, NULL, EG_X_COUNT, f->g->opset, err, errlen};
     Onnx__NodeProto *np = NULL;
     egp_alloc a;
     char msg[EG_ERRLEN];
     int folded = 0;
     if (n->kind == EG_KIND_OPS || !n->proto || !eg_default_domain(n->domain))
         return EG_OK;
-    c.op = xop_by_type(n->op_type);
+    c.op = eg_xop_of(n->op_type);
     /* a Dropout the importer reads as an identity folds like one, as it
      * will when the exported Identity is read again */
-    if (c.op == X_DROPOUT && n->kind == EG_KIND_MODEL && n->n_in == 1 && n->n_out == 1) c.op = X_IDENTITY;
-    if (c.op == X_COUNT || (n->kind == EG_KIND_MODEL && !fold_ready(&c))) return EG_OK;
+    if (c.op == EG_X_DROPOUT && n->kind == EG_KIND_MODEL && n->n_in == 1 && n->n_out == 1) c.op = EG_X_IDENTITY;
+    if (c.op == EG_X_COUNT || (n->kind == EG_KIND_MODEL && !fold_ready(&c))) return EG_OK;
     egp_alloc_init(&a, n->proto_len * 8 + (16u << 20));
     eg_status rc = egp_unpack(&onnx__node_proto__descriptor, &a, 1 << 10, n->proto, n->proto_len,
                               (ProtobufCMessage **)&np, msg, sizeof msg);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "shapes/cfold.h"
+#include "ir/onnx_op.h"
 #include "proto/onnx_pb.h"
 
 #if defined(__GNUC__)
@@ -34,25 +35,6 @@ typedef enum {
     F_SLICE, F_COFS, F_RANGE, F_BIN, F_CMP, F_WHERE, F_UNARY, F_REDPROD, F_TRANSPOSE, F_COUNT
 } fold;
 
-/* The ONNX operators with a shape rule. ORDER XOP */
-typedef enum {
-    X_ABS, X_ACOS, X_ACOSH, X_ADD, X_AND, X_ARGMAX, X_ARGMIN, X_ASIN, X_ASINH, X_ATAN, X_ATANH,
-    X_AVGPOOL, X_BATCHNORM, X_BERNOULLI, X_BITSHIFT, X_BITAND, X_BITNOT, X_BITOR, X_BITXOR, X_CAST,
-    X_CASTLIKE, X_CEIL, X_CELU, X_CLIP, X_CONCAT, X_CONSTANT, X_COFS, X_CONV, X_CONVT, X_COS,
-    X_COSH, X_CUMSUM, X_D2S, X_DEQUANT, X_DET, X_DIV, X_DROPOUT, X_DYNQUANT, X_EINSUM, X_ELU,
-    X_EQUAL, X_ERF, X_EXP, X_EXPAND, X_EYELIKE, X_FLATTEN, X_FLOOR, X_GATHER, X_GATHERELEM,
-    X_GATHERND, X_GELU, X_GEMM, X_GAVGPOOL, X_GLPPOOL, X_GMAXPOOL, X_GREATER, X_GREATEREQ,
-    X_GRIDSAMPLE, X_GROUPNORM, X_GRU, X_HARDMAX, X_HARDSIGMOID, X_HARDSWISH, X_IDENTITY, X_INSTNORM,
-    X_ISINF, X_ISNAN, X_LAYERNORM, X_LEAKYRELU, X_LESS, X_LESSEQ, X_LOG, X_LOGSOFTMAX, X_LPNORM,
-    X_LPPOOL, X_LRN, X_LSTM, X_MATMUL, X_MATMULINT, X_MAX, X_MAXPOOL, X_MEAN, X_MVN, X_MIN, X_MISH, X_MOD,
-    X_MUL, X_NEG, X_NMS, X_NONZERO, X_NOT, X_ONEHOT, X_OR, X_PAD, X_POW, X_PRELU, X_QUANT,
-    X_RANDNLIKE, X_RANDULIKE, X_RANGE, X_RECIPROCAL, X_REDL1, X_REDL2, X_REDLOGSUM, X_REDLOGSUMEXP,
-    X_REDMAX, X_REDMEAN, X_REDMIN, X_REDPROD, X_REDSUM, X_REDSUMSQ, X_RELU, X_RESHAPE, X_RESIZE,
-    X_REVSEQ, X_RMSNORM, X_RNN, X_ROIALIGN, X_ROUND, X_SCATTERELEM, X_SCATTERND, X_SELU, X_SHAPE,
-    X_SHRINK, X_SIGMOID, X_SIGN, X_SIN, X_SINH, X_SIZE, X_SLICE, X_SOFTMAX, X_SOFTPLUS, X_SOFTSIGN,
-    X_S2D, X_SPLIT, X_SQRT, X_SQUEEZE, X_SUB, X_SUM, X_TAN, X_TANH, X_THRESHRELU, X_TILE, X_TOPK,
-    X_TRANSPOSE, X_TRILU, X_UNSQUEEZE, X_UPSAMPLE, X_WHERE, X_XOR, X_COUNT
-} xop;
 
 /* Where an operator's output cells come from, when every one is a cell of
  * its data inputs (eg_cfold_moved_from). ORDER MOVES */
@@ -64,21 +46,21 @@ typedef enum {
 } moves;
 
 typedef struct {
-    const char *onnx;
     rule rule;
     fold fold;
     moves moves;
 } xop_info;
 
-/* Per ONNX operator: its name, shape rule, folding kernel and moves (cnode.c). */
-extern const xop_info cf_xop_table[X_COUNT];
+/* Per ONNX operator (ir/onnx_op.h): its shape rule, folding kernel and
+ * moves (cnode.c). */
+extern const xop_info cf_xop_table[EG_X_COUNT];
 
 /* One node under the pass: its graph, node, unpacked NodeProto and error buffer. */
 typedef struct {
     eg_graph *g;
     eg_node *n;
     const Onnx__NodeProto *np;
-    xop op;
+    eg_xop op;
     int opset;
     char *err;
     size_t errlen;

@@ -387,8 +387,8 @@ static eg_status r_resize(const cctx *c) {
     double sc[EG_MAX_RANK];
     int nsz = -1, nsc = -1, nax = cf_a_ints(c, "axes", ax, EG_MAX_RANK);
     const eg_tensor *st = NULL;
-    if (c->op == X_UPSAMPLE && c->opset < 9) nsc = cf_a_floats(c, "scales", sc, EG_MAX_RANK);
-    else if (c->op == X_UPSAMPLE || c->opset < 11) st = cf_in_t(c, 1);
+    if (c->op == EG_X_UPSAMPLE && c->opset < 9) nsc = cf_a_floats(c, "scales", sc, EG_MAX_RANK);
+    else if (c->op == EG_X_UPSAMPLE || c->opset < 11) st = cf_in_t(c, 1);
     else {
         st = cf_in_t(c, 2);
         nsz = cf_in_ints(c, 3, sz, EG_MAX_RANK);
@@ -676,7 +676,7 @@ static eg_status r_rnn(const cctx *c) {
     y.dim[3] = hidden, h.dim[2] = hidden;
     cf_put(c, 0, cf_in_dt(c, 0), &y);
     cf_put(c, 1, cf_in_dt(c, 0), &h);
-    if (c->op == X_LSTM) cf_put(c, 2, cf_in_dt(c, 0), &h);
+    if (c->op == EG_X_LSTM) cf_put(c, 2, cf_in_dt(c, 0), &h);
     return EG_OK;
 }
 

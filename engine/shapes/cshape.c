@@ -211,7 +211,7 @@ int cf_reduce_axes(const cctx *c, int rank, int from_input, int *mark, int *all)
 
 eg_status cf_r_reduce(const cctx *c) {
     const eg_shape *x = cf_in_s(c, 0);
-    int from_input = c->op == X_REDSUM ? c->opset >= 13 : c->opset >= 18;
+    int from_input = c->op == EG_X_REDSUM ? c->opset >= 13 : c->opset >= 18;
     int keep = cf_a_int(c, "keepdims", 1) != 0, noop = cf_a_int(c, "noop_with_empty_axes", 0) != 0;
     int mark[EG_MAX_RANK], all, rc;
     eg_shape o = cf_unknown();
