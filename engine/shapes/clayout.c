@@ -147,7 +147,7 @@ static eg_status r_reshape(const cctx *c) {
     int64_t t[EG_MAX_RANK];
     eg_shape o = cf_unknown();
     int n = c->opset < 5 ? cf_a_ints(c, "shape", t, EG_MAX_RANK) : cf_in_ints(c, 1, t, EG_MAX_RANK);
-    int allowzero = cf_a_int(c, "allowzero", 0) != 0, infer = -1;
+    int allowzero = cf_a_int(c, "allowzero", 0) != 0;
     if (n < 0) {
         const eg_shape *ts = cf_in_s(c, 1);
         if (c->opset >= 5 && ts->rank == 1 && ts->dim[0] >= 0 && ts->dim[0] <= EG_MAX_RANK)
@@ -155,18 +155,11 @@ static eg_status r_reshape(const cctx *c) {
         cf_put(c, 0, cf_in_dt(c, 0), &o);
         return EG_OK;
     }
-    o.rank = n;
-    int64_t rest = 1, numel = eg_shape_numel(x);
-    for (int i = 0; i < n; i++) {
-        if (t[i] < -1 || (t[i] == -1 && infer >= 0)) return cf_fail(c, EG_ESHAPE, "bad target dim");
-        if (t[i] == -1) infer = i;
-        o.dim[i] = t[i] == 0 && !allowzero ? (i < x->rank ? x->dim[i] : -1) : t[i];
-        if (i != infer) rest = rest < 0 ? -1 : cf_mul_dim(rest, o.dim[i]);
-    }
-    if (infer >= 0) o.dim[infer] = rest > 0 && numel >= 0 && numel % rest == 0 ? numel / rest : -1;
-    if (infer < 0 && rest >= 0 && numel >= 0 && rest != numel)
-        return cf_fail(c, EG_ESHAPE, "cannot reshape %lld elements into %lld", (long long)numel,
-                     (long long)rest);
+    int64_t in, rest;
+    int at, sh = eg_osh_reshape(x, t, n, allowzero, 0, &o, &at, &in, &rest);
+    if (sh == EG_OSH_DIM) return cf_fail(c, EG_ESHAPE, "bad target dim");
+    if (sh == EG_OSH_COUNT)
+        return cf_fail(c, EG_ESHAPE, "cannot reshape %lld elements into %lld", (long long)in, (long long)rest);
     cf_put(c, 0, cf_in_dt(c, 0), &o);
     return EG_OK;
 }

@@ -419,49 +419,35 @@ static eg_status infer_transpose(const ictx *c) {
     return EG_OK;
 }
 
-/* Fill the one -1 of a Reshape target from the element count. */
-static eg_status reshape_infer_dim(const ictx *c, const eg_shape *x, eg_shape *o, int infer) {
-    int64_t in = eg_shape_numel(x), rest = 1;
-    for (int i = 0; i < o->rank; i++) {
-        if (i == infer) continue;
-        if (o->dim[i] < 0) return EG_OK; /* an unknown copied dim: stays unknown */
-        if (o->dim[i] && rest > INT64_MAX / o->dim[i]) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target too large");
-        rest *= o->dim[i];
-    }
-    if (in == -2) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "input too large");
-    if (in < 0) return EG_OK;
-    if (infer >= 0) {
-        if (rest == 0 || in % rest)
-            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "cannot reshape %lld elements with a -1 over %lld", (long long)in, (long long)rest);
-        o->dim[infer] = in / rest;
-    } else if (rest != in)
-        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "cannot reshape %lld elements into %lld", (long long)in, (long long)rest);
-    return EG_OK;
-}
-
 static eg_status infer_reshape(const ictx *c) {
     const eg_shape *x = in_s(c, 0);
     eg_shape o = unknown_shape();
-    int64_t t[EG_MAX_RANK];
+    int64_t t[EG_MAX_RANK], in, rest;
     const eg_attrs *a = &c->n->attr;
-    int n = eg_const_ints(in_t(c, 1), t, EG_MAX_RANK), infer = -1;
-    int allowzero = (a->flags & EG_AF_ALLOWZERO) != 0;
+    int n = eg_const_ints(in_t(c, 1), t, EG_MAX_RANK), at = 0;
     if ((a->flags & EG_AF_INTS) && a->n_ints <= EG_MAX_RANK) /* Reshape-1: an attribute */
         n = a->n_ints, memcpy(t, a->ints, sizeof(int64_t) * (size_t)n);
     if (n < 0) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "the target shape is not a constant int64 vector");
-    o.rank = n;
-    for (int i = 0; i < n; i++) {
-        if (t[i] < -1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target dim %lld", (long long)t[i]);
-        if (t[i] == -1 && infer >= 0) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "more than one -1 in the target");
-        if (t[i] == -1) infer = i;
-        if (t[i] == 0 && !allowzero && x->rank >= 0 && i >= x->rank)
-            return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target copies dim %d of a rank-%d input", i, x->rank);
-        o.dim[i] = t[i] == 0 && !allowzero ? (x->rank >= 0 ? x->dim[i] : -1) : t[i];
+    switch (eg_osh_reshape(x, t, n, (a->flags & EG_AF_ALLOWZERO) != 0, 1, &o, &at, &in, &rest)) {
+    case EG_OSH_OK: set_out(c, 0, in_dtype(c), &o); return EG_OK;
+    case EG_OSH_DIM:
+        if (t[at] < -1) return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target dim %lld", (long long)t[at]);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "more than one -1 in the target");
+    case EG_OSH_COPY:
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "target copies dim %d of a rank-%d input", at, x->rank);
+    case EG_OSH_LARGE:
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, in == -2 ? "input too large" : "target too large");
+    case EG_OSH_COUNT:
+        for (int i = 0; i < n; i++)
+            if (t[i] == -1)
+                return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "cannot reshape %lld elements with a -1 over %lld", (long long)in, (long long)rest);
+        return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "cannot reshape %lld elements into %lld", (long long)in, (long long)rest);
+    case EG_OSH_INNER:
+    case EG_OSH_BATCH:
+    case EG_OSH_RANK:
+    case EG_OSH_PERM: break;
     }
-    if (infer >= 0) o.dim[infer] = -1;
-    eg_status rc = reshape_infer_dim(c, x, &o, infer);
-    if (rc == EG_OK) set_out(c, 0, in_dtype(c), &o);
-    return rc;
+    return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "bad target");
 }
 
 static eg_status infer_flatten(const ictx *c) {

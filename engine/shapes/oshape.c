@@ -2,6 +2,7 @@
  * (oshape.h). */
 #include "shapes/oshape.h"
 
+#include <stdint.h>
 #include <string.h>
 
 int eg_osh_matmul(const eg_shape *a, const eg_shape *b, eg_shape *o, int64_t *ka, int64_t *kb) {
@@ -63,6 +64,39 @@ int eg_osh_concat_add(eg_shape *o, const eg_shape *x, int axis, int *dim) {
             o->dim[i] = d;
         }
     }
+    return EG_OSH_OK;
+}
+
+int eg_osh_reshape(const eg_shape *x, const int64_t *t, int n, int allowzero, int strict, eg_shape *o, int *at,
+                   int64_t *in, int64_t *rest) {
+    int infer = -1;
+    o->rank = n;
+    *in = eg_shape_numel(x), *rest = 1;
+    for (int i = 0; i < n; i++) {
+        if (t[i] < -1 || (t[i] == -1 && infer >= 0)) {
+            *at = i;
+            return EG_OSH_DIM;
+        }
+        if (t[i] == -1) infer = i;
+        int copy = t[i] == 0 && !allowzero;
+        if (copy && x->rank >= 0 && i >= x->rank && strict) {
+            *at = i;
+            return EG_OSH_COPY;
+        }
+        o->dim[i] = copy ? (i < x->rank ? x->dim[i] : -1) : t[i];
+    }
+    if (infer >= 0) o->dim[infer] = -1;
+    for (int i = 0; i < n; i++) {
+        if (i == infer) continue;
+        if (o->dim[i] < 0) return EG_OSH_OK; /* an unknown copied dim: the -1 stays unknown */
+        if (o->dim[i] && *rest > INT64_MAX / o->dim[i]) return strict ? EG_OSH_LARGE : EG_OSH_OK;
+        *rest *= o->dim[i];
+    }
+    if (*in == -2) return strict ? EG_OSH_LARGE : EG_OSH_OK;
+    if (*in < 0) return EG_OSH_OK;
+    if (infer < 0) return *rest == *in ? EG_OSH_OK : EG_OSH_COUNT;
+    if (*rest && *in % *rest == 0) o->dim[infer] = *in / *rest;
+    else if (strict) return EG_OSH_COUNT;
     return EG_OSH_OK;
 }
 
