@@ -28,7 +28,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # engine/'s folders, bottom first: each may use only those before it.
-LAYERS = ["sys", "ir", "proto", "shapes", "fold", "onnx", "cost", "rewrite", "search", "verify",
+LAYERS = ["sys", "ir", "proto", "shapes", "fold", "onnx", "cost", "rewrite", "search", "egraph", "verify",
           "pipeline", "api"]
 PROGRAMS = ["opspecs", "ruledb", "synth", "prove", "engine", "test"]
 MAX_LINES = 1000

@@ -48,6 +48,12 @@ static const char usage_text[] =
     "                        time every candidate anew\n"    "    --cost-trace FILE   with --cost ort: write each kernel timed and each\n"
     "                        rewrite judged, with analytic-cpu's figure beside\n"
     "                        onnxruntime's, to FILE (bench/calibrate.py reads it)\n"
+    "    --search S          backtrack (default): best-first search over whole\n"
+    "                        graphs (--alpha, --budget); egraph: equality\n"
+    "                        saturation, every rewrite everywhere in an e-graph,\n"
+    "                        then the cheapest graph it holds (--egraph-*)\n"
+    "    --egraph-iters N    saturation rounds at most (default 8)\n"
+    "    --egraph-nodes N    e-nodes at most (default 50000)\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
@@ -363,6 +369,15 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         } else if (!strcmp(o, "--budget")) {
             if (number_arg(o, v, 0, 1e9, &x)) return -1;
             a->search.budget = (uint64_t)x;
+        } else if (!strcmp(o, "--search")) {
+            if (strcmp(v, "egraph") && strcmp(v, "backtrack")) return usage_error("--search is backtrack or egraph"), -1;
+            a->search.egraph = !strcmp(v, "egraph");
+        } else if (!strcmp(o, "--egraph-iters")) {
+            if (number_arg(o, v, 1, 1000, &x)) return -1;
+            a->search.iterations = (int)x;
+        } else if (!strcmp(o, "--egraph-nodes")) {
+            if (number_arg(o, v, 100, 1e8, &x)) return -1;
+            a->search.max_nodes = (int)x;
         } else if (!strcmp(o, "--time-limit")) {
             if (number_arg(o, v, 0, 1e6, &a->search.time_limit)) return -1;
         } else if (!strcmp(o, "--search-threads")) {
@@ -441,14 +456,20 @@ static void print_costs(const eg_cost *c, const char *cache_path) {
 static void print_report(const eg_search_result *r, const eg_optimize_stats *st, const eg_ruleset *rs) {
     printf("cost before: %.1f us\n", r->cost_before);
     printf("cost after: %.1f us\n", r->cost_after);
-    printf("search time: %.2f s (stopped: %s; expanded %llu, generated %llu (%llu a step ahead), "
+    if (r->e_nodes)
+        printf("saturation: %.2f s (stopped: %s; %llu rounds, %llu e-nodes added, %llu e-nodes in %llu classes; "
+               "rounds %.2f s, extraction %.2f s)\n",
+               r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded, (unsigned long long)r->generated,
+               (unsigned long long)r->e_nodes, (unsigned long long)r->e_classes, r->t_match, r->t_apply);
+    else printf("search time: %.2f s (stopped: %s; expanded %llu, generated %llu (%llu a step ahead), "
            "duplicates %llu, over alpha %llu, refused %llu)\n",
            r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded,
            (unsigned long long)r->generated, (unsigned long long)r->looked_ahead,
            (unsigned long long)r->duplicates,
            (unsigned long long)r->pruned, (unsigned long long)r->rejected);
-    printf("search phases: match %.2f s, apply %.2f s, judge %.2f s; %.0f expansions/s\n", r->t_match,
-           r->t_apply, r->t_judge, r->seconds > 0 ? (double)r->expanded / r->seconds : 0.0);
+    if (!r->e_nodes)
+        printf("search phases: match %.2f s, apply %.2f s, judge %.2f s; %.0f expansions/s\n", r->t_match,
+               r->t_apply, r->t_judge, r->seconds > 0 ? (double)r->expanded / r->seconds : 0.0);
     printf("built-ins: %d batchnorm folded, %d biases split, %d identities removed, "
            "%d relus fused, %d NaN guards dropped, %d common subexpressions, %d weights folded, "
            "%d additions written as Sum\n",

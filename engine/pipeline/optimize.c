@@ -2,6 +2,7 @@
  * the built-ins after and the spellings, on the search's result and on the
  * built-ins alone; the cheaper, or the input when neither gains. */
 #include "pipeline/pipeline.h"
+#include "egraph/egraph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,8 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK) rc = eg_builtin_pre(pre, &st->pre, err, errlen);
     if (rc == EG_OK && !(plain = eg_graph_clone(pre))) rc = eg_errf(err, errlen, EG_ENOMEM, "optimize: %s", "out of memory");
     if (rc == EG_OK) rc = finish(plain, c, &plain_st, err, errlen);
-    if (rc == EG_OK) rc = eg_search(pre, rs, c, o, &out, r, err, errlen);
+    if (rc == EG_OK)
+        rc = o->egraph ? eg_saturate(pre, rs, c, o, &out, r, err, errlen) : eg_search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = finish(out, c, &st->post, err, errlen);
     if (rc == EG_OK && !candidates) { /* the runners-up are verify's: none to finish */
         for (int k = 0; k < r->n_runners; k++) eg_free(r->runner[k]);

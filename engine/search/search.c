@@ -74,6 +74,8 @@ static const char *const stop_names[EG_STOP_COUNT] = { /* ORDER STOP */
     [EG_STOP_SATURATED] = "saturated",
     [EG_STOP_BUDGET] = "budget",
     [EG_STOP_TIME] = "time limit",
+    [EG_STOP_ITERATIONS] = "iterations",
+    [EG_STOP_NODES] = "e-node limit",
 };
 _Static_assert(sizeof stop_names / sizeof stop_names[0] == EG_STOP_COUNT, "stop names");
 
@@ -87,6 +89,11 @@ void eg_search_opts_init(eg_search_opts *o) {
     o->time_limit = 10.0;
     o->progress = 0;
     o->threads = 2;
+    o->egraph = 0;
+    o->iterations = 8;
+    o->max_nodes = 50000;
+    o->match_limit = 2000;
+    o->ban_rounds = 2;
 }
 
 void eg_search_result_free(eg_search_result *r) {

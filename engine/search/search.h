@@ -90,6 +90,13 @@ typedef struct {
     uint64_t budget;   /* graph expansions (default 200) */
     double time_limit; /* seconds of search, kernel measurement left out (default 10) */
     int progress;      /* 1: a progress line on stderr every second */
+    int egraph;        /* 1: search by equality saturation (egraph/egraph.h)
+                          instead; 0 (default): this backtracking search */
+    int iterations;    /* saturation: rounds of match and apply (default 8) */
+    int max_nodes;     /* saturation: e-nodes at most (default 50000) */
+    uint32_t match_limit; /* saturation: a rule with more matches in a round
+                          is banned for ban_rounds (default 2000, 2) */
+    int ban_rounds;
     int threads;       /* 2 (default): while one graph is expanded, a second
                           thread builds, matches and judges the ones expected
                           next (analytic costs, more than one CPU online);
@@ -101,6 +108,8 @@ typedef enum {
     EG_STOP_SATURATED, /* nothing left in the queue */
     EG_STOP_BUDGET,    /* --budget expansions done */
     EG_STOP_TIME,      /* --time-limit reached */
+    EG_STOP_ITERATIONS, /* saturation: its rounds done */
+    EG_STOP_NODES,     /* saturation: its e-node limit reached */
     EG_STOP_COUNT
 } eg_stop;
 
@@ -120,6 +129,7 @@ typedef struct {
                              eg_match_anchored) */
     double t_apply;       /* seconds building graphs (eg_apply, node costs, tokens) */
     double t_judge;       /* seconds judging matches (trial.c) and queueing */
+    uint64_t e_nodes, e_classes;    /* saturation: the e-graph's final size */
     size_t n_rules;
     uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
     int n_runners;        /* the cheapest graphs after the best that are

@@ -1,0 +1,51 @@
+/* egraph.h - the search by equality saturation (prefix eg_saturate):
+ * every rewrite the rules allow, everywhere at once, in an e-graph, then
+ * the cheapest graph it holds (Tensat, MLSys'21, after egg).
+ *
+ * Why. The backtracking search (search.h) walks one graph at a time: on a
+ * model of many blocks it drowns in the plateau of equal-cost rewrites
+ * (commuted adds, biases moved back and forth) and cannot afford a chain
+ * whose first step costs more (a 1x1 kernel enlarged to 3x3 before two
+ * convs merge). An e-graph keeps every equal form of every value side by
+ * side, so a shuffle costs nothing and no step needs to pay for itself.
+ *
+ * How, in rounds (egg's Runner):
+ *   match   every rule over the classes (ematch.c: the rules' plan tree of
+ *           rewrite/, as eg_match_all walks a graph, with each step's
+ *           candidates taken from a class: the e-nodes of the class a
+ *           producer step reads, the parents of a class for a consumer
+ *           step), each match checked as the graph search checks it
+ *           (shapes of dst against src, free parameters, 1x1 kernels,
+ *           non-finite values against rules that add zeros);
+ *   apply   each match adds dst's e-nodes and merges each dst output's
+ *           class with src's;
+ *   rebuild congruence closure (egraph.c).
+ * A rule with more than `match_limit` matches in a round is banned for
+ * `ban_rounds` rounds, both doubled each time (egg's backoff scheduler),
+ * so associativity and concat/split shuffles do not crowd out the rest.
+ * It stops when a round adds nothing (saturated), after `iterations`
+ * rounds, past `max_nodes` e-nodes, or at the time limit (a safety net:
+ * the rounds and nodes decide the answer on any machine; the stop reason
+ * says which). Extraction (extract.c) then picks one e-node per needed
+ * class by the cost model the user chose, weight-only classes at cost 0,
+ * never a cycle, and builds the graph; eg_optimize's pick and verify see
+ * it as they see the backtracking search's result.
+ */
+#ifndef EG_EGRAPH_H
+#define EG_EGRAPH_H
+
+#include "cost/cost.h"
+#include "ir/graph.h"
+#include "rewrite/rules.h"
+#include "search/search.h"
+
+/* The saturation search over g: as eg_search (search.h), with o's
+ * e-graph limits and time limit; r->expanded counts the rounds,
+ * r->generated the e-nodes rewrites added, r->e_nodes and r->e_classes
+ * the final size, r->stop the reason. No runners-up.
+ * @pre as eg_search. @return EG_OK with *best (free before g), or
+ * EG_ENOMEM with a message. */
+eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
+                      eg_graph **best, eg_search_result *r, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,145 @@
+/* egraph_int.h - the e-graph of the saturation search (prefix ee_),
+ * private to engine/egraph/. See egraph.h for what it is for.
+ *
+ * An e-class is a set of e-nodes that compute the same value; an e-node
+ * is an operator over e-classes. Four kinds of e-node:
+ *   EE_OPS   an opspecs operator with its parameters (what rules match
+ *            and write), one output;
+ *   EE_LEAF  a tensor of the input graph nothing computes here: a graph
+ *            input, an initializer, a value an opaque node reads from
+ *            outside (ref: its tensor id);
+ *   EE_NODE  a model or opaque node of the input graph, kept as it is
+ *            (ref: its node id; kids: its explicit then implicit inputs);
+ *            rules never match it but rewrite what it reads. With several
+ *            outputs its class is a tuple that EE_PROJ e-nodes read;
+ *   EE_PROJ  output ref of the tuple its one kid is.
+ *
+ * Classes are merged with a union-find (the smaller id is the root, so
+ * the result does not depend on the order of equal unions). After a
+ * round of merges, ee_rebuild restores the invariants from scratch:
+ * every e-node's kids canonical, congruent e-nodes (same operator, same
+ * canonical kids) merged until none are left, the duplicates marked dead,
+ * and the per-class lists (e-nodes, parent e-nodes) and per-operator
+ * lists rebuilt in e-node id order. Rebuilding everything costs a pass
+ * over the e-nodes; it keeps the code short and the order deterministic.
+ */
+#ifndef EG_EGRAPH_INT_H
+#define EG_EGRAPH_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "egraph/egraph.h"
+
+typedef enum { EE_OPS, EE_LEAF, EE_NODE, EE_PROJ, EE_KIND_COUNT } ee_kind; /* ORDER EEKIND */
+
+#define EE_WEIGHT 1u    /* a value of initializers alone: folded on export, costs 0 */
+#define EE_NONFINITE 2u /* may be infinite or NaN (EG_TF_NONFINITE) */
+#define EE_TUPLE 4u     /* the outputs of a multi-output node, read by EE_PROJ */
+
+typedef struct {
+    ee_kind kind;
+    ops_op op;                     /* EE_OPS */
+    int32_t param[OPS_MAX_PARAMS]; /* EE_OPS */
+    int ref;                       /* EE_LEAF: tensor; EE_NODE: node; EE_PROJ: output;
+                                      EE_OPS: the input graph's tensor it wrote, -1 */
+    int n_kid;
+    size_t kid0;                   /* kids[kid0 .. kid0 + n_kid): classes */
+    int cls;                       /* the class it joined (ee_find it) */
+    int dead;                      /* a duplicate ee_rebuild found */
+    int rule;                      /* the rule whose rewrite added it; -1 */
+} ee_node;
+
+typedef struct {
+    int uf;           /* union-find parent; itself at a root */
+    unsigned flags;   /* EE_* */
+    int shaped;       /* shape is a valid opspecs shape of float32 values */
+    ten_shape shape;
+    int init;         /* an initializer of the input graph with its float
+                         data in this class (a divisor rule reads it), -1 */
+    int home;         /* the input graph's tensor this class writes when it
+                         must keep a name (graph output, pinned), else the
+                         first tensor of the input graph in it, or -1 */
+    /* at a root, after ee_rebuild: */
+    int n_node, node0; /* its live e-nodes: E->cnode[node0 .. node0 + n_node) */
+    int n_par, par0;   /* live e-nodes reading it: E->cpar[par0 .. par0 + n_par) */
+} ee_class;
+
+typedef struct {
+    const eg_graph *g; /* the input graph (flags marked, eg_mark_nonfinite) */
+    ee_node *n;
+    int n_nodes, cap_nodes, n_live;
+    int *kids;
+    size_t n_kids, cap_kids;
+    ee_class *c;
+    int n_cls, cap_cls;
+    int *hc;           /* hash-cons: e-node ids by key, -1 empty */
+    size_t hc_cap, hc_used;
+    int *cnode, *cpar; /* the per-class lists (ee_class.node0, par0) */
+    int *op_start, *op_list; /* live EE_OPS e-nodes by operator */
+    int *tensor_cls;   /* the class of each tensor of g (-1: none) */
+    int dirty;         /* a union since the last rebuild */
+} ee_graph;
+
+/* The root of class a (path halving). */
+int ee_find(ee_graph *E, int a);
+
+/* The e-graph of g: every tensor's value a class, every node an e-node.
+ * @return EG_OK or EG_ENOMEM. */
+eg_status ee_build(ee_graph *E, const eg_graph *g);
+void ee_free(ee_graph *E);
+
+/* The class of e-node n (added when new: kids canonical; shape, flags
+ * from the caller's proto class fields shape/shaped; rule recorded).
+ * *added is 1 when the e-node was new. @return the class, or -1 when out
+ * of memory. */
+int ee_add(ee_graph *E, const ee_node *n, const int *kids, const ten_shape *shape, int *added);
+
+/* Merge the classes of a and b. @return 1 when they were apart. */
+int ee_union(ee_graph *E, int a, int b);
+
+/* Restore the invariants (see the header comment). @return EG_OK or
+ * EG_ENOMEM. */
+eg_status ee_rebuild(ee_graph *E);
+
+/* The kids of e-node e. */
+static inline const int *ee_kids(const ee_graph *E, int e) { return E->kids + E->n[e].kid0; }
+
+/* ---- ematch.c: rules over classes ---- */
+
+typedef struct {
+    uint32_t rule;
+    int node[RG_MAX_NODES];   /* e-node of src node j */
+    int input[RG_MAX_INPUTS]; /* class of rule input i, -1 unbound */
+} ee_match;
+
+typedef struct {
+    ee_match *m;
+    size_t n, cap;
+    uint32_t *count;          /* [rules]: matches this round */
+    const uint32_t *limit;    /* [rules]: more than this many and the
+                                 rule's matches are dropped this round */
+    const unsigned char *off; /* [rules]: banned this round */
+    int oom;
+} ee_matches;
+
+/* Every match of the rules whose rule is not off: e-nodes as anchors in
+ * id order, the plan tree as eg_match_all walks it. @pre ee_rebuild done.
+ * @return EG_OK or EG_ENOMEM. */
+eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M);
+
+/* Apply match m: add dst's e-nodes, merge each dst output's class with
+ * src's. *changed += the e-nodes added and classes merged.
+ * @return EG_OK, EG_ESHAPE (a size that does not evaluate: skipped) or
+ * EG_ENOMEM. */
+eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *changed);
+
+/* ---- extract.c ---- */
+
+/* The cheapest graph the e-graph holds for g's outputs, by cost c, as a
+ * new graph that borrows g's data (free it before g); the rules of its
+ * new nodes counted into applied[rule]. @return EG_OK or EG_ENOMEM, a
+ * message in err. */
+eg_status ee_extract(ee_graph *E, eg_cost *c, eg_graph **out, uint32_t *applied, char *err, size_t errlen);
+
+#endif

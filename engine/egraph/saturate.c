@@ -1,0 +1,129 @@
+/* saturate.c - eg_saturate (egraph.h): the rounds of match, apply and
+ * rebuild under the backoff scheduler, then extraction. */
+#include "egraph/egraph_int.h"
+#include "fold/range.h"
+#include "sys/sys.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* egg's backoff scheduler: per rule, the matches it may have in a round
+ * (limit), the rounds it sits out (until), and how often it was banned. */
+typedef struct {
+    uint32_t *limit, *count, *banned;
+    int *until;
+    unsigned char *off;
+} sched;
+
+static void sched_free(sched *s) { free(s->limit), free(s->count), free(s->banned), free(s->until), free(s->off); }
+
+static eg_status sched_new(sched *s, size_t n, uint32_t limit) {
+    s->limit = malloc(sizeof *s->limit * (n + 1)), s->count = calloc(n + 1, sizeof *s->count);
+    s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
+    s->off = calloc(n + 1, 1);
+    if (!s->limit || !s->count || !s->banned || !s->until || !s->off) return EG_ENOMEM;
+    for (size_t i = 0; i < n; i++) s->limit[i] = limit;
+    return EG_OK;
+}
+
+/* One round: match every rule not banned, ban those over their limit
+ * (their matches dropped), apply the rest in order. *changed: e-nodes
+ * added and classes merged; *banned_now: rules sitting out.
+ * @return EG_OK or EG_ENOMEM. */
+static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const eg_search_opts *o, int round,
+                            int *changed, int *banned_now, uint64_t *added) {
+    size_t nr = eg_ruleset_count(rs);
+    ee_matches M = {.count = s->count, .limit = s->limit, .off = s->off};
+    *changed = 0, *banned_now = 0;
+    for (size_t i = 0; i < nr; i++) s->off[i] = s->until[i] > round, s->count[i] = 0, *banned_now += s->off[i];
+    double t0 = eg_now_s();
+    eg_status rc = ee_match_all(E, rs, &M);
+    double t1 = eg_now_s();
+    for (size_t i = 0; rc == EG_OK && i < nr; i++) {
+        if (s->count[i] <= s->limit[i]) continue;
+        s->off[i] = 1; /* its matches this round are dropped */
+        int len = o->ban_rounds << (s->banned[i] < 8 ? s->banned[i] : 8);
+        s->until[i] = round + 1 + len;
+        s->limit[i] = s->limit[i] <= UINT32_MAX / 2 ? 2 * s->limit[i] : UINT32_MAX;
+        s->banned[i]++;
+        (*banned_now)++;
+    }
+    int before = E->n_nodes;
+    for (size_t k = 0; rc == EG_OK && k < M.n; k++) {
+        if (s->off[M.m[k].rule]) continue;
+        if (E->n_live >= o->max_nodes) break;
+        eg_status ar = ee_apply(E, rs, &M.m[k], changed);
+        if (ar == EG_ENOMEM) rc = ar;
+    }
+    *added += (uint64_t)(E->n_nodes - before);
+    double t2 = eg_now_s();
+    if (rc == EG_OK) rc = ee_rebuild(E);
+    if (o->progress)
+        fprintf(stderr, "egraph: round %d: %zu matches (match %.2f s, apply %.2f s, rebuild %.2f s)\n", round + 1,
+                M.n, t1 - t0, t2 - t1, eg_now_s() - t2);
+    free(M.m);
+    return rc;
+}
+
+eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
+                      eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
+    double t0 = eg_now_s();
+    size_t nr = eg_ruleset_count(rs);
+    ee_graph E;
+    sched s = {0};
+    eg_graph *marked = eg_graph_clone(g);
+    eg_status rc = marked ? EG_OK : EG_ENOMEM;
+    *best = NULL;
+    memset(r, 0, sizeof *r);
+    memset(&E, 0, sizeof E);
+    r->n_rules = nr;
+    r->applied = calloc(nr + 1, sizeof *r->applied);
+    if (!r->applied) rc = EG_ENOMEM;
+    if (rc == EG_OK) rc = eg_mark_nonfinite(marked); /* a rule that adds zeros refuses those values */
+    if (rc == EG_OK) rc = ee_build(&E, marked);
+    if (rc == EG_OK) rc = sched_new(&s, nr, o->match_limit);
+    r->cost_before = eg_cost_graph(c, g);
+    r->stop = EG_STOP_ITERATIONS;
+    for (int round = 0; rc == EG_OK && round < o->iterations; round++) {
+        if (eg_now_s() - t0 > o->time_limit) {
+            r->stop = EG_STOP_TIME;
+            break;
+        }
+        if (E.n_live >= o->max_nodes) {
+            r->stop = EG_STOP_NODES;
+            break;
+        }
+        int changed, banned;
+        rc = round_once(&E, rs, &s, o, round, &changed, &banned, &r->generated);
+        r->expanded++;
+        if (o->progress)
+            fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned\n", round + 1,
+                    E.n_live, changed, banned);
+        if (rc == EG_OK && !changed && !banned) {
+            r->stop = EG_STOP_SATURATED;
+            break;
+        }
+        if (rc == EG_OK && !changed) /* only banned rules are left: let them in now (egg) */
+            for (size_t i = 0; i < nr; i++) s.until[i] = 0;
+    }
+    if (rc == EG_OK && r->stop == EG_STOP_ITERATIONS && E.n_live >= o->max_nodes) r->stop = EG_STOP_NODES;
+    r->e_nodes = (uint64_t)E.n_live;
+    for (int k = 0; k < E.n_cls; k++) r->e_classes += E.c[k].uf == k && E.c[k].n_node > 0;
+    r->t_match = eg_now_s() - t0;
+    if (rc == EG_OK) {
+        double t1 = eg_now_s();
+        rc = ee_extract(&E, c, best, r->applied, err, errlen);
+        /* *best borrows g's data as marked does (a clone's payloads point
+         * into g), so marked may go first */
+        if (rc == EG_OK) r->cost_after = eg_cost_graph(c, *best);
+        r->t_apply = eg_now_s() - t1;
+    } else if (rc == EG_ENOMEM) {
+        eg_errf(err, errlen, rc, "saturation: out of memory (%d e-nodes)", E.n_live);
+    }
+    r->seconds = eg_now_s() - t0;
+    ee_free(&E);
+    sched_free(&s);
+    eg_free(marked);
+    return rc;
+}
