@@ -115,10 +115,11 @@ int ee_add(ee_graph *E, const ee_node *n, const int *kids, const ten_shape *shap
     int e = push_node(E, n, k, -1);
     if (e < 0) return -1;
     ee_class *c = &E->c[E->n[e].cls];
+    int konst = n->kind == EE_OPS && (ops_table[n->op].flags & OPF_CONST); /* reads shapes alone */
     unsigned weight = n->kind == EE_OPS && n->n_kid > 0 ? EE_WEIGHT : 0;
     for (int i = 0; i < n->n_kid; i++) {
         c->flags |= E->c[k[i]].flags & EE_NONFINITE;
-        if (!(E->c[k[i]].flags & EE_WEIGHT)) weight = 0;
+        if (!(E->c[k[i]].flags & EE_WEIGHT) && !konst) weight = 0;
     }
     c->flags |= weight;
     c->shape = *shape, c->shaped = 1;
@@ -264,14 +265,38 @@ static void spread_weights(ee_graph *E) {
             const ee_node *n = &E->n[e];
             int c = ee_find(E, n->cls);
             if (n->dead || n->kind != EE_OPS || !n->n_kid || (E->c[c].flags & EE_WEIGHT)) continue;
-            int all = 1;
-            for (int i = 0; i < n->n_kid && all; i++) all = (E->c[ee_find(E, ee_kids(E, e)[i])].flags & EE_WEIGHT) != 0;
+            int all = 1; /* an OPF_CONST operator reads shapes alone (eg_node_weight_only) */
+            for (int i = 0; i < n->n_kid && all && !(ops_table[n->op].flags & OPF_CONST); i++)
+                all = (E->c[ee_find(E, ee_kids(E, e)[i])].flags & EE_WEIGHT) != 0;
             if (all) E->c[c].flags |= EE_WEIGHT, changed = 1;
         }
     }
 }
 
-/* The per-class and per-operator lists, in e-node id order. */
+/* The order of a class's lists: by operator (opspecs e-nodes first), then
+ * e-node id, so a matching step finds the e-nodes of one operator as a
+ * run (ee_op_run). */
+static const ee_graph *sort_E;
+static int op_key(const ee_graph *E, int e) { return E->n[e].kind == EE_OPS ? (int)E->n[e].op : OP_COUNT + (int)E->n[e].kind; }
+static int by_op(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b, kx = op_key(sort_E, x), ky = op_key(sort_E, y);
+    if (kx != ky) return kx < ky ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+void ee_op_run(const ee_graph *E, const int *list, int n, ops_op op, int *first, int *end) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (op_key(E, list[mid]) < (int)op) lo = mid + 1;
+        else hi = mid;
+    }
+    *first = lo;
+    while (hi < n && op_key(E, list[hi]) == (int)op) hi++;
+    *end = hi;
+}
+
+/* The per-class and per-operator lists, each class's by operator. */
 static eg_status lists(ee_graph *E) {
     free(E->cnode), free(E->cpar), free(E->op_start), free(E->op_list);
     size_t n_par = 0;
@@ -317,6 +342,12 @@ static eg_status lists(ee_graph *E) {
         }
     }
     free(fill);
+    sort_E = E; /* qsort has no context argument in C11 */
+    for (int c = 0; c < E->n_cls; c++) {
+        if (E->c[c].n_node > 1) qsort(E->cnode + E->c[c].node0, (size_t)E->c[c].n_node, sizeof(int), by_op);
+        if (E->c[c].n_par > 1) qsort(E->cpar + E->c[c].par0, (size_t)E->c[c].n_par, sizeof(int), by_op);
+    }
+    sort_E = NULL;
     return EG_OK;
 }
 
@@ -326,6 +357,7 @@ eg_status ee_rebuild(ee_graph *E) {
     while ((r = congruence_pass(E)) > 0) {
     }
     spread_weights(E);
+    for (int e = 0; e < E->n_nodes; e++) E->n[e].cls = ee_find(E, E->n[e].cls); /* matching reads them as they are */
     E->dirty = 0;
     return r < 0 ? EG_ENOMEM : lists(E);
 }

@@ -102,6 +102,10 @@ int ee_union(ee_graph *E, int a, int b);
  * EG_ENOMEM. */
 eg_status ee_rebuild(ee_graph *E);
 
+/* The run of e-nodes of operator op in list[0..n) (a class's e-nodes or
+ * parents, sorted so by ee_rebuild): list[*first .. *end). */
+void ee_op_run(const ee_graph *E, const int *list, int n, ops_op op, int *first, int *end);
+
 /* The kids of e-node e. */
 static inline const int *ee_kids(const ee_graph *E, int e) { return E->kids + E->n[e].kid0; }
 

@@ -19,11 +19,22 @@ typedef struct {
     int nm[RG_MAX_NODES];  /* e-node of src node j, -1 unbound */
     int im[RG_MAX_INPUTS]; /* class of rule input i, -1 unbound */
     ee_matches *M;
+    unsigned char *alive; /* [tree nodes]: a rule not off ends at or below it */
     int stop;
 } ex;
 
-static int cls_of(ex *x, int e) { return ee_find(x->E, x->E->n[e].cls); }
-static int kid_of(ex *x, int e, int k) { return ee_find(x->E, ee_kids(x->E, e)[k]); }
+/* alive[t] for tree node t and those below it. @return alive[t]. */
+static int mark_alive(const eg_ruleset *rs, const unsigned char *off, uint32_t t, unsigned char *alive) {
+    const eg_tnode *T = &rs->tree.node[t];
+    int a = 0;
+    for (uint32_t k = 0; k < T->n_end; k++) a |= !off[rs->tree.ends[T->end + k]];
+    for (uint32_t q = 0; q < T->n_kid; q++) a |= mark_alive(rs, off, rs->tree.kids[T->kid + q], alive);
+    return alive[t] = (unsigned char)a;
+}
+
+/* Matching runs between rebuilds: every class and kid is canonical. */
+static int cls_of(ex *x, int e) { return x->E->n[e].cls; }
+static int kid_of(ex *x, int e, int k) { return ee_kids(x->E, e)[k]; }
 
 /* 1 when e-node e is a conv2d with a 1x1 kernel (SAME and VALID are then
  * one operator: eg_conv_1x1). */
@@ -173,7 +184,8 @@ static void tree_try(ex *x, const eg_tnode *T, int e) {
             x->r = &rs->rule[rule], x->p = &rs->plan[rule];
             keep(x, rule);
         }
-        for (uint32_t q = 0; q < T->n_kid && !x->stop; q++) tree_step(x, rs->tree.kids[T->kid + q], -1);
+        for (uint32_t q = 0; q < T->n_kid && !x->stop; q++)
+            if (x->alive[rs->tree.kids[T->kid + q]]) tree_step(x, rs->tree.kids[T->kid + q], -1);
     }
     x->nm[j] = -1;
     memcpy(x->im, saved, sizeof saved);
@@ -192,7 +204,8 @@ static void tree_step(ex *x, uint32_t t, int anchor) {
     const eg_tnode *T = &x->rs->tree.node[t];
     const eg_step *st = &T->step;
     ee_graph *E = x->E;
-    int c;
+    ops_op op = x->rs->rule[T->rep].src.node[st->node].op;
+    int c, first, end;
     if (x->stop) return;
     switch (st->kind) {
     case EG_STEP_ANCHOR:
@@ -200,32 +213,37 @@ static void tree_step(ex *x, uint32_t t, int anchor) {
         break;
     case EG_STEP_PRODUCER:
         c = kid_of(x, x->nm[st->from], st->pos);
-        for (int i = 0; i < E->c[c].n_node && !x->stop; i++) tree_try(x, T, E->cnode[E->c[c].node0 + i]);
+        ee_op_run(E, E->cnode + E->c[c].node0, E->c[c].n_node, op, &first, &end);
+        for (int i = first; i < end && !x->stop; i++) tree_try(x, T, E->cnode[E->c[c].node0 + i]);
         break;
     case EG_STEP_CONSUMER:
-        c = ref_class(x, st->from);
-        for (int i = 0; c >= 0 && i < E->c[c].n_par && !x->stop; i++) tree_try(x, T, E->cpar[E->c[c].par0 + i]);
+        if ((c = ref_class(x, st->from)) < 0) break;
+        ee_op_run(E, E->cpar + E->c[c].par0, E->c[c].n_par, op, &first, &end);
+        for (int i = first; i < end && !x->stop; i++) tree_try(x, T, E->cpar[E->c[c].par0 + i]);
         break;
-    case EG_STEP_SCAN: {
-        ops_op op = x->rs->rule[T->rep].src.node[st->node].op;
+    case EG_STEP_SCAN:
         for (int i = E->op_start[op]; i < E->op_start[op + 1] && !x->stop; i++) tree_try(x, T, E->op_list[i]);
         break;
-    }
     }
 }
 
 eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     ex x = {.E = E, .rs = rs, .M = M};
     const eg_tree *t = &rs->tree;
+    if (!(x.alive = calloc(t->n + 1, 1))) return EG_ENOMEM;
+    for (int op = 0; op < OP_COUNT; op++)
+        for (uint32_t q = t->root[op]; q < t->root[op] + t->n_root[op]; q++) mark_alive(rs, M->off, t->kids[q], x.alive);
     for (int a = 0; a < E->n_nodes && !x.stop; a++) {
         const ee_node *n = &E->n[a];
         if (n->dead || n->kind != EE_OPS) continue;
         for (uint32_t q = t->root[n->op]; q < t->root[n->op] + t->n_root[n->op] && !x.stop; q++) {
+            if (!x.alive[t->kids[q]]) continue;
             for (int j = 0; j < RG_MAX_NODES; j++) x.nm[j] = -1;
             for (int i = 0; i < RG_MAX_INPUTS; i++) x.im[i] = -1;
             tree_step(&x, t->kids[q], a);
         }
     }
+    free(x.alive);
     return M->oom ? EG_ENOMEM : EG_OK;
 }
 

@@ -67,6 +67,7 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
 static int weight_node(ee_graph *E, int e) {
     const ee_node *n = &E->n[e];
     if (n->kind != EE_OPS || !n->n_kid) return 0;
+    if (ops_table[n->op].flags & OPF_CONST) return 1; /* reads shapes alone */
     for (int k = 0; k < n->n_kid; k++)
         if (!(E->c[ee_find(E, ee_kids(E, e)[k])].flags & EE_WEIGHT)) return 0;
     return 1;

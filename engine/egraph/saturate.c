@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Rules with several outputs (two convs of one input as one conv of
+ * concatenated weights, and the split/concat moves that follow) match
+ * every pair of like nodes and multiply the e-graph each round: like
+ * Tensat, they run in the first rounds only. */
+#define MULTI_ROUNDS 1
+
 /* egg's backoff scheduler: per rule, the matches it may have in a round
  * (limit), the rounds it sits out (until), and how often it was banned. */
 typedef struct {
@@ -18,12 +24,27 @@ typedef struct {
 
 static void sched_free(sched *s) { free(s->limit), free(s->count), free(s->banned), free(s->until), free(s->off); }
 
-static eg_status sched_new(sched *s, size_t n, uint32_t limit) {
+/* 1 when rule i only moves slices around: every node of both sides a
+ * concat or a split. Associativity of concat and its dozens of variants
+ * rewrite every concat tree into every other: they get a sixteenth of the
+ * match limit, so they are banned before they crowd out the rest. */
+static int shuffle_rule(const eg_ruleset *rs, size_t i) {
+    const rdb_rule *r = eg_ruleset_rule(rs, i);
+    const rg_graph *side[2] = {&r->src, &r->dst};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < side[k]->n_nodes; j++) {
+            ops_op op = side[k]->node[j].op;
+            if (op != OP_CONCAT && op != OP_SPLIT0 && op != OP_SPLIT1) return 0;
+        }
+    return 1;
+}
+
+static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit) {
     s->limit = malloc(sizeof *s->limit * (n + 1)), s->count = calloc(n + 1, sizeof *s->count);
     s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
     s->off = calloc(n + 1, 1);
     if (!s->limit || !s->count || !s->banned || !s->until || !s->off) return EG_ENOMEM;
-    for (size_t i = 0; i < n; i++) s->limit[i] = limit;
+    for (size_t i = 0; i < n; i++) s->limit[i] = shuffle_rule(rs, i) ? (limit / 16 > 16 ? limit / 16 : 16) : limit;
     return EG_OK;
 }
 
@@ -36,7 +57,11 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
     size_t nr = eg_ruleset_count(rs);
     ee_matches M = {.count = s->count, .limit = s->limit, .off = s->off};
     *changed = 0, *banned_now = 0;
-    for (size_t i = 0; i < nr; i++) s->off[i] = s->until[i] > round, s->count[i] = 0, *banned_now += s->off[i];
+    for (size_t i = 0; i < nr; i++) {
+        int multi = eg_ruleset_rule(rs, i)->src.n_outputs > 1;
+        s->off[i] = s->until[i] > round || (multi && round >= MULTI_ROUNDS);
+        s->count[i] = 0, *banned_now += s->until[i] > round;
+    }
     double t0 = eg_now_s();
     eg_status rc = ee_match_all(E, rs, &M);
     double t1 = eg_now_s();
@@ -48,6 +73,23 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
         s->limit[i] = s->limit[i] <= UINT32_MAX / 2 ? 2 * s->limit[i] : UINT32_MAX;
         s->banned[i]++;
         (*banned_now)++;
+    }
+    if (getenv("EG_EGRAPH_DEBUG")) { /* the busiest rules of the round */
+        uint32_t shown = UINT32_MAX;
+        for (int top = 0; top < 8; top++) {
+            size_t bi = 0;
+            uint32_t bc = 0;
+            for (size_t i = 0; i < nr; i++)
+                if (s->count[i] > bc && s->count[i] < shown) bc = s->count[i], bi = i;
+            if (!bc) break;
+            char buf[200];
+            eg_ruleset_rule_text(rs, bi, buf, sizeof buf);
+            fprintf(stderr, "  %u matches: rule %zu %s\n", bc, bi, buf);
+            shown = bc;
+        }
+        size_t full = 0;
+        for (size_t i = 0; i < nr; i++) full += s->count[i] > s->limit[i] / 2;
+        fprintf(stderr, "  %zu rules at their limit\n", full);
     }
     int before = E->n_nodes;
     for (size_t k = 0; rc == EG_OK && k < M.n; k++) {
@@ -82,7 +124,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (!r->applied) rc = EG_ENOMEM;
     if (rc == EG_OK) rc = eg_mark_nonfinite(marked); /* a rule that adds zeros refuses those values */
     if (rc == EG_OK) rc = ee_build(&E, marked);
-    if (rc == EG_OK) rc = sched_new(&s, nr, o->match_limit);
+    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit);
     r->cost_before = eg_cost_graph(c, g);
     r->stop = EG_STOP_ITERATIONS;
     for (int round = 0; rc == EG_OK && round < o->iterations; round++) {
