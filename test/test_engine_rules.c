@@ -35,6 +35,8 @@
 #include "fold/fold.h"
 #include "pipeline/pipeline.h"
 #include "rewrite/trial.h"
+#include "egraph/egraph.h"
+#include "egraph/egraph_int.h"
 
 /* ================= helpers ================= */
 
@@ -1574,6 +1576,114 @@ static void test_budgets(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* ================= equality saturation (egraph/) ================= */
+
+/* The count of opspecs nodes of operator op in g that run (weight-only
+ * ones are folded on export). */
+static int count_op(const eg_graph *g, ops_op op) {
+    unsigned char *wo = malloc((size_t)g->n_nodes + 1);
+    assert_non_null(wo);
+    eg_mark_weight_only(g, wo);
+    int n = 0;
+    for (int j = 0; j < g->n_nodes; j++) n += !wo[j] && g->node[j].kind == EG_KIND_OPS && g->node[j].op == op;
+    free(wo);
+    return n;
+}
+
+/* eg_saturate with these limits, its result checked: it computes what g
+ * computes (ec_check) and costs no more than g. */
+static eg_graph *saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, int iterations, int max_nodes,
+                          eg_search_result *r) {
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = iterations, o.max_nodes = max_nodes;
+    eg_graph *best = NULL;
+    char err[EG_ERRLEN] = "";
+    if (eg_saturate(g, rs, c, &o, &best, r, err, sizeof err) != EG_OK) fail_msg("eg_saturate: %s", err);
+    ec_check(g, best, "saturated");
+    assert_true(r->cost_after <= r->cost_before * (1 + 1e-9));
+    return best;
+}
+
+/* A block of two convolutions of one input (3x3 and 1x1, each with a
+ * bias), summed, then relu, and a scale + bias branch of the input beside
+ * them (RepVGG's training form): the shipped rules make it one conv, a
+ * chain whose first steps (the 1x1 kernel enlarged, the scale written as
+ * a conv of an identity kernel) cost more, which the backtracking search
+ * does not pay for. Deterministic: a second run gives the same graph. */
+static void test_egraph_block(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN];
+    if (eg_ruleset_shipped(&rs, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC_CPU, NULL, &c, err, sizeof err), EG_OK);
+    eg_graph *g = build("in x 1 16 8 8; init w3 16 16 3 3; init w1 16 16 1 1; init b3 16; init b1 16; "
+                        "init s 16; init b2 16; c3 = conv2d 1 0 0 1 x w3; c1 = conv2d 1 0 0 1 x w1; "
+                        "y3 = bias 1 c3 b3; y1 = bias 1 c1 b1; sc = scale 1 x s; y2 = bias 1 sc b2; "
+                        "a = ewadd y3 y1; a2 = ewadd a y2; y = relu a2; out y");
+    eg_search_result r, r2;
+    eg_graph *best = saturate(g, rs, c, 8, 50000, &r);
+    assert_int_equal(count_op(best, OP_CONV2D), 1);
+    assert_int_equal(count_op(best, OP_SCALE), 0);
+    assert_true(r.cost_after < r.cost_before);
+    assert_true(r.e_nodes > 0 && r.e_classes > 0 && r.expanded > 0);
+    eg_graph *again = saturate(g, rs, c, 8, 50000, &r2);
+    assert_true(eg_graph_hash(best) == eg_graph_hash(again));
+    eg_search_result_free(&r), eg_search_result_free(&r2);
+    eg_free(again), eg_free(best), eg_free(g);
+    eg_cost_free(c);
+    eg_ruleset_free(rs);
+}
+
+/* The stop reasons: saturated (a rule set with nothing left to add), the
+ * rounds, the e-node limit; each result whole and equal in value. A rule
+ * that puts a value in the class of its own input (relu relu x = relu x)
+ * makes a class that reads itself: extraction never picks that cycle. */
+static void test_egraph_limits(void **state) {
+    (void)state;
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC_CPU, NULL, &c, err, sizeof err), EG_OK);
+    eg_ruleset *rs = rules("(relu (relu x0)) => (relu x0)|" R_ASSOC);
+    eg_graph *g = build("in x 4 4; a = relu x; b = relu a; y = relu b; out y");
+    eg_search_result r;
+    eg_graph *best = saturate(g, rs, c, 8, 50000, &r);
+    assert_int_equal(r.stop, EG_STOP_SATURATED);
+    assert_int_equal(count_op(best, OP_RELU), 1);
+    eg_search_result_free(&r), eg_free(best), eg_free(g);
+    g = build("in a 4 4; in b 4 4; in c 4 4; in d 4 4; in e 4 4; t = matmul d e; s = matmul c t; "
+              "u = matmul b s; y = matmul a u; out y");
+    best = saturate(g, rs, c, 1, 50000, &r);
+    assert_int_equal(r.stop, EG_STOP_ITERATIONS);
+    assert_int_equal((int)r.expanded, 1);
+    eg_search_result_free(&r), eg_free(best);
+    best = saturate(g, rs, c, 8, 12, &r);
+    assert_int_equal(r.stop, EG_STOP_NODES);
+    eg_search_result_free(&r), eg_free(best), eg_free(g);
+    eg_ruleset_free(rs);
+    eg_cost_free(c);
+}
+
+/* Congruence: once a and b are one class, relu a and relu b are one
+ * e-node (the duplicate dead) in one class. */
+static void test_egraph_congruence(void **state) {
+    (void)state;
+    eg_graph *g = build("in a 4 4; in b 4 4; p = relu a; q = relu b; y = ewadd p q; out y");
+    ee_graph E;
+    assert_int_equal(ee_build(&E, g), EG_OK);
+    int ca = E.tensor_cls[eg_find_tensor(g, "a")], cb = E.tensor_cls[eg_find_tensor(g, "b")];
+    int cp = E.tensor_cls[eg_find_tensor(g, "p")], cq = E.tensor_cls[eg_find_tensor(g, "q")];
+    int live = E.n_live;
+    assert_int_not_equal(ee_find(&E, cp), ee_find(&E, cq));
+    assert_int_equal(ee_union(&E, ca, cb), 1);
+    assert_int_equal(ee_rebuild(&E), EG_OK);
+    assert_int_equal(ee_find(&E, cp), ee_find(&E, cq));
+    assert_int_equal(E.n_live, live - 1); /* q's relu: a duplicate now (the leaves keep their tensors) */
+    ee_free(&E);
+    eg_free(g);
+}
+
 /* ================= main ================= */
 
 
@@ -1603,5 +1713,8 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_free_params);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_nonfinite);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_block);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_limits);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_congruence);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }

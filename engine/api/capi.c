@@ -205,6 +205,15 @@ static int check_opts(const tasoc_opts *o, char *err, size_t errlen) {
         snprintf(err, errlen, "alpha wants a number in [1, 10], not %g", o->alpha);
         return EG_EUNSUPPORTED;
     }
+    if (o->search && strcmp(o->search, "backtrack") && strcmp(o->search, "egraph")) {
+        snprintf(err, errlen, "search is \"backtrack\" or \"egraph\", not \"%s\"", o->search);
+        return EG_EUNSUPPORTED;
+    }
+    if (o->egraph_iters < 0 || o->egraph_iters > 1000 || o->egraph_nodes < 0 || o->egraph_nodes > 100000000) {
+        snprintf(err, errlen, "egraph_iters wants 0..1000 and egraph_nodes 0..1e8, not %d and %d", o->egraph_iters,
+                 o->egraph_nodes);
+        return EG_EUNSUPPORTED;
+    }
     if (!(o->time_limit >= 0 && o->time_limit <= 1e6)) {
         snprintf(err, errlen, "time_limit wants seconds in [0, 1e6], not %g", o->time_limit);
         return EG_EUNSUPPORTED;
@@ -286,6 +295,9 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     eg_search_opts so;
     eg_search_opts_init(&so); /* its defaults for what tasoc_opts does not name (two search threads) */
     so.alpha = o->alpha, so.budget = o->budget, so.time_limit = o->time_limit;
+    so.egraph = o->search && !strcmp(o->search, "egraph");
+    if (o->egraph_iters > 0) so.iterations = o->egraph_iters;
+    if (o->egraph_nodes > 0) so.max_nodes = o->egraph_nodes;
     int rc = check_opts(o, err, errlen);
     if (rc == EG_OK)
         rc = (int)(o->ruledb ? eg_ruleset_load(o->ruledb, &rs, err, errlen)

@@ -52,7 +52,7 @@ static const char usage_text[] =
     "                        graphs (--alpha, --budget); egraph: equality\n"
     "                        saturation, every rewrite everywhere in an e-graph,\n"
     "                        then the cheapest graph it holds (--egraph-*)\n"
-    "    --egraph-iters N    saturation rounds at most (default 8)\n"
+    "    --egraph-iters N    saturation rounds at most (default 5)\n"
     "    --egraph-nodes N    e-nodes at most (default 50000)\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"

@@ -90,7 +90,7 @@ void eg_search_opts_init(eg_search_opts *o) {
     o->progress = 0;
     o->threads = 2;
     o->egraph = 0;
-    o->iterations = 8;
+    o->iterations = 5;
     o->max_nodes = 50000;
     o->match_limit = 2000;
     o->ban_rounds = 2;

@@ -92,7 +92,7 @@ typedef struct {
     int progress;      /* 1: a progress line on stderr every second */
     int egraph;        /* 1: search by equality saturation (egraph/egraph.h)
                           instead; 0 (default): this backtracking search */
-    int iterations;    /* saturation: rounds of match and apply (default 8) */
+    int iterations;    /* saturation: rounds of match and apply (default 5) */
     int max_nodes;     /* saturation: e-nodes at most (default 50000) */
     uint32_t match_limit; /* saturation: a rule with more matches in a round
                           is banned for ban_rounds (default 2000, 2) */

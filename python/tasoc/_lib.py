@@ -52,7 +52,8 @@ class Opts(Structure):
     _fields_ = [("alpha", c_double), ("time_limit", c_double), ("budget", c_uint64),
                 ("cost", c_char_p), ("ruledb", c_char_p), ("cost_cache", c_char_p), ("threads", ctypes.c_int),
                 ("verify", ctypes.c_int), ("verify_runs", ctypes.c_int), ("deterministic", ctypes.c_int),
-                ("no_cost_cache", ctypes.c_int)]
+                ("no_cost_cache", ctypes.c_int), ("search", c_char_p), ("egraph_iters", ctypes.c_int),
+                ("egraph_nodes", ctypes.c_int)]
 
 
 class Summary(Structure):

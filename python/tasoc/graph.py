@@ -462,7 +462,8 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
              ruledb: Optional[Union[str, "os.PathLike[str]"]] = None,
              cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1,
              verify: Optional[bool] = None, verify_runs: int = 20, deterministic: bool = False,
-             no_cost_cache: bool = False) -> Graph:
+             no_cost_cache: bool = False, search: str = "backtrack", egraph_iters: int = 0,
+             egraph_nodes: int = 0) -> Graph:
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding, and by default a check of the result where it will run.
@@ -484,7 +485,10 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
     returns the fastest (the input unless one is faster beyond the noise;
     at most verify_runs rounds); False never. deterministic=True gives the
     same graph on every run and machine: "analytic-cpu" (or cost
-    "analytic"), no verify, no cache.
+    "analytic"), no verify, no cache. search: "backtrack" (the best-first
+    search; alpha and budget) or "egraph" (equality saturation: every
+    rewrite everywhere in an e-graph, then the cheapest graph it holds; at
+    most egraph_iters rounds and egraph_nodes e-nodes, 0 for the defaults).
 
     Returns the optimized graph; its `result` (an OptimizeResult) gives
     the costs before and after, the stop reason, the rules applied and what
@@ -515,6 +519,12 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
     o.verify = 0 if verify is None else (1 if verify else -1)
     o.verify_runs, o.deterministic, o.no_cost_cache = int(verify_runs), int(bool(deterministic)), \
         int(bool(no_cost_cache))
+    if search not in ("backtrack", "egraph"):
+        raise ValueError(f"search must be \"backtrack\" or \"egraph\", not {search!r}")
+    for name, v in (("egraph_iters", egraph_iters), ("egraph_nodes", egraph_nodes)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, not {v!r}")
+    o.search, o.egraph_iters, o.egraph_nodes = search.encode(), int(egraph_iters), int(egraph_nodes)
     best, res, err = ctypes.c_void_p(), ctypes.c_void_p(), _lib.err_buf()
     _lib.check(L.tasoc_optimize(graph._engine(), ctypes.byref(o), ctypes.byref(best),
                                 ctypes.byref(res), err, _lib.ERRLEN), err)

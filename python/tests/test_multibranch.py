@@ -1,0 +1,56 @@
+"""Structural re-parameterization by the rules: the multi-branch conv
+blocks of test/multibranch_blocks.py (RepVGG, ACNet, ... in the training
+form torch exports), optimized by equality saturation (search="egraph",
+deterministic), compute what they computed (onnxruntime, 1e-4), and the
+families the shipped rules can collapse become one Conv, as the hand
+collapse is. Blocks the rules cannot collapse yet (depthwise branches: no
+shipped rule has a grouped conv; a conv of a conv; a pool branch) and the
+near misses (not one conv at the border) are held to their values only."""
+import sys
+
+import onnx
+import pytest
+
+import tasoc
+from conftest import ROOT, assert_same_outputs
+
+sys.path.insert(0, str(ROOT / "test"))
+import multibranch_blocks as mb  # noqa: E402
+
+COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1"]
+CASES = [(n, f) for f in mb.FORMS for n in mb.FAMILIES + mb.NEAR_MISSES if f == "bn" or mb.has_ts_form(n)]
+
+
+def convs(m: onnx.ModelProto) -> int:
+    return sum(n.op_type in ("Conv", "FusedConv") for n in m.graph.node)
+
+
+def optimized(model: onnx.ModelProto) -> onnx.ModelProto:
+    g = tasoc.load_onnx(model.SerializeToString())
+    return tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph"))
+
+
+@pytest.mark.parametrize("name,form", CASES, ids=[f"{n}-{f}" for n, f in CASES])
+def test_block(name, form):
+    train, ref = mb.build(name, form=form)
+    out = optimized(train)
+    onnx.checker.check_model(out, full_check=True)
+    assert_same_outputs(train, out, tol=1e-4)
+    if name in COLLAPSED:
+        assert convs(out) == convs(ref) == 1
+        assert all(n.op_type in ("Conv", "Relu") for n in out.graph.node)
+    assert convs(out) <= convs(train)
+
+
+def test_same_bytes():
+    train, _ = mb.build("repvgg")
+    assert optimized(train).SerializeToString() == optimized(train).SerializeToString()
+
+
+def test_search_option_checked():
+    train, _ = mb.build("two_convs_sum")
+    g = tasoc.load_onnx(train.SerializeToString())
+    with pytest.raises(ValueError):
+        tasoc.optimize(g, deterministic=True, search="saturate")
+    with pytest.raises(ValueError):
+        tasoc.optimize(g, deterministic=True, search="egraph", egraph_iters=-1)
