@@ -124,7 +124,9 @@ typedef struct {
     const uint32_t *limit;    /* [rules]: more than this many and the
                                  rule's matches are dropped this round */
     const unsigned char *off; /* [rules]: banned this round */
-    int oom;
+    double deadline;          /* eg_now_s() past which matching stops (the
+                                 time limit, a safety net): timed_out set */
+    int oom, timed_out;
 } ee_matches;
 
 /* Every match of the rules whose rule is not off: e-nodes as anchors in
@@ -142,8 +144,9 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
 
 /* The cheapest graph the e-graph holds for g's outputs, by cost c, as a
  * new graph that borrows g's data (free it before g); the rules of its
- * new nodes counted into applied[rule]. @return EG_OK or EG_ENOMEM, a
+ * new nodes counted into applied[n_rules]. @return EG_OK or EG_ENOMEM, a
  * message in err. */
-eg_status ee_extract(ee_graph *E, eg_cost *c, eg_graph **out, uint32_t *applied, char *err, size_t errlen);
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, eg_graph **out, uint32_t *applied, char *err,
+                     size_t errlen);
 
 #endif

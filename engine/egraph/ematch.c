@@ -7,6 +7,7 @@
  * that src's inner values are unread elsewhere: an e-graph keeps them. */
 #include "egraph/egraph_int.h"
 #include "rewrite/rules_int.h"
+#include "sys/sys.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,10 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     for (int a = 0; a < E->n_nodes && !x.stop; a++) {
         const ee_node *n = &E->n[a];
         if (n->dead || n->kind != EE_OPS) continue;
+        if ((a & 63) == 0 && eg_now_s() > M->deadline) {
+            M->timed_out = 1;
+            break;
+        }
         for (uint32_t q = t->root[n->op]; q < t->root[n->op] + t->n_root[n->op] && !x.stop; q++) {
             if (!x.alive[t->kids[q]]) continue;
             for (int j = 0; j < RG_MAX_NODES; j++) x.nm[j] = -1;

@@ -73,17 +73,41 @@ static int weight_node(ee_graph *E, int e) {
     return 1;
 }
 
-/* The picks: pick[c] the e-node of root class c (-1: none reachable). */
-static void pick_all(ee_graph *E, const double *nc, double *best, int *height, int *pick) {
+/* The opspecs e-node picked for class c, or NULL. */
+static const ee_node *picked_ops(const ee_graph *E, const int *pick, int c) {
+    return c >= 0 && pick[c] >= 0 && E->n[pick[c]].kind == EE_OPS ? &E->n[pick[c]] : NULL;
+}
+
+/* 1 when e-node e runs inside the conv picked below it, as the export and
+ * the runtime write them (groups.h, cost.c's fused_into_conv): a bias on
+ * the channels of a conv without an activation (the Conv's B), a relu of
+ * such a conv or conv + bias (FusedConv). With fused 0, never. */
+static int fused(const ee_graph *E, const int *pick, int e, int with) {
+    const ee_node *n = &E->n[e];
+    if (!with || n->kind != EE_OPS || (n->op != OP_BIAS && n->op != OP_RELU)) return 0;
+    if (n->op == OP_BIAS && n->param[0] != 1) return 0;
+    const ee_node *p = picked_ops(E, pick, ee_kids(E, e)[0]);
+    if (p && p->op == OP_BIAS && n->op == OP_RELU && p->param[0] == 1) p = picked_ops(E, pick, ee_kids(E, pick[ee_kids(E, e)[0]])[0]);
+    return p && p->op == OP_CONV2D && p->param[2] == OPS_ACT_NONE;
+}
+
+/* The picks: pick[c] the e-node of root class c (-1: none reachable);
+ * with_fusion: a bias or relu fused into the conv it reads costs 0. A
+ * price that depends on another class's pick is not monotone, so passes
+ * with fusion may not settle: they stop at MAX_FUSED_PASSES.
+ * @return 1 when the picks settled. */
+#define MAX_FUSED_PASSES 256
+static int pick_all(ee_graph *E, const double *nc, int with_fusion, double *best, int *height, int *pick) {
     for (int k = 0; k < E->n_cls; k++) best[k] = DBL_MAX, height[k] = INT32_MAX, pick[k] = -1;
-    for (int changed = 1, pass = 0; changed && pass < 100000; pass++) {
+    int pass = 0, changed = 1, max_pass = with_fusion ? MAX_FUSED_PASSES : INT32_MAX;
+    for (; changed && pass < max_pass; pass++) {
         changed = 0;
         for (int e = 0; e < E->n_nodes; e++) {
             const ee_node *n = &E->n[e];
             if (n->dead) continue;
             const int *k = ee_kids(E, e);
             int c = ee_find(E, n->cls), h = 0, ok = 1;
-            double cost = weight_node(E, e) ? 0 : nc[e];
+            double cost = weight_node(E, e) || fused(E, pick, e, with_fusion) ? 0 : nc[e];
             for (int i = 0; i < n->n_kid && ok; i++) {
                 if (k[i] < 0) continue;
                 int q = ee_find(E, k[i]), dup = 0;
@@ -94,13 +118,16 @@ static void pick_all(ee_graph *E, const double *nc, double *best, int *height, i
                 if (height[q] + 1 > h) h = height[q] + 1;
             }
             if (!ok) continue;
-            double eps = 1e-9 * (fabs(best[c]) + 1);
-            if (pick[c] < 0 || cost < best[c] - eps || (cost <= best[c] + eps && h < height[c])) {
+            /* exact comparisons: every update lowers (price, height), so the
+             * passes end (a tolerance let two picks trade places forever) */
+            if (pick[c] < 0 || cost < best[c] || (cost == best[c] && h < height[c])) {
                 best[c] = cost, height[c] = h, pick[c] = e;
                 changed = 1;
             }
         }
     }
+    if (getenv("EG_EGRAPH_DEBUG")) fprintf(stderr, "egraph: extraction: %d passes%s\n", pass, changed ? ", not settled" : "");
+    return !changed;
 }
 
 /* ---- building the graph ---- */
@@ -111,7 +138,8 @@ typedef struct {
     eg_graph *out;
     int *tens;           /* [classes]: the tensor written for the class, -1 */
     unsigned char *used; /* [input graph tensors]: written by a node already */
-    uint32_t *applied;
+    uint32_t *applied;   /* [n_rules] */
+    size_t n_rules;
     unsigned long fresh;
 } builder;
 
@@ -231,34 +259,56 @@ static eg_status write_class(builder *b, int root, unsigned char *state, int *st
     return EG_OK;
 }
 
-eg_status ee_extract(ee_graph *E, eg_cost *c, eg_graph **out, uint32_t *applied, char *err, size_t errlen) {
+/* The graph of the picks into *out (applied counted). @return EG_OK,
+ * EG_EGRAPH on a cycle among the picks, EG_ENOMEM. */
+static eg_status build(builder *b, size_t ncl, unsigned char *state, int *stack, eg_graph **out, char *err,
+                       size_t errlen) {
+    ee_graph *E = b->E;
+    const eg_graph *g = E->g;
+    eg_status rc = EG_OK;
+    memset(state, 0, ncl);
+    memset(b->used, 0, (size_t)g->n_tensors + 1);
+    memset(b->applied, 0, sizeof *b->applied * b->n_rules);
+    for (size_t k = 0; k < ncl; k++) b->tens[k] = -1;
+    if (!(b->out = eg_graph_clone(g))) return EG_ENOMEM;
+    b->out->n_nodes = 0; /* the clone's nodes live in its arena */
+    for (int q = 0; rc == EG_OK && q < g->n_outputs; q++) {
+        int o = g->output[q], cl = ee_find(E, E->tensor_cls[o]);
+        rc = write_class(b, cl, state, stack);
+        if (rc == EG_OK && b->tens[cl] != o && writable(b, o)) rc = identity(b, b->tens[cl], o);
+    }
+    if (rc == EG_OK) rc = eg_index(b->out, err, errlen);
+    if (rc == EG_OK) rc = eg_toposort(b->out, err, errlen);
+    if (rc == EG_OK) *out = b->out;
+    else eg_free(b->out);
+    b->out = NULL;
+    return rc;
+}
+
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, eg_graph **out, uint32_t *applied, char *err,
+                     size_t errlen) {
     const eg_graph *g = E->g;
     size_t nn = (size_t)E->n_nodes + 1, ncl = (size_t)E->n_cls + 1;
     double *nc = malloc(sizeof *nc * nn), *best = malloc(sizeof *best * ncl);
     int *height = malloc(sizeof *height * ncl), *pick = malloc(sizeof *pick * ncl);
     int *tens = malloc(sizeof *tens * ncl), *stack = malloc(sizeof *stack * ncl);
-    unsigned char *state = calloc(ncl, 1), *used = calloc((size_t)g->n_tensors + 1, 1);
-    builder b = {E, pick, NULL, tens, used, applied, 0};
+    unsigned char *state = malloc(ncl), *used = malloc((size_t)g->n_tensors + 1);
+    builder b = {E, pick, NULL, tens, used, applied, n_rules, 0};
     eg_status rc = nc && best && height && pick && tens && stack && state && used ? EG_OK : EG_ENOMEM;
     *out = NULL;
     if (rc == EG_OK) rc = prices(E, c, nc);
-    if (rc == EG_OK) {
-        pick_all(E, nc, best, height, pick);
-        for (size_t k = 0; k < ncl; k++) tens[k] = -1;
-        if (!(b.out = eg_graph_clone(g))) rc = EG_ENOMEM;
+    /* fused groups priced as the export writes them; the context-free
+     * prices (monotone: they settle, and no pick then reads a class of a
+     * greater height) when those do not settle or read one another */
+    for (int with = 1; rc == EG_OK && with >= 0; with--) {
+        if (!pick_all(E, nc, with, best, height, pick) && with) continue;
+        err[0] = 0;
+        rc = build(&b, ncl, state, stack, out, err, errlen);
+        if (rc != EG_EGRAPH || !with) break;
+        rc = EG_OK;
     }
-    if (rc == EG_OK) b.out->n_nodes = 0; /* the clone's nodes live in its arena */
-    for (int q = 0; rc == EG_OK && q < g->n_outputs; q++) {
-        int o = g->output[q], cl = ee_find(E, E->tensor_cls[o]);
-        rc = write_class(&b, cl, state, stack);
-        if (rc == EG_OK && tens[cl] != o && writable(&b, o)) rc = identity(&b, tens[cl], o);
-    }
-    if (rc == EG_OK) rc = eg_index(b.out, err, errlen);
-    if (rc == EG_OK) rc = eg_toposort(b.out, err, errlen);
     if (rc == EG_EGRAPH && err && errlen && !err[0]) eg_errf(err, errlen, rc, "extraction: a cycle");
     if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "extraction: out of memory");
-    if (rc == EG_OK) *out = b.out;
-    else eg_free(b.out);
     free(nc), free(best), free(height), free(pick), free(tens), free(stack), free(state), free(used);
     return rc;
 }

@@ -53,9 +53,9 @@ static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t li
  * added and classes merged; *banned_now: rules sitting out.
  * @return EG_OK or EG_ENOMEM. */
 static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const eg_search_opts *o, int round,
-                            int *changed, int *banned_now, uint64_t *added) {
+                            double deadline, int *changed, int *banned_now, uint64_t *added, int *timed_out) {
     size_t nr = eg_ruleset_count(rs);
-    ee_matches M = {.count = s->count, .limit = s->limit, .off = s->off};
+    ee_matches M = {.count = s->count, .limit = s->limit, .off = s->off, .deadline = deadline};
     *changed = 0, *banned_now = 0;
     for (size_t i = 0; i < nr; i++) {
         int multi = eg_ruleset_rule(rs, i)->src.n_outputs > 1;
@@ -65,6 +65,7 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
     double t0 = eg_now_s();
     eg_status rc = ee_match_all(E, rs, &M);
     double t1 = eg_now_s();
+    *timed_out = M.timed_out;
     for (size_t i = 0; rc == EG_OK && i < nr; i++) {
         if (s->count[i] <= s->limit[i]) continue;
         s->off[i] = 1; /* its matches this round are dropped */
@@ -136,12 +137,16 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
             r->stop = EG_STOP_NODES;
             break;
         }
-        int changed, banned;
-        rc = round_once(&E, rs, &s, o, round, &changed, &banned, &r->generated);
+        int changed, banned, timed_out;
+        rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &r->generated, &timed_out);
         r->expanded++;
         if (o->progress)
             fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned\n", round + 1,
                     E.n_live, changed, banned);
+        if (rc == EG_OK && timed_out) { /* what it found is applied; the stop says time */
+            r->stop = EG_STOP_TIME;
+            break;
+        }
         if (rc == EG_OK && !changed && !banned) {
             r->stop = EG_STOP_SATURATED;
             break;
@@ -155,7 +160,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     r->t_match = eg_now_s() - t0;
     if (rc == EG_OK) {
         double t1 = eg_now_s();
-        rc = ee_extract(&E, c, best, r->applied, err, errlen);
+        rc = ee_extract(&E, c, nr, best, r->applied, err, errlen);
         /* *best borrows g's data as marked does (a clone's payloads point
          * into g), so marked may go first */
         if (rc == EG_OK) r->cost_after = eg_cost_graph(c, *best);

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""bench/searches.py - the two searches side by side: the best-first
+backtracking search (--search backtrack) and equality saturation (--search
+egraph), on every real export at hand, at the same time limit.
+
+    python3 bench/searches.py [--engine out/bin/engine] [--time-limit 10]
+                              [--only NAME]... [--out bench/results/searches.md]
+
+Models: bench/cache/*.onnx (bench/export_torch.py's bench set),
+bench/cache/unseen/*.onnx (bench/unseen.py's exports) and the training
+forms of bench/cache/multibranch/ (bench/multibranch.py's timm exports),
+whichever are present. For each model and search: `ENGINE optimize MODEL -o
+OUT --deterministic --search S --time-limit T` (analytic-cpu costs, so the
+answer does not depend on the machine's load; the e-graph's own limits are
+its defaults), its exit status and wall time, the cost before and after,
+the stop reason, the expansions or rounds, the e-graph's size; and
+onnxruntime (ORT_DISABLE_ALL, seeded random inputs) on the input and OUT:
+their max relative error, which must stay small (<= 1e-3), the proof the
+result is still the model. The summary counts where each search ends
+cheaper and the geometric mean of the e-graph's final cost over the
+backtracking search's.
+
+Writes --out (markdown) and the same name with .jsonl.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from ort_compare import max_rel_err, random_inputs  # noqa: E402
+
+COST = re.compile(r"cost (before|after): ([0-9.]+) us")
+BACK = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z -]+); expanded (\d+)")
+SAT = re.compile(r"saturation: ([0-9.]+) s \(stopped: ([a-z -]+); (\d+) rounds, (\d+) e-nodes added, "
+                 r"(\d+) e-nodes in (\d+) classes")
+SEARCHES = ("backtrack", "egraph")
+
+
+def models():
+    pats = ["bench/cache/*.onnx", "bench/cache/unseen/*.onnx", "bench/cache/multibranch/*_train.onnx"]
+    out = []
+    for p in pats:
+        out += sorted(glob.glob(os.path.join(ROOT, p)))
+    return out
+
+
+def session(path):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def check(a, b):
+    """Max relative error of b's outputs against a's; None when a does not run."""
+    try:
+        sa = session(a)
+        x = random_inputs(sa, 0)
+        ya = sa.run(None, x)
+    except Exception:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not checked
+        return None
+    return max_rel_err(ya, session(b).run(None, x))
+
+
+def run(engine, model, search, limit, tmp):
+    out = os.path.join(tmp, f"{search}.onnx")
+    t = time.monotonic()
+    p = subprocess.run([engine, "optimize", model, "-o", out, "--deterministic", "--search", search,
+                        "--time-limit", str(limit)], capture_output=True, text=True)
+    row = {"search": search, "rc": p.returncode, "wall": time.monotonic() - t}
+    for k, v in COST.findall(p.stdout):
+        row[k] = float(v)
+    m = BACK.search(p.stdout)
+    if m:
+        row.update(stop=m.group(2), steps=int(m.group(3)))
+    m = SAT.search(p.stdout)
+    if m:
+        row.update(stop=m.group(2), steps=int(m.group(3)), e_nodes=int(m.group(5)), e_classes=int(m.group(6)))
+    if p.returncode == 0:
+        row["err"] = check(model, out)
+    else:
+        row["stderr"] = p.stderr.strip().splitlines()[-1:] if p.stderr else []
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--engine", default=os.path.join(ROOT, "out", "bin", "engine"))
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--only", action="append", default=[], help="model name (file name without .onnx)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "searches.md"))
+    a = ap.parse_args()
+    rows = []
+    for path in models():
+        name = os.path.basename(path)[:-5]
+        if a.only and name not in a.only:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            r = {"model": name}
+            for s in SEARCHES:
+                r[s] = run(a.engine, path, s, a.time_limit, tmp)
+                x = r[s]
+                print(f"searches.py: {name} {s}: rc {x['rc']}, {x['wall']:.1f} s, "
+                      f"{x.get('before', 0):.1f} -> {x.get('after', 0):.1f} us, {x.get('stop')}, "
+                      f"err {x.get('err')}", flush=True)
+        rows.append(r)
+    write(a, rows)
+
+
+def fmt_err(e):
+    return "-" if e is None else f"{e:.1e}"
+
+
+def write(a, rows):
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    lines = ["# The two searches side by side", "",
+             f"`python3 bench/searches.py --time-limit {a.time_limit:g}` at {commit}, "
+             f"{time.strftime('%Y-%m-%d')}, 2 cores. Each: `engine optimize MODEL --deterministic "
+             f"--search S --time-limit {a.time_limit:g}` (analytic-cpu costs; the e-graph's own limits "
+             "at their defaults). err: onnxruntime, output against input, max relative error.", "",
+             "| model | cost before (us) | backtrack after | egraph after | egraph / backtrack | "
+             "backtrack s | egraph s | backtrack stop | egraph stop (rounds, e-nodes, classes) | err b / e |",
+             "|---|--:|--:|--:|--:|--:|--:|---|---|---|"]
+    logs, better, worse, same, failed = [], 0, 0, 0, 0
+    for r in rows:
+        b, e = r["backtrack"], r["egraph"]
+        if b["rc"] or e["rc"] or "after" not in b or "after" not in e:
+            failed += 1
+            lines.append(f"| {r['model']} | - | rc {b['rc']} | rc {e['rc']} | - | {b['wall']:.1f} | "
+                         f"{e['wall']:.1f} | - | - | - |")
+            continue
+        ratio = e["after"] / b["after"] if b["after"] > 0 else 1.0
+        logs.append(math.log(ratio))
+        if ratio < 1 - 1e-6:
+            better += 1
+        elif ratio > 1 + 1e-6:
+            worse += 1
+        else:
+            same += 1
+        lines.append(f"| {r['model']} | {b['before']:.1f} | {b['after']:.1f} | {e['after']:.1f} | {ratio:.3f} | "
+                     f"{b['wall']:.1f} | {e['wall']:.1f} | {b.get('stop')} ({b.get('steps')}) | "
+                     f"{e.get('stop')} ({e.get('steps')}, {e.get('e_nodes')}, {e.get('e_classes')}) | "
+                     f"{fmt_err(b.get('err'))} / {fmt_err(e.get('err'))} |")
+    gm = math.exp(sum(logs) / len(logs)) if logs else float("nan")
+    lines += ["", f"{len(rows)} models: the e-graph ends cheaper on {better}, dearer on {worse}, the same on "
+              f"{same}; {failed} failed. Geometric mean of egraph / backtrack final cost: {gm:.3f}."]
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.splitext(a.out)[0] + ".jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    print("\n".join(lines[-1:]))
+
+
+if __name__ == "__main__":
+    main()
