@@ -55,11 +55,13 @@ NP_TYPES = {
 }
 
 
-def session(path, threads, profile=None):
+def session(path, threads, profile=None, rewrite=True):
     """A session as every bench script times models: see the docstring;
-    profile, a file prefix, turns onnxruntime's profiler on."""
+    profile, a file prefix, turns onnxruntime's profiler on; rewrite=False
+    runs the model as written (ORT_DISABLE_ALL), to compare values."""
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if rewrite
+                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     so.intra_op_num_threads = threads
     # Several sessions take turns in one process: a pool that spins after
     # its run would take the cores from the next session's run.

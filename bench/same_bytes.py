@@ -28,12 +28,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def default_models():
-    pats = ["bench/cache/*.onnx", "bench/cache/unseen/*.onnx", "test/corpus/onnx/*.onnx"]
+def models_of(pats):
+    """The files matching each pattern (relative to the tree), in order."""
     out = []
     for p in pats:
         out += sorted(glob.glob(os.path.join(ROOT, p)))
     return out
+
+
+def default_models():
+    return models_of(["bench/cache/*.onnx", "bench/cache/unseen/*.onnx", "test/corpus/onnx/*.onnx"])
 
 
 def digest(path):

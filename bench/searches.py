@@ -23,7 +23,6 @@ backtracking search's.
 Writes --out (markdown) and the same name with .jsonl.
 """
 import argparse
-import glob
 import json
 import math
 import os
@@ -33,12 +32,12 @@ import sys
 import tempfile
 import time
 
-import onnxruntime as ort
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from ort_compare import max_rel_err, random_inputs  # noqa: E402
+from ort_compare import session as ort_session  # noqa: E402
+from same_bytes import models_of  # noqa: E402
 
 COST = re.compile(r"cost (before|after): ([0-9.]+) us")
 BACK = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z -]+); expanded (\d+)")
@@ -48,19 +47,11 @@ SEARCHES = ("backtrack", "egraph")
 
 
 def models():
-    pats = ["bench/cache/*.onnx", "bench/cache/unseen/*.onnx", "bench/cache/multibranch/*_train.onnx"]
-    out = []
-    for p in pats:
-        out += sorted(glob.glob(os.path.join(ROOT, p)))
-    return out
+    return models_of(["bench/cache/*.onnx", "bench/cache/unseen/*.onnx", "bench/cache/multibranch/*_train.onnx"])
 
 
 def session(path):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return ort_session(path, 1, rewrite=False)
 
 
 def check(a, b):
