@@ -149,4 +149,15 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
 eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, eg_graph **out, uint32_t *applied, char *err,
                      size_t errlen);
 
+/* An e-node's own price in the picked graph: nc[e], or 0 for a value of
+ * weights alone or (with_fusion) a bias or relu fused into the conv picked
+ * below it. */
+double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e, int with_fusion);
+
+/* ---- share.c ---- */
+
+/* Improve the picks where a value read by several picked classes pays
+ * once (see share.c). @return EG_OK or EG_ENOMEM. */
+eg_status ee_share(ee_graph *E, const double *nc, int with_fusion, int *pick);
+
 #endif

@@ -91,6 +91,10 @@ static int fused(const ee_graph *E, const int *pick, int e, int with) {
     return p && p->op == OP_CONV2D && p->param[2] == OPS_ACT_NONE;
 }
 
+double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e, int with_fusion) {
+    return weight_node(E, e) || fused(E, pick, e, with_fusion) ? 0 : nc[e];
+}
+
 /* The picks: pick[c] the e-node of root class c (-1: none reachable);
  * with_fusion: a bias or relu fused into the conv it reads costs 0. A
  * price that depends on another class's pick is not monotone, so passes
@@ -107,7 +111,7 @@ static int pick_all(ee_graph *E, const double *nc, int with_fusion, double *best
             if (n->dead) continue;
             const int *k = ee_kids(E, e);
             int c = ee_find(E, n->cls), h = 0, ok = 1;
-            double cost = weight_node(E, e) || fused(E, pick, e, with_fusion) ? 0 : nc[e];
+            double cost = ee_own_price(E, nc, pick, e, with_fusion);
             for (int i = 0; i < n->n_kid && ok; i++) {
                 if (k[i] < 0) continue;
                 int q = ee_find(E, k[i]), dup = 0;
@@ -302,6 +306,7 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, eg_graph **out, ui
      * greater height) when those do not settle or read one another */
     for (int with = 1; rc == EG_OK && with >= 0; with--) {
         if (!pick_all(E, nc, with, best, height, pick) && with) continue;
+        if ((rc = ee_share(E, nc, with, pick)) != EG_OK) break;
         err[0] = 0;
         rc = build(&b, ncl, state, stack, out, err, errlen);
         if (rc != EG_EGRAPH || !with) break;

@@ -109,6 +109,34 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
     return rc;
 }
 
+/* Extract the e-graph as it is now and keep the graph if it is the
+ * cheapest so far by the cost model (the first is kept whatever it costs).
+ * Greedy extraction is a heuristic that more e-nodes can lead astray (a
+ * value shared by many readers is priced once per reader), so every round
+ * is extracted and the cheapest graph of all is the result.
+ * *best borrows g's data as the e-graph's graph does (a clone's payloads
+ * point into g). @return EG_OK or the extraction's failure. */
+static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, eg_graph **best, eg_search_result *r,
+                               double *t_extract, char *err, size_t errlen) {
+    double t = eg_now_s();
+    uint32_t *applied = calloc(nr + 1, sizeof *applied);
+    eg_graph *h = NULL;
+    eg_status rc = applied ? ee_extract(E, c, nr, &h, applied, err, errlen) : EG_ENOMEM;
+    if (rc == EG_OK) {
+        double cost = eg_cost_graph(c, h);
+        if (!*best || cost < r->cost_after) {
+            eg_free(*best);
+            *best = h, h = NULL;
+            r->cost_after = cost;
+            memcpy(r->applied, applied, sizeof *applied * nr);
+        }
+    }
+    eg_free(h);
+    free(applied);
+    *t_extract += eg_now_s() - t;
+    return rc;
+}
+
 eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                       eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
     double t0 = eg_now_s();
@@ -128,6 +156,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit);
     r->cost_before = eg_cost_graph(c, g);
     r->stop = EG_STOP_ITERATIONS;
+    double t_extract = 0;
     for (int round = 0; rc == EG_OK && round < o->iterations; round++) {
         if (eg_now_s() - t0 > o->time_limit) {
             r->stop = EG_STOP_TIME;
@@ -140,6 +169,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         int changed, banned, timed_out;
         rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &r->generated, &timed_out);
         r->expanded++;
+        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, best, r, &t_extract, err, errlen);
         if (o->progress)
             fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned\n", round + 1,
                     E.n_live, changed, banned);
@@ -158,14 +188,10 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     r->e_nodes = (uint64_t)E.n_live;
     for (int k = 0; k < E.n_cls; k++) r->e_classes += E.c[k].uf == k && E.c[k].n_node > 0;
     r->t_match = eg_now_s() - t0;
-    if (rc == EG_OK) {
-        double t1 = eg_now_s();
-        rc = ee_extract(&E, c, nr, best, r->applied, err, errlen);
-        /* *best borrows g's data as marked does (a clone's payloads point
-         * into g), so marked may go first */
-        if (rc == EG_OK) r->cost_after = eg_cost_graph(c, *best);
-        r->t_apply = eg_now_s() - t1;
-    } else if (rc == EG_ENOMEM) {
+    r->t_match -= t_extract, r->t_apply = t_extract;
+    if (rc == EG_OK && !*best) rc = keep_cheapest(&E, c, nr, best, r, &r->t_apply, err, errlen); /* no round ran */
+    if (rc != EG_OK) eg_free(*best), *best = NULL;
+    if (rc == EG_ENOMEM) {
         eg_errf(err, errlen, rc, "saturation: out of memory (%d e-nodes)", E.n_live);
     }
     r->seconds = eg_now_s() - t0;

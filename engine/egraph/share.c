@@ -1,0 +1,164 @@
+/* share.c - the picks improved where a new value pays once for several
+ * readers (ee_share).
+ *
+ * Why. The greedy picks (extract.c) price a class as its e-node plus the
+ * classes it reads, so a value read by two picked classes is paid twice.
+ * The merge TASO is known for has exactly that shape: two convs of one
+ * input, A and B, are also split0 and split1 of one conv K over their
+ * weights concatenated; priced alone, each split pays the whole of K and
+ * loses to its small conv. Here the picked graph is priced as a graph:
+ * for each class K outside it whose picked e-node reads only classes in
+ * it (or weights), the classes R of the graph that have an e-node reading
+ * K and otherwise only classes of the graph switch to those e-nodes
+ * together when that lowers the graph's price: K's price and theirs
+ * against what their old picks alone kept alive (reference counts). A
+ * move that would close a cycle is undone. Classes in id order, once:
+ * deterministic.
+ */
+#include "egraph/egraph_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    ee_graph *E;
+    const double *nc;
+    int fusion;
+    int *pick, *refs, *refs2, *stack;
+    unsigned char *in, *state;
+} sharer;
+
+/* in[] and refs[] of the picked graph: the classes the outputs reach, and
+ * how many picked e-nodes (and outputs) read each. */
+static void count(sharer *s) {
+    ee_graph *E = s->E;
+    int sp = 0;
+    memset(s->in, 0, (size_t)E->n_cls);
+    memset(s->refs, 0, sizeof *s->refs * (size_t)E->n_cls);
+    for (int q = 0; q < E->g->n_outputs; q++) {
+        int c = ee_find(E, E->tensor_cls[E->g->output[q]]);
+        s->refs[c]++;
+        if (!s->in[c]) s->in[c] = 1, s->stack[sp++] = c;
+    }
+    while (sp) {
+        int c = s->stack[--sp], e = s->pick[c];
+        const int *k = ee_kids(E, e);
+        for (int i = 0; i < E->n[e].n_kid; i++) {
+            int dup = k[i] < 0;
+            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            if (dup) continue;
+            s->refs[k[i]]++;
+            if (!s->in[k[i]]) s->in[k[i]] = 1, s->stack[sp++] = k[i];
+        }
+    }
+}
+
+/* Drop one reference to class c in refs2: when none is left, the price
+ * of its pick and of what only it kept. @return the price freed. */
+static double release(sharer *s, int c) {
+    ee_graph *E = s->E;
+    double freed = 0;
+    int sp = 0;
+    if (--s->refs2[c] > 0) return 0;
+    s->stack[sp++] = c;
+    while (sp) {
+        int d = s->stack[--sp], e = s->pick[d];
+        freed += ee_own_price(E, s->nc, s->pick, e, s->fusion);
+        const int *k = ee_kids(E, e);
+        for (int i = 0; i < E->n[e].n_kid; i++) {
+            int dup = k[i] < 0;
+            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            if (!dup && --s->refs2[k[i]] == 0) s->stack[sp++] = k[i];
+        }
+    }
+    return freed;
+}
+
+/* 1 when every kid of e-node e is in the picked graph, a weight, or k. */
+static int reads_graph(sharer *s, int e, int k) {
+    const int *kid = ee_kids(s->E, e);
+    for (int i = 0; i < s->E->n[e].n_kid; i++)
+        if (kid[i] >= 0 && kid[i] != k && !s->in[kid[i]] && !(s->E->c[kid[i]].flags & EE_WEIGHT)) return 0;
+    return 1;
+}
+
+/* 1 when the picks reachable from the outputs form no cycle. */
+static int acyclic(sharer *s) {
+    ee_graph *E = s->E;
+    memset(s->state, 0, (size_t)E->n_cls);
+    for (int q = 0; q < E->g->n_outputs; q++) {
+        int root = ee_find(E, E->tensor_cls[E->g->output[q]]), sp = 0;
+        if (s->state[root] == 2) continue;
+        s->stack[sp++] = root, s->state[root] = 1;
+        while (sp) {
+            int c = s->stack[sp - 1], e = s->pick[c], pending = 0;
+            const int *k = ee_kids(E, e);
+            for (int i = 0; i < E->n[e].n_kid && !pending; i++) {
+                if (k[i] < 0) continue;
+                if (s->state[k[i]] == 1) return 0;
+                if (s->state[k[i]] == 0) s->stack[sp++] = k[i], s->state[k[i]] = 1, pending = 1;
+            }
+            if (!pending) s->state[c] = 2, sp--;
+        }
+    }
+    return 1;
+}
+
+/* Try class K as a shared value (see the header comment). @return 1 when
+ * the move was made. */
+static int try_share(sharer *s, int K, int *alt, int *cls) {
+    ee_graph *E = s->E;
+    int pk = s->pick[K], n = 0;
+    if (pk < 0 || s->in[K] || (E->c[K].flags & EE_WEIGHT) || !reads_graph(s, pk, -1)) return 0;
+    for (int i = 0; i < E->c[K].n_par; i++) { /* the cheapest reader of K per class of the graph */
+        int e = E->cpar[E->c[K].par0 + i], r = E->n[e].cls;
+        if (!s->in[r] || s->pick[r] == e || !reads_graph(s, e, K)) continue;
+        int q = 0;
+        while (q < n && cls[q] != r) q++;
+        if (q == n) cls[n] = r, alt[n++] = e;
+        else if (ee_own_price(E, s->nc, s->pick, e, s->fusion) < ee_own_price(E, s->nc, s->pick, alt[q], s->fusion))
+            alt[q] = e;
+    }
+    if (n < 2) return 0;
+    memcpy(s->refs2, s->refs, sizeof *s->refs * (size_t)E->n_cls);
+    double delta = ee_own_price(E, s->nc, s->pick, pk, s->fusion);
+    const int *kk = ee_kids(E, pk);
+    for (int i = 0; i < E->n[pk].n_kid; i++) if (kk[i] >= 0) s->refs2[kk[i]]++;
+    for (int q = 0; q < n; q++) { /* the new readers first: what they read stays */
+        const int *k = ee_kids(E, alt[q]);
+        for (int i = 0; i < E->n[alt[q]].n_kid; i++) if (k[i] >= 0 && k[i] != K) s->refs2[k[i]]++;
+        delta += ee_own_price(E, s->nc, s->pick, alt[q], s->fusion);
+    }
+    for (int q = 0; q < n; q++) {
+        int old = s->pick[cls[q]];
+        const int *k = ee_kids(E, old);
+        delta -= ee_own_price(E, s->nc, s->pick, old, s->fusion);
+        for (int i = 0; i < E->n[old].n_kid; i++) {
+            int dup = k[i] < 0;
+            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            if (!dup) delta -= release(s, k[i]);
+        }
+    }
+    if (!(delta < 0)) return 0;
+    int saved[RG_MAX_NODES * 8];
+    if (n > (int)(sizeof saved / sizeof saved[0])) return 0;
+    for (int q = 0; q < n; q++) saved[q] = s->pick[cls[q]], s->pick[cls[q]] = alt[q];
+    if (acyclic(s)) return 1;
+    for (int q = 0; q < n; q++) s->pick[cls[q]] = saved[q];
+    return 0;
+}
+
+eg_status ee_share(ee_graph *E, const double *nc, int with_fusion, int *pick) {
+    size_t ncl = (size_t)E->n_cls + 1;
+    sharer s = {E, nc, with_fusion, pick, malloc(sizeof(int) * ncl), malloc(sizeof(int) * ncl),
+                malloc(sizeof(int) * ncl), malloc(ncl), malloc(ncl)};
+    int alt[RG_MAX_NODES * 8], cls[RG_MAX_NODES * 8];
+    eg_status rc = s.refs && s.refs2 && s.stack && s.in && s.state ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) count(&s);
+    for (int K = 0; rc == EG_OK && K < E->n_cls; K++) {
+        if (E->c[K].uf != K || E->c[K].n_par < 2 || E->c[K].n_par > (int)(sizeof alt / sizeof alt[0])) continue;
+        if (try_share(&s, K, alt, cls)) count(&s);
+    }
+    free(s.refs), free(s.refs2), free(s.stack), free(s.in), free(s.state);
+    return rc;
+}
