@@ -1,5 +1,6 @@
-/* share.c - the picks improved where a new value pays once for several
- * readers (ee_share).
+/* share.c - the price of the picked graph: an e-node's own price there
+ * (ee_own_price: weights and fused groups at 0), and the picks improved
+ * where a new value pays once for several readers (ee_share).
  *
  * Why. The greedy picks (extract.c) price a class as its e-node plus the
  * classes it reads, so a value read by two picked classes is paid twice.
@@ -19,6 +20,42 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- an e-node's own price in the picked graph ---- */
+
+/* 1 when e-node e reads weights alone (an opspecs operator folded on
+ * export). */
+static int weight_node(ee_graph *E, int e) {
+    const ee_node *n = &E->n[e];
+    if (n->kind != EE_OPS || !n->n_kid) return 0;
+    if (ops_table[n->op].flags & OPF_CONST) return 1; /* reads shapes alone */
+    for (int k = 0; k < n->n_kid; k++)
+        if (!(E->c[ee_find(E, ee_kids(E, e)[k])].flags & EE_WEIGHT)) return 0;
+    return 1;
+}
+
+/* The opspecs e-node picked for class c, or NULL. */
+static const ee_node *picked_ops(const ee_graph *E, const int *pick, int c) {
+    return c >= 0 && pick[c] >= 0 && E->n[pick[c]].kind == EE_OPS ? &E->n[pick[c]] : NULL;
+}
+
+/* 1 when e-node e runs inside the conv picked below it, as the export and
+ * the runtime write them (groups.h, cost.c's fused_into_conv): a bias on
+ * the channels of a conv without an activation (the Conv's B), a relu of
+ * such a conv or conv + bias (FusedConv). With fused 0, never. */
+static int fused(const ee_graph *E, const int *pick, int e, int with) {
+    const ee_node *n = &E->n[e];
+    if (!with || n->kind != EE_OPS || (n->op != OP_BIAS && n->op != OP_RELU)) return 0;
+    if (n->op == OP_BIAS && n->param[0] != 1) return 0;
+    const ee_node *p = picked_ops(E, pick, ee_kids(E, e)[0]);
+    if (p && p->op == OP_BIAS && n->op == OP_RELU && p->param[0] == 1) p = picked_ops(E, pick, ee_kids(E, pick[ee_kids(E, e)[0]])[0]);
+    return p && p->op == OP_CONV2D && p->param[2] == OPS_ACT_NONE;
+}
+
+double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e, int with_fusion) {
+    return weight_node(E, e) || fused(E, pick, e, with_fusion) ? 0 : nc[e];
+}
+
 
 typedef struct {
     ee_graph *E;
