@@ -240,7 +240,7 @@ static int congruence_pass(ee_graph *E) {
     for (int e = 0; e < E->n_nodes; e++) {
         ee_node *n = &E->n[e];
         if (n->dead) continue;
-        int *k = E->kids + n->kid0;
+        int *k = E->kids ? E->kids + n->kid0 : NULL;
         for (int i = 0; i < n->n_kid; i++)
             if (k[i] >= 0) k[i] = ee_find(E, k[i]);
         size_t s = hc_slot(E, n, k);

@@ -107,7 +107,7 @@ eg_status ee_rebuild(ee_graph *E);
 void ee_op_run(const ee_graph *E, const int *list, int n, ops_op op, int *first, int *end);
 
 /* The kids of e-node e. */
-static inline const int *ee_kids(const ee_graph *E, int e) { return E->kids + E->n[e].kid0; }
+static inline const int *ee_kids(const ee_graph *E, int e) { return E->kids ? E->kids + E->n[e].kid0 : NULL; }
 
 /* ---- ematch.c: rules over classes ---- */
 
