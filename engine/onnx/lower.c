@@ -402,7 +402,8 @@ static eg_status lower_gemm(eg_graph *g, int j, const uses_t *uses, int *appende
     int x = n->in[0], w = n->in[1], c = n->n_in > 2 ? n->in[2] : -1, y = n->out[0], t = y, id;
     static const int32_t p0[OPS_MAX_PARAMS] = {0};
     if (a->alpha != 1.0f || (c >= 0 && a->beta != 1.0f) || (a->flags & (EG_AF_TRANS_A | EG_AF_LEGACY_BCAST)) ||
-        x < 0 || w < 0 || !eg_shape_known(&g->tensor[w].shape) || g->tensor[w].shape.rank != 2 ||
+        x < 0 || w < 0 || g->tensor[w].dtype != EG_DT_FLOAT || /* opspecs values are float32 */
+        !eg_shape_known(&g->tensor[w].shape) || g->tensor[w].shape.rank != 2 ||
         !eg_shape_known(&g->tensor[y].shape))
         return EG_OK;
     if (c >= 0) { /* the bias must be a per-column vector already */
