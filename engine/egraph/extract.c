@@ -97,7 +97,6 @@ static int pick_all(ee_graph *E, const double *nc, int with_fusion, double *best
             }
         }
     }
-    if (getenv("EG_EGRAPH_DEBUG")) fprintf(stderr, "egraph: extraction: %d passes%s\n", pass, changed ? ", not settled" : "");
     return !changed;
 }
 

@@ -75,23 +75,6 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
         s->banned[i]++;
         (*banned_now)++;
     }
-    if (getenv("EG_EGRAPH_DEBUG")) { /* the busiest rules of the round */
-        uint32_t shown = UINT32_MAX;
-        for (int top = 0; top < 8; top++) {
-            size_t bi = 0;
-            uint32_t bc = 0;
-            for (size_t i = 0; i < nr; i++)
-                if (s->count[i] > bc && s->count[i] < shown) bc = s->count[i], bi = i;
-            if (!bc) break;
-            char buf[200];
-            eg_ruleset_rule_text(rs, bi, buf, sizeof buf);
-            fprintf(stderr, "  %u matches: rule %zu %s\n", bc, bi, buf);
-            shown = bc;
-        }
-        size_t full = 0;
-        for (size_t i = 0; i < nr; i++) full += s->count[i] > s->limit[i] / 2;
-        fprintf(stderr, "  %zu rules at their limit\n", full);
-    }
     int before = E->n_nodes;
     for (size_t k = 0; rc == EG_OK && k < M.n; k++) {
         if (s->off[M.m[k].rule]) continue;
