@@ -181,9 +181,10 @@ eg_status ee_build(ee_graph *E, const eg_graph *g) {
     memset(E, 0, sizeof *E);
     E->g = g;
     E->tensor_cls = malloc(sizeof *E->tensor_cls * (size_t)(g->n_tensors + 1));
+    E->node_en = malloc(sizeof *E->node_en * (size_t)(g->n_nodes + 1));
     unsigned char *wo = malloc((size_t)g->n_nodes + 1);
     int *k = malloc(sizeof *k * (size_t)(eg_max_inputs(g) + 1));
-    eg_status rc = E->tensor_cls && wo && k ? EG_OK : EG_ENOMEM;
+    eg_status rc = E->tensor_cls && E->node_en && wo && k ? EG_OK : EG_ENOMEM;
     if (rc == EG_OK) {
         for (int t = 0; t < g->n_tensors; t++) E->tensor_cls[t] = -1;
         eg_mark_weight_only(g, wo);
@@ -201,6 +202,7 @@ eg_status ee_build(ee_graph *E, const eg_graph *g) {
             break;
         }
         int cls = E->n[e].cls;
+        E->node_en[j] = e;
         if (nd->n_out == 1 && nd->out[0] >= 0) {
             tensor_class(E, nd->out[0], cls, wo[j]);
             continue;
@@ -224,7 +226,7 @@ eg_status ee_build(ee_graph *E, const eg_graph *g) {
 
 void ee_free(ee_graph *E) {
     free(E->n), free(E->kids), free(E->c), free(E->hc), free(E->cnode), free(E->cpar);
-    free(E->op_start), free(E->op_list), free(E->tensor_cls);
+    free(E->op_start), free(E->op_list), free(E->tensor_cls), free(E->node_en);
     memset(E, 0, sizeof *E);
 }
 

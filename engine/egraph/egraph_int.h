@@ -78,6 +78,7 @@ typedef struct {
     int *cnode, *cpar; /* the per-class lists (ee_class.node0, par0) */
     int *op_start, *op_list; /* live EE_OPS e-nodes by operator */
     int *tensor_cls;   /* the class of each tensor of g (-1: none) */
+    int *node_en;      /* the e-node of each node of g */
     int dirty;         /* a union since the last rebuild */
 } ee_graph;
 
@@ -146,18 +147,48 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
  * new graph that borrows g's data (free it before g); the rules of its
  * new nodes counted into applied[n_rules]. @return EG_OK or EG_ENOMEM, a
  * message in err. */
-eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, eg_graph **out, uint32_t *applied, char *err,
-                     size_t errlen);
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish, double deadline, eg_graph **out,
+                     uint32_t *applied, char *err, size_t errlen);
+
+/* The greedy picks: pick[c] the e-node of root class c (-1: none
+ * reachable), best[c] its price by prices np, a class read by n nodes of
+ * the input graph (share[c]) paying 1/n into each reader's price; the
+ * classes in paid[] (may be NULL) keep their picks at price 0. No pick
+ * reads itself through others. @return EG_OK or EG_ENOMEM. */
+eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const unsigned char *paid, double *best,
+                      int *pick);
+
+/* The cost model's word on the picks: judge prices the graph of the
+ * current picks (*cost DBL_MAX when they close a cycle; EG_OK or
+ * EG_ENOMEM), spent says when the local search must stop. */
+typedef struct {
+    eg_status (*judge)(void *ctx, double *cost);
+    int (*spent)(void *ctx);
+    void *ctx;
+} ee_judge;
+
+/* ---- polish.c ---- */
+
+/* The picks of the input graph: each class of one of its tensors at the
+ * leaf or the first of its nodes that writes it; other classes keep
+ * theirs. */
+void ee_input_picks(ee_graph *E, int *pick);
+
+/* The local search from picks start (see polish.c), in pick, by prices
+ * np and shares share as ee_pick_all takes them; the graphs J judges.
+ * @return EG_OK or EG_ENOMEM. */
+eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const double *share, const int *start,
+                    int *pick);
 
 /* An e-node's own price in the picked graph: nc[e], or 0 for a value of
- * weights alone or (with_fusion) a bias or relu fused into the conv picked
- * below it. */
-double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e, int with_fusion);
+ * weights alone or a bias or relu fused into the conv picked below it. */
+double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e);
 
 /* ---- share.c ---- */
 
 /* Improve the picks where a value read by several picked classes pays
- * once (see share.c). @return EG_OK or EG_ENOMEM. */
-eg_status ee_share(ee_graph *E, const double *nc, int with_fusion, int *pick);
+ * once (see share.c), each move kept only when J prices the graph lower
+ * than *cost (the picks' price, updated). @return EG_OK or EG_ENOMEM. */
+eg_status ee_share(ee_graph *E, const double *nc, int *pick, const ee_judge *J, double *cost);
 
 #endif

@@ -21,6 +21,7 @@ typedef struct {
     int im[RG_MAX_INPUTS]; /* class of rule input i, -1 unbound */
     ee_matches *M;
     unsigned char *alive; /* [tree nodes]: a rule not off ends at or below it */
+    unsigned long steps;  /* tree steps taken: the clock is read every 4096 */
     int stop;
 } ex;
 
@@ -208,6 +209,10 @@ static void tree_step(ex *x, uint32_t t, int anchor) {
     ops_op op = x->rs->rule[T->rep].src.node[st->node].op;
     int c, first, end;
     if (x->stop) return;
+    if ((++x->steps & 4095) == 0 && eg_now_s() > x->M->deadline) { /* one anchor can match for minutes */
+        x->M->timed_out = 1, x->stop = 1;
+        return;
+    }
     switch (st->kind) {
     case EG_STEP_ANCHOR:
         tree_try(x, T, anchor);
@@ -237,10 +242,6 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     for (int a = 0; a < E->n_nodes && !x.stop; a++) {
         const ee_node *n = &E->n[a];
         if (n->dead || n->kind != EE_OPS) continue;
-        if ((a & 63) == 0 && eg_now_s() > M->deadline) {
-            M->timed_out = 1;
-            break;
-        }
         for (uint32_t q = t->root[n->op]; q < t->root[n->op] + t->n_root[n->op] && !x.stop; q++) {
             if (!x.alive[t->kids[q]]) continue;
             for (int j = 0; j < RG_MAX_NODES; j++) x.nm[j] = -1;

@@ -18,6 +18,7 @@
  * cycle can be picked, also where weights cost 0.
  */
 #include "egraph/egraph_int.h"
+#include "sys/sys.h"
 
 #include <float.h>
 #include <math.h>
@@ -62,42 +63,103 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
     return rc;
 }
 
-/* The picks: pick[c] the e-node of root class c (-1: none reachable);
- * with_fusion: a bias or relu fused into the conv it reads costs 0. A
- * price that depends on another class's pick is not monotone, so passes
- * with fusion may not settle: they stop at MAX_FUSED_PASSES.
- * @return 1 when the picks settled. */
-#define MAX_FUSED_PASSES 256
-static int pick_all(ee_graph *E, const double *nc, int with_fusion, double *best, int *height, int *pick) {
-    for (int k = 0; k < E->n_cls; k++) best[k] = DBL_MAX, height[k] = INT32_MAX, pick[k] = -1;
-    int pass = 0, changed = 1, max_pass = with_fusion ? MAX_FUSED_PASSES : INT32_MAX;
-    for (; changed && pass < max_pass; pass++) {
-        changed = 0;
-        for (int e = 0; e < E->n_nodes; e++) {
-            const ee_node *n = &E->n[e];
-            if (n->dead) continue;
-            const int *k = ee_kids(E, e);
-            int c = ee_find(E, n->cls), h = 0, ok = 1;
-            double cost = ee_own_price(E, nc, pick, e, with_fusion);
-            for (int i = 0; i < n->n_kid && ok; i++) {
-                if (k[i] < 0) continue;
-                int q = ee_find(E, k[i]), dup = 0;
-                if (pick[q] < 0) ok = 0;
-                for (int p = 0; p < i && !dup; p++) dup = k[p] >= 0 && ee_find(E, k[p]) == q;
-                if (!ok || dup) continue;
-                cost += best[q];
-                if (height[q] + 1 > h) h = height[q] + 1;
-            }
-            if (!ok) continue;
-            /* exact comparisons: every update lowers (price, height), so the
-             * passes end (a tolerance let two picks trade places forever) */
-            if (pick[c] < 0 || cost < best[c] || (cost == best[c] && h < height[c])) {
-                best[c] = cost, height[c] = h, pick[c] = e;
-                changed = 1;
-            }
+/* ---- greedy picks ---- */
+
+/* A candidate pick in the heap: class c by e-node e at cost. */
+typedef struct {
+    double cost;
+    int c, e;
+} cand;
+
+static int cand_less(const cand *a, const cand *b) {
+    if (a->cost != b->cost) return a->cost < b->cost;
+    return a->c != b->c ? a->c < b->c : a->e < b->e;
+}
+
+static void heap_push(cand *h, long *n, cand x) {
+    long i = (*n)++;
+    while (i > 0 && cand_less(&x, &h[(i - 1) / 2])) h[i] = h[(i - 1) / 2], i = (i - 1) / 2;
+    h[i] = x;
+}
+
+static cand heap_pop(cand *h, long *n) {
+    cand top = h[0], x = h[--*n];
+    long i = 0;
+    for (;;) {
+        long l = 2 * i + 1, m = l + 1, s = i;
+        const cand *least = &x;
+        if (l < *n && cand_less(&h[l], least)) s = l, least = &h[l];
+        if (m < *n && cand_less(&h[m], least)) s = m;
+        if (s == i) break;
+        h[i] = h[s], i = s;
+    }
+    if (*n) h[i] = x;
+    return top;
+}
+
+/* The price of e-node e of class c over its kids' final picks: its own
+ * price and each class it reads once, divided among that class's readers
+ * in the input graph (share): a tree price counts a value read by two
+ * once per path, which doubles with each residual block and drowns the
+ * differences that matter. */
+static double price_of(ee_graph *E, const double *np, const double *share, const double *best, const int *pick,
+                       int e) {
+    const ee_node *n = &E->n[e];
+    const int *k = ee_kids(E, e);
+    double cost = ee_own_price(E, np, pick, e);
+    for (int i = 0; i < n->n_kid; i++) {
+        int dup = k[i] < 0;
+        for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+        if (!dup) cost += best[k[i]] / share[k[i]];
+    }
+    return cost;
+}
+
+/* The picks: pick[c] the e-node of root class c (-1: none reachable),
+ * best[c] its price; classes in paid[] (may be NULL) keep their picks at
+ * price 0. Knuth's generalization of Dijkstra's algorithm: a class takes
+ * its pick when it is the cheapest candidate left, and an e-node becomes a
+ * candidate once every class it reads has its pick, so no pick reads a
+ * class picked after it: no cycle, and a fused group is priced over the
+ * final pick below it (with_fusion). Ties go to the smaller class and
+ * e-node ids: deterministic. @return EG_OK or EG_ENOMEM. */
+eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const unsigned char *paid, double *best,
+                      int *pick) {
+    int *left = malloc(sizeof *left * (size_t)(E->n_nodes + 1));
+    cand *h = malloc(sizeof *h * (size_t)(E->n_nodes + E->n_cls + 1));
+    unsigned char *done = calloc((size_t)E->n_cls + 1, 1);
+    long nh = 0;
+    if (!left || !h || !done) return free(left), free(h), free(done), EG_ENOMEM;
+    for (int c = 0; c < E->n_cls; c++) {
+        best[c] = DBL_MAX;
+        if (paid && paid[c]) best[c] = 0, done[c] = 1;
+        else pick[c] = -1;
+    }
+    for (int e = 0; e < E->n_nodes; e++) {
+        const ee_node *n = &E->n[e];
+        const int *k = ee_kids(E, e);
+        left[e] = 0;
+        if (n->dead) continue;
+        for (int i = 0; i < n->n_kid; i++) {
+            int dup = k[i] < 0;
+            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            if (!dup && !done[k[i]]) left[e]++;
+        }
+        int c = ee_find(E, n->cls);
+        if (!left[e] && !done[c]) heap_push(h, &nh, (cand){price_of(E, np, share, best, pick, e), c, e});
+    }
+    while (nh) {
+        cand x = heap_pop(h, &nh);
+        if (done[x.c]) continue;
+        done[x.c] = 1, pick[x.c] = x.e, best[x.c] = x.cost;
+        for (int i = 0; i < E->c[x.c].n_par; i++) {
+            int e = E->cpar[E->c[x.c].par0 + i], c = ee_find(E, E->n[e].cls);
+            if (--left[e] == 0 && !done[c])
+                heap_push(h, &nh, (cand){price_of(E, np, share, best, pick, e), c, e});
         }
     }
-    return !changed;
+    free(left), free(h), free(done);
+    return EG_OK;
 }
 
 /* ---- building the graph ---- */
@@ -111,6 +173,7 @@ typedef struct {
     uint32_t *applied;   /* [n_rules] */
     size_t n_rules;
     unsigned long fresh;
+    int *en_of;          /* [nodes of out]: the e-node each wrote, -1 (an Identity) */
 } builder;
 
 /* A new tensor for class c (a name no tensor uses: "egN"). */
@@ -140,6 +203,7 @@ static eg_status identity(builder *b, int x, int y) {
     if (rc != EG_OK) return rc;
     b->out->node[id].mop = EG_MOP_IDENTITY;
     b->out->node[id].in[0] = x, b->out->node[id].out[0] = y;
+    b->en_of[id] = -1;
     b->used[y] = 1;
     return EG_OK;
 }
@@ -159,6 +223,7 @@ static eg_status emit(builder *b, int c, int e) {
         const eg_node *o = &g->node[n->ref];
         if ((rc = eg_add_node(b->out, o->kind, o->name, o->n_in, o->n_implicit, o->n_out, &id)) != EG_OK) return rc;
         eg_node *d = &b->out->node[id];
+        b->en_of[id] = e;
         d->op = o->op, d->mop = o->mop, d->attr = o->attr;
         memcpy(d->param, o->param, sizeof d->param);
         d->op_type = o->op_type, d->domain = o->domain, d->proto = o->proto, d->proto_len = o->proto_len;
@@ -183,6 +248,7 @@ static eg_status emit(builder *b, int c, int e) {
         }
         if ((rc = eg_add_node(b->out, EG_KIND_OPS, b->out->tensor[t].name, n->n_kid, 0, 1, &id)) != EG_OK) return rc;
         eg_node *d = &b->out->node[id];
+        b->en_of[id] = e;
         d->op = n->op;
         memcpy(d->param, n->param, sizeof d->param);
         for (int i = 0; i < n->n_kid; i++) d->in[i] = b->tens[ee_find(E, k[i])];
@@ -255,31 +321,171 @@ static eg_status build(builder *b, size_t ncl, unsigned char *state, int *stack,
     return rc;
 }
 
-eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, eg_graph **out, uint32_t *applied, char *err,
-                     size_t errlen) {
+/* ---- judging picks by the cost model ---- */
+
+#define MAX_BUILT 500000 /* nodes of the graphs the local search judges, per start */
+
+typedef struct {
+    builder b;
+    eg_cost *c;
+    size_t ncl;
+    unsigned char *state;
+    int *stack;
+    double *hc;         /* node costs of the graph judged last */
+    int hc_nodes;       /* its node count */
+    eg_graph *best;     /* the cheapest graph judged so far */
+    double best_cost;
+    int *best_pick;     /* its picks */
+    uint32_t *applied;  /* its rules: the caller's */
+    long judged;        /* graphs built and priced */
+    long built;         /* their nodes, all told */
+    long max_built;     /* polishing stops there */
+    const double *share; /* [classes]: readers of the class in the input graph, at least 1 */
+    ee_judge J;         /* judge_cb, spent_cb and this */
+    double deadline;    /* the time limit (a safety net): polishing stops */
+    char *err;
+    size_t errlen;
+} extractor;
+
+/* The cost of the graph of the picks b.pick as the cost model prices it
+ * (*cost DBL_MAX when the picks close a cycle); the cheapest graph kept.
+ * @return EG_OK or EG_ENOMEM. */
+static eg_status judge(extractor *x, double *cost) {
+    eg_graph *h = NULL;
+    x->judged++;
+    x->err[0] = 0;
+    eg_status rc = build(&x->b, x->ncl, x->state, x->stack, &h, x->err, x->errlen);
+    *cost = DBL_MAX;
+    x->hc_nodes = 0;
+    if (rc != EG_OK) return rc == EG_ENOMEM ? rc : EG_OK;
+    *cost = eg_cost_graph_nodes(x->c, h, NULL, x->hc);
+    x->hc_nodes = h->n_nodes;
+    x->built += h->n_nodes;
+    if (!x->best || *cost < x->best_cost) {
+        eg_free(x->best);
+        x->best = h, x->best_cost = *cost;
+        memcpy(x->best_pick, x->b.pick, sizeof *x->best_pick * x->ncl);
+        memcpy(x->applied, x->b.applied, sizeof *x->applied * x->b.n_rules);
+    } else {
+        eg_free(h);
+    }
+    return EG_OK;
+}
+
+static eg_status judge_cb(void *ctx, double *cost) { return judge(ctx, cost); }
+
+/* 1 when the local search has built its budget of nodes, or (a safety
+ * net) the time limit has passed. */
+static int spent_cb(void *ctx) {
+    const extractor *x = ctx;
+    return x->built >= x->max_built || eg_now_s() > x->deadline;
+}
+
+/* Prices in context: each e-node of the graph judged last at what it
+ * costs there (a node run inside another, or written inside its reader,
+ * at 0). @return 1 when a price changed. */
+#define MAX_REPRICE 4 /* extractions with prices in context (ee_extract) */
+static int reprice(const extractor *x, double *np) {
+    int changed = 0;
+    for (int j = 0; j < x->hc_nodes; j++) {
+        int e = x->b.en_of[j];
+        double us = x->hc[j] < 0 ? 0 : x->hc[j];
+        if (e >= 0 && np[e] != us) np[e] = us, changed = 1;
+    }
+    return changed;
+}
+
+/* Greedy picks by prices np, improved by shared values (share.c), judged.
+ * @return EG_OK or EG_ENOMEM. */
+static eg_status extract_once(extractor *x, const double *np, double *best, int *pick) {
+    ee_graph *E = x->b.E;
+    double cost = DBL_MAX;
+    eg_status rc = ee_pick_all(E, np, x->share, NULL, best, pick);
+    if (rc == EG_OK) rc = judge(x, &cost);
+    if (rc == EG_OK && cost < DBL_MAX) rc = ee_share(E, np, pick, &x->J, &cost);
+    if (rc == EG_OK) rc = judge(x, &cost); /* the node costs of the picks, for reprice */
+    return rc;
+}
+
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, double deadline, eg_graph **out,
+                     uint32_t *applied, char *err, size_t errlen) {
     const eg_graph *g = E->g;
     size_t nn = (size_t)E->n_nodes + 1, ncl = (size_t)E->n_cls + 1;
-    double *nc = malloc(sizeof *nc * nn), *best = malloc(sizeof *best * ncl);
-    int *height = malloc(sizeof *height * ncl), *pick = malloc(sizeof *pick * ncl);
-    int *tens = malloc(sizeof *tens * ncl), *stack = malloc(sizeof *stack * ncl);
+    size_t nout = 2 * ncl + (size_t)g->n_outputs + (size_t)g->n_nodes + 1; /* nodes a build writes, at most */
+    double *nc = malloc(sizeof *nc * nn), *np = malloc(sizeof *np * nn), *best = malloc(sizeof *best * ncl);
+    double *hc = malloc(sizeof *hc * nout), *share = malloc(sizeof *share * ncl), *ones = malloc(sizeof *ones * ncl);
+    int *pick = malloc(sizeof *pick * ncl);
+    int *best_pick = malloc(sizeof *best_pick * ncl);
+    int *tens = malloc(sizeof *tens * ncl), *stack = malloc(sizeof *stack * ncl), *en_of = malloc(sizeof *en_of * nout);
     unsigned char *state = malloc(ncl), *used = malloc((size_t)g->n_tensors + 1);
-    builder b = {E, pick, NULL, tens, used, applied, n_rules, 0};
-    eg_status rc = nc && best && height && pick && tens && stack && state && used ? EG_OK : EG_ENOMEM;
+    uint32_t *app = malloc(sizeof *app * (n_rules + 1));
+    extractor x = {.b = {E, pick, NULL, tens, used, app, n_rules, 0, en_of}, .c = c, .ncl = ncl, .state = state,
+                   .stack = stack, .hc = hc, .share = share, .best_pick = best_pick, .applied = applied, .deadline = deadline,
+                   .err = err, .errlen = errlen};
+    eg_status rc = nc && np && best && hc && share && ones && pick && best_pick && tens && stack && en_of && state &&
+                           used && app ? EG_OK : EG_ENOMEM;
+    x.J = (ee_judge){judge_cb, spent_cb, &x};
     *out = NULL;
     if (rc == EG_OK) rc = prices(E, c, nc);
-    /* fused groups priced as the export writes them; the context-free
-     * prices (monotone: they settle, and no pick then reads a class of a
-     * greater height) when those do not settle or read one another */
-    for (int with = 1; rc == EG_OK && with >= 0; with--) {
-        if (!pick_all(E, nc, with, best, height, pick) && with) continue;
-        if ((rc = ee_share(E, nc, with, pick)) != EG_OK) break;
-        err[0] = 0;
-        rc = build(&b, ncl, state, stack, out, err, errlen);
-        if (rc != EG_EGRAPH || !with) break;
-        rc = EG_OK;
+    if (rc == EG_OK) { /* a value read n times pays 1/n in each reader's price */
+        for (size_t k = 0; k < ncl; k++) share[k] = 0;
+        for (int j = 0; j < g->n_nodes; j++) {
+            const eg_node *d = &g->node[j];
+            for (int i = 0; i < d->n_in + d->n_implicit; i++) {
+                int dup = d->in[i] < 0;
+                for (int p = 0; p < i && !dup; p++) dup = d->in[p] == d->in[i];
+                if (!dup) share[ee_find(E, E->tensor_cls[d->in[i]])] += 1;
+            }
+        }
+        for (int q = 0; q < g->n_outputs; q++) share[ee_find(E, E->tensor_cls[g->output[q]])] += 1;
+        for (size_t k = 0; k < ncl; k++) share[k] = share[k] < 1 ? 1 : share[k], ones[k] = 1;
     }
+    if (rc == EG_OK) { /* the input graph's nodes at their price there */
+        memcpy(np, nc, sizeof *np * nn);
+        eg_cost_graph_nodes(c, g, NULL, hc);
+        for (int j = 0; j < g->n_nodes; j++) {
+            int e = E->node_en[j];
+            if (!E->n[e].dead && hc[j] < np[e]) np[e] = hc[j] < 0 ? 0 : hc[j];
+        }
+    }
+    /* Greedy picks price each e-node alone, the cost model a node in its
+     * graph: the graph of the picks takes the prices the cost model gives
+     * its nodes there, and the picks are made again while that changes a
+     * price (the cheapest graph kept) */
+    for (int round = 0; rc == EG_OK && round < MAX_REPRICE; round++) {
+        if ((rc = extract_once(&x, np, best, pick)) != EG_OK || !reprice(&x, np)) break;
+    }
+    /* and the tree prices (each value paid by each reader), which keep
+     * apart what the shared prices let merge */
+    if (rc == EG_OK) {
+        const double *shared = x.share;
+        x.share = ones;
+        rc = extract_once(&x, np, best, pick);
+        x.share = shared;
+    }
+    /* the local search from the cheapest picks and from the input graph,
+     * each with a budget of nodes built (deterministic) */
+    if (rc == EG_OK && polish_too && x.best) {
+        int *start = malloc(sizeof *start * ncl);
+        if (!start) rc = EG_ENOMEM;
+        if (rc == EG_OK) {
+            memcpy(start, x.best_pick, sizeof *start * ncl);
+            x.max_built = x.built + MAX_BUILT;
+            rc = ee_polish(E, &x.J, np, share, start, pick);
+        }
+        if (rc == EG_OK) {
+            ee_input_picks(E, start);
+            x.max_built = x.built + MAX_BUILT;
+            rc = ee_polish(E, &x.J, np, share, start, pick);
+        }
+        free(start);
+    }
+    if (rc == EG_OK && !x.best) rc = EG_EGRAPH;
+    if (rc == EG_OK) *out = x.best, x.best = NULL;
+    eg_free(x.best);
     if (rc == EG_EGRAPH && err && errlen && !err[0]) eg_errf(err, errlen, rc, "extraction: a cycle");
     if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "extraction: out of memory");
-    free(nc), free(best), free(height), free(pick), free(tens), free(stack), free(state), free(used);
+    free(nc), free(np), free(best), free(hc), free(share), free(ones), free(pick), free(best_pick), free(tens), free(stack);
+    free(en_of), free(state), free(used), free(app);
     return rc;
 }

@@ -99,12 +99,12 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
  * is extracted and the cheapest graph of all is the result.
  * *best borrows g's data as the e-graph's graph does (a clone's payloads
  * point into g). @return EG_OK or the extraction's failure. */
-static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, eg_graph **best, eg_search_result *r,
-                               double *t_extract, char *err, size_t errlen) {
+static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, double deadline, eg_graph **best,
+                               eg_search_result *r, double *t_extract, char *err, size_t errlen) {
     double t = eg_now_s();
     uint32_t *applied = calloc(nr + 1, sizeof *applied);
     eg_graph *h = NULL;
-    eg_status rc = applied ? ee_extract(E, c, nr, &h, applied, err, errlen) : EG_ENOMEM;
+    eg_status rc = applied ? ee_extract(E, c, nr, polish, deadline, &h, applied, err, errlen) : EG_ENOMEM;
     if (rc == EG_OK) {
         double cost = eg_cost_graph(c, h);
         if (!*best || cost < r->cost_after) {
@@ -152,7 +152,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         int changed, banned, timed_out;
         rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &r->generated, &timed_out);
         r->expanded++;
-        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, best, r, &t_extract, err, errlen);
+        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 0, t0 + o->time_limit, best, r, &t_extract, err, errlen);
         if (o->progress)
             fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned\n", round + 1,
                     E.n_live, changed, banned);
@@ -172,7 +172,8 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     for (int k = 0; k < E.n_cls; k++) r->e_classes += E.c[k].uf == k && E.c[k].n_node > 0;
     r->t_match = eg_now_s() - t0;
     r->t_match -= t_extract, r->t_apply = t_extract;
-    if (rc == EG_OK && !*best) rc = keep_cheapest(&E, c, nr, best, r, &r->t_apply, err, errlen); /* no round ran */
+    /* the final e-graph once more, with the local search */
+    if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 1, t0 + o->time_limit, best, r, &r->t_apply, err, errlen);
     if (rc != EG_OK) eg_free(*best), *best = NULL;
     if (rc == EG_ENOMEM) {
         eg_errf(err, errlen, rc, "saturation: out of memory (%d e-nodes)", E.n_live);

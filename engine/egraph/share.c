@@ -18,6 +18,7 @@
  */
 #include "egraph/egraph_int.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,27 +43,28 @@ static const ee_node *picked_ops(const ee_graph *E, const int *pick, int c) {
 /* 1 when e-node e runs inside the conv picked below it, as the export and
  * the runtime write them (groups.h, cost.c's fused_into_conv): a bias on
  * the channels of a conv without an activation (the Conv's B), a relu of
- * such a conv or conv + bias (FusedConv). With fused 0, never. */
-static int fused(const ee_graph *E, const int *pick, int e, int with) {
+ * such a conv or conv + bias (FusedConv). */
+static int fused(const ee_graph *E, const int *pick, int e) {
     const ee_node *n = &E->n[e];
-    if (!with || n->kind != EE_OPS || (n->op != OP_BIAS && n->op != OP_RELU)) return 0;
+    if (n->kind != EE_OPS || (n->op != OP_BIAS && n->op != OP_RELU)) return 0;
     if (n->op == OP_BIAS && n->param[0] != 1) return 0;
     const ee_node *p = picked_ops(E, pick, ee_kids(E, e)[0]);
     if (p && p->op == OP_BIAS && n->op == OP_RELU && p->param[0] == 1) p = picked_ops(E, pick, ee_kids(E, pick[ee_kids(E, e)[0]])[0]);
     return p && p->op == OP_CONV2D && p->param[2] == OPS_ACT_NONE;
 }
 
-double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e, int with_fusion) {
-    return weight_node(E, e) || fused(E, pick, e, with_fusion) ? 0 : nc[e];
+double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e) {
+    return weight_node(E, e) || fused(E, pick, e) ? 0 : nc[e];
 }
 
 
 typedef struct {
     ee_graph *E;
     const double *nc;
-    int fusion;
     int *pick, *refs, *refs2, *stack;
     unsigned char *in, *state;
+    const ee_judge *J;
+    double *cost; /* the cost model's price of the picks */
 } sharer;
 
 /* in[] and refs[] of the picked graph: the classes the outputs reach, and
@@ -100,7 +102,7 @@ static double release(sharer *s, int c) {
     s->stack[sp++] = c;
     while (sp) {
         int d = s->stack[--sp], e = s->pick[d];
-        freed += ee_own_price(E, s->nc, s->pick, e, s->fusion);
+        freed += ee_own_price(E, s->nc, s->pick, e);
         const int *k = ee_kids(E, e);
         for (int i = 0; i < E->n[e].n_kid; i++) {
             int dup = k[i] < 0;
@@ -142,7 +144,7 @@ static int acyclic(sharer *s) {
 }
 
 /* Try class K as a shared value (see the header comment). @return 1 when
- * the move was made. */
+ * the move was made, 0 when not, -1 when out of memory. */
 static int try_share(sharer *s, int K, int *alt, int *cls) {
     ee_graph *E = s->E;
     int pk = s->pick[K], n = 0;
@@ -153,23 +155,23 @@ static int try_share(sharer *s, int K, int *alt, int *cls) {
         int q = 0;
         while (q < n && cls[q] != r) q++;
         if (q == n) cls[n] = r, alt[n++] = e;
-        else if (ee_own_price(E, s->nc, s->pick, e, s->fusion) < ee_own_price(E, s->nc, s->pick, alt[q], s->fusion))
+        else if (ee_own_price(E, s->nc, s->pick, e) < ee_own_price(E, s->nc, s->pick, alt[q]))
             alt[q] = e;
     }
     if (n < 2) return 0;
     memcpy(s->refs2, s->refs, sizeof *s->refs * (size_t)E->n_cls);
-    double delta = ee_own_price(E, s->nc, s->pick, pk, s->fusion);
+    double delta = ee_own_price(E, s->nc, s->pick, pk);
     const int *kk = ee_kids(E, pk);
     for (int i = 0; i < E->n[pk].n_kid; i++) if (kk[i] >= 0) s->refs2[kk[i]]++;
     for (int q = 0; q < n; q++) { /* the new readers first: what they read stays */
         const int *k = ee_kids(E, alt[q]);
         for (int i = 0; i < E->n[alt[q]].n_kid; i++) if (k[i] >= 0 && k[i] != K) s->refs2[k[i]]++;
-        delta += ee_own_price(E, s->nc, s->pick, alt[q], s->fusion);
+        delta += ee_own_price(E, s->nc, s->pick, alt[q]);
     }
     for (int q = 0; q < n; q++) {
         int old = s->pick[cls[q]];
         const int *k = ee_kids(E, old);
-        delta -= ee_own_price(E, s->nc, s->pick, old, s->fusion);
+        delta -= ee_own_price(E, s->nc, s->pick, old);
         for (int i = 0; i < E->n[old].n_kid; i++) {
             int dup = k[i] < 0;
             for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
@@ -180,21 +182,30 @@ static int try_share(sharer *s, int K, int *alt, int *cls) {
     int saved[RG_MAX_NODES * 8];
     if (n > (int)(sizeof saved / sizeof saved[0])) return 0;
     for (int q = 0; q < n; q++) saved[q] = s->pick[cls[q]], s->pick[cls[q]] = alt[q];
-    if (acyclic(s)) return 1;
+    double cost = DBL_MAX;
+    if (acyclic(s)) { /* the own prices said lower; the cost model decides */
+        if (s->J->judge(s->J->ctx, &cost) != EG_OK) return -1;
+        if (cost < *s->cost) {
+            *s->cost = cost;
+            return 1;
+        }
+    }
     for (int q = 0; q < n; q++) s->pick[cls[q]] = saved[q];
     return 0;
 }
 
-eg_status ee_share(ee_graph *E, const double *nc, int with_fusion, int *pick) {
+eg_status ee_share(ee_graph *E, const double *nc, int *pick, const ee_judge *J, double *cost) {
     size_t ncl = (size_t)E->n_cls + 1;
-    sharer s = {E, nc, with_fusion, pick, malloc(sizeof(int) * ncl), malloc(sizeof(int) * ncl),
-                malloc(sizeof(int) * ncl), malloc(ncl), malloc(ncl)};
+    sharer s = {E, nc, pick, malloc(sizeof(int) * ncl), malloc(sizeof(int) * ncl),
+                malloc(sizeof(int) * ncl), malloc(ncl), malloc(ncl), J, cost};
     int alt[RG_MAX_NODES * 8], cls[RG_MAX_NODES * 8];
     eg_status rc = s.refs && s.refs2 && s.stack && s.in && s.state ? EG_OK : EG_ENOMEM;
     if (rc == EG_OK) count(&s);
     for (int K = 0; rc == EG_OK && K < E->n_cls; K++) {
         if (E->c[K].uf != K || E->c[K].n_par < 2 || E->c[K].n_par > (int)(sizeof alt / sizeof alt[0])) continue;
-        if (try_share(&s, K, alt, cls)) count(&s);
+        int moved = try_share(&s, K, alt, cls);
+        if (moved < 0) rc = EG_ENOMEM;
+        if (moved > 0) count(&s);
     }
     free(s.refs), free(s.refs2), free(s.stack), free(s.in), free(s.state);
     return rc;

@@ -1,0 +1,212 @@
+/* polish.c - a local search over the picks of an e-graph (ee_polish),
+ * judged by the cost model on the whole graph.
+ *
+ * Why. The greedy picks (extract.c) price each e-node alone, while the
+ * cost model prices a node in its graph: a node can run inside its
+ * neighbour (a bias or relu in the conv before it, a scale in a matmul,
+ * a layer norm's scale and shift in the layer norm, the GELU chain in
+ * one kernel) or be written inside its reader (a concat in a concat, a
+ * scale and bias as one BatchNormalization). Greedy prices cannot see
+ * those, nor that a merge's splits cost more than the kernel launch it
+ * saves. Here a move switches one class to another of its e-nodes (what
+ * that one reads at the greedy picks with the graph's own classes paid
+ * for), and the graph is built and priced by the cost model: kept when
+ * it is cheaper.
+ */
+#include "egraph/egraph_int.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1 when the picks from e-node e's kids reach class c (e in c would
+ * close a cycle). mark[]/epoch: the classes seen. */
+static int reaches(ee_graph *E, const int *pick, int e, int c, int *mark, int epoch, int *stack) {
+    int sp = 0;
+    const int *k = ee_kids(E, e);
+    for (int q = 0; q < E->n[e].n_kid; q++)
+        if (k[q] >= 0 && mark[k[q]] != epoch) mark[k[q]] = epoch, stack[sp++] = k[q];
+    while (sp) {
+        int d = stack[--sp];
+        if (d == c) return 1;
+        const int *kd = ee_kids(E, pick[d]);
+        for (int q = 0; q < E->n[pick[d]].n_kid; q++)
+            if (kd[q] >= 0 && mark[kd[q]] != epoch) mark[kd[q]] = epoch, stack[sp++] = kd[q];
+    }
+    return 0;
+}
+
+/* The classes the graph of picks pick reaches from the outputs into in[]. */
+static void reached(ee_graph *E, const int *pick, unsigned char *in, int *stack) {
+    int sp = 0;
+    memset(in, 0, (size_t)E->n_cls);
+    for (int q = 0; q < E->g->n_outputs; q++) {
+        int c = ee_find(E, E->tensor_cls[E->g->output[q]]);
+        if (!in[c]) in[c] = 1, stack[sp++] = c;
+    }
+    while (sp) {
+        int e = pick[stack[--sp]];
+        const int *k = ee_kids(E, e);
+        for (int i = 0; e >= 0 && i < E->n[e].n_kid; i++)
+            if (k[i] >= 0 && !in[k[i]]) in[k[i]] = 1, stack[sp++] = k[i];
+    }
+}
+
+/* A move of the local search: class c to e-node e, est its greedy price
+ * change (what e and the classes it adds cost, less what the old pick
+ * and the classes only it read cost), the order moves are judged in. */
+typedef struct {
+    double est;
+    int c, e;
+} move;
+
+static int move_cmp(const void *pa, const void *pb) {
+    const move *a = pa, *b = pb;
+    if (a->est != b->est) return a->est < b->est ? -1 : 1;
+    return a->c != b->c ? (a->c < b->c ? -1 : 1) : (a->e > b->e) - (a->e < b->e);
+}
+
+/* What the graph of picks gains in greedy prices when class c switches
+ * to e-node e: the own prices of e and of the classes it brings in, less
+ * those of the old pick and of the classes only it read (followed while
+ * a class has one reader). mark[]/epoch: the classes seen. */
+static double move_est(ee_graph *E, const double *np, const int *pick, const unsigned char *in, const int *refs,
+                       int c, int e, int *mark, int epoch, int *stack) {
+    double est = ee_own_price(E, np, pick, e) - ee_own_price(E, np, pick, pick[c]);
+    int sp = 0;
+    const int *k = ee_kids(E, e);
+    for (int q = 0; q < E->n[e].n_kid; q++) /* what e reads stays */
+        if (k[q] >= 0 && mark[k[q]] != epoch) mark[k[q]] = epoch, stack[sp++] = k[q];
+    while (sp) { /* the classes e brings in */
+        int d = stack[--sp];
+        if (in[d]) continue;
+        est += ee_own_price(E, np, pick, pick[d]);
+        const int *kd = ee_kids(E, pick[d]);
+        for (int q = 0; q < E->n[pick[d]].n_kid; q++)
+            if (kd[q] >= 0 && mark[kd[q]] != epoch) mark[kd[q]] = epoch, stack[sp++] = kd[q];
+    }
+    const int *ko = ee_kids(E, pick[c]);
+    for (int q = 0; q < E->n[pick[c]].n_kid; q++)
+        if (ko[q] >= 0 && mark[ko[q]] != epoch && refs[ko[q]] == 1) mark[ko[q]] = epoch, stack[sp++] = ko[q];
+    while (sp) { /* the classes only the old pick kept */
+        int d = stack[--sp];
+        est -= ee_own_price(E, np, pick, pick[d]);
+        const int *kd = ee_kids(E, pick[d]);
+        for (int q = 0; q < E->n[pick[d]].n_kid; q++)
+            if (kd[q] >= 0 && mark[kd[q]] != epoch && refs[kd[q]] == 1) mark[kd[q]] = epoch, stack[sp++] = kd[q];
+    }
+    return est;
+}
+
+/* The moves from the picks (classes reached in in[], read refs[] times),
+ * sorted, into *mv. @return how many, or -1 when out of memory. */
+static long moves_of(ee_graph *E, const double *np, const int *pick, const unsigned char *in, const int *refs,
+                     int *mark, int *stack, move **mv) {
+    long n = 0, cap = 0;
+    int epoch = 0;
+    *mv = NULL;
+    for (int c = 0; c < E->n_cls; c++) mark[c] = 0;
+    for (int c = 0; c < E->n_cls; c++) {
+        if (!in[c] || E->c[c].uf != c || E->c[c].n_node < 2 || (E->c[c].flags & EE_WEIGHT)) continue;
+        for (int i = 0; i < E->c[c].n_node; i++) {
+            int e = E->cnode[E->c[c].node0 + i], ok = e != pick[c];
+            const int *k = ee_kids(E, e);
+            for (int q = 0; ok && q < E->n[e].n_kid; q++) ok = k[q] < 0 || pick[k[q]] >= 0;
+            if (!ok) continue;
+            if (n == cap) {
+                move *m = realloc(*mv, sizeof *m * (size_t)(cap = cap ? 2 * cap : 256));
+                if (!m) return free(*mv), *mv = NULL, -1;
+                *mv = m;
+            }
+            (*mv)[n++] = (move){move_est(E, np, pick, in, refs, c, e, mark, ++epoch, stack), c, e};
+        }
+    }
+    if (n) qsort(*mv, (size_t)n, sizeof **mv, move_cmp);
+    return n;
+}
+
+/* The classes the picks reach into in[], how many picked e-nodes (and
+ * outputs) read each into refs[]. */
+static void reached_refs(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack) {
+    reached(E, pick, in, stack);
+    memset(refs, 0, sizeof *refs * (size_t)E->n_cls);
+    for (int q = 0; q < E->g->n_outputs; q++) refs[ee_find(E, E->tensor_cls[E->g->output[q]])]++;
+    for (int c = 0; c < E->n_cls; c++) {
+        const int *k = in[c] ? ee_kids(E, pick[c]) : NULL;
+        for (int i = 0; k && i < E->n[pick[c]].n_kid; i++)
+            if (k[i] >= 0) refs[k[i]]++;
+    }
+}
+
+/* ee_polish (egraph_int.h). Moves in the order of their estimated greedy
+ * price change, then class and e-node id; the first that the cost model
+ * prices lower is taken (an e-node refused once is not judged again);
+ * passes until none lowers or J says the budget is spent: deterministic,
+ * the time limit stopping it only as a safety net. A move's reads come
+ * from the greedy picks made with the graph's own classes paid for, so
+ * it reuses what the graph computes already. mark[] holds positive
+ * epochs in moves_of, negative ones here. */
+#define MAX_POLISH_PASSES 4
+eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const double *share, const int *start,
+                    int *pick) {
+    size_t ncl = (size_t)E->n_cls + 1, nn = (size_t)E->n_nodes + 1;
+    double cur = DBL_MAX, *best = malloc(sizeof *best * ncl);
+    int *refs = malloc(sizeof *refs * ncl), *mark = calloc(ncl, sizeof *mark), *stack = malloc(sizeof *stack * ncl);
+    unsigned char *in = malloc(ncl), *tried = calloc(nn, 1); /* tried: e-nodes judged and refused here */
+    eg_status rc = best && refs && mark && stack && in && tried ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) memcpy(pick, start, sizeof *pick * ncl), rc = J->judge(J->ctx, &cur);
+    for (int pass = 0, better = 1; rc == EG_OK && cur < DBL_MAX && better && pass < MAX_POLISH_PASSES; pass++) {
+        move *mv;
+        int epoch = 0; /* negative: moves_of counts up from 0 */
+        better = 0;
+        reached_refs(E, pick, in, refs, stack);
+        /* what a move brings in: the greedy picks with the graph's classes
+         * paid for already, so they read what the graph has */
+        if (rc == EG_OK) rc = ee_pick_all(E, np, share, in, best, pick);
+        long n = rc == EG_OK ? moves_of(E, np, pick, in, refs, mark, stack, &mv) : 0;
+        if (n < 0) rc = EG_ENOMEM;
+        for (long i = 0; rc == EG_OK && i < n; i++) {
+            int c = mv[i].c, e = mv[i].e, old = pick[c];
+            if (!in[c] || e == old || tried[e]) continue; /* an earlier move took it out */
+            if (reaches(E, pick, e, c, mark, --epoch, stack)) continue;
+            if (J->spent(J->ctx)) break;
+            double cost;
+            pick[c] = e;
+            if ((rc = J->judge(J->ctx, &cost)) != EG_OK) break;
+            if (cost < cur) {
+                cur = cost, better = 1;
+                reached(E, pick, in, stack);
+            } else {
+                pick[c] = old, tried[e] = 1;
+            }
+        }
+        free(mv);
+    }
+    free(best), free(refs), free(mark), free(stack), free(in), free(tried);
+    return rc;
+}
+
+/* The picks of the input graph: each class of a tensor of g at the leaf
+ * or the first node (in g's order: what it reads comes before) that
+ * writes a tensor of the class; other classes keep their picks. */
+void ee_input_picks(ee_graph *E, int *pick) {
+    const eg_graph *g = E->g;
+    unsigned char *set = calloc((size_t)E->n_cls + 1, 1);
+    if (!set) return; /* the given picks, which are picks too */
+    for (int e = 0; e < E->n_nodes; e++) {
+        const ee_node *n = &E->n[e];
+        int c = ee_find(E, n->cls);
+        if (n->kind == EE_LEAF && !n->dead && !set[c]) pick[c] = e, set[c] = 1;
+    }
+    for (int j = 0; j < g->n_nodes; j++) {
+        int e = E->node_en[j], c = ee_find(E, E->n[e].cls);
+        if (E->n[e].dead || set[c]) continue;
+        pick[c] = e, set[c] = 1;
+        for (int p = 0; E->n[e].kind == EE_NODE && p < E->c[c].n_par; p++) { /* its outputs */
+            int q = E->cpar[E->c[c].par0 + p], pc = ee_find(E, E->n[q].cls);
+            if (E->n[q].kind == EE_PROJ && !E->n[q].dead && !set[pc]) pick[pc] = q, set[pc] = 1;
+        }
+    }
+    free(set);
+}
+
