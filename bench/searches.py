@@ -13,7 +13,9 @@ whichever are present. For each model and search: `ENGINE optimize MODEL -o
 OUT --deterministic --search S --time-limit T` (analytic-cpu costs, so the
 answer does not depend on the machine's load; the e-graph's own limits are
 its defaults), its exit status and wall time, the cost before and after,
-the stop reason, the expansions or rounds, the e-graph's size; and
+the search's own seconds (saturation and extraction for the e-graph),
+the process's peak memory, the stop reason, the expansions or rounds, the
+e-graph's size; and
 onnxruntime (ORT_DISABLE_ALL, seeded random inputs) on the input and OUT:
 their max relative error, which must stay small (<= 1e-3), the proof the
 result is still the model. The summary counts where each search ends
@@ -65,24 +67,36 @@ def check(a, b):
     return max_rel_err(ya, session(b).run(None, x))
 
 
+def run_measured(cmd):
+    """Run cmd: its exit status, stdout, stderr and peak resident memory in MB (the child's own, from wait4)."""
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        return p.returncode, fo.read(), fe.read(), ru.ru_maxrss / 1024.0
+
+
 def run(engine, model, search, limit, tmp):
     out = os.path.join(tmp, f"{search}.onnx")
     t = time.monotonic()
-    p = subprocess.run([engine, "optimize", model, "-o", out, "--deterministic", "--search", search,
-                        "--time-limit", str(limit)], capture_output=True, text=True)
-    row = {"search": search, "rc": p.returncode, "wall": time.monotonic() - t}
-    for k, v in COST.findall(p.stdout):
+    rc, stdout, stderr, mb = run_measured([engine, "optimize", model, "-o", out, "--deterministic", "--search",
+                                           search, "--time-limit", str(limit)])
+    row = {"search": search, "rc": rc, "wall": time.monotonic() - t, "peak_mb": mb}
+    for k, v in COST.findall(stdout):
         row[k] = float(v)
-    m = BACK.search(p.stdout)
+    m = BACK.search(stdout)
     if m:
-        row.update(stop=m.group(2), steps=int(m.group(3)))
-    m = SAT.search(p.stdout)
+        row.update(seconds=float(m.group(1)), stop=m.group(2), steps=int(m.group(3)))
+    m = SAT.search(stdout)
     if m:
-        row.update(stop=m.group(2), steps=int(m.group(3)), e_nodes=int(m.group(5)), e_classes=int(m.group(6)))
-    if p.returncode == 0:
+        row.update(seconds=float(m.group(1)), stop=m.group(2), steps=int(m.group(3)), e_nodes=int(m.group(5)),
+                   e_classes=int(m.group(6)))
+    if rc == 0:
         row["err"] = check(model, out)
     else:
-        row["stderr"] = p.stderr.strip().splitlines()[-1:] if p.stderr else []
+        row["stderr"] = stderr.strip().splitlines()[-1:] if stderr else []
     return row
 
 
@@ -123,15 +137,14 @@ def write(a, rows):
              f"--search S --time-limit {a.time_limit:g}` (analytic-cpu costs; the e-graph's own limits "
              "at their defaults). err: onnxruntime, output against input, max relative error.", "",
              "| model | cost before (us) | backtrack after | egraph after | egraph / backtrack | "
-             "backtrack s | egraph s | backtrack stop | egraph stop (rounds, e-nodes, classes) | err b / e |",
+             "search s b / e | peak MB b / e | backtrack stop | egraph stop (rounds, e-nodes, classes) | err b / e |",
              "|---|--:|--:|--:|--:|--:|--:|---|---|---|"]
     logs, better, worse, same, failed = [], 0, 0, 0, 0
     for r in rows:
         b, e = r["backtrack"], r["egraph"]
         if b["rc"] or e["rc"] or "after" not in b or "after" not in e:
             failed += 1
-            lines.append(f"| {r['model']} | - | rc {b['rc']} | rc {e['rc']} | - | {b['wall']:.1f} | "
-                         f"{e['wall']:.1f} | - | - | - |")
+            lines.append(f"| {r['model']} | - | rc {b['rc']} | rc {e['rc']} | - | - | - | - | - | - |")
             continue
         ratio = e["after"] / b["after"] if b["after"] > 0 else 1.0
         logs.append(math.log(ratio))
@@ -142,12 +155,20 @@ def write(a, rows):
         else:
             same += 1
         lines.append(f"| {r['model']} | {b['before']:.1f} | {b['after']:.1f} | {e['after']:.1f} | {ratio:.3f} | "
-                     f"{b['wall']:.1f} | {e['wall']:.1f} | {b.get('stop')} ({b.get('steps')}) | "
+                     f"{b.get('seconds', 0):.1f} / {e.get('seconds', 0):.1f} | "
+                     f"{b['peak_mb']:.0f} / {e['peak_mb']:.0f} | {b.get('stop')} ({b.get('steps')}) | "
                      f"{e.get('stop')} ({e.get('steps')}, {e.get('e_nodes')}, {e.get('e_classes')}) | "
                      f"{fmt_err(b.get('err'))} / {fmt_err(e.get('err'))} |")
     gm = math.exp(sum(logs) / len(logs)) if logs else float("nan")
+    es = [r["egraph"] for r in rows if "seconds" in r["egraph"]]
+    slow = max(es, key=lambda x: x["seconds"], default=None)
+    big = max(es, key=lambda x: x["peak_mb"], default=None)
     lines += ["", f"{len(rows)} models: the e-graph ends cheaper on {better}, dearer on {worse}, the same on "
               f"{same}; {failed} failed. Geometric mean of egraph / backtrack final cost: {gm:.3f}."]
+    if slow and big:
+        lines += ["", f"The e-graph search (saturation and extraction) took at most {slow['seconds']:.1f} s and the "
+                  f"engine's peak memory was at most {big['peak_mb']:.0f} MB (the whole process: the model, its "
+                  "weights and the search)."]
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -143,11 +143,28 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
 
 /* ---- extract.c ---- */
 
-/* The cheapest graph the e-graph holds for g's outputs, by cost c, as a
- * new graph that borrows g's data (free it before g); the rules of its
- * new nodes counted into applied[n_rules]. @return EG_OK or EG_ENOMEM, a
- * message in err. */
-eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish, double deadline, eg_graph **out,
+/* The cheapest graphs, of distinct costs, cheapest first: the result and
+ * the runners-up --verify times (eg_search_result.runner). */
+#define EE_TOP (1 + EG_SEARCH_RUNNERS)
+typedef struct {
+    int n;
+    eg_graph *g[EE_TOP];
+    double cost[EE_TOP];
+} ee_top;
+
+/* Offer graph h at cost to t: kept when among the EE_TOP cheapest and no
+ * graph there has that cost, else freed. @return 1 when h is the
+ * cheapest now. */
+int ee_top_offer(ee_top *t, eg_graph *h, double cost);
+void ee_top_free(ee_top *t);
+
+/* The cheapest graphs the e-graph holds for g's outputs by cost c into
+ * *out (empty on entry), new graphs that borrow g's data (free them
+ * before g); the rules of the cheapest one's new nodes counted into
+ * applied[n_rules]. With polish, the local search (polish.c) too, until
+ * its budget is spent or deadline (eg_now_s) passes. @return EG_OK or
+ * EG_ENOMEM, a message in err. */
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish, double deadline, ee_top *out,
                      uint32_t *applied, char *err, size_t errlen);
 
 /* The greedy picks: pick[c] the e-node of root class c (-1: none

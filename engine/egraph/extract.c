@@ -333,9 +333,8 @@ typedef struct {
     int *stack;
     double *hc;         /* node costs of the graph judged last */
     int hc_nodes;       /* its node count */
-    eg_graph *best;     /* the cheapest graph judged so far */
-    double best_cost;
-    int *best_pick;     /* its picks */
+    ee_top top;         /* the cheapest graphs judged so far */
+    int *best_pick;     /* the picks of the cheapest */
     uint32_t *applied;  /* its rules: the caller's */
     long judged;        /* graphs built and priced */
     long built;         /* their nodes, all told */
@@ -361,13 +360,9 @@ static eg_status judge(extractor *x, double *cost) {
     *cost = eg_cost_graph_nodes(x->c, h, NULL, x->hc);
     x->hc_nodes = h->n_nodes;
     x->built += h->n_nodes;
-    if (!x->best || *cost < x->best_cost) {
-        eg_free(x->best);
-        x->best = h, x->best_cost = *cost;
+    if (ee_top_offer(&x->top, h, *cost)) {
         memcpy(x->best_pick, x->b.pick, sizeof *x->best_pick * x->ncl);
         memcpy(x->applied, x->b.applied, sizeof *x->applied * x->b.n_rules);
-    } else {
-        eg_free(h);
     }
     return EG_OK;
 }
@@ -407,7 +402,25 @@ static eg_status extract_once(extractor *x, const double *np, double *best, int 
     return rc;
 }
 
-eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, double deadline, eg_graph **out,
+int ee_top_offer(ee_top *t, eg_graph *h, double cost) {
+    int k = 0;
+    while (k < t->n && t->cost[k] < cost) k++;
+    if (k == EE_TOP || (k < t->n && t->cost[k] == cost)) { /* not among them, or a cost they have */
+        eg_free(h);
+        return 0;
+    }
+    if (t->n == EE_TOP) eg_free(t->g[--t->n]);
+    for (int i = t->n; i > k; i--) t->g[i] = t->g[i - 1], t->cost[i] = t->cost[i - 1];
+    t->g[k] = h, t->cost[k] = cost, t->n++;
+    return k == 0;
+}
+
+void ee_top_free(ee_top *t) {
+    for (int k = 0; k < t->n; k++) eg_free(t->g[k]);
+    t->n = 0;
+}
+
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, double deadline, ee_top *out,
                      uint32_t *applied, char *err, size_t errlen) {
     const eg_graph *g = E->g;
     size_t nn = (size_t)E->n_nodes + 1, ncl = (size_t)E->n_cls + 1;
@@ -425,7 +438,7 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
     eg_status rc = nc && np && best && hc && share && ones && pick && best_pick && tens && stack && en_of && state &&
                            used && app ? EG_OK : EG_ENOMEM;
     x.J = (ee_judge){judge_cb, spent_cb, &x};
-    *out = NULL;
+    out->n = 0;
     if (rc == EG_OK) rc = prices(E, c, nc);
     if (rc == EG_OK) { /* a value read n times pays 1/n in each reader's price */
         for (size_t k = 0; k < ncl; k++) share[k] = 0;
@@ -465,7 +478,7 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
     }
     /* the local search from the cheapest picks and from the input graph,
      * each with a budget of nodes built (deterministic) */
-    if (rc == EG_OK && polish_too && x.best) {
+    if (rc == EG_OK && polish_too && x.top.n) {
         int *start = malloc(sizeof *start * ncl);
         if (!start) rc = EG_ENOMEM;
         if (rc == EG_OK) {
@@ -480,9 +493,9 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
         }
         free(start);
     }
-    if (rc == EG_OK && !x.best) rc = EG_EGRAPH;
-    if (rc == EG_OK) *out = x.best, x.best = NULL;
-    eg_free(x.best);
+    if (rc == EG_OK && !x.top.n) rc = EG_EGRAPH;
+    if (rc == EG_OK) *out = x.top, x.top.n = 0;
+    ee_top_free(&x.top);
     if (rc == EG_EGRAPH && err && errlen && !err[0]) eg_errf(err, errlen, rc, "extraction: a cycle");
     if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "extraction: out of memory");
     free(nc), free(np), free(best), free(hc), free(share), free(ones), free(pick), free(best_pick), free(tens), free(stack);

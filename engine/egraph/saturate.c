@@ -92,29 +92,21 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
     return rc;
 }
 
-/* Extract the e-graph as it is now and keep the graph if it is the
- * cheapest so far by the cost model (the first is kept whatever it costs).
- * Greedy extraction is a heuristic that more e-nodes can lead astray (a
- * value shared by many readers is priced once per reader), so every round
- * is extracted and the cheapest graph of all is the result.
- * *best borrows g's data as the e-graph's graph does (a clone's payloads
- * point into g). @return EG_OK or the extraction's failure. */
-static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, double deadline, eg_graph **best,
+/* Extract the e-graph as it is now into the cheapest graphs so far (top),
+ * the first kept whatever it costs, applied counted for the cheapest.
+ * Greedy extraction is a heuristic that more e-nodes can lead astray, so
+ * every round is extracted and the cheapest graphs of all are the result
+ * and the runners-up. The graphs borrow g's data as the e-graph's graph
+ * does (a clone's payloads point into g). @return EG_OK or the
+ * extraction's failure. */
+static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, double deadline, ee_top *top,
                                eg_search_result *r, double *t_extract, char *err, size_t errlen) {
     double t = eg_now_s();
     uint32_t *applied = calloc(nr + 1, sizeof *applied);
-    eg_graph *h = NULL;
-    eg_status rc = applied ? ee_extract(E, c, nr, polish, deadline, &h, applied, err, errlen) : EG_ENOMEM;
-    if (rc == EG_OK) {
-        double cost = eg_cost_graph(c, h);
-        if (!*best || cost < r->cost_after) {
-            eg_free(*best);
-            *best = h, h = NULL;
-            r->cost_after = cost;
-            memcpy(r->applied, applied, sizeof *applied * nr);
-        }
-    }
-    eg_free(h);
+    ee_top got = {0};
+    eg_status rc = applied ? ee_extract(E, c, nr, polish, deadline, &got, applied, err, errlen) : EG_ENOMEM;
+    for (int k = 0; rc == EG_OK && k < got.n; k++)
+        if (ee_top_offer(top, got.g[k], got.cost[k]) && k == 0) memcpy(r->applied, applied, sizeof *applied * nr);
     free(applied);
     *t_extract += eg_now_s() - t;
     return rc;
@@ -126,6 +118,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     size_t nr = eg_ruleset_count(rs);
     ee_graph E;
     sched s = {0};
+    ee_top top = {0};
     eg_graph *marked = eg_graph_clone(g);
     eg_status rc = marked ? EG_OK : EG_ENOMEM;
     *best = NULL;
@@ -152,7 +145,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         int changed, banned, timed_out;
         rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &r->generated, &timed_out);
         r->expanded++;
-        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 0, t0 + o->time_limit, best, r, &t_extract, err, errlen);
+        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 0, t0 + o->time_limit, &top, r, &t_extract, err, errlen);
         if (o->progress)
             fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned\n", round + 1,
                     E.n_live, changed, banned);
@@ -173,8 +166,14 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     r->t_match = eg_now_s() - t0;
     r->t_match -= t_extract, r->t_apply = t_extract;
     /* the final e-graph once more, with the local search */
-    if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 1, t0 + o->time_limit, best, r, &r->t_apply, err, errlen);
-    if (rc != EG_OK) eg_free(*best), *best = NULL;
+    if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 1, t0 + o->time_limit, &top, r, &r->t_apply, err, errlen);
+    if (rc == EG_OK) { /* the cheapest is the result, the next ones --verify's runners-up */
+        *best = top.g[0], r->cost_after = top.cost[0];
+        for (int k = 1; k < top.n; k++) r->runner[k - 1] = top.g[k], r->runner_cost[k - 1] = top.cost[k];
+        r->n_runners = top.n - 1;
+        top.n = 0;
+    }
+    ee_top_free(&top);
     if (rc == EG_ENOMEM) {
         eg_errf(err, errlen, rc, "saturation: out of memory (%d e-nodes)", E.n_live);
     }
