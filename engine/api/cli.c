@@ -10,6 +10,7 @@
 #include "onnx/engine.h"
 #include "proto/onnx_pb.h"
 #include "pipeline/pipeline.h"
+#include "sys/sys.h"
 #include "verify/verify.h"
 
 #define EG_CLI_MAX_DIMS 16 /* --dim options */
@@ -451,6 +452,8 @@ static void print_costs(const eg_cost *c, const char *cache_path) {
     printf(", %llu reused", (unsigned long long)hits);
     if (cache_path) printf(" (%zu loaded from %s)", eg_cost_loaded(c), cache_path);
     printf("\n");
+    long kb = eg_peak_rss_kb();
+    if (kb >= 0) printf("memory: peak %.0f MB\n", kb / 1024.0);
 }
 
 static void print_report(const eg_search_result *r, const eg_optimize_stats *st, const eg_ruleset *rs) {

@@ -1,21 +1,26 @@
-/* extract.c - the cheapest graph an e-graph holds (ee_extract): each
- * e-node priced alone by the user's cost model, one e-node picked per
- * class bottom-up, the graph built from the picks.
+/* extract.c - the cheapest graphs an e-graph holds (ee_extract): each
+ * e-node priced by the user's cost model, picks made and improved, each
+ * candidate graph built from its picks and priced whole by the cost
+ * model, the cheapest kept (ee_top).
  *
  * Prices. An opspecs e-node is costed on a scratch graph with one tensor
  * per class (eg_cost_node reads a node's operator, parameters and shapes),
  * a model or opaque node as it is in the input graph; leaves, outputs of
  * a multi-output node, and e-nodes over weights alone (folded on export)
- * cost 0.
+ * cost 0. The cost model prices a node in its graph, though (fused
+ * groups run as one kernel, a concat inside a concat is written once):
+ * the e-nodes of the input graph start at their price there, and each
+ * candidate graph gives its e-nodes the price they have in it.
  *
- * Picks. A class's price is the cheapest of its e-nodes' own price plus
- * the prices of the classes it reads (each once), found by passes until
- * nothing changes (greedy, Tensat's first extractor): shared values are
- * counted in each reader, so the pick is not always the cheapest graph;
- * the pipeline compares the result with the graph it started from.
- * Ties go to the e-node whose inputs are shallower (height), so at the
- * fixed point every pick reads only classes of a smaller height: no
- * cycle can be picked, also where weights cost 0.
+ * Candidates, each judged by the cost model on the whole graph:
+ *   - the greedy picks (greedy.c) by those prices, made again while a
+ *     graph changes a price (MAX_REPRICE), improved by shared values
+ *     (share.c);
+ *   - the greedy picks by tree prices (every reader pays a value whole);
+ *   - with polish, the local search (polish.c) from the cheapest picks
+ *     and from the input graph's, within a budget of nodes built.
+ * The input graph is one of the e-graph's graphs, so the result is never
+ * dearer than it by the cost model.
  */
 #include "egraph/egraph_int.h"
 #include "sys/sys.h"
@@ -61,105 +66,6 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
     }
     eg_free(s);
     return rc;
-}
-
-/* ---- greedy picks ---- */
-
-/* A candidate pick in the heap: class c by e-node e at cost. */
-typedef struct {
-    double cost;
-    int c, e;
-} cand;
-
-static int cand_less(const cand *a, const cand *b) {
-    if (a->cost != b->cost) return a->cost < b->cost;
-    return a->c != b->c ? a->c < b->c : a->e < b->e;
-}
-
-static void heap_push(cand *h, long *n, cand x) {
-    long i = (*n)++;
-    while (i > 0 && cand_less(&x, &h[(i - 1) / 2])) h[i] = h[(i - 1) / 2], i = (i - 1) / 2;
-    h[i] = x;
-}
-
-static cand heap_pop(cand *h, long *n) {
-    cand top = h[0], x = h[--*n];
-    long i = 0;
-    for (;;) {
-        long l = 2 * i + 1, m = l + 1, s = i;
-        const cand *least = &x;
-        if (l < *n && cand_less(&h[l], least)) s = l, least = &h[l];
-        if (m < *n && cand_less(&h[m], least)) s = m;
-        if (s == i) break;
-        h[i] = h[s], i = s;
-    }
-    if (*n) h[i] = x;
-    return top;
-}
-
-/* The price of e-node e of class c over its kids' final picks: its own
- * price and each class it reads once, divided among that class's readers
- * in the input graph (share): a tree price counts a value read by two
- * once per path, which doubles with each residual block and drowns the
- * differences that matter. */
-static double price_of(ee_graph *E, const double *np, const double *share, const double *best, const int *pick,
-                       int e) {
-    const ee_node *n = &E->n[e];
-    const int *k = ee_kids(E, e);
-    double cost = ee_own_price(E, np, pick, e);
-    for (int i = 0; i < n->n_kid; i++) {
-        int dup = k[i] < 0;
-        for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
-        if (!dup) cost += best[k[i]] / share[k[i]];
-    }
-    return cost;
-}
-
-/* The picks: pick[c] the e-node of root class c (-1: none reachable),
- * best[c] its price; classes in paid[] (may be NULL) keep their picks at
- * price 0. Knuth's generalization of Dijkstra's algorithm: a class takes
- * its pick when it is the cheapest candidate left, and an e-node becomes a
- * candidate once every class it reads has its pick, so no pick reads a
- * class picked after it: no cycle, and a fused group is priced over the
- * final pick below it (with_fusion). Ties go to the smaller class and
- * e-node ids: deterministic. @return EG_OK or EG_ENOMEM. */
-eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const unsigned char *paid, double *best,
-                      int *pick) {
-    int *left = malloc(sizeof *left * (size_t)(E->n_nodes + 1));
-    cand *h = malloc(sizeof *h * (size_t)(E->n_nodes + E->n_cls + 1));
-    unsigned char *done = calloc((size_t)E->n_cls + 1, 1);
-    long nh = 0;
-    if (!left || !h || !done) return free(left), free(h), free(done), EG_ENOMEM;
-    for (int c = 0; c < E->n_cls; c++) {
-        best[c] = DBL_MAX;
-        if (paid && paid[c]) best[c] = 0, done[c] = 1;
-        else pick[c] = -1;
-    }
-    for (int e = 0; e < E->n_nodes; e++) {
-        const ee_node *n = &E->n[e];
-        const int *k = ee_kids(E, e);
-        left[e] = 0;
-        if (n->dead) continue;
-        for (int i = 0; i < n->n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
-            if (!dup && !done[k[i]]) left[e]++;
-        }
-        int c = ee_find(E, n->cls);
-        if (!left[e] && !done[c]) heap_push(h, &nh, (cand){price_of(E, np, share, best, pick, e), c, e});
-    }
-    while (nh) {
-        cand x = heap_pop(h, &nh);
-        if (done[x.c]) continue;
-        done[x.c] = 1, pick[x.c] = x.e, best[x.c] = x.cost;
-        for (int i = 0; i < E->c[x.c].n_par; i++) {
-            int e = E->cpar[E->c[x.c].par0 + i], c = ee_find(E, E->n[e].cls);
-            if (--left[e] == 0 && !done[c])
-                heap_push(h, &nh, (cand){price_of(E, np, share, best, pick, e), c, e});
-        }
-    }
-    free(left), free(h), free(done);
-    return EG_OK;
 }
 
 /* ---- building the graph ---- */

@@ -13,6 +13,16 @@ double eg_now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+long eg_peak_rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
 const char *eg_python(void) {
     const char *python = getenv("TASOC_PYTHON");
     return python && *python ? python : "python3";

@@ -1,6 +1,7 @@
 /* sys.h - what the engine asks of the operating system, written once
- * (prefix eg_): a monotonic clock, the Python interpreter its onnxruntime
- * helpers run under, and starting such a helper. The bottom layer of
+ * (prefix eg_): a monotonic clock, the process's peak memory, the Python
+ * interpreter its onnxruntime helpers run under, and starting such a
+ * helper. The bottom layer of
  * engine/: it includes nothing of the engine.
  */
 #ifndef EG_SYS_H
@@ -10,6 +11,10 @@
 
 /* Seconds on a monotonic clock (a difference of two is a duration). */
 double eg_now_s(void);
+
+/* This process's peak resident memory in kB (Linux's VmHWM: the program's
+ * own, not the parent's it was forked from), or -1 where unknown. */
+long eg_peak_rss_kb(void);
 
 /* The interpreter for the onnxruntime helpers: $TASOC_PYTHON, else
  * "python3". */
