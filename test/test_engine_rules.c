@@ -1629,6 +1629,14 @@ static void test_egraph_block(void **state) {
     assert_int_equal(count_op(best, OP_SCALE), 0);
     assert_true(r.cost_after < r.cost_before);
     assert_true(r.e_nodes > 0 && r.e_classes > 0 && r.expanded > 0);
+    /* the exact extraction proved its optimum; the runners-up --verify
+     * times are dearer and compute the same values */
+    assert_true(r.ilp_region > 0 && r.ilp_solved == 1);
+    assert_true(r.n_runners >= 1);
+    for (int k = 0; k < r.n_runners; k++) {
+        assert_true(r.runner_cost[k] > r.cost_after);
+        ec_check(g, r.runner[k], "runner-up");
+    }
     eg_graph *again = saturate(g, rs, c, 4, 20000, &r2);
     assert_true(eg_graph_hash(best) == eg_graph_hash(again));
     eg_search_result_free(&r), eg_search_result_free(&r2);

@@ -464,6 +464,11 @@ static void print_report(const eg_search_result *r, const eg_optimize_stats *st,
                "rounds %.2f s, extraction %.2f s)\n",
                r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded, (unsigned long long)r->generated,
                (unsigned long long)r->e_nodes, (unsigned long long)r->e_classes, r->t_match, r->t_apply);
+    if (r->e_nodes)
+        printf("exact extraction: %llu e-nodes, %s\n", (unsigned long long)r->ilp_region,
+               r->ilp_solved > 0    ? "optimum proved"
+               : r->ilp_solved < 0 ? "too many, not tried"
+                                   : "optimum not proved within its resource limit");
     else printf("search time: %.2f s (stopped: %s; expanded %llu, generated %llu (%llu a step ahead), "
            "duplicates %llu, over alpha %llu, refused %llu)\n",
            r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded,

@@ -150,6 +150,8 @@ typedef struct {
     int n;
     eg_graph *g[EE_TOP];
     double cost[EE_TOP];
+    long ilp_region; /* the exact extraction's e-nodes, 0: not tried */
+    int ilp_solved;  /* ee_ilp's *solved */
 } ee_top;
 
 /* Offer graph h at cost to t: kept when among the EE_TOP cheapest and no
@@ -186,6 +188,10 @@ typedef struct {
 
 /* ---- polish.c ---- */
 
+/* The classes the graph of picks pick reaches from the outputs into in[]
+ * (stack: scratch, a class each). */
+void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *stack);
+
 /* The picks of the input graph: each class of one of its tensors at the
  * leaf or the first of its nodes that writes it; other classes keep
  * theirs. */
@@ -197,11 +203,23 @@ void ee_input_picks(ee_graph *E, int *pick);
 eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const double *share, const int *start,
                     int *pick);
 
-/* An e-node's own price in the picked graph: nc[e], or 0 for a value of
- * weights alone or a bias or relu fused into the conv picked below it. */
-double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e);
+/* ---- ilp.c ---- */
+
+/* The exact picks over the region of the graphs picks[0..n_picks) compute
+ * (see ilp.c) into pick (which holds the picks elsewhere), by prices np;
+ * *n_region its e-nodes; *solved 1 when the optimum is proved, 0 when
+ * not within the solver's resource limit (or, a safety net, seconds_left),
+ * -1 when the region is too big to try.
+ * @return EG_OK or EG_ENOMEM. */
+eg_status ee_ilp(ee_graph *E, const double *np, const int *const *picks, int n_picks, double seconds_left, int *pick,
+                 long *n_region, int *solved);
 
 /* ---- share.c ---- */
+
+/* An e-node's own price in the picked graph: nc[e], or 0 for a value of
+ * weights alone or a bias or relu fused into the conv picked below it
+ * (pick NULL: none is). */
+double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e);
 
 /* Improve the picks where a value read by several picked classes pays
  * once (see share.c), each move kept only when J prices the graph lower

@@ -382,25 +382,37 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
         rc = extract_once(&x, np, best, pick);
         x.share = shared;
     }
-    /* the local search from the cheapest picks and from the input graph,
-     * each with a budget of nodes built (deterministic) */
+    /* the exact picks over what the cheapest graph and the input graph
+     * compute, then the local search from the cheapest picks and from the
+     * input graph's, each with a budget of nodes built (deterministic) */
     if (rc == EG_OK && polish_too && x.top.n) {
-        int *start = malloc(sizeof *start * ncl);
-        if (!start) rc = EG_ENOMEM;
+        int *greedy = malloc(sizeof *greedy * ncl), *input = malloc(sizeof *input * ncl), solved = 0;
+        if (!greedy || !input) rc = EG_ENOMEM;
         if (rc == EG_OK) {
-            memcpy(start, x.best_pick, sizeof *start * ncl);
+            memcpy(greedy, best_pick, sizeof *greedy * ncl);
+            memcpy(input, best_pick, sizeof *input * ncl);
+            ee_input_picks(E, input);
+            const int *both[2] = {greedy, input};
+            memcpy(pick, greedy, sizeof *pick * ncl);
+            rc = ee_ilp(E, np, both, 2, deadline - eg_now_s(), pick, &x.top.ilp_region, &solved);
+            x.top.ilp_solved = solved;
+        }
+        double cost;
+        if (rc == EG_OK && solved > 0) rc = judge(&x, &cost);
+        if (rc == EG_OK) {
+            memcpy(greedy, best_pick, sizeof *greedy * ncl); /* the cheapest so far: the ILP's, maybe */
             x.max_built = x.built + MAX_BUILT;
-            rc = ee_polish(E, &x.J, np, share, start, pick);
+            rc = ee_polish(E, &x.J, np, share, greedy, pick);
         }
         if (rc == EG_OK) {
-            ee_input_picks(E, start);
             x.max_built = x.built + MAX_BUILT;
-            rc = ee_polish(E, &x.J, np, share, start, pick);
+            rc = ee_polish(E, &x.J, np, share, input, pick);
         }
-        free(start);
+        free(greedy), free(input);
     }
     if (rc == EG_OK && !x.top.n) rc = EG_EGRAPH;
     if (rc == EG_OK) *out = x.top, x.top.n = 0;
+    out->ilp_region = x.top.ilp_region, out->ilp_solved = x.top.ilp_solved;
     ee_top_free(&x.top);
     if (rc == EG_EGRAPH && err && errlen && !err[0]) eg_errf(err, errlen, rc, "extraction: a cycle");
     if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "extraction: out of memory");

@@ -36,8 +36,7 @@ static int reaches(ee_graph *E, const int *pick, int e, int c, int *mark, int ep
     return 0;
 }
 
-/* The classes the graph of picks pick reaches from the outputs into in[]. */
-static void reached(ee_graph *E, const int *pick, unsigned char *in, int *stack) {
+void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *stack) {
     int sp = 0;
     memset(in, 0, (size_t)E->n_cls);
     for (int q = 0; q < E->g->n_outputs; q++) {
@@ -128,7 +127,7 @@ static long moves_of(ee_graph *E, const double *np, const int *pick, const unsig
 /* The classes the picks reach into in[], how many picked e-nodes (and
  * outputs) read each into refs[]. */
 static void reached_refs(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack) {
-    reached(E, pick, in, stack);
+    ee_reached(E, pick, in, stack);
     memset(refs, 0, sizeof *refs * (size_t)E->n_cls);
     for (int q = 0; q < E->g->n_outputs; q++) refs[ee_find(E, E->tensor_cls[E->g->output[q]])]++;
     for (int c = 0; c < E->n_cls; c++) {
@@ -175,7 +174,7 @@ eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const doub
             if ((rc = J->judge(J->ctx, &cost)) != EG_OK) break;
             if (cost < cur) {
                 cur = cost, better = 1;
-                reached(E, pick, in, stack);
+                ee_reached(E, pick, in, stack);
             } else {
                 pick[c] = old, tried[e] = 1;
             }

@@ -105,6 +105,7 @@ static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, d
     uint32_t *applied = calloc(nr + 1, sizeof *applied);
     ee_top got = {0};
     eg_status rc = applied ? ee_extract(E, c, nr, polish, deadline, &got, applied, err, errlen) : EG_ENOMEM;
+    if (got.ilp_region) r->ilp_region = (uint64_t)got.ilp_region, r->ilp_solved = got.ilp_solved;
     for (int k = 0; rc == EG_OK && k < got.n; k++)
         if (ee_top_offer(top, got.g[k], got.cost[k]) && k == 0) memcpy(r->applied, applied, sizeof *applied * nr);
     free(applied);

@@ -37,7 +37,7 @@ static int weight_node(ee_graph *E, int e) {
 
 /* The opspecs e-node picked for class c, or NULL. */
 static const ee_node *picked_ops(const ee_graph *E, const int *pick, int c) {
-    return c >= 0 && pick[c] >= 0 && E->n[pick[c]].kind == EE_OPS ? &E->n[pick[c]] : NULL;
+    return pick && c >= 0 && pick[c] >= 0 && E->n[pick[c]].kind == EE_OPS ? &E->n[pick[c]] : NULL;
 }
 
 /* 1 when e-node e runs inside the conv picked below it, as the export and

@@ -130,6 +130,10 @@ typedef struct {
     double t_apply;       /* seconds building graphs (eg_apply, node costs, tokens) */
     double t_judge;       /* seconds judging matches (trial.c) and queueing */
     uint64_t e_nodes, e_classes;    /* saturation: the e-graph's final size */
+    uint64_t ilp_region;            /* saturation: the exact extraction's e-nodes (0: not tried) */
+    int ilp_solved;                 /* 1: it proved its optimum there; 0: not
+                                       within its resource limit; -1: the
+                                       region was too big to try */
     size_t n_rules;
     uint32_t *applied;    /* [n_rules]: times each rule is on the best path */
     int n_runners;        /* the cheapest graphs after the best that are
