@@ -229,7 +229,7 @@ static eg_status build(builder *b, size_t ncl, unsigned char *state, int *stack,
 
 /* ---- judging picks by the cost model ---- */
 
-#define MAX_BUILT 500000 /* nodes of the graphs the local search judges, per start */
+#define MAX_BUILT 300000 /* nodes of the graphs the local search judges, per start */
 
 typedef struct {
     builder b;

@@ -8,10 +8,11 @@
  * one kernel) or be written inside its reader (a concat in a concat, a
  * scale and bias as one BatchNormalization). Greedy prices cannot see
  * those, nor that a merge's splits cost more than the kernel launch it
- * saves. Here a move switches one class to another of its e-nodes (what
- * that one reads at the greedy picks with the graph's own classes paid
- * for), and the graph is built and priced by the cost model: kept when
- * it is cheaper.
+ * saves. Here a move switches one class to another of its e-nodes, what
+ * that one reads taken at the greedy picks made with the graph's own
+ * classes paid for (it reuses what the graph computes) or at the plain
+ * greedy picks (what it lets go of the graph is not read again), and the
+ * graph is built and priced by the cost model: kept when it is cheaper.
  */
 #include "egraph/egraph_int.h"
 
@@ -57,12 +58,14 @@ void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *stack) {
 typedef struct {
     double est;
     int c, e;
+    int v; /* what it brings in: 0 the greedy picks with the graph's classes paid, 1 the plain greedy picks */
 } move;
 
 static int move_cmp(const void *pa, const void *pb) {
     const move *a = pa, *b = pb;
     if (a->est != b->est) return a->est < b->est ? -1 : 1;
-    return a->c != b->c ? (a->c < b->c ? -1 : 1) : (a->e > b->e) - (a->e < b->e);
+    if (a->c != b->c) return a->c < b->c ? -1 : 1;
+    return a->e != b->e ? (a->e > b->e) - (a->e < b->e) : a->v - b->v;
 }
 
 /* What the graph of picks gains in greedy prices when class c switches
@@ -97,13 +100,12 @@ static double move_est(ee_graph *E, const double *np, const int *pick, const uns
     return est;
 }
 
-/* The moves from the picks (classes reached in in[], read refs[] times),
- * sorted, into *mv. @return how many, or -1 when out of memory. */
-static long moves_of(ee_graph *E, const double *np, const int *pick, const unsigned char *in, const int *refs,
-                     int *mark, int *stack, move **mv) {
-    long n = 0, cap = 0;
+/* The moves from the picks (classes reached in in[], read refs[] times,
+ * the others at the picks of variant v) appended to *mv (*n of *cap).
+ * @return 0, or -1 when out of memory. */
+static int moves_of(ee_graph *E, const double *np, const int *pick, const unsigned char *in, const int *refs,
+                    int *mark, int *stack, int v, move **mv, long *n, long *cap) {
     int epoch = 0;
-    *mv = NULL;
     for (int c = 0; c < E->n_cls; c++) mark[c] = 0;
     for (int c = 0; c < E->n_cls; c++) {
         if (!in[c] || E->c[c].uf != c || E->c[c].n_node < 2 || (E->c[c].flags & EE_WEIGHT)) continue;
@@ -112,16 +114,15 @@ static long moves_of(ee_graph *E, const double *np, const int *pick, const unsig
             const int *k = ee_kids(E, e);
             for (int q = 0; ok && q < E->n[e].n_kid; q++) ok = k[q] < 0 || pick[k[q]] >= 0;
             if (!ok) continue;
-            if (n == cap) {
-                move *m = realloc(*mv, sizeof *m * (size_t)(cap = cap ? 2 * cap : 256));
-                if (!m) return free(*mv), *mv = NULL, -1;
+            if (*n == *cap) {
+                move *m = realloc(*mv, sizeof *m * (size_t)(*cap = *cap ? 2 * *cap : 256));
+                if (!m) return -1;
                 *mv = m;
             }
-            (*mv)[n++] = (move){move_est(E, np, pick, in, refs, c, e, mark, ++epoch, stack), c, e};
+            (*mv)[(*n)++] = (move){move_est(E, np, pick, in, refs, c, e, mark, ++epoch, stack), c, e, v};
         }
     }
-    if (n) qsort(*mv, (size_t)n, sizeof **mv, move_cmp);
-    return n;
+    return 0;
 }
 
 /* The classes the picks reach into in[], how many picked e-nodes (and
@@ -141,47 +142,67 @@ static void reached_refs(ee_graph *E, const int *pick, unsigned char *in, int *r
  * price change, then class and e-node id; the first that the cost model
  * prices lower is taken (an e-node refused once is not judged again);
  * passes until none lowers or J says the budget is spent: deterministic,
- * the time limit stopping it only as a safety net. A move's reads come
- * from the greedy picks made with the graph's own classes paid for, so
- * it reuses what the graph computes already. mark[] holds positive
+ * the time limit stopping it only as a safety net. mark[] holds positive
  * epochs in moves_of, negative ones here. */
 #define MAX_POLISH_PASSES 4
+/* The picks a variant-v move is judged with: the graph's own (cur) where
+ * it reaches (in), the variant's elsewhere. */
+static void compose(const ee_graph *E, const int *cur, const unsigned char *in, const int *var, int *out) {
+    for (int c = 0; c < E->n_cls; c++) out[c] = in[c] ? cur[c] : var[c];
+}
+
 eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const double *share, const int *start,
                     int *pick) {
     size_t ncl = (size_t)E->n_cls + 1, nn = (size_t)E->n_nodes + 1;
-    double cur = DBL_MAX, *best = malloc(sizeof *best * ncl);
+    double cost = DBL_MAX, *best = malloc(sizeof *best * ncl);
     int *refs = malloc(sizeof *refs * ncl), *mark = calloc(ncl, sizeof *mark), *stack = malloc(sizeof *stack * ncl);
-    unsigned char *in = malloc(ncl), *tried = calloc(nn, 1); /* tried: e-nodes judged and refused here */
-    eg_status rc = best && refs && mark && stack && in && tried ? EG_OK : EG_ENOMEM;
-    if (rc == EG_OK) memcpy(pick, start, sizeof *pick * ncl), rc = J->judge(J->ctx, &cur);
-    for (int pass = 0, better = 1; rc == EG_OK && cur < DBL_MAX && better && pass < MAX_POLISH_PASSES; pass++) {
-        move *mv;
+    int *cur = malloc(sizeof *cur * ncl), *var[2] = {malloc(sizeof(int) * ncl), malloc(sizeof(int) * ncl)};
+    int *comp[2] = {malloc(sizeof(int) * ncl), malloc(sizeof(int) * ncl)};
+    unsigned char *in = malloc(ncl), *tried = calloc(nn, 1); /* tried: bit v, e-node refused here as variant v */
+    eg_status rc = best && refs && mark && stack && cur && var[0] && var[1] && comp[0] && comp[1] && in && tried
+                       ? EG_OK : EG_ENOMEM;
+    if (rc == EG_OK) memcpy(cur, start, sizeof *cur * ncl), memcpy(pick, start, sizeof *pick * ncl);
+    if (rc == EG_OK) rc = J->judge(J->ctx, &cost);
+    if (rc == EG_OK) rc = ee_pick_all(E, np, share, NULL, best, var[1]); /* the plain greedy picks */
+    for (int pass = 0, better = 1; rc == EG_OK && cost < DBL_MAX && better && pass < MAX_POLISH_PASSES; pass++) {
+        move *mv = NULL;
+        long n = 0, cap = 0;
         int epoch = 0; /* negative: moves_of counts up from 0 */
         better = 0;
-        reached_refs(E, pick, in, refs, stack);
-        /* what a move brings in: the greedy picks with the graph's classes
-         * paid for already, so they read what the graph has */
-        if (rc == EG_OK) rc = ee_pick_all(E, np, share, in, best, pick);
-        long n = rc == EG_OK ? moves_of(E, np, pick, in, refs, mark, stack, &mv) : 0;
-        if (n < 0) rc = EG_ENOMEM;
+        reached_refs(E, cur, in, refs, stack);
+        /* the greedy picks with the graph's classes paid for already, so a
+         * move reads what the graph has; or the plain greedy picks, where
+         * what the graph has is what the move lets go */
+        memcpy(var[0], cur, sizeof *cur * ncl);
+        rc = ee_pick_all(E, np, share, in, best, var[0]);
+        for (int v = 0; rc == EG_OK && v < 2; v++) {
+            compose(E, cur, in, var[v], comp[v]);
+            if (moves_of(E, np, comp[v], in, refs, mark, stack, v, &mv, &n, &cap)) rc = EG_ENOMEM;
+        }
+        if (rc == EG_OK && n) qsort(mv, (size_t)n, sizeof *mv, move_cmp);
         for (long i = 0; rc == EG_OK && i < n; i++) {
-            int c = mv[i].c, e = mv[i].e, old = pick[c];
-            if (!in[c] || e == old || tried[e]) continue; /* an earlier move took it out */
+            int c = mv[i].c, e = mv[i].e, v = mv[i].v;
+            if (!in[c] || e == cur[c] || (tried[e] >> v & 1)) continue; /* an earlier move took it out */
+            memcpy(pick, comp[v], sizeof *pick * ncl);
+            pick[c] = e;
             if (reaches(E, pick, e, c, mark, --epoch, stack)) continue;
             if (J->spent(J->ctx)) break;
-            double cost;
-            pick[c] = e;
-            if ((rc = J->judge(J->ctx, &cost)) != EG_OK) break;
-            if (cost < cur) {
-                cur = cost, better = 1;
+            double got;
+            if ((rc = J->judge(J->ctx, &got)) != EG_OK) break;
+            if (got < cost) {
+                cost = got, better = 1;
                 ee_reached(E, pick, in, stack);
+                memcpy(cur, pick, sizeof *cur * ncl);
+                for (int w = 0; w < 2; w++) compose(E, cur, in, var[w], comp[w]);
             } else {
-                pick[c] = old, tried[e] = 1;
+                tried[e] |= (unsigned char)(1u << v);
             }
         }
         free(mv);
     }
-    free(best), free(refs), free(mark), free(stack), free(in), free(tried);
+    if (rc == EG_OK) memcpy(pick, cur, sizeof *pick * ncl);
+    free(best), free(refs), free(mark), free(stack), free(cur), free(var[0]), free(var[1]);
+    free(comp[0]), free(comp[1]), free(in), free(tried);
     return rc;
 }
 
