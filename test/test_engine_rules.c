@@ -1693,6 +1693,36 @@ static void test_egraph_congruence(void **state) {
     eg_free(g);
 }
 
+/* eg_saturate_derives, what prove's pruning asks of the e-graph: the
+ * shipped rules derive b + a from a + b and (a + b) + c from a + (b + c),
+ * not a from relu(a) (not equal: saturation stops without merging them);
+ * a tensor not in the graph is an error. */
+static void test_egraph_derives(void **state) {
+    (void)state;
+    eg_ruleset *rs = NULL;
+    char err[EG_ERRLEN];
+    if (eg_ruleset_shipped(&rs, err, sizeof err)) fail_msg("%s", err);
+    eg_graph *g = build("in a 4 4; in b 4 4; in c 4 4; p = ewadd a b; q = ewadd b a; s = ewadd p c; "
+                        "t = ewadd b c; u = ewadd a t; r = relu a; y = ewmul q s; z = ewmul u r; out y; out z");
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 3;
+    int derived = -1, rounds = -1;
+    assert_int_equal(eg_saturate_derives(g, eg_find_tensor(g, "p"), eg_find_tensor(g, "q"), rs, &o, &derived,
+                                         &rounds, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 1);
+    assert_true(rounds >= 1 && rounds <= 3);
+    assert_int_equal(eg_saturate_derives(g, eg_find_tensor(g, "s"), eg_find_tensor(g, "u"), rs, &o, &derived,
+                                         NULL, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 1);
+    assert_int_equal(eg_saturate_derives(g, eg_find_tensor(g, "a"), eg_find_tensor(g, "r"), rs, &o, &derived,
+                                         &rounds, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 0);
+    assert_int_equal(eg_saturate_derives(g, 0, g->n_tensors, rs, &o, &derived, NULL, err, sizeof err), EG_EGRAPH);
+    eg_free(g);
+    eg_ruleset_free(rs);
+}
+
 /* ================= main ================= */
 
 
@@ -1725,5 +1755,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_block);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_limits);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_congruence);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_derives);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }

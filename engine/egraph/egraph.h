@@ -27,9 +27,14 @@
  * rounds, past `max_nodes` e-nodes, or at the time limit (a safety net:
  * the rounds and nodes decide the answer on any machine; the stop reason
  * says which). Extraction (extract.c) then picks one e-node per needed
- * class by the cost model the user chose, weight-only classes at cost 0,
- * never a cycle, and builds the graph; eg_optimize's pick and verify see
- * it as they see the backtracking search's result.
+ * class by the cost model the user chose (greedy picks, an exact ILP over
+ * a region, a local search; each candidate graph priced whole), never a
+ * cycle, and builds the graph; eg_optimize's pick and verify see it and
+ * its runners-up as they see the backtracking search's.
+ *
+ * The rounds alone serve prove too (eg_saturate_derives): a rule is
+ * redundant when saturating its left side with the other rules puts its
+ * right side in the same class.
  */
 #ifndef EG_EGRAPH_H
 #define EG_EGRAPH_H
@@ -42,10 +47,21 @@
 /* The saturation search over g: as eg_search (search.h), with o's
  * e-graph limits and time limit; r->expanded counts the rounds,
  * r->generated the e-nodes rewrites added, r->e_nodes and r->e_classes
- * the final size, r->stop the reason. No runners-up.
+ * the final size, r->stop the reason; the runners-up are the next
+ * cheapest graphs of distinct costs.
  * @pre as eg_search. @return EG_OK with *best (free before g), or
  * EG_ENOMEM with a message. */
 eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                       eg_graph **best, eg_search_result *r, char *err, size_t errlen);
+
+/* Whether the rules derive tensor tb of g from tensor ta: the e-graph of
+ * g saturated with rs under o's limits (rounds, e-nodes, time limit as a
+ * safety net) until the classes of ta and tb are one (*derived 1) or a
+ * limit stops it (*derived 0: not derived within the bound, which is not
+ * a proof that they differ). *rounds: the rounds run (may be NULL).
+ * @pre g indexed, toposorted, shapes inferred; ta, tb tensors of g.
+ * @return EG_OK, or EG_ENOMEM / EG_EGRAPH (no such tensor) with a message. */
+eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_ruleset *rs, const eg_search_opts *o,
+                              int *derived, int *rounds, char *err, size_t errlen);
 
 #endif

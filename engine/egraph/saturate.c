@@ -184,3 +184,42 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     eg_free(marked);
     return rc;
 }
+
+eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_ruleset *rs, const eg_search_opts *o,
+                              int *derived, int *rounds, char *err, size_t errlen) {
+    double t0 = eg_now_s();
+    size_t nr = eg_ruleset_count(rs);
+    ee_graph E;
+    sched s = {0};
+    eg_graph *marked = NULL;
+    uint64_t added = 0;
+    int round = 0;
+    eg_status rc = EG_OK;
+    *derived = 0;
+    memset(&E, 0, sizeof E);
+    if (ta < 0 || tb < 0 || ta >= g->n_tensors || tb >= g->n_tensors)
+        return eg_errf(err, errlen, EG_EGRAPH, "derive: tensor %d or %d is not in the graph", ta, tb);
+    if (!(marked = eg_graph_clone(g))) rc = EG_ENOMEM;
+    if (rc == EG_OK) rc = eg_mark_nonfinite(marked);
+    if (rc == EG_OK) rc = ee_build(&E, marked);
+    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit);
+    for (; rc == EG_OK && round < o->iterations; round++) {
+        if (ee_find(&E, E.tensor_cls[ta]) == ee_find(&E, E.tensor_cls[tb])) break;
+        if (eg_now_s() - t0 > o->time_limit || E.n_live >= o->max_nodes) break;
+        int changed, banned, timed_out;
+        rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &added, &timed_out);
+        if (rc != EG_OK || timed_out || (!changed && !banned)) {
+            round += rc == EG_OK;
+            break;
+        }
+        if (!changed)
+            for (size_t i = 0; i < nr; i++) s.until[i] = 0;
+    }
+    if (rc == EG_OK) *derived = ee_find(&E, E.tensor_cls[ta]) == ee_find(&E, E.tensor_cls[tb]);
+    if (rounds) *rounds = round;
+    if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "derive: out of memory (%d e-nodes)", E.n_live);
+    ee_free(&E);
+    sched_free(&s);
+    eg_free(marked);
+    return rc;
+}
