@@ -4,14 +4,16 @@ backtracking search (--search backtrack) and equality saturation (--search
 egraph), on every real export at hand, at the same time limit.
 
     python3 bench/searches.py [--engine out/bin/engine] [--time-limit 10]
+                              [--cost analytic-cpu|analytic]
                               [--only NAME]... [--out bench/results/searches.md]
 
 Models: bench/cache/*.onnx (bench/export_torch.py's bench set),
 bench/cache/unseen/*.onnx (bench/unseen.py's exports) and the training
 forms of bench/cache/multibranch/ (bench/multibranch.py's timm exports),
 whichever are present. For each model and search: `ENGINE optimize MODEL -o
-OUT --deterministic --search S --time-limit T` (analytic-cpu costs, so the
-answer does not depend on the machine's load; the e-graph's own limits are
+OUT --deterministic --cost C --search S --time-limit T` (analytic costs,
+analytic-cpu by default or the GPU-like analytic roofline, so the answer
+does not depend on the machine's load; the e-graph's own limits are
 its defaults), its exit status and wall time, the cost before and after,
 the search's own seconds (saturation and extraction for the e-graph),
 the engine's peak memory (its own report, Linux's VmHWM), the stop reason, the expansions or rounds, the
@@ -68,10 +70,10 @@ def check(a, b):
     return max_rel_err(ya, session(b).run(None, x))
 
 
-def run(engine, model, search, limit, tmp):
+def run(engine, model, search, limit, cost, tmp):
     out = os.path.join(tmp, f"{search}.onnx")
     t = time.monotonic()
-    p = subprocess.run([engine, "optimize", model, "-o", out, "--deterministic", "--search", search,
+    p = subprocess.run([engine, "optimize", model, "-o", out, "--deterministic", "--cost", cost, "--search", search,
                         "--time-limit", str(limit)], capture_output=True, text=True)
     rc, stdout, stderr = p.returncode, p.stdout, p.stderr
     m = MEM.search(stdout)
@@ -96,6 +98,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", default=os.path.join(ROOT, "out", "bin", "engine"))
     ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--cost", choices=("analytic-cpu", "analytic"), default="analytic-cpu")
     ap.add_argument("--only", action="append", default=[], help="model name (file name without .onnx)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "searches.md"))
     a = ap.parse_args()
@@ -107,7 +110,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             r = {"model": name}
             for s in SEARCHES:
-                r[s] = run(a.engine, path, s, a.time_limit, tmp)
+                r[s] = run(a.engine, path, s, a.time_limit, a.cost, tmp)
                 x = r[s]
                 print(f"searches.py: {name} {s}: rc {x['rc']}, {x['wall']:.1f} s, "
                       f"{x.get('before', 0):.1f} -> {x.get('after', 0):.1f} us, {x.get('stop')}, "
@@ -124,10 +127,10 @@ def write(a, rows):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     lines = ["# The two searches side by side", "",
-             f"`python3 bench/searches.py --time-limit {a.time_limit:g}` at {commit}, "
+             f"`python3 bench/searches.py --time-limit {a.time_limit:g} --cost {a.cost}` at {commit}, "
              f"{time.strftime('%Y-%m-%d')}, 2 cores. Each: `engine optimize MODEL --deterministic "
-             f"--search S --time-limit {a.time_limit:g}` (analytic-cpu costs; the e-graph's own limits "
-             "at their defaults). err: onnxruntime, output against input, max relative error.", "",
+             f"--cost {a.cost} --search S --time-limit {a.time_limit:g}` ({a.cost} costs; the e-graph's "
+             "own limits at their defaults). err: onnxruntime, output against input, max relative error.", "",
              "| model | cost before (us) | backtrack after | egraph after | egraph / backtrack | "
              "search s b / e | peak MB b / e | backtrack stop | egraph stop (rounds, e-nodes, classes) | err b / e |",
              "|---|--:|--:|--:|--:|--:|--:|---|---|---|"]
