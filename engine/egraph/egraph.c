@@ -316,8 +316,7 @@ static eg_status lists(ee_graph *E) {
         if (n->kind == EE_OPS) E->op_start[n->op + 1]++;
         const int *k = ee_kids(E, e);
         for (int i = 0; i < n->n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int q = 0; q < i && !dup; q++) dup = k[q] == k[i];
+            int dup = !ee_kid_new(k, i);
             if (!dup) E->c[k[i]].n_par++;
         }
     }
@@ -338,8 +337,7 @@ static eg_status lists(ee_graph *E) {
         if (n->kind == EE_OPS) E->op_list[E->op_start[n->op] + fill[n->op]++] = e;
         const int *k = ee_kids(E, e);
         for (int i = 0; i < n->n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int q = 0; q < i && !dup; q++) dup = k[q] == k[i];
+            int dup = !ee_kid_new(k, i);
             if (!dup) E->cpar[E->c[k[i]].par0 + E->c[k[i]].n_par++] = e;
         }
     }
@@ -362,4 +360,26 @@ eg_status ee_rebuild(ee_graph *E) {
     for (int e = 0; e < E->n_nodes; e++) E->n[e].cls = ee_find(E, E->n[e].cls); /* matching reads them as they are */
     E->dirty = 0;
     return r < 0 ? EG_ENOMEM : lists(E);
+}
+
+/* ---- walks over picks ---- */
+
+void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack) {
+    int sp = 0;
+    memset(in, 0, (size_t)E->n_cls);
+    if (refs) memset(refs, 0, sizeof *refs * (size_t)E->n_cls);
+    for (int q = 0; q < E->g->n_outputs; q++) {
+        int c = ee_find(E, E->tensor_cls[E->g->output[q]]);
+        if (refs) refs[c]++;
+        if (!in[c]) in[c] = 1, stack[sp++] = c;
+    }
+    while (sp) {
+        int e = pick[stack[--sp]];
+        const int *k = ee_kids(E, e);
+        for (int i = 0; e >= 0 && i < E->n[e].n_kid; i++) {
+            if (!ee_kid_new(k, i)) continue;
+            if (refs) refs[k[i]]++;
+            if (!in[k[i]]) in[k[i]] = 1, stack[sp++] = k[i];
+        }
+    }
 }

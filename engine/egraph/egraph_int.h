@@ -110,6 +110,20 @@ void ee_op_run(const ee_graph *E, const int *list, int n, ops_op op, int *first,
 /* The kids of e-node e. */
 static inline const int *ee_kids(const ee_graph *E, int e) { return E->kids ? E->kids + E->n[e].kid0 : NULL; }
 
+/* 1 when kid i of the kids k is a class that k[0..i) does not hold
+ * already: each class an e-node reads, taken once. */
+static inline int ee_kid_new(const int *k, int i) {
+    if (k[i] < 0) return 0;
+    for (int p = 0; p < i; p++)
+        if (k[p] == k[i]) return 0;
+    return 1;
+}
+
+/* The classes the graph of picks pick reaches from the outputs into in[],
+ * and (refs not NULL) how many picked e-nodes and outputs read each, a
+ * reader once per class (stack: scratch, a class each). */
+void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack);
+
 /* ---- ematch.c: rules over classes ---- */
 
 typedef struct {
@@ -188,9 +202,6 @@ typedef struct {
 
 /* ---- polish.c ---- */
 
-/* The classes the graph of picks pick reaches from the outputs into in[]
- * (stack: scratch, a class each). */
-void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *stack);
 
 /* The picks of the input graph: each class of one of its tensors at the
  * leaf or the first of its nodes that writes it; other classes keep
@@ -220,6 +231,14 @@ eg_status ee_ilp(ee_graph *E, const double *np, const int *const *picks, int n_p
  * weights alone or a bias or relu fused into the conv picked below it
  * (pick NULL: none is). */
 double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e);
+
+/* 1 when e-node n can run inside a conv before it: a bias on the channels
+ * or a relu (ee_own_price's fused groups). */
+int ee_fusable(const ee_node *n);
+
+/* 1 when n (may be NULL) is a conv without an activation, what a fusable
+ * e-node runs inside. */
+int ee_plain_conv(const ee_node *n);
 
 /* Improve the picks where a value read by several picked classes pays
  * once (see share.c), each move kept only when J prices the graph lower

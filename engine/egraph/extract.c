@@ -346,19 +346,16 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
     x.J = (ee_judge){judge_cb, spent_cb, &x};
     out->n = 0;
     if (rc == EG_OK) rc = prices(E, c, nc);
-    if (rc == EG_OK) { /* a value read n times pays 1/n in each reader's price */
-        for (size_t k = 0; k < ncl; k++) share[k] = 0;
-        for (int j = 0; j < g->n_nodes; j++) {
-            const eg_node *d = &g->node[j];
-            for (int i = 0; i < d->n_in + d->n_implicit; i++) {
-                int dup = d->in[i] < 0;
-                for (int p = 0; p < i && !dup; p++) dup = d->in[p] == d->in[i];
-                if (!dup) share[ee_find(E, E->tensor_cls[d->in[i]])] += 1;
-            }
-        }
+    int *rstart = NULL, *rlist = NULL;
+    if (rc == EG_OK) rc = eg_reader_index(g, &rstart, &rlist);
+    if (rc == EG_OK) { /* a value read by n nodes (or outputs) pays 1/n in each reader's price */
+        for (size_t k = 0; k < ncl; k++) share[k] = 0, ones[k] = 1;
+        for (int t = 0; t < g->n_tensors; t++)
+            if (E->tensor_cls[t] >= 0) share[ee_find(E, E->tensor_cls[t])] += rstart[t + 1] - rstart[t];
         for (int q = 0; q < g->n_outputs; q++) share[ee_find(E, E->tensor_cls[g->output[q]])] += 1;
-        for (size_t k = 0; k < ncl; k++) share[k] = share[k] < 1 ? 1 : share[k], ones[k] = 1;
+        for (size_t k = 0; k < ncl; k++) share[k] = share[k] < 1 ? 1 : share[k];
     }
+    free(rstart), free(rlist);
     if (rc == EG_OK) { /* the input graph's nodes at their price there */
         memcpy(np, nc, sizeof *np * nn);
         eg_cost_graph_nodes(c, g, NULL, hc);

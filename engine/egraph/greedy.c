@@ -49,8 +49,7 @@ static double price_of(ee_graph *E, const double *np, const double *share, const
     const int *k = ee_kids(E, e);
     double cost = ee_own_price(E, np, pick, e);
     for (int i = 0; i < n->n_kid; i++) {
-        int dup = k[i] < 0;
-        for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+        int dup = !ee_kid_new(k, i);
         if (!dup) cost += best[k[i]] / share[k[i]];
     }
     return cost;
@@ -82,8 +81,7 @@ eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const 
         left[e] = 0;
         if (n->dead) continue;
         for (int i = 0; i < n->n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            int dup = !ee_kid_new(k, i);
             if (!dup && !done[k[i]]) left[e]++;
         }
         int c = ee_find(E, n->cls);

@@ -35,21 +35,6 @@
 #define MAX_ILP_NODES 6000
 #define ILP_RLIMIT 6000000u /* about a second here for the regions of the bench models */
 
-/* 1 when e-node e is a bias or relu that runs inside a conv picked below
- * it (the cases share.c's fused() prices at 0). */
-static int fusable(const ee_graph *E, int e) {
-    const ee_node *n = &E->n[e];
-    if (n->kind != EE_OPS) return 0;
-    return (n->op == OP_BIAS && n->param[0] == 1) || n->op == OP_RELU;
-}
-
-/* 1 when e-node e is a conv without an activation (what a bias or relu
- * after it fuses into). */
-static int plain_conv(const ee_graph *E, int e) {
-    const ee_node *n = &E->n[e];
-    return n->kind == EE_OPS && n->op == OP_CONV2D && n->param[2] == OPS_ACT_NONE;
-}
-
 typedef struct {
     Z3_context z;
     Z3_optimize o;
@@ -76,7 +61,7 @@ static int class_terms(ee_graph *E, ilp *P, const unsigned char *in) {
             int e = E->cnode[E->c[c].node0 + i];
             if (!P->x[e]) continue;
             args[n++] = P->x[e];
-            if (plain_conv(E, e)) convs[nc++] = P->x[e];
+            if (ee_plain_conv(&E->n[e])) convs[nc++] = P->x[e];
         }
         P->any[c] = or_of(P->z, args, n);
         P->conv[c] = or_of(P->z, convs, nc);
@@ -98,8 +83,7 @@ static void node_terms(ee_graph *E, ilp *P, const double *np, int e, int c) {
     Z3_context z = P->z;
     const int *k = ee_kids(E, e);
     for (int i = 0; i < E->n[e].n_kid; i++) {
-        int dup = k[i] < 0;
-        for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+        int dup = !ee_kid_new(k, i);
         if (dup) continue;
         Z3_ast reads[2] = {P->any[k[i]], Z3_mk_gt(z, P->t[c], P->t[k[i]])};
         Z3_optimize_assert(z, P->o, Z3_mk_implies(z, P->x[e], Z3_mk_and(z, 2, reads)));
@@ -109,7 +93,7 @@ static void node_terms(ee_graph *E, ilp *P, const double *np, int e, int c) {
     char w[32];
     weight_of(price, w, sizeof w);
     Z3_ast paid = P->x[e];
-    if (fusable(E, e) && k[0] >= 0) { /* paid unless a plain conv of the class it reads is in */
+    if (ee_fusable(&E->n[e]) && k[0] >= 0) { /* paid unless a plain conv of the class it reads is in */
         char name[32];
         snprintf(name, sizeof name, "f%d", e);
         paid = Z3_mk_const(z, Z3_mk_string_symbol(z, name), Z3_mk_bool_sort(z));
@@ -127,7 +111,7 @@ static void region(ee_graph *E, const int *const *picks, int n_picks, unsigned c
     unsigned char *one = malloc((size_t)E->n_cls + 1);
     memset(in, 0, (size_t)E->n_cls + 1);
     for (int p = 0; one && p < n_picks; p++) {
-        ee_reached(E, picks[p], one, stack);
+        ee_reached(E, picks[p], one, NULL, stack);
         for (int c = 0; c < E->n_cls; c++) in[c] |= one[c];
     }
     free(one);

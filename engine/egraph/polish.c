@@ -37,21 +37,6 @@ static int reaches(ee_graph *E, const int *pick, int e, int c, int *mark, int ep
     return 0;
 }
 
-void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *stack) {
-    int sp = 0;
-    memset(in, 0, (size_t)E->n_cls);
-    for (int q = 0; q < E->g->n_outputs; q++) {
-        int c = ee_find(E, E->tensor_cls[E->g->output[q]]);
-        if (!in[c]) in[c] = 1, stack[sp++] = c;
-    }
-    while (sp) {
-        int e = pick[stack[--sp]];
-        const int *k = ee_kids(E, e);
-        for (int i = 0; e >= 0 && i < E->n[e].n_kid; i++)
-            if (k[i] >= 0 && !in[k[i]]) in[k[i]] = 1, stack[sp++] = k[i];
-    }
-}
-
 /* A move of the local search: class c to e-node e, est its greedy price
  * change (what e and the classes it adds cost, less what the old pick
  * and the classes only it read cost), the order moves are judged in. */
@@ -125,19 +110,6 @@ static int moves_of(ee_graph *E, const double *np, const int *pick, const unsign
     return 0;
 }
 
-/* The classes the picks reach into in[], how many picked e-nodes (and
- * outputs) read each into refs[]. */
-static void reached_refs(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack) {
-    ee_reached(E, pick, in, stack);
-    memset(refs, 0, sizeof *refs * (size_t)E->n_cls);
-    for (int q = 0; q < E->g->n_outputs; q++) refs[ee_find(E, E->tensor_cls[E->g->output[q]])]++;
-    for (int c = 0; c < E->n_cls; c++) {
-        const int *k = in[c] ? ee_kids(E, pick[c]) : NULL;
-        for (int i = 0; k && i < E->n[pick[c]].n_kid; i++)
-            if (k[i] >= 0) refs[k[i]]++;
-    }
-}
-
 /* ee_polish (egraph_int.h). Moves in the order of their estimated greedy
  * price change, then class and e-node id; the first that the cost model
  * prices lower is taken (an e-node refused once is not judged again);
@@ -169,7 +141,7 @@ eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const doub
         long n = 0, cap = 0;
         int epoch = 0; /* negative: moves_of counts up from 0 */
         better = 0;
-        reached_refs(E, cur, in, refs, stack);
+        ee_reached(E, cur, in, refs, stack);
         /* the greedy picks with the graph's classes paid for already, so a
          * move reads what the graph has; or the plain greedy picks, where
          * what the graph has is what the move lets go */
@@ -191,7 +163,7 @@ eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const doub
             if ((rc = J->judge(J->ctx, &got)) != EG_OK) break;
             if (got < cost) {
                 cost = got, better = 1;
-                ee_reached(E, pick, in, stack);
+                ee_reached(E, pick, in, NULL, stack);
                 memcpy(cur, pick, sizeof *cur * ncl);
                 for (int w = 0; w < 2; w++) compose(E, cur, in, var[w], comp[w]);
             } else {

@@ -40,17 +40,25 @@ static const ee_node *picked_ops(const ee_graph *E, const int *pick, int c) {
     return pick && c >= 0 && pick[c] >= 0 && E->n[pick[c]].kind == EE_OPS ? &E->n[pick[c]] : NULL;
 }
 
+int ee_fusable(const ee_node *n) {
+    return n->kind == EE_OPS && ((n->op == OP_BIAS && n->param[0] == 1) || n->op == OP_RELU);
+}
+
+int ee_plain_conv(const ee_node *n) {
+    return n && n->kind == EE_OPS && n->op == OP_CONV2D && n->param[2] == OPS_ACT_NONE;
+}
+
 /* 1 when e-node e runs inside the conv picked below it, as the export and
  * the runtime write them (groups.h, cost.c's fused_into_conv): a bias on
  * the channels of a conv without an activation (the Conv's B), a relu of
  * such a conv or conv + bias (FusedConv). */
 static int fused(const ee_graph *E, const int *pick, int e) {
     const ee_node *n = &E->n[e];
-    if (n->kind != EE_OPS || (n->op != OP_BIAS && n->op != OP_RELU)) return 0;
-    if (n->op == OP_BIAS && n->param[0] != 1) return 0;
+    if (!ee_fusable(n)) return 0;
     const ee_node *p = picked_ops(E, pick, ee_kids(E, e)[0]);
-    if (p && p->op == OP_BIAS && n->op == OP_RELU && p->param[0] == 1) p = picked_ops(E, pick, ee_kids(E, pick[ee_kids(E, e)[0]])[0]);
-    return p && p->op == OP_CONV2D && p->param[2] == OPS_ACT_NONE;
+    if (p && n->op == OP_RELU && p->op == OP_BIAS && ee_fusable(p))
+        p = picked_ops(E, pick, ee_kids(E, pick[ee_kids(E, e)[0]])[0]);
+    return ee_plain_conv(p);
 }
 
 double ee_own_price(ee_graph *E, const double *nc, const int *pick, int e) {
@@ -67,30 +75,8 @@ typedef struct {
     double *cost; /* the cost model's price of the picks */
 } sharer;
 
-/* in[] and refs[] of the picked graph: the classes the outputs reach, and
- * how many picked e-nodes (and outputs) read each. */
-static void count(sharer *s) {
-    ee_graph *E = s->E;
-    int sp = 0;
-    memset(s->in, 0, (size_t)E->n_cls);
-    memset(s->refs, 0, sizeof *s->refs * (size_t)E->n_cls);
-    for (int q = 0; q < E->g->n_outputs; q++) {
-        int c = ee_find(E, E->tensor_cls[E->g->output[q]]);
-        s->refs[c]++;
-        if (!s->in[c]) s->in[c] = 1, s->stack[sp++] = c;
-    }
-    while (sp) {
-        int c = s->stack[--sp], e = s->pick[c];
-        const int *k = ee_kids(E, e);
-        for (int i = 0; i < E->n[e].n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
-            if (dup) continue;
-            s->refs[k[i]]++;
-            if (!s->in[k[i]]) s->in[k[i]] = 1, s->stack[sp++] = k[i];
-        }
-    }
-}
+/* in[] and refs[] of the picked graph (ee_reached). */
+static void count(sharer *s) { ee_reached(s->E, s->pick, s->in, s->refs, s->stack); }
 
 /* Drop one reference to class c in refs2: when none is left, the price
  * of its pick and of what only it kept. @return the price freed. */
@@ -105,8 +91,7 @@ static double release(sharer *s, int c) {
         freed += ee_own_price(E, s->nc, s->pick, e);
         const int *k = ee_kids(E, e);
         for (int i = 0; i < E->n[e].n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            int dup = !ee_kid_new(k, i);
             if (!dup && --s->refs2[k[i]] == 0) s->stack[sp++] = k[i];
         }
     }
@@ -173,8 +158,7 @@ static int try_share(sharer *s, int K, int *alt, int *cls) {
         const int *k = ee_kids(E, old);
         delta -= ee_own_price(E, s->nc, s->pick, old);
         for (int i = 0; i < E->n[old].n_kid; i++) {
-            int dup = k[i] < 0;
-            for (int p = 0; p < i && !dup; p++) dup = k[p] == k[i];
+            int dup = !ee_kid_new(k, i);
             if (!dup) delta -= release(s, k[i]);
         }
     }
