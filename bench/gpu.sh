@@ -4,7 +4,7 @@
 #
 #   bench/gpu.sh pack [--pack DIR]                 (here: build and pack)
 #   bench/gpu.sh run  [--pack DIR] [--report FILE] [--models LIST] [--runs N]
-#                     [--simulate]
+#                     [--steps LIST] [--simulate]
 #   bench/gpu.sh      [same options]               (pack, then run)
 #
 # pack (on a machine with the build's Debian packages and nvcc): builds
@@ -25,6 +25,7 @@
 #      on the GPU (bench/torch_run.py: eager, and a CUDA graph replay); the
 #      output against the input in onnxruntime (bench/ort_compare.py) and
 #      its speedup with torch on the GPU.
+#   --steps picks some of the three (default "tests synth models").
 #   --simulate runs the device steps with the CPU standing in for the GPU
 #   (--cost cpu, --backend cpu, torch on the CPU), to test this script where
 #   no GPU is; its figures are not GPU figures.
@@ -40,7 +41,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-mode=all pack=gpu-pack report=bench/results/gpu.md models="" runs=30 simulate=0
+mode=all pack=gpu-pack report=bench/results/gpu.md models="" runs=30 simulate=0 steps="tests synth models"
 case "${1:-}" in pack|run) mode=$1; shift ;; esac
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -49,6 +50,7 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift ;;
     --runs) runs=$2; shift ;;
     --simulate) simulate=1 ;;
+    --steps) steps=$2; shift ;;
     -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/gpu.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -123,11 +125,16 @@ tap_test() {
     local ok nok; ok=$(grep -cE '^ok ' "$log"); nok=$(grep -cE '^not ok ' "$log")
     if [ "$rc" -ne 0 ] || [ "$nok" -gt 0 ] || [ "$ok" -eq 0 ]; then
         fail "$name: $ok passed, $nok failed, exit $rc ($((SECONDS - t0)) s)"
+        keep_log "$log"
         grep -E '^not ok|FAIL|rror' "$log" | head -20 | sed 's/^/    /' >>"$rep"
     else
         say "- $name: $ok passed ($((SECONDS - t0)) s)$(grep -h '^# cuda' "$log" | head -1 | sed 's/^# / -- /')"
     fi
 }
+
+keep_log() { mkdir -p "$logs" && cp "$@" "$logs/" 2>/dev/null; }
+
+want() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
 json_field() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); v=d.get(sys.argv[2]); print("" if v is None else (f"{v:.4g}" if isinstance(v, float) else v))' "$1" "$2" 2>/dev/null; }
 
@@ -147,7 +154,11 @@ do_run() {
         done
     done
     mkdir -p "$(dirname "$report")"
-    rep=$work/report.md
+    # The report grows beside its final name, so a run stopped at a time
+    # limit still leaves what it measured; the logs of the failed checks go
+    # to $report.logs/.
+    rep=$report.partial logs=$report.logs
+    : >"$rep"; rm -rf "$logs"
     local gpu; gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
     say "# GPU check (bench/gpu.sh)"
     say ""
@@ -172,6 +183,7 @@ do_run() {
     elif probe=$("$T/bin/synth" --backend cuda --max-ops 1 --ops relu -q -o "$work/probe.db" 2>&1); then device=1
     else say "Device: **no device** ($(echo "$probe" | head -1)): every CUDA part below reports \"no device\"."; say ""; fi
 
+    if want tests; then
     say "## 1. Tests that touch CUDA"
     say ""
     for t in test_gpu test_synth test_engine_cost; do
@@ -179,7 +191,9 @@ do_run() {
     done
     for s in cli_synth.sh cli_optimize.sh; do tap_test "$s" env BIN="$T/bin" bash "test/$s"; done
     say ""
+    fi
 
+    if want synth; then
     say "## 2. synth fingerprints: --backend cuda against --backend cpu, depth 3"
     say ""
     local t0=$SECONDS
@@ -195,17 +209,21 @@ do_run() {
         else say "- cpu: $cpu_s s; cuda: no device"; fi
     else fail "synth --backend cpu at depth 3 failed"; fi
     say ""
+    fi
 
+    if want models; then
     say "## 3. The cuda cost backend and --cost cuda on the bench models"
     say ""
     say "Summed cost: \`engine optimize --cost cuda\`'s cost of the input (us), against its time"
     say "end to end with torch on the GPU (median of $runs; eager: one launch per node from"
     say "Python; graph: a CUDA graph replay, the kernels alone). Output: the optimized model"
     say "against the input in onnxruntime (max rel err) and with torch on the GPU (speedup,"
-    say "eager and graph; A/A: the input against itself)."
+    say "eager and graph; A/A: the input against itself). cuDNN's convolution algorithms are the"
+    say "fastest found by trying each, in the cost and in torch (onnxruntime's CUDA provider"
+    say "searches so by default); the last speedup uses cuDNN's heuristic pick instead."
     say ""
-    say "| model | kernels measured | not measurable | summed cost us | torch eager us | torch graph us | cost / graph | cost after us | rules | max rel err (ort) | speedup eager | speedup graph | A/A | search s |"
-    say "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    say "| model | kernels measured | not measurable | summed cost us | torch eager us | torch graph us | cost / graph | cost after us | rules | max rel err (ort) | speedup eager | speedup graph | A/A | search s | speedup graph, heuristic |"
+    say "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     local m
     for m in $models; do
         local in="$work/$m.onnx" opt="$work/$m.cuda.onnx" log="$work/$m.log"
@@ -213,15 +231,16 @@ do_run() {
         if [ "$device" = 0 ]; then
             if timeout 120 "$T/bin/engine" optimize "$in" -o "$opt" --cost cuda --no-verify -q >"$log" 2>&1; then
                 fail "$m: --cost cuda succeeded without a device"
-            elif grep -q "no CUDA device" "$log"; then say "| $m | no device | | | | | | | | | | | | |"
+            elif grep -q "no CUDA device" "$log"; then say "| $m | no device | | | | | | | | | | | | | |"
             else fail "$m: --cost cuda without a device: $(head -1 "$log")"; fi
             rm -f "$in"; continue
         fi
         t0=$SECONDS
         if ! timeout 300 "$T/bin/engine" optimize "$in" -o "$opt" --cost "$dev" --no-verify --no-cost-cache -q >"$log" 2>&1; then
-            fail "$m: engine optimize --cost cuda: $(grep -v '^engine:' "$log" | tail -1)"; rm -f "$in" "$opt"; continue
+            fail "$m: engine optimize --cost cuda: $(grep -v '^engine:' "$log" | tail -1)"; keep_log "$log"; rm -f "$in" "$opt"; continue
         fi
         local secs=$((SECONDS - t0))
+        keep_log "$log"
         local before after measured unmeas rules
         before=$(sed -n 's/^cost before: \([0-9.]*\) us/\1/p' "$log")
         after=$(sed -n 's/^cost after: \([0-9.]*\) us/\1/p' "$log")
@@ -238,19 +257,22 @@ do_run() {
         tr=$(timeout 300 python3 bench/torch_run.py "$in" "$opt" --device "$dev" --runs "$runs" --name "$m" 2>"$work/$m.torch.err" | tail -1)
         if [ -z "$(json_field "$tr" ms)" ]; then
             fail "$m: bench/torch_run.py: $(json_field "$tr" skipped)$(tail -1 "$work/$m.torch.err")"
+            keep_log "$work/$m.torch.err"
         fi
+        local th; th=$(timeout 300 python3 bench/torch_run.py "$in" "$opt" --device "$dev" --runs "$runs" --name "$m" --cudnn-heuristic 2>/dev/null | tail -1)
         local eager graph ratio
         eager=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) * 1000))' "$(json_field "$tr" ms)" 2>/dev/null)
         graph=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) * 1000))' "$(json_field "$tr" graph_ms)" 2>/dev/null)
         ratio=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$before" "$graph" 2>/dev/null)
-        say "| $m | ${measured:-?} | ${unmeas:-?} | $before | ${eager:-n/a} | ${graph:-n/a} | ${ratio:-n/a} | $after | $rules | $err | $(json_field "$tr" speedup | sed 's/.$/&x/') | $(json_field "$tr" graph_speedup | sed 's/.$/&x/') | $(json_field "$tr" aa) | $secs |"
+        say "| $m | ${measured:-?} | ${unmeas:-?} | $before | ${eager:-n/a} | ${graph:-n/a} | ${ratio:-n/a} | $after | $rules | $err | $(json_field "$tr" speedup | sed 's/.$/&x/') | $(json_field "$tr" graph_speedup | sed 's/.$/&x/') | $(json_field "$tr" aa) | $secs | $(json_field "$th" graph_speedup | sed 's/.$/&x/') |"
         echo "$tr" >>"$work/torch.jsonl"
         rm -f "$in" "$opt" "$in.data" "$opt.data"
     done
     say ""
+    fi
     if [ "$fails" -eq 0 ]; then say "Result: every check passed$([ "$device" = 0 ] && echo ' (no device: the CUDA parts did not run)')."
     else say "Result: **$fails check(s) failed** (marked FAIL above)."; fi
-    cp "$rep" "$report.tmp" && mv "$report.tmp" "$report"
+    mv "$rep" "$report"
     cat "$report"
     rm -rf "$work"
     [ "$fails" -eq 0 ]

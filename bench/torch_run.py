@@ -259,8 +259,11 @@ class Interp:
         return v.to(self.dev) if v.is_floating_point() else v
 
 
-def load_torch(device):
-    """@return (torch, None) or (None, why)."""
+def load_torch(device, cudnn_search=True):
+    """@return (torch, None) or (None, why). cudnn_search: convolutions use
+    the fastest cuDNN algorithm found by trying them (cudnn.benchmark), as
+    onnxruntime's CUDA provider does by default and as --cost cuda measures;
+    without it, cuDNN's heuristic pick."""
     try:
         import torch
     except ImportError:
@@ -268,6 +271,7 @@ def load_torch(device):
     if device == "cuda" and not torch.cuda.is_available():
         return None, "no device"
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = cudnn_search
     torch.backends.cuda.matmul.allow_tf32 = False
     return torch, None
 
@@ -320,9 +324,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name")
+    ap.add_argument("--cudnn-heuristic", action="store_true",
+                    help="cuDNN's heuristic algorithm pick instead of the fastest found by trying")
     a = ap.parse_args()
     rec = {"model": a.name or os.path.basename(a.model), "device": a.device}
-    torch, why = load_torch(a.device)
+    torch, why = load_torch(a.device, not a.cudnn_heuristic)
     if torch is None:
         rec["skipped"] = why
         print(json.dumps(rec))

@@ -294,7 +294,9 @@ from onnx import TensorProto, helper, numpy_helper
 def save(name, nodes, inits):
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 256])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), f"{sys.argv[1]}/rounds_{name}.onnx")
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8  # what onnxruntime 1.30 still reads (onnx 1.23 writes 14 by default)
+    onnx.save(m, f"{sys.argv[1]}/rounds_{name}.onnx")
 save("base", [helper.make_node("Relu", ["x"], ["y"])], [])
 save("wrong", [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "two"], ["y"])],
      [numpy_helper.from_array(np.array(2, np.float32), "two")])

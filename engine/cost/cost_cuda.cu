@@ -84,6 +84,11 @@ struct launch {
     const eg_cost_kern *k;
     float *a, *b, *y, *ws;
     size_t ws_bytes;
+    /* A conv with uneven pads: cuDNN pads evenly, so the launch copies the
+     * input into a padded buffer first (what a runtime does) and the conv
+     * reads that with no padding of its own. */
+    float *unpadded;
+    int64_t unpadded_elems, padded_elems;
 #ifdef EG_COST_CUDNN
     cudnnTensorDescriptor_t xd, yd;
     cudnnFilterDescriptor_t wd;
@@ -111,6 +116,12 @@ static int run(struct launch *l) {
     case EG_KC_CONV: {
 #ifdef EG_COST_CUDNN
         const float one = 1, zero = 0;
+        if (l->unpadded) {
+            int threads = 256;
+            copy_kernel<<<(unsigned)((l->padded_elems + threads - 1) / threads), threads>>>(
+                l->unpadded, l->a, l->unpadded_elems, l->padded_elems);
+            if (cudaGetLastError() != cudaSuccess) return 1;
+        }
         return cudnnConvolutionForward(l->c->dnn, &one, l->xd, l->a, l->wd, l->b, l->cd, l->algo,
                                        l->ws, l->ws_bytes, &zero, l->yd,
                                        l->y) != CUDNN_STATUS_SUCCESS;
@@ -134,29 +145,54 @@ static int run(struct launch *l) {
     return 1;
 }
 
+static int uneven_pads(const eg_cost_kern *k) { return k->pt != k->pb || k->pl != k->pr; }
+
+/* The input as the conv reads it: padded beforehand where the pads are uneven. */
+static void conv_input(const eg_cost_kern *k, int64_t *h, int64_t *w, int *ph, int *pw) {
+    int uneven = uneven_pads(k);
+    *h = k->h + (uneven ? k->pt + k->pb : 0), *w = k->w + (uneven ? k->pl + k->pr : 0);
+    *ph = uneven ? 0 : (int)k->pt, *pw = uneven ? 0 : (int)k->pl;
+}
+
 #ifdef EG_COST_CUDNN
 static int conv_setup(struct launch *l) {
     const eg_cost_kern *k = l->k;
+    int64_t h, w;
+    int ph, pw;
+    conv_input(k, &h, &w, &ph, &pw);
+    if (uneven_pads(k)) {
+        l->unpadded_elems = k->n * k->c * k->h * k->w, l->padded_elems = k->n * k->c * h * w;
+        if (cudaMalloc(&l->unpadded, (size_t)std::max<int64_t>(l->unpadded_elems, 1) * 4) !=
+            cudaSuccess)
+            return 1;
+    }
     int bad = cudnnCreateTensorDescriptor(&l->xd) || cudnnCreateTensorDescriptor(&l->yd) ||
               cudnnCreateFilterDescriptor(&l->wd) || cudnnCreateConvolutionDescriptor(&l->cd);
     bad = bad || cudnnSetTensor4dDescriptor(l->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)k->n,
-                                            (int)k->c, (int)k->h, (int)k->w);
+                                            (int)k->c, (int)h, (int)w);
     bad = bad || cudnnSetTensor4dDescriptor(l->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)k->n,
                                             (int)k->o, (int)k->oh, (int)k->ow);
     bad = bad || cudnnSetFilter4dDescriptor(l->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)k->o,
                                             (int)(k->c / k->group), (int)k->kh, (int)k->kw);
-    /* cuDNN pads symmetrically: take the leading pads */
-    bad = bad || cudnnSetConvolution2dDescriptor(l->cd, (int)k->pt, (int)k->pl, (int)k->sh,
+    bad = bad || cudnnSetConvolution2dDescriptor(l->cd, ph, pw, (int)k->sh,
                                                  (int)k->sw, 1, 1, CUDNN_CROSS_CORRELATION,
                                                  CUDNN_DATA_FLOAT);
     bad = bad || cudnnSetConvolutionGroupCount(l->cd, (int)k->group);
-    cudnnConvolutionFwdAlgoPerf_t perf;
-    int got = 0;
-    bad = bad || cudnnGetConvolutionForwardAlgorithm_v7(l->c->dnn, l->xd, l->wd, l->cd, l->yd, 1,
-                                                        &got, &perf) || got < 1;
-    if (bad) return 1;
-    l->algo = perf.algo;
-    l->ws_bytes = perf.memory;
+    /* The fastest algorithm by trying each, as a runtime does that searches
+     * (onnxruntime's CUDA provider by default, torch with cudnn.benchmark):
+     * the heuristic's first pick can be several times slower for one shape
+     * and not another, which made a 1x1 conv look dearer than its 3x3
+     * enlargement on an H200. */
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0, best = -1;
+    bad = bad || cudnnFindConvolutionForwardAlgorithm(l->c->dnn, l->xd, l->wd, l->cd, l->yd,
+                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
+                                                      perf);
+    for (int i = 0; !bad && i < got && best < 0; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS) best = i; /* sorted fastest first */
+    if (bad || best < 0) return 1;
+    l->algo = perf[best].algo;
+    l->ws_bytes = perf[best].memory;
     return l->ws_bytes && cudaMalloc(&l->ws, l->ws_bytes) != cudaSuccess;
 }
 
@@ -175,8 +211,12 @@ extern "C" double eg_cost_cuda_time(eg_cost_cuda *c, const eg_cost_kern *k) {
     l.c = c, l.k = k;
     int64_t na = k->in_elems, nb = k->in_elems, ny = k->out_elems;
     if (k->cls == EG_KC_GEMM) na = k->batch * k->m * k->k, nb = k->batch * k->k * k->nn;
-    if (k->cls == EG_KC_CONV)
-        na = k->n * k->c * k->h * k->w, nb = k->o * (k->c / k->group) * k->kh * k->kw;
+    if (k->cls == EG_KC_CONV) {
+        int64_t h, w;
+        int ph, pw;
+        conv_input(k, &h, &w, &ph, &pw);
+        na = k->n * k->c * h * w, nb = k->o * (k->c / k->group) * k->kh * k->kw;
+    }
     int bad = cudaMalloc(&l.a, (size_t)std::max<int64_t>(na, 1) * 4) != cudaSuccess ||
               cudaMalloc(&l.b, (size_t)std::max<int64_t>(nb, 1) * 4) != cudaSuccess ||
               cudaMalloc(&l.y, (size_t)std::max<int64_t>(ny, 1) * 4) != cudaSuccess;
@@ -197,6 +237,6 @@ extern "C" double eg_cost_cuda_time(eg_cost_cuda *c, const eg_cost_kern *k) {
 #ifdef EG_COST_CUDNN
     conv_teardown(&l);
 #endif
-    cudaFree(l.a), cudaFree(l.b), cudaFree(l.y), cudaFree(l.ws);
+    cudaFree(l.a), cudaFree(l.b), cudaFree(l.y), cudaFree(l.ws), cudaFree(l.unpadded);
     return us;
 }
