@@ -139,6 +139,7 @@ typedef struct {
     const uint32_t *limit;    /* [rules]: more than this many and the
                                  rule's matches are dropped this round */
     const unsigned char *off; /* [rules]: banned this round */
+    int anchor_from;          /* anchors are the e-nodes from this id on */
     double deadline;          /* eg_now_s() past which matching stops (the
                                  time limit, a safety net): timed_out set */
     int oom, timed_out;

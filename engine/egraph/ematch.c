@@ -21,6 +21,7 @@ typedef struct {
     int im[RG_MAX_INPUTS]; /* class of rule input i, -1 unbound */
     ee_matches *M;
     unsigned char *alive; /* [tree nodes]: a rule not off ends at or below it */
+    unsigned char *cut;   /* [rules]: off, or over its limit this round */
     unsigned long steps;  /* tree steps taken: the clock is read every 4096 */
     int stop;
 } ex;
@@ -145,6 +146,15 @@ static int valid(ex *x) {
     return 1;
 }
 
+/* Rule is over its limit: the walk leaves the tree nodes where only cut
+ * rules end, so a banned rule costs no more matching this round. */
+static void cut_rule(ex *x, uint32_t rule) {
+    const eg_tree *t = &x->rs->tree;
+    x->cut[rule] = 1;
+    for (int op = 0; op < OP_COUNT; op++)
+        for (uint32_t q = t->root[op]; q < t->root[op] + t->n_root[op]; q++) mark_alive(x->rs, x->cut, t->kids[q], x->alive);
+}
+
 /* Record the match x has bound for rule when it passes the checks and
  * binds a value the model computes at run time (not weights alone). */
 static void keep(ex *x, uint32_t rule) {
@@ -154,7 +164,10 @@ static void keep(ex *x, uint32_t rule) {
     for (int j = 0; j < x->r->src.n_nodes && all_weights; j++)
         all_weights = (x->E->c[cls_of(x, x->nm[j])].flags & EE_WEIGHT) != 0;
     if (all_weights || !valid(x)) return;
-    if (++M->count[rule] > M->limit[rule]) return; /* dropped with the rest of its round */
+    if (++M->count[rule] > M->limit[rule]) { /* dropped with the rest of its round */
+        cut_rule(x, rule);
+        return;
+    }
     if (M->n == M->cap) {
         size_t cap = M->cap ? 2 * M->cap : 1024;
         ee_match *t = realloc(M->m, sizeof *t * cap);
@@ -236,10 +249,16 @@ static void tree_step(ex *x, uint32_t t, int anchor) {
 eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     ex x = {.E = E, .rs = rs, .M = M};
     const eg_tree *t = &rs->tree;
-    if (!(x.alive = calloc(t->n + 1, 1))) return EG_ENOMEM;
+    size_t nr = eg_ruleset_count(rs);
+    x.alive = calloc(t->n + 1, 1), x.cut = malloc(nr + 1);
+    if (!x.alive || !x.cut) {
+        free(x.alive), free(x.cut);
+        return EG_ENOMEM;
+    }
+    for (size_t i = 0; i < nr; i++) x.cut[i] = M->off[i] || M->count[i] > M->limit[i];
     for (int op = 0; op < OP_COUNT; op++)
-        for (uint32_t q = t->root[op]; q < t->root[op] + t->n_root[op]; q++) mark_alive(rs, M->off, t->kids[q], x.alive);
-    for (int a = 0; a < E->n_nodes && !x.stop; a++) {
+        for (uint32_t q = t->root[op]; q < t->root[op] + t->n_root[op]; q++) mark_alive(rs, x.cut, t->kids[q], x.alive);
+    for (int a = M->anchor_from; a < E->n_nodes && !x.stop; a++) {
         const ee_node *n = &E->n[a];
         if (n->dead || n->kind != EE_OPS) continue;
         for (uint32_t q = t->root[n->op]; q < t->root[n->op] + t->n_root[n->op] && !x.stop; q++) {
@@ -249,7 +268,7 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
             tree_step(&x, t->kids[q], a);
         }
     }
-    free(x.alive);
+    free(x.alive), free(x.cut);
     return M->oom ? EG_ENOMEM : EG_OK;
 }
 

@@ -401,6 +401,13 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
             x.max_built = x.built + MAX_BUILT;
             rc = ee_polish(E, &x.J, np, share, greedy, pick);
         }
+        if (rc == EG_OK) { /* the input graph's picks with the merges that pay there (the
+                              projections of one input into one matmul, then the third) */
+            memcpy(pick, input, sizeof *pick * ncl);
+            rc = judge(&x, &cost);
+            if (rc == EG_OK && cost < DBL_MAX) rc = ee_share(E, np, pick, &x.J, &cost);
+            if (rc == EG_OK) memcpy(input, pick, sizeof *input * ncl);
+        }
         if (rc == EG_OK) {
             x.max_built = x.built + MAX_BUILT;
             rc = ee_polish(E, &x.J, np, share, input, pick);

@@ -11,18 +11,26 @@
 /* Rules with several outputs (two convs of one input as one conv of
  * concatenated weights, and the split/concat moves that follow) match
  * every pair of like nodes and multiply the e-graph each round: like
- * Tensat, they run in the first rounds only. */
+ * Tensat, they match everywhere in the first rounds only. Later rounds
+ * match them semi-naively, anchored on the e-nodes the round before added
+ * (the merged matmul of two projections meets the third), which keeps the
+ * pairs of old nodes from being matched again. */
 #define MULTI_ROUNDS 1
+#define MULTI_FRESH_ROUNDS 2 /* the rounds they match in at all */
 
 /* egg's backoff scheduler: per rule, the matches it may have in a round
  * (limit), the rounds it sits out (until), and how often it was banned. */
 typedef struct {
     uint32_t *limit, *count, *banned;
     int *until;
-    unsigned char *off;
+    unsigned char *off;  /* [rules]: banned, or over its limit this round */
+    unsigned char *pass; /* [rules]: off for one matching pass */
+    int fresh0;          /* the first e-node the last round added */
 } sched;
 
-static void sched_free(sched *s) { free(s->limit), free(s->count), free(s->banned), free(s->until), free(s->off); }
+static void sched_free(sched *s) {
+    free(s->limit), free(s->count), free(s->banned), free(s->until), free(s->off), free(s->pass);
+}
 
 /* 1 when rule i only moves slices around: every node of both sides a
  * concat or a split. Associativity of concat and its dozens of variants
@@ -42,8 +50,8 @@ static int shuffle_rule(const eg_ruleset *rs, size_t i) {
 static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit) {
     s->limit = malloc(sizeof *s->limit * (n + 1)), s->count = calloc(n + 1, sizeof *s->count);
     s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
-    s->off = calloc(n + 1, 1);
-    if (!s->limit || !s->count || !s->banned || !s->until || !s->off) return EG_ENOMEM;
+    s->off = calloc(n + 1, 1), s->pass = calloc(n + 1, 1);
+    if (!s->limit || !s->count || !s->banned || !s->until || !s->off || !s->pass) return EG_ENOMEM;
     for (size_t i = 0; i < n; i++) s->limit[i] = shuffle_rule(rs, i) ? (limit / 16 > 16 ? limit / 16 : 16) : limit;
     return EG_OK;
 }
@@ -55,15 +63,23 @@ static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t li
 static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const eg_search_opts *o, int round,
                             double deadline, int *changed, int *banned_now, uint64_t *added, int *timed_out) {
     size_t nr = eg_ruleset_count(rs);
-    ee_matches M = {.count = s->count, .limit = s->limit, .off = s->off, .deadline = deadline};
+    ee_matches M = {.count = s->count, .limit = s->limit, .off = s->pass, .deadline = deadline};
+    int naive = round < MULTI_ROUNDS;
     *changed = 0, *banned_now = 0;
     for (size_t i = 0; i < nr; i++) {
         int multi = eg_ruleset_rule(rs, i)->src.n_outputs > 1;
-        s->off[i] = s->until[i] > round || (multi && round >= MULTI_ROUNDS);
+        s->off[i] = s->until[i] > round;
+        s->pass[i] = s->off[i] || (multi && !naive);
         s->count[i] = 0, *banned_now += s->until[i] > round;
     }
     double t0 = eg_now_s();
     eg_status rc = ee_match_all(E, rs, &M);
+    if (rc == EG_OK && !naive && round < MULTI_FRESH_ROUNDS && !M.timed_out) { /* the multi-output rules, on new anchors */
+        for (size_t i = 0; i < nr; i++) s->pass[i] = s->off[i] || eg_ruleset_rule(rs, i)->src.n_outputs < 2;
+        M.anchor_from = s->fresh0;
+        rc = ee_match_all(E, rs, &M);
+    }
+    s->fresh0 = E->n_nodes;
     double t1 = eg_now_s();
     *timed_out = M.timed_out;
     for (size_t i = 0; rc == EG_OK && i < nr; i++) {
