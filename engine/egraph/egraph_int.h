@@ -47,7 +47,7 @@ typedef struct {
     size_t kid0;                   /* kids[kid0 .. kid0 + n_kid): classes */
     int cls;                       /* the class it joined (ee_find it) */
     int dead;                      /* a duplicate ee_rebuild found */
-    int rule;                      /* the rule whose rewrite added it; -1 */
+    int rule;                      /* the rule that added it as its first output; -1 */
 } ee_node;
 
 typedef struct {

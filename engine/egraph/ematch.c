@@ -282,7 +282,10 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
     for (int i = 0; i < RG_MAX_INPUTS; i++) val[RG_IN(i)] = m->input[i];
     for (int j = 0; j < r->dst.n_nodes; j++) {
         const rg_node *dn = &r->dst.node[j];
-        ee_node n = {.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity, .rule = (int)m->rule};
+        /* the rule is counted once per application: on the node of its first output */
+        int counted = r->dst.out[0] == RG_NODE(j);
+        ee_node n = {.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity,
+                     .rule = counted ? (int)m->rule : -1};
         int kids[OPS_MAX_ARITY], added;
         for (int k = 0; k < ops_table[dn->op].n_params; k++) {
             signed char site = p->dst_site[j][k];
