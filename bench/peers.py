@@ -17,6 +17,8 @@ also bench/unseen.py's exports in bench/cache/unseen) the contenders:
                   with the search's, the measuring's and verify's shares)
   engine-det      out/bin/engine optimize MODEL -o OUT --deterministic (the
                   analytic-cpu cost, nothing measured)
+  engine-egraph   the default command with --search egraph (equality
+                  saturation), cold then warm as engine, at 1 thread
   onnxslim        onnxslim.slim(MODEL), its defaults
   onnxoptimizer   onnxoptimizer.optimize(MODEL) with its fuse-and-eliminate
                   passes
@@ -56,13 +58,13 @@ import time
 import report
 from ort_compare import session
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine", "verify"))
 import ort_time  # noqa: E402  (the engine's verify helper: one rule for a sample)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
           "tv_densenet121", "tv_mnasnet1_0", "hf_bert_base"]
-TOOLS = ["engine", "engine-det", "onnxslim", "onnxoptimizer", "ort-offline"]
+TOOLS = ["engine", "engine-det", "engine-egraph", "onnxslim", "onnxoptimizer", "ort-offline"]
 GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGemm", "MatMul", "FusedMatMul",
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
 SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
@@ -140,11 +142,11 @@ def prepare(tool, model, out, threads, a, tmp):
     """Write tool's version of model to out. @return facts about the run."""
     t0 = time.monotonic()
     info = {}
-    if tool == "engine":
+    if tool in ("engine", "engine-egraph"):
         # the default command, cold (a cost cache of its own, empty) then warm
         env = dict(os.environ, TASOC_CACHE_DIR=os.path.join(tmp, f"costs-{os.path.basename(out)}"))
         cmd = [os.path.join(a.bin, "engine"), "optimize", model, "-o", out, "-q", "--threads", str(threads)] \
-            + a.engine_args.split()
+            + a.engine_args.split() + (["--search", "egraph"] if tool == "engine-egraph" else [])
         cold = run_engine(cmd, env)
         info = run_engine(cmd, env)
         info.update(cold_s=cold["wall_s"], cold_measured=cold["measured"], cold_measure_s=cold["measure_s"],

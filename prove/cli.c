@@ -20,6 +20,10 @@ static const char usage_text[] =
     "       prove --axioms-check [FILE] [--wrong FILE] [options]\n"
     "                                              axioms hold concretely and prove\n"
     "                                              themselves; wrong identities do not prove\n"
+    "       prove --prune-derivable RULEDB -o OUT [options]\n"
+    "                                              drop the rules the others derive\n"
+    "       prove --derive SHIPPED FULL [options]  every rule of FULL is in SHIPPED or\n"
+    "                                              derived from it; exit 1 if not\n"
     "       prove --help | --version\n"
     "options:\n"
     "  --axioms FILE  the axioms (default " PV_DEFAULT_AXIOMS ")\n"
@@ -40,6 +44,9 @@ static const char usage_text[] =
     "                 undivided run writes\n"
     "  --verdicts     with --check: every rule's verdict on stdout, one line\n"
     "                 each: ID CLASS[: WHY] (for comparing runs)\n"
+    "  --derive-rounds N  saturation rounds per instance, for --prune-derivable\n"
+    "                 and --derive (default 4)\n"
+    "  --derive-nodes N   e-nodes at most per instance (default 2000)\n"
     "  -q             no progress or summary\n"
     "Verdicts depend only on the input, the axioms and these options (not on\n"
     "--jobs or the machine's load) unless --timeout is given.\n"
@@ -50,13 +57,14 @@ static const char usage_text[] =
     "or out of budget); 2 bad input or usage, or --check could not judge a\n"
     "rule (clock or error).\n";
 
-typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS, MODE_MERGE } mode;
+typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS, MODE_MERGE, MODE_PRUNE, MODE_DERIVE } mode;
 
 typedef struct {
     mode m;
     const char *input, *output, *wrong;
     int verdicts;
     pv_options o;
+    pv_derive_options d;
     char **more; /* positional arguments after the first (--merge's shards) */
     int n_more;
 } args;
@@ -93,6 +101,12 @@ static int numeric_option(args *a, const char *opt, const char *val) {
     } else if (!strcmp(opt, "--seed")) {
         if (number(val, 0, ~0ull, &v)) return -1;
         a->o.seed = v;
+    } else if (!strcmp(opt, "--derive-rounds")) {
+        if (number(val, 1, 64, &v)) return -1;
+        a->d.rounds = (int)v;
+    } else if (!strcmp(opt, "--derive-nodes")) {
+        if (number(val, 10, 10000000, &v)) return -1;
+        a->d.nodes = (int)v;
     } else if (!strcmp(opt, "--shard")) {
         unsigned k, n;
         char tail;
@@ -114,13 +128,15 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     if (!strcmp(s, "-h") || !strcmp(s, "--help")) return fputs(usage_text, stdout), EXIT_OK;
     if (!strcmp(s, "--version"))
         return printf("prove %s (z3 %s)\n", PV_VERSION, ze_version()), EXIT_OK;
-    if (!strcmp(s, "-q")) a->o.quiet = 1;
+    if (!strcmp(s, "-q")) a->o.quiet = a->d.quiet = 1;
     else if (!strcmp(s, "--no-general")) a->o.general = 0;
     else if (!strcmp(s, "--no-timings")) a->o.no_timings = 1;
     else if (!strcmp(s, "--check")) a->m = MODE_CHECK;
     else if (!strcmp(s, "--verdicts")) a->verdicts = 1;
     else if (!strcmp(s, "--axioms-check")) a->m = MODE_AXIOMS;
     else if (!strcmp(s, "--merge")) a->m = MODE_MERGE;
+    else if (!strcmp(s, "--prune-derivable")) a->m = MODE_PRUNE;
+    else if (!strcmp(s, "--derive")) a->m = MODE_DERIVE;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong")) && !next)
         return usage_error("missing value for", s);
     else if (!strcmp(s, "-o")) a->output = argv[++*i];
@@ -231,10 +247,41 @@ static int run_axioms(const args *a) {
     return bad ? EXIT_FAILED : EXIT_OK;
 }
 
+static int run_prune(const args *a) {
+    pv_prune_report r;
+    char err[PV_ERRLEN];
+    if (!a->input || !a->output) return usage_error("--prune-derivable needs RULEDB and -o OUT", NULL);
+    if (a->n_more) return usage_error("more than one input file", a->more[0]);
+    int rc = pv_prune_file(a->input, a->output, &a->d, &r, err, sizeof err);
+    if (rc != PV_OK) {
+        fprintf(stderr, "prove: %s\n", err);
+        return EXIT_BAD;
+    }
+    if (!a->d.quiet)
+        fprintf(stderr, "prove: %s: %zu rules, %zu kept, %zu derived by the others, %zu not matchable (dropped), %.1f s\n",
+                a->input, r.in, r.kept, r.derived, r.skipped, r.seconds);
+    return EXIT_OK;
+}
+
+static int run_derive(const args *a) {
+    pv_derive_report r;
+    char err[PV_ERRLEN];
+    if (!a->input || a->n_more != 1) return usage_error("--derive needs SHIPPED and FULL", NULL);
+    if (pv_derive_file(a->input, a->more[0], &a->d, &r, a->d.quiet ? NULL : stderr, err, sizeof err) != PV_OK) {
+        fprintf(stderr, "prove: %s\n", err);
+        return EXIT_BAD;
+    }
+    if (!a->d.quiet)
+        fprintf(stderr, "prove: %s: %zu rules: %zu shipped, %zu derived from them, %zu neither (%zu not matchable), %.1f s\n",
+                a->more[0], r.full, r.shipped, r.derived, r.neither, r.skipped, r.seconds);
+    return r.neither ? EXIT_FAILED : EXIT_OK;
+}
+
 int pv_cli_main(int argc, char **argv) {
     args a;
     memset(&a, 0, sizeof a);
     pv_defaults(&a.o);
+    pv_derive_defaults(&a.d);
     if (argc < 2) return usage_error("nothing to do", NULL);
     if (!(a.more = calloc((size_t)argc, sizeof *a.more))) return fputs("prove: out of memory\n", stderr), EXIT_BAD;
     int r = -1;
@@ -245,6 +292,8 @@ int pv_cli_main(int argc, char **argv) {
         case MODE_AXIOMS: r = run_axioms(&a); break;
         case MODE_MERGE: r = run_merge(&a); break;
         case MODE_PROVE: r = run_prove(&a); break;
+        case MODE_PRUNE: r = run_prune(&a); break;
+        case MODE_DERIVE: r = run_derive(&a); break;
         }
     }
     free(a.more);

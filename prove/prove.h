@@ -223,6 +223,48 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
                          const char *out_path, const pv_options *o, pv_stats *st, char *err,
                          size_t errlen);
 
+/* ---- derive.c: pruning by derivability (the engine's saturation) ---- */
+
+typedef struct {
+    int rounds; /* saturation rounds per instance (default 4) */
+    int nodes;  /* e-nodes at most per instance (default 2000) */
+    int quiet;
+} pv_derive_options;
+
+void pv_derive_defaults(pv_derive_options *o);
+
+typedef struct {
+    size_t in;      /* rules in the input */
+    size_t skipped; /* not proved or not matchable: dropped */
+    size_t kept, derived;
+    double seconds;
+} pv_prune_report;
+
+/* The rules of ruledb `in` that the others do not derive, written to
+ * `out` (egraph.h, eg_prune_derivable: smallest first, a rule dropped
+ * when the rules kept before it derive it within the bounds of o).
+ * @return PV_OK; PV_EINPUT (unreadable, not a rules file, other opspecs);
+ *         PV_EIO; PV_ENOMEM. */
+int pv_prune_file(const char *in, const char *out, const pv_derive_options *o, pv_prune_report *r, char *err,
+                  size_t errlen);
+
+typedef struct {
+    size_t full;    /* rules of the full ruledb */
+    size_t shipped; /* of them, in the shipped one too */
+    size_t checked; /* the others */
+    size_t derived; /* of those, derived from the shipped rules */
+    size_t neither; /* neither shipped nor derived */
+    size_t skipped; /* of neither: not matchable by the engine */
+    double seconds;
+} pv_derive_report;
+
+/* The proof that pruning lost nothing: every rule of ruledb `full` is in
+ * `shipped` or derived from its rules (eg_derive_rule). Each rule neither
+ * is listed on `neither` (NULL: not listed).
+ * @return PV_OK (see r->neither); PV_EINPUT; PV_ENOMEM. */
+int pv_derive_file(const char *shipped, const char *full, const pv_derive_options *o, pv_derive_report *r,
+                   FILE *neither, char *err, size_t errlen);
+
 /* The prove tool (cli.c). @return the exit status: 0 ok, 1 a check
  * failed, 2 bad input or usage. */
 int pv_cli_main(int argc, char **argv);

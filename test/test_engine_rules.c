@@ -1723,6 +1723,45 @@ static void test_egraph_derives(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* Pruning by derivability: a rule the smaller ones derive goes, the
+ * reverse of a rule is not assumed, a rule nothing derives stays. */
+static void test_prune_derivable(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(ewadd x0 x1) => (ewadd x1 x0)|"
+                           "(ewadd (ewadd x0 x1) x2) => (ewadd x0 (ewadd x1 x2))|"
+                           "(ewadd (ewadd x0 x1) x2) => (ewadd x1 (ewadd x0 x2))|"
+                           "(ewadd x0 (ewadd x1 x2)) => (ewadd (ewadd x0 x1) x2)|"
+                           "(relu (relu x0)) => (relu x0)|"
+                           "(relu x0) => (relu (relu x0))");
+    char err[EG_ERRLEN];
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 8;
+    int derived = -1;
+    unsigned char only_commute[6] = {1, 0, 0, 0, 0, 0}, both[6] = {1, 1, 0, 0, 0, 0}, idem[6] = {0, 0, 0, 0, 1, 0};
+    assert_int_equal(eg_derive_rule(rs, 2, only_commute, &o, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 0);
+    assert_int_equal(eg_derive_rule(rs, 2, both, &o, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 1);
+    /* relu(relu x) => relu x does not give its reverse: the right side is
+     * looked up, never added */
+    assert_int_equal(eg_derive_rule(rs, 5, idem, &o, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 0);
+    unsigned char keep[6];
+    eg_prune_stats st;
+    assert_int_equal(eg_prune_derivable(rs, &o, keep, &st, NULL, NULL, err, sizeof err), EG_OK);
+    assert_int_equal(keep[0], 1);
+    assert_int_equal(keep[1], 1);
+    assert_int_equal(keep[2], 0); /* commute, then associate */
+    assert_int_equal(keep[3], 0); /* five steps of the two */
+    assert_int_equal(keep[4], 1);
+    assert_int_equal(keep[5], 1);
+    assert_int_equal(st.rules, 6);
+    assert_int_equal(st.kept, 4);
+    assert_int_equal(st.derived, 2);
+    eg_ruleset_free(rs);
+}
+
 /* ================= main ================= */
 
 
@@ -1756,5 +1795,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_limits);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_congruence);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_derives);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_prune_derivable);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }

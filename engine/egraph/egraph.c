@@ -104,6 +104,13 @@ static int push_node(ee_graph *E, const ee_node *n, const int *k, int cls) {
     return e;
 }
 
+int ee_lookup(ee_graph *E, const ee_node *n, const int *kids) {
+    int k[OPS_MAX_ARITY];
+    for (int i = 0; i < n->n_kid; i++) k[i] = ee_find(E, kids[i]);
+    int f = E->hc_cap ? E->hc[hc_slot(E, n, k)] : -1;
+    return f >= 0 ? ee_find(E, E->n[f].cls) : -1;
+}
+
 int ee_add(ee_graph *E, const ee_node *n, const int *kids, const ten_shape *shape, int *added) {
     int k[OPS_MAX_ARITY];
     *added = 0;

@@ -96,6 +96,10 @@ void ee_free(ee_graph *E);
  * of memory. */
 int ee_add(ee_graph *E, const ee_node *n, const int *kids, const ten_shape *shape, int *added);
 
+/* The class of e-node n when the e-graph holds it (kids canonicalized),
+ * else -1; adds nothing. */
+int ee_lookup(ee_graph *E, const ee_node *n, const int *kids);
+
 /* Merge the classes of a and b. @return 1 when they were apart. */
 int ee_union(ee_graph *E, int a, int b);
 
@@ -123,6 +127,18 @@ static inline int ee_kid_new(const int *k, int i) {
  * and (refs not NULL) how many picked e-nodes and outputs read each, a
  * reader once per class (stack: scratch, a class each). */
 void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack);
+
+/* ---- saturate.c ---- */
+
+/* 1 when the rounds may stop (checked before each round). */
+typedef int (*ee_done_fn)(ee_graph *E, void *arg);
+
+/* The rounds of saturation over E with the rules enabled[] (NULL: all)
+ * under o's limits (the time limit a safety net) until done says so, a
+ * round changes nothing, or a limit stops them. *rounds: the rounds run
+ * (may be NULL). @return EG_OK or EG_ENOMEM. */
+eg_status ee_saturate_until(ee_graph *E, const eg_ruleset *rs, const unsigned char *enabled, const eg_search_opts *o,
+                           ee_done_fn done, void *arg, int *rounds);
 
 /* ---- ematch.c: rules over classes ---- */
 
@@ -155,6 +171,13 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M);
  * @return EG_OK, EG_ESHAPE (a size that does not evaluate: skipped) or
  * EG_ENOMEM. */
 eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *changed);
+
+/* Rule r's dst node j as an e-node with its parameters (free ones from
+ * the e-nodes of match m, NULL: from the rule as written; in: the rule
+ * inputs' shapes); kids are left to the caller. @return EG_OK or
+ * EG_ESHAPE. */
+eg_status ee_dst_node(const ee_graph *E, const eg_ruleset *rs, uint32_t rule, int j, const ee_match *m,
+                      const ten_shape *in, const ten_shape *shape, ee_node *n);
 
 /* ---- extract.c ---- */
 

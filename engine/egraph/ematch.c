@@ -272,9 +272,27 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     return M->oom ? EG_ENOMEM : EG_OK;
 }
 
+eg_status ee_dst_node(const ee_graph *E, const eg_ruleset *rs, uint32_t rule, int j, const ee_match *m,
+                      const ten_shape *in, const ten_shape *shape, ee_node *n) {
+    const rdb_rule *r = &rs->rule[rule];
+    const eg_plan *p = &rs->plan[rule];
+    const rg_node *dn = &r->dst.node[j];
+    /* the rule is counted once per application: on the node of its first output */
+    int counted = m && r->dst.out[0] == RG_NODE(j);
+    *n = (ee_node){.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity,
+                   .rule = counted ? (int)rule : -1};
+    for (int k = 0; k < ops_table[dn->op].n_params; k++) {
+        signed char site = p->dst_site[j][k];
+        if (site >= 0 && m) n->param[k] = E->n[m->node[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)];
+        else if (rg_param_value(&r->dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
+    }
+    const ten_shape *w = dn->op == OP_CONV2D ? (RG_IS_INPUT(dn->in[1]) ? &in[dn->in[1]] : &shape[dn->in[1]]) : NULL;
+    if (w && eg_kernel_1x1(w)) n->param[1] = OPS_PAD_SAME;
+    return EG_OK;
+}
+
 eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *changed) {
     const rdb_rule *r = &rs->rule[m->rule];
-    const eg_plan *p = &rs->plan[m->rule];
     ten_shape in[RG_MAX_INPUTS], shape[RG_MAX_REFS];
     int val[RG_MAX_REFS];
     if (!input_shapes(E, &r->src, m->input, in) || rg_infer_shapes(&r->dst, in, shape, NULL, 0) != RG_OK)
@@ -282,18 +300,9 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
     for (int i = 0; i < RG_MAX_INPUTS; i++) val[RG_IN(i)] = m->input[i];
     for (int j = 0; j < r->dst.n_nodes; j++) {
         const rg_node *dn = &r->dst.node[j];
-        /* the rule is counted once per application: on the node of its first output */
-        int counted = r->dst.out[0] == RG_NODE(j);
-        ee_node n = {.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity,
-                     .rule = counted ? (int)m->rule : -1};
+        ee_node n;
         int kids[OPS_MAX_ARITY], added;
-        for (int k = 0; k < ops_table[dn->op].n_params; k++) {
-            signed char site = p->dst_site[j][k];
-            if (site >= 0) n.param[k] = E->n[m->node[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)];
-            else if (rg_param_value(&r->dst, j, k, in, &n.param[k]) != RG_OK) return EG_ESHAPE;
-        }
-        const ten_shape *w = dn->op == OP_CONV2D ? (RG_IS_INPUT(dn->in[1]) ? &in[dn->in[1]] : &shape[dn->in[1]]) : NULL;
-        if (w && eg_kernel_1x1(w)) n.param[1] = OPS_PAD_SAME;
+        if (ee_dst_node(E, rs, m->rule, j, m, in, shape, &n) != EG_OK) return EG_ESHAPE;
         for (int k = 0; k < n.n_kid; k++) kids[k] = val[dn->in[k]];
         int c = ee_add(E, &n, kids, &shape[RG_NODE(j)], &added);
         if (c < 0) return EG_ENOMEM;

@@ -25,6 +25,7 @@ typedef struct {
     int *until;
     unsigned char *off;  /* [rules]: banned, or over its limit this round */
     unsigned char *pass; /* [rules]: off for one matching pass */
+    const unsigned char *enabled; /* [rules]: the rules that run at all; NULL: all */
     int fresh0;          /* the first e-node the last round added */
 } sched;
 
@@ -68,7 +69,7 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
     *changed = 0, *banned_now = 0;
     for (size_t i = 0; i < nr; i++) {
         int multi = eg_ruleset_rule(rs, i)->src.n_outputs > 1;
-        s->off[i] = s->until[i] > round;
+        s->off[i] = s->until[i] > round || (s->enabled && !s->enabled[i]);
         s->pass[i] = s->off[i] || (multi && !naive);
         s->count[i] = 0, *banned_now += s->until[i] > round;
     }
@@ -201,15 +202,46 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     return rc;
 }
 
-eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_ruleset *rs, const eg_search_opts *o,
-                              int *derived, int *rounds, char *err, size_t errlen) {
+eg_status ee_saturate_until(ee_graph *E, const eg_ruleset *rs, const unsigned char *enabled, const eg_search_opts *o,
+                           ee_done_fn done, void *arg, int *rounds) {
     double t0 = eg_now_s();
     size_t nr = eg_ruleset_count(rs);
-    ee_graph E;
     sched s = {0};
-    eg_graph *marked = NULL;
     uint64_t added = 0;
     int round = 0;
+    eg_status rc = sched_new(&s, rs, nr, o->match_limit);
+    s.enabled = enabled;
+    for (; rc == EG_OK && round < o->iterations; round++) {
+        if (done(E, arg)) break;
+        if (eg_now_s() - t0 > o->time_limit || E->n_live >= o->max_nodes) break;
+        int changed, banned, timed_out;
+        rc = round_once(E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &added, &timed_out);
+        if (rc != EG_OK || timed_out || (!changed && !banned)) {
+            round += rc == EG_OK;
+            break;
+        }
+        if (!changed)
+            for (size_t i = 0; i < nr; i++) s.until[i] = 0;
+    }
+    if (rounds) *rounds = round;
+    sched_free(&s);
+    return rc;
+}
+
+typedef struct {
+    int ta, tb;
+} same_pair;
+
+static int same_classes(ee_graph *E, void *arg) {
+    const same_pair *p = arg;
+    return ee_find(E, E->tensor_cls[p->ta]) == ee_find(E, E->tensor_cls[p->tb]);
+}
+
+eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_ruleset *rs, const eg_search_opts *o,
+                              int *derived, int *rounds, char *err, size_t errlen) {
+    ee_graph E;
+    eg_graph *marked = NULL;
+    same_pair p = {ta, tb};
     eg_status rc = EG_OK;
     *derived = 0;
     memset(&E, 0, sizeof E);
@@ -218,24 +250,10 @@ eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_rulese
     if (!(marked = eg_graph_clone(g))) rc = EG_ENOMEM;
     if (rc == EG_OK) rc = eg_mark_nonfinite(marked);
     if (rc == EG_OK) rc = ee_build(&E, marked);
-    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit);
-    for (; rc == EG_OK && round < o->iterations; round++) {
-        if (ee_find(&E, E.tensor_cls[ta]) == ee_find(&E, E.tensor_cls[tb])) break;
-        if (eg_now_s() - t0 > o->time_limit || E.n_live >= o->max_nodes) break;
-        int changed, banned, timed_out;
-        rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &added, &timed_out);
-        if (rc != EG_OK || timed_out || (!changed && !banned)) {
-            round += rc == EG_OK;
-            break;
-        }
-        if (!changed)
-            for (size_t i = 0; i < nr; i++) s.until[i] = 0;
-    }
-    if (rc == EG_OK) *derived = ee_find(&E, E.tensor_cls[ta]) == ee_find(&E, E.tensor_cls[tb]);
-    if (rounds) *rounds = round;
+    if (rc == EG_OK) rc = ee_saturate_until(&E, rs, NULL, o, same_classes, &p, rounds);
+    if (rc == EG_OK) *derived = same_classes(&E, &p);
     if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "derive: out of memory (%d e-nodes)", E.n_live);
     ee_free(&E);
-    sched_free(&s);
     eg_free(marked);
     return rc;
 }

@@ -1,0 +1,294 @@
+/* derive.c - whether the other rules derive a rule (egraph.h,
+ * eg_derive_rule), and a ruleset pruned of the rules the rest derive
+ * (eg_prune_derivable): what prove's pruning by derivability runs.
+ *
+ * Why. synth and prove keep every proved pair of graphs that is not a
+ * renaming of another, so most shipped rules are another rule applied in
+ * a context, twice, or reordered (Quartz's ECC simplification and TASO's
+ * "same via substitution" remove those). A rule is redundant when the
+ * rules kept derive it: its left side alone in an e-graph, saturated with
+ * them, holds its right side in the class of its left (the right side is
+ * looked up, never added, so the rule's reverse is not assumed).
+ *
+ * Shapes. Rules are symbolic and the e-graph is not: an instance gives
+ * every rule input a shape, the first in a small pool (synth's own input
+ * types: matrices, NCHW activations, 3x3 and 1x1 kernels, vectors, token
+ * sequences, scalars) that makes both sides well shaped, found by
+ * backtracking over the inputs with each node checked as soon as what it
+ * reads is bound. A derivation at one instance may use a coincidence of
+ * its dims (square matrices, equal channel counts), so the rule must also
+ * be derived at DERIVE_VARIANTS more instances whose distinct dims were
+ * given other values (prove's stage 2 does the same to refute). A rule
+ * with no instance, or one not derived at every instance within the
+ * bounds, is kept: the bounds make the answer "not derived", never
+ * "not derivable". Deterministic: the pool, the variants' values and the
+ * rounds depend on nothing but the rule and the options.
+ */
+#include "egraph/egraph_int.h"
+#include "fold/range.h"
+#include "rewrite/rules_int.h"
+#include "shapes/infer.h"
+#include "sys/sys.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DERIVE_VARIANTS 2 /* instances at other shapes beyond the first */
+#define DERIVE_TRIES 64   /* remappings tried for them */
+#define DERIVE_STEPS 20000 /* shapes tried in the search for the first */
+
+static const ten_shape pool[] = {
+    {2, {3, 3}},       {4, {1, 2, 4, 4}}, {4, {2, 2, 3, 3}}, {4, {2, 2, 1, 1}}, {3, {1, 2, 3}},
+    {1, {2}},          {1, {3}},          {0, {0}},          {4, {2, 2, 1, 3}}, {4, {2, 2, 3, 1}},
+};
+#define N_POOL ((int)(sizeof pool / sizeof pool[0]))
+
+/* ---- an instance ---- */
+
+/* 0 when the inputs bound so far (bit i of bound) make a node of g
+ * ill-shaped; nodes reading an unbound value are skipped. */
+static int fits_so_far(const rg_graph *g, const ten_shape *in, uint32_t bound) {
+    ten_shape shape[RG_MAX_REFS];
+    uint32_t known = bound;
+    for (int i = 0; i < g->n_inputs; i++) shape[RG_IN(i)] = in[i];
+    for (int j = 0; j < g->n_nodes; j++) {
+        const rg_node *n = &g->node[j];
+        const ops_info *o = &ops_table[n->op];
+        int ready = 1;
+        for (int k = 0; k < o->arity; k++) ready &= (int)(known >> n->in[k] & 1);
+        for (int k = 0; k < o->n_params; k++)
+            if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k])) ready &= (int)(bound >> RG_SYM_INPUT(n->param[k]) & 1);
+        if (!ready) continue;
+        int32_t p[OPS_MAX_PARAMS] = {0};
+        ten_shape ins[OPS_MAX_ARITY];
+        for (int k = 0; k < o->n_params; k++)
+            if (rg_param_value(g, j, k, in, &p[k]) != RG_OK) return 0;
+        for (int k = 0; k < o->arity; k++) ins[k] = shape[n->in[k]];
+        if (ops_infer_shape(n->op, p, ins, &shape[RG_NODE(j)], NULL) != OPS_OK) return 0;
+        known |= 1u << RG_NODE(j);
+    }
+    return 1;
+}
+
+typedef struct {
+    const rg_graph *src, *dst;
+    unsigned kernel1; /* inputs that must be 1x1 kernels */
+    int n_in;
+    ten_shape in[RG_MAX_INPUTS];
+    long steps;
+} search;
+
+static int is_1x1(const ten_shape *s) { return s->rank == 4 && s->dim[2] == 1 && s->dim[3] == 1; }
+
+/* Inputs i.. bound from the pool, depth first. @return 1 when found. */
+static int bind_from(search *s, int i) {
+    if (i == s->n_in) {
+        ten_shape a[RG_MAX_REFS], b[RG_MAX_REFS];
+        return rg_infer_shapes(s->src, s->in, a, NULL, 0) == RG_OK && rg_infer_shapes(s->dst, s->in, b, NULL, 0) == RG_OK;
+    }
+    uint32_t bound = (2u << i) - 1;
+    for (int q = 0; q < N_POOL && s->steps < DERIVE_STEPS; q++) {
+        s->steps++;
+        s->in[i] = pool[q];
+        if ((s->kernel1 >> i & 1) && !is_1x1(&s->in[i])) continue;
+        if (fits_so_far(s->src, s->in, bound) && fits_so_far(s->dst, s->in, bound) && bind_from(s, i + 1)) return 1;
+    }
+    return 0;
+}
+
+static uint64_t next_rand(uint64_t *x) { /* xorshift64* */
+    *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
+    return *x * 2685821657736338717ull;
+}
+
+/* A variant of base: each distinct dim value kept or given another value
+ * (equal dims stay equal), both sides well shaped, not base. @return 1
+ * when found. */
+static int variant(const search *s, const ten_shape *base, uint64_t *rng, ten_shape *out) {
+    int32_t from[RG_MAX_INPUTS * TEN_MAX_RANK], to[RG_MAX_INPUTS * TEN_MAX_RANK];
+    int m = 0, same = 1;
+    memcpy(out, base, sizeof *out * (size_t)s->n_in);
+    for (int i = 0; i < s->n_in; i++)
+        for (int a = 0; a < out[i].rank; a++) {
+            int k = 0;
+            while (k < m && from[k] != out[i].dim[a]) k++;
+            if (k == m) from[m] = out[i].dim[a], to[m++] = next_rand(rng) & 1 ? 2 + (int32_t)(next_rand(rng) % 8) : from[k];
+            if ((s->kernel1 >> i & 1) && a >= 2) continue; /* a 1x1 kernel stays one */
+            out[i].dim[a] = to[k];
+            same &= to[k] == from[k];
+        }
+    ten_shape a[RG_MAX_REFS], b[RG_MAX_REFS];
+    return !same && rg_infer_shapes(s->src, out, a, NULL, 0) == RG_OK && rg_infer_shapes(s->dst, out, b, NULL, 0) == RG_OK;
+}
+
+/* ---- the left side as a graph ---- */
+
+static eg_status new_tensor(eg_graph *g, const char *prefix, int k, const ten_shape *shape, unsigned flags, int *t) {
+    char name[16];
+    snprintf(name, sizeof name, "%s%d", prefix, k);
+    eg_status rc = eg_add_tensor(g, name, t);
+    if (rc != EG_OK) return rc;
+    g->tensor[*t].dtype = EG_DT_FLOAT;
+    g->tensor[*t].flags |= flags;
+    if (shape) eg_from_ten_shape(shape, &g->tensor[*t].shape);
+    return EG_OK;
+}
+
+static eg_status push_int(int **a, int *n, int v) {
+    int *t = realloc(*a, sizeof *t * (size_t)(*n + 1));
+    if (!t) return EG_ENOMEM;
+    t[(*n)++] = v, *a = t;
+    return EG_OK;
+}
+
+/* src as a graph over inputs x0.. of shapes in: in_t[i] the tensor of
+ * input i, out_t[k] that of output k. @return EG_OK, EG_ENOMEM or the
+ * graph checks' error (a rule the IR cannot hold). */
+static eg_status left_graph(const rg_graph *src, int n_in, const ten_shape *in, eg_graph **out, int *in_t, int *out_t,
+                            char *err, size_t errlen) {
+    eg_graph *g = eg_graph_new();
+    int val[RG_MAX_REFS];
+    eg_status rc = g ? EG_OK : EG_ENOMEM;
+    for (int i = 0; rc == EG_OK && i < n_in; i++) {
+        rc = new_tensor(g, "x", i, &in[i], EG_TF_INPUT, &in_t[i]);
+        if (rc == EG_OK) rc = push_int(&g->input, &g->n_inputs, in_t[i]);
+        val[RG_IN(i)] = in_t[i];
+    }
+    for (int j = 0; rc == EG_OK && j < src->n_nodes; j++) {
+        const rg_node *n = &src->node[j];
+        int id, t;
+        char name[16];
+        snprintf(name, sizeof name, "s%d", j);
+        rc = new_tensor(g, "s", j, NULL, 0, &t);
+        if (rc == EG_OK) rc = eg_add_node(g, EG_KIND_OPS, name, ops_table[n->op].arity, 0, 1, &id);
+        if (rc != EG_OK) break;
+        eg_node *d = &g->node[id];
+        d->op = n->op;
+        for (int k = 0; k < ops_table[n->op].n_params; k++)
+            if (rg_param_value(src, j, k, in, &d->param[k]) != RG_OK) rc = EG_ESHAPE;
+        for (int k = 0; k < ops_table[n->op].arity; k++) d->in[k] = val[n->in[k]];
+        d->out[0] = val[RG_NODE(j)] = t;
+    }
+    for (int k = 0; rc == EG_OK && k < src->n_outputs; k++) {
+        out_t[k] = val[src->out[k]];
+        g->tensor[out_t[k]].flags |= EG_TF_OUTPUT;
+        rc = push_int(&g->output, &g->n_outputs, out_t[k]);
+    }
+    if (rc == EG_OK) rc = eg_index(g, err, errlen);
+    if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
+    if (rc == EG_OK) rc = eg_infer_all(g, err, errlen);
+    if (rc == EG_OK) rc = eg_mark_nonfinite(g); /* as eg_saturate: rules that add zeros refuse them */
+    if (rc != EG_OK) eg_free(g), g = NULL;
+    *out = g;
+    return rc;
+}
+
+/* ---- one instance: the right side looked up after each round ---- */
+
+typedef struct {
+    const eg_ruleset *rs;
+    size_t rule;
+    const ten_shape *in;
+    ten_shape shape[RG_MAX_REFS]; /* dst's */
+    const int *in_t, *out_t;
+    int n_in;
+} probe;
+
+/* 1 when the e-graph holds dst with each output in the class of src's. */
+static int right_side_there(ee_graph *E, void *arg) {
+    const probe *p = arg;
+    const rg_graph *dst = &eg_ruleset_rule(p->rs, p->rule)->dst;
+    int val[RG_MAX_REFS];
+    for (int i = 0; i < p->n_in; i++) val[RG_IN(i)] = E->tensor_cls[p->in_t[i]];
+    for (int j = 0; j < dst->n_nodes; j++) {
+        ee_node n;
+        int kids[OPS_MAX_ARITY];
+        if (ee_dst_node(E, p->rs, (uint32_t)p->rule, j, NULL, p->in, p->shape, &n) != EG_OK) return 0;
+        for (int k = 0; k < n.n_kid; k++)
+            if ((kids[k] = val[dst->node[j].in[k]]) < 0) return 0;
+        if ((val[RG_NODE(j)] = ee_lookup(E, &n, kids)) < 0) return 0;
+    }
+    for (int k = 0; k < dst->n_outputs; k++)
+        if (ee_find(E, val[dst->out[k]]) != ee_find(E, E->tensor_cls[p->out_t[k]])) return 0;
+    return 1;
+}
+
+static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_shape *in, const unsigned char *enabled,
+                            const eg_search_opts *o, int *derived, char *err, size_t errlen) {
+    const rdb_rule *r = eg_ruleset_rule(rs, i);
+    int in_t[RG_MAX_INPUTS], out_t[RG_MAX_OUTPUTS];
+    eg_graph *g = NULL;
+    ee_graph E;
+    probe p = {rs, i, in, {{0}}, in_t, out_t, n_in};
+    memset(&E, 0, sizeof E);
+    *derived = 0;
+    if (rg_infer_shapes(&r->dst, in, p.shape, NULL, 0) != RG_OK) return EG_OK;
+    eg_status rc = left_graph(&r->src, n_in, in, &g, in_t, out_t, err, errlen);
+    if (rc == EG_ESHAPE || rc == EG_EFORMAT) return EG_OK; /* not an instance after all: not derived */
+    if (rc == EG_OK) rc = ee_build(&E, g);
+    if (rc == EG_OK) rc = ee_saturate_until(&E, rs, enabled, o, right_side_there, &p, NULL);
+    if (rc == EG_OK) *derived = right_side_there(&E, &p);
+    ee_free(&E);
+    eg_free(g);
+    return rc;
+}
+
+eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
+                         int *derived, char *err, size_t errlen) {
+    const rdb_rule *r = eg_ruleset_rule(rs, i);
+    search s = {&r->src, &r->dst, eg_ruleset_kernel1(rs, i), r->src.n_inputs > r->dst.n_inputs ? r->src.n_inputs : r->dst.n_inputs,
+                {{0}}, 0};
+    *derived = 0;
+    if (!bind_from(&s, 0)) return EG_OK; /* no instance: kept */
+    ten_shape base[RG_MAX_INPUTS], v[RG_MAX_INPUTS];
+    memcpy(base, s.in, sizeof base);
+    eg_status rc = derived_at(rs, i, s.n_in, base, enabled, o, derived, err, errlen);
+    uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)i;
+    for (int t = 0, found = 0; rc == EG_OK && *derived && found < DERIVE_VARIANTS && t < DERIVE_TRIES; t++) {
+        if (!variant(&s, base, &rng, v)) continue;
+        found++;
+        rc = derived_at(rs, i, s.n_in, v, enabled, o, derived, err, errlen);
+    }
+    return rc;
+}
+
+/* ---- the pruning ---- */
+
+typedef struct {
+    int size;
+    size_t i;
+} by_size;
+
+static int size_cmp(const void *a, const void *b) {
+    const by_size *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, unsigned char *keep, eg_prune_stats *st,
+                             eg_prune_progress progress, void *arg, char *err, size_t errlen) {
+    size_t n = eg_ruleset_count(rs);
+    by_size *order = malloc(sizeof *order * (n + 1));
+    double t0 = eg_now_s();
+    memset(st, 0, sizeof *st);
+    st->rules = n;
+    if (!order) return eg_errf(err, errlen, EG_ENOMEM, "prune: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const rdb_rule *r = eg_ruleset_rule(rs, i);
+        order[i] = (by_size){r->src.n_nodes + r->dst.n_nodes, i};
+        keep[i] = 0;
+    }
+    qsort(order, n, sizeof *order, size_cmp);
+    eg_status rc = EG_OK;
+    for (size_t q = 0; rc == EG_OK && q < n; q++) {
+        int derived = 0;
+        rc = eg_derive_rule(rs, order[q].i, keep, o, &derived, err, errlen);
+        keep[order[q].i] = !derived;
+        st->kept += !derived, st->derived += derived;
+        if (progress) progress(q + 1, n, st, arg);
+    }
+    st->seconds = eg_now_s() - t0;
+    free(order);
+    return rc;
+}
