@@ -70,11 +70,12 @@ def check(a, b):
     return max_rel_err(ya, session(b).run(None, x))
 
 
-def run(engine, model, search, limit, cost, tmp):
+def run(engine, model, search, limit, cost, tmp, extra=()):
+    """One engine run (extra: more options, e.g. --ruledb). @return its row."""
     out = os.path.join(tmp, f"{search}.onnx")
     t = time.monotonic()
     p = subprocess.run([engine, "optimize", model, "-o", out, "--deterministic", "--cost", cost, "--search", search,
-                        "--time-limit", str(limit)], capture_output=True, text=True)
+                        "--time-limit", str(limit)] + list(extra), capture_output=True, text=True)
     rc, stdout, stderr = p.returncode, p.stdout, p.stderr
     m = MEM.search(stdout)
     row = {"search": search, "rc": rc, "wall": time.monotonic() - t, "peak_mb": float(m.group(1)) if m else 0.0}

@@ -47,6 +47,8 @@ static const char usage_text[] =
     "  --derive-rounds N  saturation rounds per instance, for --prune-derivable\n"
     "                 and --derive (default 4)\n"
     "  --derive-nodes N   e-nodes at most per instance (default 2000)\n"
+    "  --two-sided    a rule is derived also when its two sides, saturated\n"
+    "                 together, meet (default: its right side reached from its left)\n"
     "  -q             no progress or summary\n"
     "Verdicts depend only on the input, the axioms and these options (not on\n"
     "--jobs or the machine's load) unless --timeout is given.\n"
@@ -137,6 +139,7 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--merge")) a->m = MODE_MERGE;
     else if (!strcmp(s, "--prune-derivable")) a->m = MODE_PRUNE;
     else if (!strcmp(s, "--derive")) a->m = MODE_DERIVE;
+    else if (!strcmp(s, "--two-sided")) a->d.two_sided = 1;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong")) && !next)
         return usage_error("missing value for", s);
     else if (!strcmp(s, "-o")) a->output = argv[++*i];

@@ -10,7 +10,7 @@
 #include "sys/sys.h"
 
 void pv_derive_defaults(pv_derive_options *o) {
-    o->rounds = 4, o->nodes = 2000, o->quiet = 0;
+    o->rounds = 4, o->nodes = 2000, o->two_sided = 0, o->quiet = 0;
 }
 
 static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
@@ -52,7 +52,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
     if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(g = rdb_new(RDB_RULES)))) rc = PV_ENOMEM;
-    if (rc == PV_OK && eg_prune_derivable(rs, &o, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
+    if (rc == PV_OK && eg_prune_derivable(rs, &o, d->two_sided, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
         snprintf(err, errlen, "%s: %s", in, why);
         rc = PV_ENOMEM;
     }
@@ -60,8 +60,8 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
         memcpy(g->digest, f->digest, sizeof g->digest);
         g->gen = f->gen;
         if (g->gen.n_notes < RDB_MAX_NOTES)
-            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu rules kept (rounds %d, e-nodes %d)",
-                     st.kept, f->n_rules, d->rounds, d->nodes);
+            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu rules kept (rounds %d, e-nodes %d%s)",
+                     st.kept, f->n_rules, d->rounds, d->nodes, d->two_sided ? ", two-sided" : "");
         r->in = f->n_rules, r->skipped = f->n_rules - n, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
     }
     for (size_t i = 0; rc == PV_OK && i < n; i++) { /* in the input's order */
@@ -111,7 +111,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     for (size_t i = 0; rc == PV_OK && i < n; i++) {
         if (enabled[i]) continue;
         int derived = 0;
-        if (eg_derive_rule(rs, i, enabled, &o, &derived, why, sizeof why) != EG_OK) {
+        if (eg_derive_rule(rs, i, enabled, &o, d->two_sided, &derived, why, sizeof why) != EG_OK) {
             snprintf(err, errlen, "%s: %s", full, why);
             rc = PV_ENOMEM;
             break;

@@ -228,6 +228,7 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
 typedef struct {
     int rounds; /* saturation rounds per instance (default 4) */
     int nodes;  /* e-nodes at most per instance (default 2000) */
+    int two_sided; /* derived also when both sides saturated together meet */
     int quiet;
 } pv_derive_options;
 

@@ -1739,17 +1739,20 @@ static void test_prune_derivable(void **state) {
     o.egraph = 1, o.time_limit = 1e9, o.iterations = 8;
     int derived = -1;
     unsigned char only_commute[6] = {1, 0, 0, 0, 0, 0}, both[6] = {1, 1, 0, 0, 0, 0}, idem[6] = {0, 0, 0, 0, 1, 0};
-    assert_int_equal(eg_derive_rule(rs, 2, only_commute, &o, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 2, only_commute, &o, 0, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 0);
-    assert_int_equal(eg_derive_rule(rs, 2, both, &o, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 2, both, &o, 0, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 1);
     /* relu(relu x) => relu x does not give its reverse: the right side is
      * looked up, never added */
-    assert_int_equal(eg_derive_rule(rs, 5, idem, &o, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 5, idem, &o, 0, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 0);
+    /* with both sides in the e-graph they meet */
+    assert_int_equal(eg_derive_rule(rs, 5, idem, &o, 1, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 1);
     unsigned char keep[6];
     eg_prune_stats st;
-    assert_int_equal(eg_prune_derivable(rs, &o, keep, &st, NULL, NULL, err, sizeof err), EG_OK);
+    assert_int_equal(eg_prune_derivable(rs, &o, 0, keep, &st, NULL, NULL, err, sizeof err), EG_OK);
     assert_int_equal(keep[0], 1);
     assert_int_equal(keep[1], 1);
     assert_int_equal(keep[2], 0); /* commute, then associate */

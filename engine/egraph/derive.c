@@ -125,7 +125,7 @@ static int variant(const search *s, const ten_shape *base, uint64_t *rng, ten_sh
 /* ---- the left side as a graph ---- */
 
 static eg_status new_tensor(eg_graph *g, const char *prefix, int k, const ten_shape *shape, unsigned flags, int *t) {
-    char name[16];
+    char name[32];
     snprintf(name, sizeof name, "%s%d", prefix, k);
     eg_status rc = eg_add_tensor(g, name, t);
     if (rc != EG_OK) return rc;
@@ -142,38 +142,50 @@ static eg_status push_int(int **a, int *n, int v) {
     return EG_OK;
 }
 
-/* src as a graph over inputs x0.. of shapes in: in_t[i] the tensor of
- * input i, out_t[k] that of output k. @return EG_OK, EG_ENOMEM or the
- * graph checks' error (a rule the IR cannot hold). */
-static eg_status left_graph(const rg_graph *src, int n_in, const ten_shape *in, eg_graph **out, int *in_t, int *out_t,
-                            char *err, size_t errlen) {
+/* The sides[0..n_sides) as one graph over inputs x0.. of shapes in (the
+ * inputs in `divisors` initializers of nonzero values, as a rule that
+ * divides needs): in_t[i] the tensor of input i, out_t[s][k] that of
+ * output k of side s. @return EG_OK, EG_ENOMEM or the graph checks' error
+ * (a rule the IR cannot hold). */
+static eg_status sides_graph(const rg_graph *const *sides, int n_sides, int n_in, const ten_shape *in, unsigned divisors,
+                             eg_graph **out, int *in_t, int (*out_t)[RG_MAX_OUTPUTS], char *err, size_t errlen) {
     eg_graph *g = eg_graph_new();
-    int val[RG_MAX_REFS];
     eg_status rc = g ? EG_OK : EG_ENOMEM;
     for (int i = 0; rc == EG_OK && i < n_in; i++) {
-        rc = new_tensor(g, "x", i, &in[i], EG_TF_INPUT, &in_t[i]);
-        if (rc == EG_OK) rc = push_int(&g->input, &g->n_inputs, in_t[i]);
-        val[RG_IN(i)] = in_t[i];
+        int init = divisors >> i & 1;
+        rc = new_tensor(g, "x", i, &in[i], init ? EG_TF_INIT : EG_TF_INPUT, &in_t[i]);
+        if (rc == EG_OK && !init) rc = push_int(&g->input, &g->n_inputs, in_t[i]);
+        if (rc == EG_OK && init) {
+            eg_tensor *t = &g->tensor[in_t[i]];
+            int64_t numel = eg_shape_numel(&t->shape);
+            if (!(t->data = malloc(sizeof *t->data * (size_t)(numel > 0 ? numel : 1)))) rc = EG_ENOMEM;
+            for (int64_t c = 0; rc == EG_OK && c < numel; c++) t->data[c] = 1.5f;
+        }
     }
-    for (int j = 0; rc == EG_OK && j < src->n_nodes; j++) {
-        const rg_node *n = &src->node[j];
-        int id, t;
-        char name[16];
-        snprintf(name, sizeof name, "s%d", j);
-        rc = new_tensor(g, "s", j, NULL, 0, &t);
-        if (rc == EG_OK) rc = eg_add_node(g, EG_KIND_OPS, name, ops_table[n->op].arity, 0, 1, &id);
-        if (rc != EG_OK) break;
-        eg_node *d = &g->node[id];
-        d->op = n->op;
-        for (int k = 0; k < ops_table[n->op].n_params; k++)
-            if (rg_param_value(src, j, k, in, &d->param[k]) != RG_OK) rc = EG_ESHAPE;
-        for (int k = 0; k < ops_table[n->op].arity; k++) d->in[k] = val[n->in[k]];
-        d->out[0] = val[RG_NODE(j)] = t;
-    }
-    for (int k = 0; rc == EG_OK && k < src->n_outputs; k++) {
-        out_t[k] = val[src->out[k]];
-        g->tensor[out_t[k]].flags |= EG_TF_OUTPUT;
-        rc = push_int(&g->output, &g->n_outputs, out_t[k]);
+    for (int sd = 0; rc == EG_OK && sd < n_sides; sd++) {
+        const rg_graph *src = sides[sd];
+        int val[RG_MAX_REFS];
+        for (int i = 0; i < n_in; i++) val[RG_IN(i)] = in_t[i];
+        for (int j = 0; rc == EG_OK && j < src->n_nodes; j++) {
+            const rg_node *n = &src->node[j];
+            int id, t;
+            char name[16];
+            snprintf(name, sizeof name, "s%d_%d", sd, j);
+            rc = new_tensor(g, name, 0, NULL, 0, &t);
+            if (rc == EG_OK) rc = eg_add_node(g, EG_KIND_OPS, name, ops_table[n->op].arity, 0, 1, &id);
+            if (rc != EG_OK) break;
+            eg_node *d = &g->node[id];
+            d->op = n->op;
+            for (int k = 0; k < ops_table[n->op].n_params; k++)
+                if (rg_param_value(src, j, k, in, &d->param[k]) != RG_OK) rc = EG_ESHAPE;
+            for (int k = 0; k < ops_table[n->op].arity; k++) d->in[k] = val[n->in[k]];
+            d->out[0] = val[RG_NODE(j)] = t;
+        }
+        for (int k = 0; rc == EG_OK && k < src->n_outputs; k++) {
+            out_t[sd][k] = val[src->out[k]];
+            g->tensor[out_t[sd][k]].flags |= EG_TF_OUTPUT;
+            rc = push_int(&g->output, &g->n_outputs, out_t[sd][k]);
+        }
     }
     if (rc == EG_OK) rc = eg_index(g, err, errlen);
     if (rc == EG_OK) rc = eg_toposort(g, err, errlen);
@@ -191,9 +203,19 @@ typedef struct {
     size_t rule;
     const ten_shape *in;
     ten_shape shape[RG_MAX_REFS]; /* dst's */
-    const int *in_t, *out_t;
+    const int *in_t;
+    int (*out_t)[RG_MAX_OUTPUTS]; /* [side][output] */
     int n_in;
 } probe;
+
+/* Both sides in the graph: 1 when each output's two classes are one. */
+static int sides_met(ee_graph *E, void *arg) {
+    const probe *p = arg;
+    const rg_graph *dst = &eg_ruleset_rule(p->rs, p->rule)->dst;
+    for (int k = 0; k < dst->n_outputs; k++)
+        if (ee_find(E, E->tensor_cls[p->out_t[0][k]]) != ee_find(E, E->tensor_cls[p->out_t[1][k]])) return 0;
+    return 1;
+}
 
 /* 1 when the e-graph holds dst with each output in the class of src's. */
 static int right_side_there(ee_graph *E, void *arg) {
@@ -210,32 +232,34 @@ static int right_side_there(ee_graph *E, void *arg) {
         if ((val[RG_NODE(j)] = ee_lookup(E, &n, kids)) < 0) return 0;
     }
     for (int k = 0; k < dst->n_outputs; k++)
-        if (ee_find(E, val[dst->out[k]]) != ee_find(E, E->tensor_cls[p->out_t[k]])) return 0;
+        if (ee_find(E, val[dst->out[k]]) != ee_find(E, E->tensor_cls[p->out_t[0][k]])) return 0;
     return 1;
 }
 
 static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_shape *in, const unsigned char *enabled,
-                            const eg_search_opts *o, int *derived, char *err, size_t errlen) {
+                            const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
-    int in_t[RG_MAX_INPUTS], out_t[RG_MAX_OUTPUTS];
+    const rg_graph *sides[2] = {&r->src, &r->dst};
+    int in_t[RG_MAX_INPUTS], out_t[2][RG_MAX_OUTPUTS];
     eg_graph *g = NULL;
     ee_graph E;
     probe p = {rs, i, in, {{0}}, in_t, out_t, n_in};
+    ee_done_fn done = two_sided ? sides_met : right_side_there;
     memset(&E, 0, sizeof E);
     *derived = 0;
     if (rg_infer_shapes(&r->dst, in, p.shape, NULL, 0) != RG_OK) return EG_OK;
-    eg_status rc = left_graph(&r->src, n_in, in, &g, in_t, out_t, err, errlen);
+    eg_status rc = sides_graph(sides, two_sided ? 2 : 1, n_in, in, rs->plan[i].divisors, &g, in_t, out_t, err, errlen);
     if (rc == EG_ESHAPE || rc == EG_EFORMAT) return EG_OK; /* not an instance after all: not derived */
     if (rc == EG_OK) rc = ee_build(&E, g);
-    if (rc == EG_OK) rc = ee_saturate_until(&E, rs, enabled, o, right_side_there, &p, NULL);
-    if (rc == EG_OK) *derived = right_side_there(&E, &p);
+    if (rc == EG_OK) rc = ee_saturate_until(&E, rs, enabled, o, done, &p, NULL);
+    if (rc == EG_OK) *derived = done(&E, &p);
     ee_free(&E);
     eg_free(g);
     return rc;
 }
 
 eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
-                         int *derived, char *err, size_t errlen) {
+                         int two_sided, int *derived, char *err, size_t errlen) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
     search s = {&r->src, &r->dst, eg_ruleset_kernel1(rs, i), r->src.n_inputs > r->dst.n_inputs ? r->src.n_inputs : r->dst.n_inputs,
                 {{0}}, 0};
@@ -243,12 +267,12 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *en
     if (!bind_from(&s, 0)) return EG_OK; /* no instance: kept */
     ten_shape base[RG_MAX_INPUTS], v[RG_MAX_INPUTS];
     memcpy(base, s.in, sizeof base);
-    eg_status rc = derived_at(rs, i, s.n_in, base, enabled, o, derived, err, errlen);
+    eg_status rc = derived_at(rs, i, s.n_in, base, enabled, o, two_sided, derived, err, errlen);
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)i;
     for (int t = 0, found = 0; rc == EG_OK && *derived && found < DERIVE_VARIANTS && t < DERIVE_TRIES; t++) {
         if (!variant(&s, base, &rng, v)) continue;
         found++;
-        rc = derived_at(rs, i, s.n_in, v, enabled, o, derived, err, errlen);
+        rc = derived_at(rs, i, s.n_in, v, enabled, o, two_sided, derived, err, errlen);
     }
     return rc;
 }
@@ -266,8 +290,8 @@ static int size_cmp(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, unsigned char *keep, eg_prune_stats *st,
-                             eg_prune_progress progress, void *arg, char *err, size_t errlen) {
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
+                             eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen) {
     size_t n = eg_ruleset_count(rs);
     by_size *order = malloc(sizeof *order * (n + 1));
     double t0 = eg_now_s();
@@ -283,7 +307,7 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, unsi
     eg_status rc = EG_OK;
     for (size_t q = 0; rc == EG_OK && q < n; q++) {
         int derived = 0;
-        rc = eg_derive_rule(rs, order[q].i, keep, o, &derived, err, errlen);
+        rc = eg_derive_rule(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
         keep[order[q].i] = !derived;
         st->kept += !derived, st->derived += derived;
         if (progress) progress(q + 1, n, st, arg);

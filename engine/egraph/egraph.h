@@ -67,11 +67,13 @@ eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_rulese
 /* Whether the rules enabled[] (NULL: all) derive rule i of rs (derive.c):
  * at an instance of its input shapes and at DERIVE_VARIANTS more, its left
  * side alone saturated under o's limits holds its right side in the
- * class of its left. *derived 0 also when no instance was found or a
- * limit stopped the rounds first (kept, never dropped, on doubt).
+ * class of its left (two_sided: both sides saturated together end in one
+ * class, an equation the rules prove but a search from the left side may
+ * not reach). *derived 0 also when no instance was found or a limit
+ * stopped the rounds first (kept, never dropped, on doubt).
  * @return EG_OK or EG_ENOMEM with a message. */
 eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
-                         int *derived, char *err, size_t errlen);
+                         int two_sided, int *derived, char *err, size_t errlen);
 
 typedef struct {
     size_t rules, kept, derived;
@@ -85,7 +87,7 @@ typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stat
  * byte per rule): rules from the smallest (nodes of both sides) to the
  * largest, each dropped when the rules kept before it derive it
  * (eg_derive_rule). Deterministic. @return EG_OK or EG_ENOMEM. */
-eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, unsigned char *keep, eg_prune_stats *st,
-                             eg_prune_progress progress, void *arg, char *err, size_t errlen);
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
+                             eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
 
 #endif
