@@ -261,8 +261,10 @@ static int run_prune(const args *a) {
         return EXIT_BAD;
     }
     if (!a->d.quiet)
-        fprintf(stderr, "prove: %s: %zu rules, %zu kept, %zu derived by the others, %zu not matchable (dropped), %.1f s\n",
-                a->input, r.in, r.kept, r.derived, r.skipped, r.seconds);
+        fprintf(stderr,
+                "prove: %s: %zu rules, %zu kept, %zu derived by the others, %zu not matchable (dropped), %.1f s "
+                "(%zu kept again after %d check(s) against the final set)\n",
+                a->input, r.in, r.kept, r.derived, r.skipped, r.seconds, r.restored, r.passes);
     return EXIT_OK;
 }
 

@@ -63,6 +63,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
             snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu rules kept (rounds %d, e-nodes %d%s)",
                      st.kept, f->n_rules, d->rounds, d->nodes, d->two_sided ? ", two-sided" : "");
         r->in = f->n_rules, r->skipped = f->n_rules - n, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
+        r->restored = st.restored, r->passes = st.passes;
     }
     for (size_t i = 0; rc == PV_OK && i < n; i++) { /* in the input's order */
         if (!keep[i]) continue;

@@ -238,6 +238,8 @@ typedef struct {
     size_t in;      /* rules in the input */
     size_t skipped; /* not proved or not matchable: dropped */
     size_t kept, derived;
+    size_t restored; /* of kept: dropped first, not derived from the final set */
+    int passes;      /* checks of the dropped rules against the final set */
     double seconds;
 } pv_prune_report;
 

@@ -312,6 +312,22 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int 
         st->kept += !derived, st->derived += derived;
         if (progress) progress(q + 1, n, st, arg);
     }
+    /* Bounded saturation is not monotone: with more rules kept, more
+     * matches ban rules and fill the e-nodes sooner, so a rule derived from
+     * the rules kept before it may not be from all of them. Each dropped
+     * rule is checked again against the final set, and kept when not
+     * derived, until a pass keeps none: then every dropped rule is derived
+     * from the result (what prove --derive checks). */
+    for (int pass = 0, again = 1; rc == EG_OK && again; pass++) {
+        again = 0;
+        for (size_t q = 0; rc == EG_OK && q < n; q++) {
+            int derived = 0;
+            if (keep[order[q].i]) continue;
+            rc = eg_derive_rule(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
+            if (rc == EG_OK && !derived) keep[order[q].i] = 1, st->kept++, st->derived--, st->restored++, again = 1;
+        }
+        st->passes = pass + 1;
+    }
     st->seconds = eg_now_s() - t0;
     free(order);
     return rc;

@@ -77,6 +77,8 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *en
 
 typedef struct {
     size_t rules, kept, derived;
+    size_t restored; /* dropped, then kept: not derived from the final set */
+    int passes;      /* checks of the dropped rules against the final set */
     double seconds;
 } eg_prune_stats;
 
@@ -86,7 +88,9 @@ typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stat
 /* The rules of rs that the others do not derive, in keep[] (1 kept, one
  * byte per rule): rules from the smallest (nodes of both sides) to the
  * largest, each dropped when the rules kept before it derive it
- * (eg_derive_rule). Deterministic. @return EG_OK or EG_ENOMEM. */
+ * (eg_derive_rule); then the dropped ones checked against the final set
+ * until each is derived from it. Deterministic. @return EG_OK or
+ * EG_ENOMEM. */
 eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
 
