@@ -22,8 +22,8 @@ static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
 static void progress(size_t done, size_t total, const eg_prune_stats *st, void *arg) {
     (void)arg;
     if (done % 2000 == 0 || done == total)
-        fprintf(stderr, "prove: derivability: %zu of %zu rules: %zu kept, %zu derived\n", done, total, st->kept,
-                st->derived);
+        fprintf(stderr, "prove: derivability: %zu of %zu rules: %zu kept, %zu derived (%zu kept again after %d check(s) "
+                "against the final set)\n", done, total, st->kept, st->derived, st->restored, st->passes);
 }
 
 /* The rule of f with id `id`, or NULL. */

@@ -37,6 +37,7 @@
 #define DERIVE_VARIANTS 2 /* instances at other shapes beyond the first */
 #define DERIVE_TRIES 64   /* remappings tried for them */
 #define DERIVE_STEPS 20000 /* shapes tried in the search for the first */
+#define PRUNE_PASSES 3     /* checks of the dropped rules against the final set */
 
 static const ten_shape pool[] = {
     {2, {3, 3}},       {4, {1, 2, 4, 4}}, {4, {2, 2, 3, 3}}, {4, {2, 2, 1, 1}}, {3, {1, 2, 3}},
@@ -316,9 +317,10 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int 
      * matches ban rules and fill the e-nodes sooner, so a rule derived from
      * the rules kept before it may not be from all of them. Each dropped
      * rule is checked again against the final set, and kept when not
-     * derived, until a pass keeps none: then every dropped rule is derived
-     * from the result (what prove --derive checks). */
-    for (int pass = 0, again = 1; rc == EG_OK && again; pass++) {
+     * derived, until a pass keeps none (then every dropped rule is derived
+     * from the result, what prove --derive checks) or PRUNE_PASSES passes
+     * (prove --derive then names the rules left). */
+    for (int pass = 0, again = 1; rc == EG_OK && again && pass < PRUNE_PASSES; pass++) {
         again = 0;
         for (size_t q = 0; rc == EG_OK && q < n; q++) {
             int derived = 0;
@@ -327,6 +329,7 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int 
             if (rc == EG_OK && !derived) keep[order[q].i] = 1, st->kept++, st->derived--, st->restored++, again = 1;
         }
         st->passes = pass + 1;
+        if (progress) progress(n, n, st, arg);
     }
     st->seconds = eg_now_s() - t0;
     free(order);

@@ -88,9 +88,10 @@ typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stat
 /* The rules of rs that the others do not derive, in keep[] (1 kept, one
  * byte per rule): rules from the smallest (nodes of both sides) to the
  * largest, each dropped when the rules kept before it derive it
- * (eg_derive_rule); then the dropped ones checked against the final set
- * until each is derived from it. Deterministic. @return EG_OK or
- * EG_ENOMEM. */
+ * (eg_derive_rule); then the dropped ones checked against the final set,
+ * those not derived from it kept, until none is (3 passes at most; the
+ * progress callback is called after each). Deterministic. @return EG_OK
+ * or EG_ENOMEM. */
 eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
 
