@@ -184,91 +184,91 @@ do_run() {
     else say "Device: **no device** ($(echo "$probe" | head -1)): every CUDA part below reports \"no device\"."; say ""; fi
 
     if want tests; then
-    say "## 1. Tests that touch CUDA"
-    say ""
-    for t in test_gpu test_synth test_engine_cost; do
-        tap_test "$t" env CMOCKA_MESSAGE_OUTPUT=TAP OPSPECS_DIR=opspecs "$T/test/$t"
-    done
-    for s in cli_synth.sh cli_optimize.sh; do tap_test "$s" env BIN="$T/bin" bash "test/$s"; done
-    say ""
+        say "## 1. Tests that touch CUDA"
+        say ""
+        for t in test_gpu test_synth test_engine_cost; do
+            tap_test "$t" env CMOCKA_MESSAGE_OUTPUT=TAP OPSPECS_DIR=opspecs "$T/test/$t"
+        done
+        for s in cli_synth.sh cli_optimize.sh; do tap_test "$s" env BIN="$T/bin" bash "test/$s"; done
+        say ""
     fi
 
     if want synth; then
-    say "## 2. synth fingerprints: --backend cuda against --backend cpu, depth 3"
-    say ""
-    local t0=$SECONDS
-    if timeout 300 "$T/bin/synth" --max-ops 3 --no-timings -q -o "$work/cpu.db"; then
-        local cpu_s=$((SECONDS - t0))
-        if [ "$device" = 1 ]; then
-            t0=$SECONDS
-            if timeout 300 "$T/bin/synth" --max-ops 3 --no-timings -q --backend "$dev" -o "$work/cuda.db"; then
-                if cmp -s "$work/cpu.db" "$work/cuda.db"; then
-                    say "- identical candidates files ($(stat -c %s "$work/cpu.db") bytes; cpu $cpu_s s, cuda $((SECONDS - t0)) s)"
-                else fail "the cuda candidates file differs from the cpu one ($(cmp "$work/cpu.db" "$work/cuda.db" 2>&1 | head -1))"; fi
-            else fail "synth --backend cuda at depth 3 failed or timed out ($((SECONDS - t0)) s)"; fi
-        else say "- cpu: $cpu_s s; cuda: no device"; fi
-    else fail "synth --backend cpu at depth 3 failed"; fi
-    say ""
+        say "## 2. synth fingerprints: --backend cuda against --backend cpu, depth 3"
+        say ""
+        local t0=$SECONDS
+        if timeout 300 "$T/bin/synth" --max-ops 3 --no-timings -q -o "$work/cpu.db"; then
+            local cpu_s=$((SECONDS - t0))
+            if [ "$device" = 1 ]; then
+                t0=$SECONDS
+                if timeout 300 "$T/bin/synth" --max-ops 3 --no-timings -q --backend "$dev" -o "$work/cuda.db"; then
+                    if cmp -s "$work/cpu.db" "$work/cuda.db"; then
+                        say "- identical candidates files ($(stat -c %s "$work/cpu.db") bytes; cpu $cpu_s s, cuda $((SECONDS - t0)) s)"
+                    else fail "the cuda candidates file differs from the cpu one ($(cmp "$work/cpu.db" "$work/cuda.db" 2>&1 | head -1))"; fi
+                else fail "synth --backend cuda at depth 3 failed or timed out ($((SECONDS - t0)) s)"; fi
+            else say "- cpu: $cpu_s s; cuda: no device"; fi
+        else fail "synth --backend cpu at depth 3 failed"; fi
+        say ""
     fi
 
     if want models; then
-    say "## 3. The cuda cost backend and --cost cuda on the bench models"
-    say ""
-    say "Summed cost: \`engine optimize --cost cuda\`'s cost of the input (us), against its time"
-    say "end to end with torch on the GPU (median of $runs; eager: one launch per node from"
-    say "Python; graph: a CUDA graph replay, the kernels alone). Output: the optimized model"
-    say "against the input in onnxruntime (max rel err) and with torch on the GPU (speedup,"
-    say "eager and graph; A/A: the input against itself). cuDNN's convolution algorithms are the"
-    say "fastest found by trying each, in the cost and in torch (onnxruntime's CUDA provider"
-    say "searches so by default); the last speedup uses cuDNN's heuristic pick instead."
-    say ""
-    say "| model | kernels measured | not measurable | summed cost us | torch eager us | torch graph us | cost / graph | cost after us | rules | max rel err (ort) | speedup eager | speedup graph | A/A | search s | speedup graph, heuristic |"
-    say "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
-    local m
-    for m in $models; do
-        local in="$work/$m.onnx" opt="$work/$m.cuda.onnx" log="$work/$m.log"
-        if ! python3 bench/models.py "$m" -o "$in" >/dev/null 2>"$log"; then fail "$m: bench/models.py failed: $(tail -1 "$log")"; continue; fi
-        if [ "$device" = 0 ]; then
-            if timeout 120 "$T/bin/engine" optimize "$in" -o "$opt" --cost cuda --no-verify -q >"$log" 2>&1; then
-                fail "$m: --cost cuda succeeded without a device"
-            elif grep -q "no CUDA device" "$log"; then say "| $m | no device | | | | | | | | | | | | | |"
-            else fail "$m: --cost cuda without a device: $(head -1 "$log")"; fi
-            rm -f "$in"; continue
-        fi
-        t0=$SECONDS
-        if ! timeout 300 "$T/bin/engine" optimize "$in" -o "$opt" --cost "$dev" --no-verify --no-cost-cache -q >"$log" 2>&1; then
-            fail "$m: engine optimize --cost cuda: $(grep -v '^engine:' "$log" | tail -1)"; keep_log "$log"; rm -f "$in" "$opt"; continue
-        fi
-        local secs=$((SECONDS - t0))
-        keep_log "$log"
-        local before after measured unmeas rules
-        before=$(sed -n 's/^cost before: \([0-9.]*\) us/\1/p' "$log")
-        after=$(sed -n 's/^cost after: \([0-9.]*\) us/\1/p' "$log")
-        measured=$(sed -n 's/^costs: \([0-9]*\) measured.*/\1/p' "$log")
-        unmeas=$(sed -n 's/^costs: .*(\([0-9]*\) not measurable).*/\1/p' "$log")
-        rules=$(sed -n 's/^rules applied: \([0-9]*\).*/\1/p' "$log")
-        [ "${unmeas:-x}" = 0 ] || fail "$m: ${unmeas:-?} kernels not measurable on the device (roofline used)"
-        local ort tr
-        ort=$(timeout 300 python3 bench/ort_compare.py "$in" "$opt" --runs 1 --warmup 0 --threads "$(nproc)" 2>&1 | tail -1)
-        local err; err=$(json_field "$ort" max_rel_err)
-        if [ -z "$err" ] || ! python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 1e-4 else 1)" "$err"; then
-            fail "$m: the output differs from the input in onnxruntime: ${ort:0:200}"
-        fi
-        tr=$(timeout 300 python3 bench/torch_run.py "$in" "$opt" --device "$dev" --runs "$runs" --name "$m" 2>"$work/$m.torch.err" | tail -1)
-        if [ -z "$(json_field "$tr" ms)" ]; then
-            fail "$m: bench/torch_run.py: $(json_field "$tr" skipped)$(tail -1 "$work/$m.torch.err")"
-            keep_log "$work/$m.torch.err"
-        fi
-        local th; th=$(timeout 300 python3 bench/torch_run.py "$in" "$opt" --device "$dev" --runs "$runs" --name "$m" --cudnn-heuristic 2>/dev/null | tail -1)
-        local eager graph ratio
-        eager=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) * 1000))' "$(json_field "$tr" ms)" 2>/dev/null)
-        graph=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) * 1000))' "$(json_field "$tr" graph_ms)" 2>/dev/null)
-        ratio=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$before" "$graph" 2>/dev/null)
-        say "| $m | ${measured:-?} | ${unmeas:-?} | $before | ${eager:-n/a} | ${graph:-n/a} | ${ratio:-n/a} | $after | $rules | $err | $(json_field "$tr" speedup | sed 's/.$/&x/') | $(json_field "$tr" graph_speedup | sed 's/.$/&x/') | $(json_field "$tr" aa) | $secs | $(json_field "$th" graph_speedup | sed 's/.$/&x/') |"
-        echo "$tr" >>"$work/torch.jsonl"
-        rm -f "$in" "$opt" "$in.data" "$opt.data"
-    done
-    say ""
+        say "## 3. The cuda cost backend and --cost cuda on the bench models"
+        say ""
+        say "Summed cost: \`engine optimize --cost cuda\`'s cost of the input (us), against its time"
+        say "end to end with torch on the GPU (median of $runs; eager: one launch per node from"
+        say "Python; graph: a CUDA graph replay, the kernels alone). Output: the optimized model"
+        say "against the input in onnxruntime (max rel err) and with torch on the GPU (speedup,"
+        say "eager and graph; A/A: the input against itself). cuDNN's convolution algorithms are the"
+        say "fastest found by trying each, in the cost and in torch (onnxruntime's CUDA provider"
+        say "searches so by default); the last speedup uses cuDNN's heuristic pick instead."
+        say ""
+        say "| model | kernels measured | not measurable | summed cost us | torch eager us | torch graph us | cost / graph | cost after us | rules | max rel err (ort) | speedup eager | speedup graph | A/A | search s | speedup graph, heuristic |"
+        say "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+        local m
+        for m in $models; do
+            local in="$work/$m.onnx" opt="$work/$m.cuda.onnx" log="$work/$m.log"
+            if ! python3 bench/models.py "$m" -o "$in" >/dev/null 2>"$log"; then fail "$m: bench/models.py failed: $(tail -1 "$log")"; continue; fi
+            if [ "$device" = 0 ]; then
+                if timeout 120 "$T/bin/engine" optimize "$in" -o "$opt" --cost cuda --no-verify -q >"$log" 2>&1; then
+                    fail "$m: --cost cuda succeeded without a device"
+                elif grep -q "no CUDA device" "$log"; then say "| $m | no device | | | | | | | | | | | | | |"
+                else fail "$m: --cost cuda without a device: $(head -1 "$log")"; fi
+                rm -f "$in"; continue
+            fi
+            t0=$SECONDS
+            if ! timeout 300 "$T/bin/engine" optimize "$in" -o "$opt" --cost "$dev" --no-verify --no-cost-cache -q >"$log" 2>&1; then
+                fail "$m: engine optimize --cost cuda: $(grep -v '^engine:' "$log" | tail -1)"; keep_log "$log"; rm -f "$in" "$opt"; continue
+            fi
+            local secs=$((SECONDS - t0))
+            keep_log "$log"
+            local before after measured unmeas rules
+            before=$(sed -n 's/^cost before: \([0-9.]*\) us/\1/p' "$log")
+            after=$(sed -n 's/^cost after: \([0-9.]*\) us/\1/p' "$log")
+            measured=$(sed -n 's/^costs: \([0-9]*\) measured.*/\1/p' "$log")
+            unmeas=$(sed -n 's/^costs: .*(\([0-9]*\) not measurable).*/\1/p' "$log")
+            rules=$(sed -n 's/^rules applied: \([0-9]*\).*/\1/p' "$log")
+            [ "${unmeas:-x}" = 0 ] || fail "$m: ${unmeas:-?} kernels not measurable on the device (roofline used)"
+            local ort tr
+            ort=$(timeout 300 python3 bench/ort_compare.py "$in" "$opt" --runs 1 --warmup 0 --threads "$(nproc)" 2>&1 | tail -1)
+            local err; err=$(json_field "$ort" max_rel_err)
+            if [ -z "$err" ] || ! python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 1e-4 else 1)" "$err"; then
+                fail "$m: the output differs from the input in onnxruntime: ${ort:0:200}"
+            fi
+            tr=$(timeout 300 python3 bench/torch_run.py "$in" "$opt" --device "$dev" --runs "$runs" --name "$m" 2>"$work/$m.torch.err" | tail -1)
+            if [ -z "$(json_field "$tr" ms)" ]; then
+                fail "$m: bench/torch_run.py: $(json_field "$tr" skipped)$(tail -1 "$work/$m.torch.err")"
+                keep_log "$work/$m.torch.err"
+            fi
+            local th; th=$(timeout 300 python3 bench/torch_run.py "$in" "$opt" --device "$dev" --runs "$runs" --name "$m" --cudnn-heuristic 2>/dev/null | tail -1)
+            local eager graph ratio
+            eager=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) * 1000))' "$(json_field "$tr" ms)" 2>/dev/null)
+            graph=$(python3 -c 'import sys; print("%.1f" % (float(sys.argv[1]) * 1000))' "$(json_field "$tr" graph_ms)" 2>/dev/null)
+            ratio=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$before" "$graph" 2>/dev/null)
+            say "| $m | ${measured:-?} | ${unmeas:-?} | $before | ${eager:-n/a} | ${graph:-n/a} | ${ratio:-n/a} | $after | $rules | $err | $(json_field "$tr" speedup | sed 's/.$/&x/') | $(json_field "$tr" graph_speedup | sed 's/.$/&x/') | $(json_field "$tr" aa) | $secs | $(json_field "$th" graph_speedup | sed 's/.$/&x/') |"
+            echo "$tr" >>"$work/torch.jsonl"
+            rm -f "$in" "$opt" "$in.data" "$opt.data"
+        done
+        say ""
     fi
     if [ "$fails" -eq 0 ]; then say "Result: every check passed$([ "$device" = 0 ] && echo ' (no device: the CUDA parts did not run)')."
     else say "Result: **$fails check(s) failed** (marked FAIL above)."; fi
