@@ -22,6 +22,8 @@ uint32_t em_used_inputs(const rg_graph *g) {
 typedef struct {
     int map[RG_MAX_INPUTS]; /* old input -> new, -1 unseen */
     int next;
+    int gmap[RG_MAX_GSYMS]; /* old group-count symbol -> new, -1 unseen */
+    int gnext;
 } renaming;
 
 static void see(renaming *r, int input) {
@@ -40,6 +42,8 @@ static void visit(const rg_graph *g, rg_ref ref, renaming *r) {
     for (int k = 0; k < o->n_params; k++)
         if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
             see(r, RG_SYM_INPUT(n->param[k]));
+        else if (RG_IS_SYM_GROUPS(o->pkind[k], n->param[k]) && r->gmap[RG_GSYM_INDEX(n->param[k])] < 0)
+            r->gmap[RG_GSYM_INDEX(n->param[k])] = r->gnext++;
     for (int k = 0; k < o->arity; k++) visit(g, n->in[k], r);
 }
 
@@ -62,6 +66,8 @@ static void apply(const rg_graph *g, const renaming *r, rg_graph *out) {
             if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
                 n->param[k] = RG_SYM_SIZE(r->map[RG_SYM_INPUT(n->param[k])],
                                           RG_SYM_AXIS(n->param[k]));
+            else if (RG_IS_SYM_GROUPS(o->pkind[k], n->param[k]))
+                n->param[k] = RG_SYM_GROUPS(r->gmap[RG_GSYM_INDEX(n->param[k])]);
         for (int k = 0; k < o->arity; k++) n->in[k] = rename_ref(r, n->in[k]);
     }
     for (int k = 0; k < g->n_outputs; k++) out->out[k] = rename_ref(r, g->out[k]);
@@ -83,7 +89,8 @@ int em_canon(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph 
     int rc = -1;
     char *buf = malloc(EM_TEXT_MAX);
     for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
-    r.next = 0;
+    for (int i = 0; i < RG_MAX_GSYMS; i++) r.gmap[i] = -1;
+    r.next = r.gnext = 0;
     visit_graph(src, &r);
     visit_graph(dst, &r);
     apply(src, &r, csrc);

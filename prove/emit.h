@@ -16,7 +16,8 @@
  * names and shapes are not part of its identity: the canonical form renames
  * inputs x0, x1, ... in order of first appearance in the source's text then
  * the destination's (rg_format order, a symbolic size (dim a xi) counting
- * as an appearance), and orders nodes as rg_parse does for that text. Two
+ * as an appearance), group-count symbols g0, g1, ... in the same order,
+ * and orders nodes as rg_parse does for that text. Two
  * rules that differ only by a renaming of inputs have the same canonical
  * form. Both graphs get the source's input count.
  */

@@ -81,6 +81,7 @@
 
 #include "axparse.h"
 #include "decide.h"
+#include "gsym.h"
 #include "ruledb.h"
 
 #define PV_VERSION "0.1.0"
@@ -146,6 +147,7 @@ typedef struct {
     size_t kernel1_retried, kernel1_proved; /* pairs decided again with
                                                1x1-kernel guards (kernel1.h);
                                                those proved are in proved */
+    gs_stats gsym;         /* rules tried for any group count (gsym.h) */
     struct {
         size_t emitted, after_dup, after_rename, after_input, after_output;
     } prune;

@@ -13,6 +13,7 @@
 
 #include "batch.h"
 #include "emit.h"
+#include "gsym.h"
 #include "kernel1.h"
 #include "reduce.h"
 #include "runfile.h"
@@ -325,6 +326,7 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
     note(g, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
          st->candidates, st->distinct, st->proved, st->refuted, st->unknown, st->timeout);
     note(g, "kernel1 retried=%zu proved=%zu", st->kernel1_retried, st->kernel1_proved);
+    note(g, "groups tried=%zu any_count=%zu", st->gsym.tried, st->gsym.generalized);
     note(g, "rules emitted=%zu after_dup=%zu after_rename=%zu after_input=%zu after_output=%zu",
          st->prune.emitted, st->prune.after_dup, st->prune.after_rename, st->prune.after_input,
          st->prune.after_output);
@@ -363,6 +365,8 @@ void pv_summary(const pv_options *o, const pv_stats *st) {
     if (st->errors) fprintf(l, ", %zu internal errors", st->errors);
     fprintf(l, "\nprove: %zu pairs decided again with 1x1-kernel guards, %zu of them proved",
             st->kernel1_retried, st->kernel1_proved);
+    fprintf(l, "\nprove: %zu rules with a literal group count tried for any count, %zu of them proved",
+            st->gsym.tried, st->gsym.generalized);
     fprintf(l, "\nprove: rules %zu emitted, %zu after duplicates, %zu after renamings, "
                "%zu after input-side context, %zu after output-side context\n",
             st->prune.emitted, st->prune.after_dup, st->prune.after_rename,
@@ -402,6 +406,10 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
     tally(&r, n, st);
     if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;
     if (emit_rules(&r, n, &rules, &n_rules) != 0) goto cleanup;
+    if (o->general && gs_generalize(&r.cfg, cands, rules, n_rules, o->jobs, o->quiet ? NULL : progress, &r,
+                                    r.tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS, &st->gsym) != 0)
+        goto cleanup;
+    if (r.tty) fprintf(log_of(o), "\r%*s\r", 100, "");
     if (o->shard_n > 1) /* a shard: the final pruning needs every rule, the merge runs it */
         pc = (rd_counts){n_rules, n_rules, n_rules, n_rules, n_rules};
     else if (rd_prune(rules, &n_rules, &pc) != 0)

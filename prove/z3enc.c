@@ -488,7 +488,9 @@ static void g_graph(ground *g, const rg_graph *gr, Z3_ast val[RG_MAX_REFS]) {
                 p.ast[k] = zs_dim(&g->z->s, RG_SYM_AXIS(v), val[RG_IN(RG_SYM_INPUT(v))]);
                 continue;
             }
-            if (ops_pkind_table[o->pkind[k]].free) { /* an unknown: proved for every value */
+            if (ops_pkind_table[o->pkind[k]].free || RG_IS_SYM_GROUPS(o->pkind[k], v)) {
+                /* an unknown: proved for every value (a group count: every
+                 * count >= 1 the conv's shape facts allow) */
                 p.ast[k] = free_const(g, o->pkind[k], v);
                 continue;
             }

@@ -34,6 +34,7 @@ static rg_status fail(rg_status code, char *err, size_t errlen, const char *fmt,
 static int param_ok(ops_pkind kind, int32_t v, int n_inputs) {
     if (kind == PK_SIZE && RG_IS_SYM_SIZE(v))
         return v >= SYM_MIN && RG_SYM_INPUT(v) < n_inputs;
+    if (RG_IS_SYM_GROUPS(kind, v)) return v >= RG_SYM_GROUPS(RG_MAX_GSYMS - 1);
     char buf[16];
     int32_t back;
     ops_param_str(kind, v, buf);
@@ -113,7 +114,9 @@ uint32_t rg_node_inputs(const rg_node *n) {
 rg_status rg_param_value(const rg_graph *g, int j, int k, const ten_shape *in,
                          int32_t *value) {
     int32_t v = g->node[j].param[k];
-    if (ops_table[g->node[j].op].pkind[k] != PK_SIZE || !RG_IS_SYM_SIZE(v)) {
+    ops_pkind kind = ops_table[g->node[j].op].pkind[k];
+    if (RG_IS_SYM_GROUPS(kind, v)) return RG_ESHAPE;
+    if (kind != PK_SIZE || !RG_IS_SYM_SIZE(v)) {
         *value = v;
         return RG_OK;
     }
@@ -123,19 +126,56 @@ rg_status rg_param_value(const rg_graph *g, int j, int k, const ten_shape *in,
     return RG_OK;
 }
 
-/* All parameters of node j with symbolic sizes resolved. */
-static rg_status resolve_params(const rg_graph *g, int j, const ten_shape *in,
-                                int32_t p[OPS_MAX_PARAMS], char *err, size_t errlen) {
+int rg_has_gsym(const rg_graph *g) {
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < ops_table[g->node[j].op].n_params; k++)
+            if (RG_IS_SYM_GROUPS(ops_table[g->node[j].op].pkind[k], g->node[j].param[k])) return 1;
+    return 0;
+}
+
+/* The group count a conv's input shapes give (C = groups * I), or 0. */
+static int32_t groups_of(const ten_shape *x, const ten_shape *w) {
+    if (x->rank < 2 || w->rank < 2 || w->dim[1] < 1 || x->dim[1] % w->dim[1]) return 0;
+    return x->dim[1] / w->dim[1];
+}
+
+rg_status rg_node_params(const rg_graph *g, int j, const ten_shape *in,
+                         const ten_shape shape[RG_MAX_REFS], int32_t gval[RG_MAX_GSYMS],
+                         int32_t p[OPS_MAX_PARAMS]) {
+    const rg_node *n = &g->node[j];
     memset(p, 0, OPS_MAX_PARAMS * sizeof *p);
-    for (int k = 0; k < ops_table[g->node[j].op].n_params; k++)
-        if (rg_param_value(g, j, k, in, &p[k]) != RG_OK) {
-            int32_t v = g->node[j].param[k];
-            return fail(RG_ESHAPE, err, errlen,
-                        "node %d (%s): size (dim %d x%d) but x%d has rank %d", j,
-                        ops_table[g->node[j].op].name, RG_SYM_AXIS(v), RG_SYM_INPUT(v),
-                        RG_SYM_INPUT(v), in[RG_SYM_INPUT(v)].rank);
+    for (int k = 0; k < ops_table[n->op].n_params; k++) {
+        int32_t v = n->param[k];
+        if (!RG_IS_SYM_GROUPS(ops_table[n->op].pkind[k], v)) {
+            if (rg_param_value(g, j, k, in, &p[k]) != RG_OK) return RG_ESHAPE;
+            continue;
         }
+        /* only conv2d has a group count; its inputs are x and the weight */
+        int32_t have = groups_of(&shape[n->in[0]], &shape[n->in[1]]);
+        int32_t *bound = &gval[RG_GSYM_INDEX(v)];
+        if (have < 1 || (*bound > 0 && *bound != have)) return RG_ESHAPE;
+        p[k] = *bound = have;
+    }
     return RG_OK;
+}
+
+/* All parameters of node j with symbols resolved (rg_node_params), with
+ * the reason in err. */
+static rg_status resolve_params(const rg_graph *g, int j, const ten_shape *in,
+                                const ten_shape shape[RG_MAX_REFS], int32_t gval[RG_MAX_GSYMS],
+                                int32_t p[OPS_MAX_PARAMS], char *err, size_t errlen) {
+    if (rg_node_params(g, j, in, shape, gval, p) == RG_OK) return RG_OK;
+    const rg_node *n = &g->node[j];
+    for (int k = 0; k < ops_table[n->op].n_params; k++) {
+        int32_t v = n->param[k];
+        if (ops_table[n->op].pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(v) &&
+            RG_SYM_AXIS(v) >= in[RG_SYM_INPUT(v)].rank)
+            return fail(RG_ESHAPE, err, errlen, "node %d (%s): size (dim %d x%d) but x%d has rank %d",
+                        j, ops_table[n->op].name, RG_SYM_AXIS(v), RG_SYM_INPUT(v), RG_SYM_INPUT(v),
+                        in[RG_SYM_INPUT(v)].rank);
+    }
+    return fail(RG_ESHAPE, err, errlen, "node %d (%s): the group count does not fit the shapes", j,
+                ops_table[n->op].name);
 }
 
 rg_status rg_infer_shapes(const rg_graph *g, const ten_shape *in,
@@ -145,12 +185,13 @@ rg_status rg_infer_shapes(const rg_graph *g, const ten_shape *in,
             return fail(RG_ESHAPE, err, errlen, "input x%d: invalid shape", i);
         shape[RG_IN(i)] = in[i];
     }
+    int32_t gval[RG_MAX_GSYMS] = {0};
     for (int j = 0; j < g->n_nodes; j++) {
         const rg_node *n = &g->node[j];
         int32_t p[OPS_MAX_PARAMS];
         ten_shape ins[OPS_MAX_ARITY];
         char operr[OPS_ERRLEN];
-        rg_status rc = resolve_params(g, j, in, p, err, errlen);
+        rg_status rc = resolve_params(g, j, in, shape, gval, p, err, errlen);
         if (rc != RG_OK) return rc;
         for (int k = 0; k < ops_table[n->op].arity; k++) ins[k] = shape[n->in[k]];
         if (ops_infer_shape(n->op, p, ins, &shape[RG_NODE(j)], err ? operr : NULL) != OPS_OK)
@@ -161,14 +202,16 @@ rg_status rg_infer_shapes(const rg_graph *g, const ten_shape *in,
 }
 
 rg_status rg_eval_values(const rg_graph *g, ten val[RG_MAX_REFS]) {
-    ten_shape in[RG_MAX_INPUTS];
+    ten_shape in[RG_MAX_INPUTS], shape[RG_MAX_REFS];
+    int32_t gval[RG_MAX_GSYMS] = {0};
     for (int i = 0; i < g->n_inputs; i++) in[i] = val[RG_IN(i)].shape;
+    for (int r = 0; r < RG_MAX_REFS; r++) shape[r] = val[r].shape;
     for (int j = 0; j < g->n_nodes; j++) {
         const rg_node *n = &g->node[j];
         int32_t p[OPS_MAX_PARAMS];
         const ten *args[OPS_MAX_ARITY] = {0};
-        /* Shapes were inferred by the caller, so symbolic sizes resolve. */
-        if (resolve_params(g, j, in, p, NULL, 0) != RG_OK) return RG_ESHAPE;
+        /* Shapes were inferred by the caller, so the symbols resolve. */
+        if (rg_node_params(g, j, in, shape, gval, p) != RG_OK) return RG_ESHAPE;
         for (int k = 0; k < ops_table[n->op].arity; k++) args[k] = &val[n->in[k]];
         if (ops_eval(n->op, p, args, &val[RG_NODE(j)]) != OPS_OK) return RG_ENOMEM;
     }
@@ -235,6 +278,8 @@ static void sb_param(sbuf *s, ops_pkind kind, int32_t v) {
     char t[48];
     if (kind == PK_SIZE && RG_IS_SYM_SIZE(v))
         snprintf(t, sizeof t, " (dim %d x%d)", RG_SYM_AXIS(v), RG_SYM_INPUT(v));
+    else if (RG_IS_SYM_GROUPS(kind, v))
+        snprintf(t, sizeof t, " g%d", RG_GSYM_INDEX(v));
     else {
         t[0] = ' ';
         ops_param_str(kind, v, t + 1);
@@ -350,6 +395,11 @@ static rg_status param(parser *p, ops_pkind kind, int32_t *v) {
         return sym_size(p, v);
     }
     if (atom(p, w)) return RG_EINVAL;
+    if (kind == PK_GROUPS && w[0] == 'g') { /* a group-count symbol g0..g3 */
+        if (w[1] < '0' || w[1] >= '0' + RG_MAX_GSYMS || w[2]) return perr(p, "expected g0..g3");
+        *v = RG_SYM_GROUPS(w[1] - '0');
+        return RG_OK;
+    }
     if (ops_param_parse(kind, w, v) != OPS_OK) return perr(p, "invalid parameter");
     return RG_OK;
 }

@@ -20,6 +20,16 @@
  * RG_SYM_SIZE(i, a) = -(1 + i*TEN_MAX_RANK + a) < 0; 0 is invalid. Printed
  * and parsed as `(dim a xi)`.
  *
+ * A PK_GROUPS parameter (a conv's group count) may be a *symbol* too: a
+ * rule proved for any group count (prove generalizes the literal groups of
+ * synth's candidates where the proof allows) writes RG_SYM_GROUPS(s) =
+ * -(1 + s), s < RG_MAX_GSYMS, the same symbol wherever the same count is
+ * meant. Its value at given shapes is the one the first conv writing it
+ * has: input channels over the weight's input channels (C = groups * I).
+ * The engine matches any count there, the same wherever the rule writes the
+ * same symbol, and copies it into the replacement. Printed and parsed as
+ * `gS`.
+ *
  * The text form (rg_format, rg_parse) is the axioms' s-expression syntax:
  * parameters first, then inputs; graph inputs are x0..x7; several outputs
  * are separated by ", ". Example: matmul associativity and a 2-output graph
@@ -66,6 +76,12 @@ typedef uint8_t rg_ref;
 #define RG_SYM_INPUT(v) ((-(v) - 1) / TEN_MAX_RANK)
 #define RG_SYM_AXIS(v) ((-(v) - 1) % TEN_MAX_RANK)
 
+/* Group-count symbols: "group count s of the rule" as a PK_GROUPS value. */
+#define RG_MAX_GSYMS 4
+#define RG_SYM_GROUPS(s) ((int32_t)-(1 + (s)))
+#define RG_IS_SYM_GROUPS(kind, v) ((kind) == PK_GROUPS && (v) < 0)
+#define RG_GSYM_INDEX(v) ((int)(-(v) - 1))
+
 typedef struct {
     ops_op op;
     int32_t param[OPS_MAX_PARAMS]; /* ops_table[op].n_params used */
@@ -106,9 +122,24 @@ uint32_t rg_node_inputs(const rg_node *n);
 /* The concrete value of parameter k of node j given the input shapes:
  * itself, or the input dimension a symbolic size names.
  * @pre g is valid. @return RG_OK, or RG_ESHAPE when the named axis is not
- *      below that input's rank. */
+ *      below that input's rank, or for a group-count symbol (its value
+ *      needs the shapes of the conv's inputs: rg_node_params). */
 rg_status rg_param_value(const rg_graph *g, int j, int k, const ten_shape *in,
                          int32_t *value);
+
+/* Every parameter of node j with its symbols resolved: sizes from the
+ * graph inputs' shapes in[], group counts from gval[s] when set (> 0),
+ * else from the shapes of the node's inputs, shape[ref] (and then stored
+ * in gval[s]). gval starts zeroed for a graph and is shared along its
+ * nodes in order. @pre g is valid; shape[] holds the node's inputs.
+ * @return RG_OK, or RG_ESHAPE when a size names a missing axis or a group
+ *         count does not divide or differs from the symbol's value. */
+rg_status rg_node_params(const rg_graph *g, int j, const ten_shape *in,
+                         const ten_shape shape[RG_MAX_REFS], int32_t gval[RG_MAX_GSYMS],
+                         int32_t p[OPS_MAX_PARAMS]);
+
+/* 1 when g writes a group-count symbol. */
+int rg_has_gsym(const rg_graph *g);
 
 /* Infer the shape of every value: shape[RG_IN(i)] = in[i], shape[RG_NODE(j)]
  * from ops_infer_shape with symbolic sizes resolved. Output k has shape

@@ -101,7 +101,8 @@
  * PARAM: int32, the opspecs value: PAD 0 SAME / 1 VALID, ACT 0 NONE /
  *   1 RELU, KERNEL kh*256+kw, AXIS 0..3, STRIDE/GROUPS/SIZE >= 1. A
  *   negative SIZE is symbolic, "dim a of input i" = -(1 + 4*i + a)
- *   (rgraph.h). Every graph must pass rg_validate (no dead nodes, ...).
+ *   (rgraph.h); a negative GROUPS -1..-4 is a group-count symbol g0..g3,
+ *   any count, the same wherever the rule writes it (rgraph.h). Every graph must pass rg_validate (no dead nodes, ...).
  * ======================================================================
  */
 #ifndef RULEDB_H

@@ -72,6 +72,9 @@ reference, b: its bias, s = scale / sqrt(var + eps), t = bias - mean * s):
   two_convs_sum     Conv3x3(x) + Conv3x3(x), plain convs with biases:
                     K = W_a + W_b, exact.
   two_convs_sum_1x1 Conv3x3(x) + Conv1x1(x) (pad 1 / 0): exact.
+  two_dwconvs_sum, two_dwconvs_sum_1x1, grouped_convs_sum_1x1
+                    the same two with depthwise convs (group 16) and with
+                    group 4: exact, group by group.
 """
 import os
 import sys
@@ -87,7 +90,8 @@ HW = 14  # spatial size
 EPS = 1e-5
 FORMS = ("bn", "ts")
 FAMILIES = ["repvgg", "repvgg_s2", "acnet", "dw_multibranch", "conv1x1_then_kxk", "avgpool_branch",
-            "two_convs_sum", "two_convs_sum_1x1"]
+            "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum", "two_dwconvs_sum_1x1",
+            "grouped_convs_sum_1x1"]
 NEAR_MISSES = ["conv1x1_bias_then_kxk", "avgpool_branch_bn_first"]
 TOL = 1e-4
 
@@ -273,8 +277,9 @@ def _avgpool(B, x, bn_first):
 
 
 def _two_convs(B, x, k2):
-    wa, ba = B.weight(C, C, 3, 3), B.rng.normal(0.0, 0.3, C)
-    wb, bb = B.weight(C, C, k2, k2), B.rng.normal(0.0, 0.3, C)
+    ci = C // B.group
+    wa, ba = B.weight(C, ci, 3, 3), B.rng.normal(0.0, 0.3, C)
+    wb, bb = B.weight(C, ci, k2, k2), B.rng.normal(0.0, 0.3, C)
     a = B.conv(x, wa, ba, P1)
     c = B.conv(x, wb, bb, P1 if k2 == 3 else P0)
     B.add_kernel(wa, ba)
@@ -291,6 +296,9 @@ _BUILDERS = {
     "avgpool_branch": (dict(), lambda B, x: _avgpool(B, x, False)),
     "two_convs_sum": (dict(), lambda B, x: _two_convs(B, x, 3)),
     "two_convs_sum_1x1": (dict(), lambda B, x: _two_convs(B, x, 1)),
+    "two_dwconvs_sum": (dict(group=C), lambda B, x: _two_convs(B, x, 3)),
+    "two_dwconvs_sum_1x1": (dict(group=C), lambda B, x: _two_convs(B, x, 1)),
+    "grouped_convs_sum_1x1": (dict(group=4), lambda B, x: _two_convs(B, x, 1)),
     "conv1x1_bias_then_kxk": (dict(), lambda B, x: _conv1x1_then_kxk(B, x, True)),
     "avgpool_branch_bn_first": (dict(), lambda B, x: _avgpool(B, x, True)),
 }

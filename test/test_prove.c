@@ -378,6 +378,73 @@ static void test_true_classes(void **state) {
     rdb_free(f);
 }
 
+/* Rules for any group count (gsym.h): a sum of convs of one input is
+ * proved for any count and shipped with a symbol; a concat of convs on the
+ * output channels holds for groups 1 only and stays literal. The symbolic
+ * rule is then evaluated at a depthwise shape (count 4 = channels): both
+ * sides agree; the concat rule read with a symbol differs there. */
+static const class_case gsym_sum = {
+    "S01 convs summed", {"(ewadd (conv2d 1 SAME NONE 1 x0 x1) (conv2d 1 SAME NONE 1 x0 x2))",
+                         "(conv2d 1 SAME NONE 1 x0 (ewadd x1 x2))"},
+    "[1,2,4,4] [2,2,3,3] [2,2,3,3]"};
+static const class_case gsym_cat = {
+    "S02 convs concatenated", {"(concat 1 (conv2d 1 SAME NONE 1 x0 x1) (conv2d 1 SAME NONE 1 x0 x2))",
+                               "(conv2d 1 SAME NONE 1 x0 (concat 0 x1 x2))"},
+    "[1,2,4,4] [2,2,3,3] [2,2,3,3]"};
+
+static int sides_agree(const rg_graph *a, const rg_graph *b, const ten_shape *shapes, int n) {
+    ten in[RG_MAX_INPUTS], ya, yb;
+    uint64_t seed = 7;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(ten_alloc(&in[i], &shapes[i]), 0);
+        ten_fill_random(&in[i], &seed);
+    }
+    assert_int_equal(rg_eval(a, in, &ya, NULL, 0), RG_OK);
+    assert_int_equal(rg_eval(b, in, &yb, NULL, 0), RG_OK);
+    int same = ten_equal(&ya, &yb);
+    ten_free(&ya), ten_free(&yb);
+    for (int i = 0; i < n; i++) ten_free(&in[i]);
+    return same;
+}
+
+static void test_any_group_count(void **state) {
+    (void)state;
+    const class_case *c[2] = {&gsym_sum, &gsym_cat};
+    rdb_file *f = make_cands(c, 2), *out;
+    pv_options o;
+    pv_stats st;
+    quiet_options(&o);
+    run(f, &o, &out, &st);
+    assert_int_equal(st.proved, 2);
+    assert_int_equal(st.gsym.tried, 4); /* two rules each way */
+    assert_int_equal(st.gsym.generalized, 2);
+    ten_shape dw[3] = {{4, {1, 4, 5, 5}}, {4, {4, 1, 3, 3}}, {4, {4, 1, 3, 3}}};
+    int symbolic = 0, literal = 0;
+    for (size_t i = 0; i < out->n_rules; i++) {
+        const rdb_rule *r = &out->rules[i];
+        char text[512];
+        rg_format(&r->src, text, sizeof text);
+        if (strstr(text, "concat")) { /* literal, and false when read for any count */
+            assert_false(rg_has_gsym(&r->src) || rg_has_gsym(&r->dst));
+            literal++;
+            continue;
+        }
+        assert_true(rg_has_gsym(&r->src) && rg_has_gsym(&r->dst));
+        assert_true(sides_agree(&r->src, &r->dst, dw, 3));
+        symbolic++;
+    }
+    assert_int_equal(symbolic, 2);
+    assert_int_equal(literal, 2);
+    rg_graph a, b;
+    parse_graph("(concat 1 (conv2d 1 SAME NONE g0 x0 x1) (conv2d 1 SAME NONE g0 x0 x2))", &a);
+    parse_graph("(conv2d 1 SAME NONE g0 x0 (concat 0 x1 x2))", &b);
+    ten_shape two[3] = {{4, {1, 4, 5, 5}}, {4, {2, 2, 3, 3}}, {4, {2, 2, 3, 3}}};
+    assert_false(sides_agree(&a, &b, two, 3));
+    pv_stats_free(&st);
+    rdb_free(out);
+    rdb_free(f);
+}
+
 /* State: false_cases index + 1. Through the pipeline, then Z3 alone. */
 static void test_false_class(void **state) {
     const false_case *fc = &false_cases[(intptr_t)*state - 1];
@@ -925,6 +992,7 @@ int main(int argc, char **argv) {
     ADD("G04 a budget ends one candidate, the run goes on", test_timeout_continues);
     ADD("G05 same bytes with --jobs 1 and 2", test_jobs_deterministic);
     ADD("G06 1x1-kernel guards", test_kernel1);
+    ADD("G07 rules for any group count", test_any_group_count);
     ADD("E01 canonical renaming", test_canon_renaming);
     ADD("E02 rule directions", test_emit_directions);
     ADD("E03 pruning steps (P table)", test_prune_steps);

@@ -63,6 +63,9 @@ static const rule_case rule_cases[] = {
      "(ewmul (split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)) "
      "(split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)))",
      "(smul (split0 3 (dim 3 x1) (maxpool 1x3 1 SAME x0)) (imm x1))", RDB_REFUTED, UINT64_MAX},
+    {"R99 two convs of any group count summed",
+     "(ewadd (conv2d 1 SAME NONE g0 x0 x1) (conv2d 1 SAME NONE g0 x0 x2))",
+     "(conv2d 1 SAME NONE g0 x0 (ewadd x1 x2))", RDB_PROVED, 5},
 };
 #define N_RULE_CASES (sizeof rule_cases / sizeof rule_cases[0])
 
@@ -269,6 +272,8 @@ static const bad_text bad_texts[] = {
     {"P03 input x8", "(relu x8)"},
     {"P04 too many params", "(relu 1 x0)"},
     {"P05 bad pad", "(conv2d 1 MAYBE NONE 1 x0 x1)"},
+    {"P07 group symbol g4", "(conv2d 1 SAME NONE g4 x0 x1)"},
+    {"P08 group symbol on a stride", "(conv2d g0 SAME NONE 1 x0 x1)"},
     {"P06 nine nodes", "(relu (relu (relu (relu (relu (relu (relu (relu (relu x0)))))))))"},
     {"P07 five outputs", "x0, x0, x0, x0, x0"},
     {"P08 dim where no size", "(concat (dim 0 x0) x0 x1)"},
@@ -313,6 +318,8 @@ static void b_size0(rg_graph *g) { g->node[0].param[1] = 0; }
 static void b_sym_input(rg_graph *g) { g->node[0].param[1] = RG_SYM_SIZE(3, 0); }
 static void b_sym_min(rg_graph *g) { g->node[0].param[1] = INT32_MIN; }
 static void b_sym_axis_param(rg_graph *g) { g->node[0].param[0] = RG_SYM_SIZE(0, 0); }
+static void b_gsym_range(rg_graph *g) { g->node[0].param[3] = RG_SYM_GROUPS(RG_MAX_GSYMS); }
+static void b_gsym_stride(rg_graph *g) { g->node[0].param[0] = RG_SYM_GROUPS(0); }
 static void b_dead(rg_graph *g) { /* a second relu(x0) nobody uses */
     g->node[g->n_nodes].op = OP_RELU;
     g->node[g->n_nodes++].in[0] = RG_IN(0);
@@ -344,6 +351,8 @@ static const bad_graph bad_graphs[] = {
     {"V16 dim of a missing input", "(split0 0 1 x0)", "size", b_sym_input},
     {"V17 size INT32_MIN", "(split0 0 1 x0)", "size", b_sym_min},
     {"V18 symbolic axis", "(split0 0 1 x0)", "axis", b_sym_axis_param},
+    {"V18b group symbol out of range", "(conv2d 1 SAME NONE 1 x0 x1)", "groups", b_gsym_range},
+    {"V18c group symbol on a stride", "(conv2d 1 SAME NONE 1 x0 x1)", "stride", b_gsym_stride},
     {"V19 dead node", "(relu x0)", "dead", b_dead},
     {"V20 output names a missing node", "(relu x0)", "output 0", b_out_missing},
     {"V21 output names a missing input", "(relu x0)", "output 0", b_out_input},
@@ -401,6 +410,11 @@ static const eval_case eval_cases[] = {
      "(matmul (transpose x1) (transpose x0))", 2, {{2, {2, 3}}, {2, {3, 4}}}},
     {"E05 relu conv fusion", "(relu (conv2d 1 SAME NONE 1 x0 x1))",
      "(conv2d 1 SAME RELU 1 x0 x1)", 2, {{4, {1, 2, 4, 4}}, {4, {3, 2, 3, 3}}}},
+    /* the group count from the shapes: 4 (depthwise) and 2 */
+    {"E06 depthwise convs summed", "(ewadd (conv2d 1 SAME NONE g0 x0 x1) (conv2d 1 SAME NONE g0 x0 x2))",
+     "(conv2d 1 SAME NONE g0 x0 (ewadd x1 x2))", 3, {{4, {1, 4, 5, 5}}, {4, {4, 1, 3, 3}}, {4, {4, 1, 3, 3}}}},
+    {"E07 grouped conv, 1x1 enlarged", "(conv2d 1 SAME NONE g0 x0 x1)",
+     "(conv2d 1 SAME NONE g0 x0 (enlarge 3x3 x1))", 2, {{4, {1, 4, 5, 5}}, {4, {6, 2, 1, 1}}}},
 };
 
 static void eval_both(const eval_case *t, ten *a, ten *b) {
@@ -444,6 +458,14 @@ static void test_rg_eval_errors(void **state) {
     char err[RG_ERRLEN] = "";
     assert_int_equal(rg_infer_shapes(&g, in, s, err, sizeof err), RG_ESHAPE);
     assert_non_null(strstr(err, "node 0 (matmul)"));
+
+    /* one group symbol, two counts: 4 / 1 and 4 / 2 */
+    g = parse_ok("(ewadd (conv2d 1 SAME NONE g0 x0 x1) (conv2d 1 SAME NONE g0 x0 x2))");
+    ten_shape gin[3] = {{4, {1, 4, 5, 5}}, {4, {4, 1, 3, 3}}, {4, {4, 2, 3, 3}}};
+    assert_int_equal(rg_infer_shapes(&g, gin, s, err, sizeof err), RG_ESHAPE);
+    assert_non_null(strstr(err, "group count"));
+    int32_t p[OPS_MAX_PARAMS];
+    assert_int_equal(rg_param_value(&g, 0, 3, gin, &p[0]), RG_ESHAPE); /* needs shapes */
 
     /* (dim 2 x0) on a rank-2 input cannot resolve */
     g = parse_ok("(split0 0 (dim 2 x0) x0)");
@@ -1130,7 +1152,7 @@ static void test_merge_candidates_laws(void **state) {
 
 static void test_merge_rules_laws(void **state) {
     (void)state;
-    rdb_file *a = rules_file(rule_cases, 6), *b = rules_file(rule_cases + 4, 7);
+    rdb_file *a = rules_file(rule_cases, 6), *b = rules_file(rule_cases + 4, N_RULE_CASES - 4);
     b->rules[0].prover.millis = 1; /* R05 faster in b: b's record wins */
     snprintf(b->gen.tool, sizeof b->gen.tool, "prove2");
     rdb_file *ab = merged(a, b), *ba = merged(b, a);

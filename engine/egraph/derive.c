@@ -51,6 +51,7 @@ static const ten_shape pool[] = {
  * ill-shaped; nodes reading an unbound value are skipped. */
 static int fits_so_far(const rg_graph *g, const ten_shape *in, uint32_t bound) {
     ten_shape shape[RG_MAX_REFS];
+    int32_t gval[RG_MAX_GSYMS] = {0};
     uint32_t known = bound;
     for (int i = 0; i < g->n_inputs; i++) shape[RG_IN(i)] = in[i];
     for (int j = 0; j < g->n_nodes; j++) {
@@ -61,10 +62,9 @@ static int fits_so_far(const rg_graph *g, const ten_shape *in, uint32_t bound) {
         for (int k = 0; k < o->n_params; k++)
             if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k])) ready &= (int)(bound >> RG_SYM_INPUT(n->param[k]) & 1);
         if (!ready) continue;
-        int32_t p[OPS_MAX_PARAMS] = {0};
+        int32_t p[OPS_MAX_PARAMS];
         ten_shape ins[OPS_MAX_ARITY];
-        for (int k = 0; k < o->n_params; k++)
-            if (rg_param_value(g, j, k, in, &p[k]) != RG_OK) return 0;
+        if (rg_node_params(g, j, in, shape, gval, p) != RG_OK) return 0;
         for (int k = 0; k < o->arity; k++) ins[k] = shape[n->in[k]];
         if (ops_infer_shape(n->op, p, ins, &shape[RG_NODE(j)], NULL) != OPS_OK) return 0;
         known |= 1u << RG_NODE(j);
@@ -166,6 +166,9 @@ static eg_status sides_graph(const rg_graph *const *sides, int n_sides, int n_in
     for (int sd = 0; rc == EG_OK && sd < n_sides; sd++) {
         const rg_graph *src = sides[sd];
         int val[RG_MAX_REFS];
+        ten_shape shape[RG_MAX_REFS];
+        int32_t gval[RG_MAX_GSYMS] = {0};
+        if (rg_infer_shapes(src, in, shape, NULL, 0) != RG_OK) rc = EG_ESHAPE;
         for (int i = 0; i < n_in; i++) val[RG_IN(i)] = in_t[i];
         for (int j = 0; rc == EG_OK && j < src->n_nodes; j++) {
             const rg_node *n = &src->node[j];
@@ -177,8 +180,7 @@ static eg_status sides_graph(const rg_graph *const *sides, int n_sides, int n_in
             if (rc != EG_OK) break;
             eg_node *d = &g->node[id];
             d->op = n->op;
-            for (int k = 0; k < ops_table[n->op].n_params; k++)
-                if (rg_param_value(src, j, k, in, &d->param[k]) != RG_OK) rc = EG_ESHAPE;
+            if (rg_node_params(src, j, in, shape, gval, d->param) != RG_OK) rc = EG_ESHAPE;
             for (int k = 0; k < ops_table[n->op].arity; k++) d->in[k] = val[n->in[k]];
             d->out[0] = val[RG_NODE(j)] = t;
         }

@@ -60,7 +60,7 @@ static int node_fits(ex *x, int j, int e) {
     const ops_info *oi = &ops_table[sn->op];
     if (n->dead || n->kind != EE_OPS || n->op != sn->op || n->n_kid != oi->arity) return 0;
     for (int k = 0; k < oi->n_params; k++)
-        if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) && !eg_param_free(sn->op, k) &&
+        if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) && !eg_param_free(sn->op, k, sn->param[k]) &&
             !param_agrees(x, e, k, sn->param[k]))
             return 0;
     return 1;

@@ -52,7 +52,7 @@ static int node_fits(const mstate *s, int j, int c) {
         return 0;
     for (int k = 0; k < oi->n_params; k++)
         if (!(oi->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(sn->param[k])) &&
-            !eg_param_free(sn->op, k) && !param_agrees(s->g, n, k, sn->param[k]))
+            !eg_param_free(sn->op, k, sn->param[k]) && !param_agrees(s->g, n, k, sn->param[k]))
             return 0;
     return 1;
 }

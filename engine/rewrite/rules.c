@@ -72,10 +72,10 @@ static int plan_free_sites(const rg_graph *s, const rg_graph *d, eg_plan *p) {
     memset(p->dst_site, -1, sizeof p->dst_site);
     for (int j = 0; j < s->n_nodes; j++)
         for (int k = 0; k < ops_table[s->node[j].op].n_params; k++)
-            if (eg_param_free(s->node[j].op, k)) p->src_site[j][k] = first_site(s, s, j, k);
+            if (eg_param_free(s->node[j].op, k, s->node[j].param[k])) p->src_site[j][k] = first_site(s, s, j, k);
     for (int j = 0; j < d->n_nodes; j++)
         for (int k = 0; k < ops_table[d->node[j].op].n_params; k++)
-            if (eg_param_free(d->node[j].op, k) && (p->dst_site[j][k] = first_site(s, d, j, k)) < 0)
+            if (eg_param_free(d->node[j].op, k, d->node[j].param[k]) && (p->dst_site[j][k] = first_site(s, d, j, k)) < 0)
                 return 0;
     return 1;
 }

@@ -116,9 +116,12 @@ static inline int eg_kernel_1x1(const ten_shape *w) {
     return w->rank == 4 && w->dim[2] == 1 && w->dim[3] == 1;
 }
 
-/* 1 when parameter k of op is matched as a free parameter. */
-static inline int eg_param_free(ops_op op, int k) {
-    return ops_pkind_table[ops_table[op].pkind[k]].free;
+/* 1 when value v of parameter k of op in a rule is matched as a free
+ * parameter: a label kind (ops.h: free) or a group-count symbol (rgraph.h),
+ * any value, the same wherever the rule writes the same one. */
+static inline int eg_param_free(ops_op op, int k, int32_t v) {
+    ops_pkind kind = ops_table[op].pkind[k];
+    return ops_pkind_table[kind].free || RG_IS_SYM_GROUPS(kind, v);
 }
 
 /* The value a match gives the free parameter at `site` (nm[j]: the graph

@@ -3,9 +3,11 @@ blocks of test/multibranch_blocks.py (RepVGG, ACNet, ... in the training
 form torch exports), optimized by equality saturation (search="egraph",
 deterministic), compute what they computed (onnxruntime, 1e-4), and the
 families the shipped rules can collapse become one Conv, as the hand
-collapse is. Blocks the rules cannot collapse yet (depthwise branches: no
-shipped rule has a grouped conv; a conv of a conv; a pool branch) and the
-near misses (not one conv at the border) are held to their values only."""
+collapse is (depthwise and grouped convs too: their rules hold for any
+group count). Blocks the rules cannot collapse yet (a depthwise identity
+branch: the identity kernel rule is for groups 1; a conv of a conv; a pool
+branch) and the near misses (not one conv at the border) are held to their
+values only."""
 import sys
 
 import onnx
@@ -17,7 +19,8 @@ from conftest import ROOT, assert_same_outputs
 sys.path.insert(0, str(ROOT / "test"))
 import multibranch_blocks as mb  # noqa: E402
 
-COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1"]
+COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum",
+             "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1"]
 CASES = [(n, f) for f in mb.FORMS for n in mb.FAMILIES + mb.NEAR_MISSES if f == "bn" or mb.has_ts_form(n)]
 
 
