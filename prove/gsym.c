@@ -104,11 +104,14 @@ int gs_generalize(const dc_config *cfg, const rdb_file *cands, em_rule *rules, s
         if (!cl->n_shapes || !generalize(&rules[i].src, &rules[i].dst, ga, gb) ||
             !count2_shapes(ga, gb, cl->shapes, cl->n_shapes, sh))
             continue;
-        em_key key;
+        em_key key, from;
         em_pair_key(ga, gb, &key);
-        /* the seed from the question, so a shard seeds it as the whole run does */
+        em_pair_key(&cl->members[0], &cl->members[rules[i].member], &from);
+        /* the seed from the question and the lane of the pair the rule
+         * came from: a shard (prove --shard) holds that pair's lane, and
+         * decides there the same pairs in the same order as the whole run */
         pairs[k] = (bt_pair){ga, gb, sh, cl->n_shapes, XXH3_64bits(key.b, key.len) ^ 0x67737967ull,
-                             (uint8_t)bt_lane(&key)};
+                             (uint8_t)bt_lane(&from)};
         which[k++] = i;
     }
     bt_stats bst;

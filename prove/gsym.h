@@ -19,7 +19,9 @@
  * group is refuted there without Z3, then proved by Z3 with each symbol
  * an unknown count >= 1. A proved generalization replaces the rule; any
  * other verdict keeps the literal rule. Deterministic: the pairs, seeds
- * and lanes are fixed by the rules.
+ * and lanes are fixed by the rules, and each pair is decided in the lane
+ * of the candidate pair its rule came from, so a shard (prove --shard)
+ * decides the same pairs in the same order as the undivided run.
  */
 #ifndef GSYM_H
 #define GSYM_H

@@ -43,13 +43,15 @@ static const char *find_note(const rdb_generator *g, const char *prefix) {
 
 /* Add a shard's counts (its notes, as run.c writes them) to st. */
 static int add_counts(const rdb_generator *g, pv_stats *st) {
-    const char *c = find_note(g, "candidates="), *k = find_note(g, "kernel1 ");
-    size_t v[6], w[2];
-    if (!c || !k ||
+    const char *c = find_note(g, "candidates="), *k = find_note(g, "kernel1 "), *gs = find_note(g, "groups ");
+    size_t v[6], w[2], u[2];
+    if (!c || !k || !gs ||
         sscanf(c, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
                &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6 ||
-        sscanf(k, "kernel1 retried=%zu proved=%zu", &w[0], &w[1]) != 2)
+        sscanf(k, "kernel1 retried=%zu proved=%zu", &w[0], &w[1]) != 2 ||
+        sscanf(gs, "groups tried=%zu any_count=%zu", &u[0], &u[1]) != 2)
         return -1;
+    st->gsym.tried += u[0], st->gsym.generalized += u[1];
     st->candidates += v[0], st->distinct += v[1], st->proved += v[2];
     st->refuted += v[3], st->unknown += v[4], st->timeout += v[5];
     st->kernel1_retried += w[0], st->kernel1_proved += w[1];

@@ -209,9 +209,10 @@ static int check_opts(const tasoc_opts *o, char *err, size_t errlen) {
         snprintf(err, errlen, "search is \"backtrack\" or \"egraph\", not \"%s\"", o->search);
         return EG_EUNSUPPORTED;
     }
-    if (o->egraph_iters < 0 || o->egraph_iters > 1000 || o->egraph_nodes < 0 || o->egraph_nodes > 100000000) {
-        snprintf(err, errlen, "egraph_iters wants 0..1000 and egraph_nodes 0..1e8, not %d and %d", o->egraph_iters,
-                 o->egraph_nodes);
+    if (o->egraph_iters < 0 || o->egraph_iters > 1000 || o->egraph_nodes < 0 || o->egraph_nodes > 100000000 ||
+        o->egraph_passes < 0 || o->egraph_passes > 100) {
+        snprintf(err, errlen, "egraph_iters wants 0..1000, egraph_nodes 0..1e8 and egraph_passes 0..100, not %d, %d and %d",
+                 o->egraph_iters, o->egraph_nodes, o->egraph_passes);
         return EG_EUNSUPPORTED;
     }
     if (!(o->time_limit >= 0 && o->time_limit <= 1e6)) {
@@ -298,6 +299,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     so.egraph = o->search && !strcmp(o->search, "egraph");
     if (o->egraph_iters > 0) so.iterations = o->egraph_iters;
     if (o->egraph_nodes > 0) so.max_nodes = o->egraph_nodes;
+    if (o->egraph_passes > 0) so.passes = o->egraph_passes;
     int rc = check_opts(o, err, errlen);
     if (rc == EG_OK)
         rc = (int)(o->ruledb ? eg_ruleset_load(o->ruledb, &rs, err, errlen)

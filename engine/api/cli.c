@@ -55,6 +55,8 @@ static const char usage_text[] =
     "                        then the cheapest graph it holds (--egraph-*)\n"
     "    --egraph-iters N    saturation rounds at most (default 5)\n"
     "    --egraph-nodes N    e-nodes at most (default 50000)\n"
+    "    --egraph-passes N   passes at most (default 4): a pass that gained and\n"
+    "                        stopped at a limit starts again from its result\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
@@ -376,6 +378,9 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         } else if (!strcmp(o, "--egraph-iters")) {
             if (number_arg(o, v, 1, 1000, &x)) return -1;
             a->search.iterations = (int)x;
+        } else if (!strcmp(o, "--egraph-passes")) {
+            if (number_arg(o, v, 1, 100, &x)) return -1;
+            a->search.passes = (int)x;
         } else if (!strcmp(o, "--egraph-nodes")) {
             if (number_arg(o, v, 100, 1e8, &x)) return -1;
             a->search.max_nodes = (int)x;
@@ -460,10 +465,11 @@ static void print_report(const eg_search_result *r, const eg_optimize_stats *st,
     printf("cost before: %.1f us\n", r->cost_before);
     printf("cost after: %.1f us\n", r->cost_after);
     if (r->e_nodes)
-        printf("saturation: %.2f s (stopped: %s; %llu rounds, %llu e-nodes added, %llu e-nodes in %llu classes; "
-               "rounds %.2f s, extraction %.2f s)\n",
+        printf("saturation: %.2f s (stopped: %s; %llu rounds, %llu e-nodes added, %llu e-nodes in %llu classes, "
+               "%d pass%s; rounds %.2f s, extraction %.2f s)\n",
                r->seconds, eg_stop_name(r->stop), (unsigned long long)r->expanded, (unsigned long long)r->generated,
-               (unsigned long long)r->e_nodes, (unsigned long long)r->e_classes, r->t_match, r->t_apply);
+               (unsigned long long)r->e_nodes, (unsigned long long)r->e_classes, r->passes, r->passes == 1 ? "" : "es",
+               r->t_match, r->t_apply);
     if (r->e_nodes)
         printf("exact extraction: %llu e-nodes, %s\n", (unsigned long long)r->ilp_region,
                r->ilp_solved > 0    ? "optimum proved"

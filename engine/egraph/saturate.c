@@ -130,9 +130,11 @@ static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, d
     return rc;
 }
 
-eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
-                      eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
-    double t0 = eg_now_s();
+/* One pass: g saturated and the cheapest graphs extracted (eg_saturate
+ * before passes), its time limit ending at t0 + o->time_limit. */
+static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o, double t0,
+                               eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
+    double tp = eg_now_s();
     size_t nr = eg_ruleset_count(rs);
     ee_graph E;
     sched s = {0};
@@ -181,7 +183,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK && r->stop == EG_STOP_ITERATIONS && E.n_live >= o->max_nodes) r->stop = EG_STOP_NODES;
     r->e_nodes = (uint64_t)E.n_live;
     for (int k = 0; k < E.n_cls; k++) r->e_classes += E.c[k].uf == k && E.c[k].n_node > 0;
-    r->t_match = eg_now_s() - t0;
+    r->t_match = eg_now_s() - tp;
     r->t_match -= t_extract, r->t_apply = t_extract;
     /* the final e-graph once more, with the local search */
     if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 1, t0 + o->time_limit, &top, r, &r->t_apply, err, errlen);
@@ -195,10 +197,72 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_ENOMEM) {
         eg_errf(err, errlen, rc, "saturation: out of memory (%d e-nodes)", E.n_live);
     }
-    r->seconds = eg_now_s() - t0;
     ee_free(&E);
     sched_free(&s);
     eg_free(marked);
+    return rc;
+}
+
+/* Add what pass p found to the totals in r (the e-graph's size, the stop
+ * and the exact extraction are the last pass's). */
+static void add_pass(eg_search_result *r, const eg_search_result *p, size_t nr) {
+    r->expanded += p->expanded, r->generated += p->generated;
+    r->t_match += p->t_match, r->t_apply += p->t_apply;
+    r->e_nodes = p->e_nodes, r->e_classes = p->e_classes, r->stop = p->stop;
+    r->ilp_region = p->ilp_region, r->ilp_solved = p->ilp_solved;
+    for (size_t i = 0; i < nr; i++) r->applied[i] += p->applied[i];
+}
+
+eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
+                      eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
+    double t0 = eg_now_s();
+    size_t nr = eg_ruleset_count(rs);
+    eg_status rc = EG_OK;
+    *best = NULL;
+    memset(r, 0, sizeof *r);
+    r->n_rules = nr;
+    if (!(r->applied = calloc(nr + 1, sizeof *r->applied))) rc = eg_errf(err, errlen, EG_ENOMEM, "saturation: out of memory");
+    r->cost_before = eg_cost_graph(c, g);
+    /* Passes: a pass that stopped at a limit restarts from its result, so
+     * the merges it made are where the next one starts, and the shuffles
+     * that filled its e-graph are gone (a sum of five convs needs a round
+     * per merge; one e-graph over a whole model fills up with commuted
+     * adds first). Each pass's result is a graph over g's data (a pass
+     * clones its input and borrows through it), so the previous one is
+     * freed once the next has made its own. */
+    for (int pass = 0; rc == EG_OK && pass < (o->passes > 0 ? o->passes : 1); pass++) {
+        eg_search_result pr;
+        eg_graph *pb = NULL;
+        rc = saturate_pass(*best ? *best : g, rs, c, o, t0, &pb, &pr, err, errlen);
+        if (rc != EG_OK) {
+            eg_search_result_free(&pr);
+            eg_free(pb);
+            break;
+        }
+        double before = *best ? r->cost_after : r->cost_before;
+        int better = pr.cost_after < before * (1 - eg_cost_noise(c));
+        add_pass(r, &pr, nr);
+        r->passes++;
+        if (pass > 0 && !better) { /* nothing gained: the previous pass's graphs stay */
+            eg_free(pb);
+            eg_search_result_free(&pr);
+            break;
+        }
+        for (int k = 0; k < r->n_runners; k++) eg_free(r->runner[k]);
+        eg_free(*best);
+        *best = pb, r->cost_after = pr.cost_after;
+        r->n_runners = pr.n_runners;
+        for (int k = 0; k < pr.n_runners; k++) r->runner[k] = pr.runner[k], r->runner_cost[k] = pr.runner_cost[k];
+        pr.n_runners = 0;
+        eg_search_result_free(&pr);
+        if (!better || r->stop == EG_STOP_SATURATED || r->stop == EG_STOP_TIME) break;
+    }
+    if (rc != EG_OK) {
+        eg_search_result_free(r);
+        eg_free(*best);
+        *best = NULL;
+    }
+    r->seconds = eg_now_s() - t0;
     return rc;
 }
 

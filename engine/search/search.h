@@ -94,6 +94,9 @@ typedef struct {
                           instead; 0 (default): this backtracking search */
     int iterations;    /* saturation: rounds of match and apply (default 5) */
     int max_nodes;     /* saturation: e-nodes at most (default 50000) */
+    int passes;        /* saturation: passes at most (default 4); a pass that
+                          gained and stopped at a limit restarts from its
+                          result (egraph/saturate.c) */
     uint32_t match_limit; /* saturation: a rule with more matches in a round
                           is banned for ban_rounds (default 2000, 2) */
     int ban_rounds;
@@ -130,6 +133,7 @@ typedef struct {
     double t_apply;       /* seconds building graphs (eg_apply, node costs, tokens) */
     double t_judge;       /* seconds judging matches (trial.c) and queueing */
     uint64_t e_nodes, e_classes;    /* saturation: the e-graph's final size */
+    int passes;                     /* saturation: passes run */
     uint64_t ilp_region;            /* saturation: the exact extraction's e-nodes (0: not tried) */
     int ilp_solved;                 /* 1: it proved its optimum there; 0: not
                                        within its resource limit; -1: the

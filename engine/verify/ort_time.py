@@ -26,7 +26,9 @@ a few rounds, not N), by rules on the rounds alone, never on a clock:
 - after S rounds (default 3) a candidate clearly slower than the leader
   (the candidate of highest median ratio) leaves the rounds: its 75th
   percentile below the leader's 25th and its median below the leader's by
-  more than twice the noise;
+  a factor of more than 1 + twice the noise (ratios compare as factors: a
+  candidate 20x slower leaves even when a loaded machine makes the noise
+  large);
 - from round M on (default 5), the rounds stop when every candidate still
   in them is decided: its 25th percentile above 1 + noise (faster), or its
   75th below it (not faster beyond the noise).
@@ -205,7 +207,7 @@ def main(argv):
             noise = noise_of(quartiles(times[0], times[aa]), args["--min-gain"])
             if r == args["--screen"] and len(live) > 1:
                 lead = q[max(live, key=lambda k: q[k][1])]
-                live = [k for k in live if not (q[k][2] < lead[0] and q[k][1] < lead[1] - 2 * noise)]
+                live = [k for k in live if not (q[k][2] < lead[0] and q[k][1] * (1 + 2 * noise) < lead[1])]
             if r >= args["--min-runs"] and all(q[k][0] > 1 + noise or q[k][2] < 1 + noise for k in live):
                 break
     except Exception as e:  # onnxruntime raises its own types for a model it refuses

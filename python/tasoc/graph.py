@@ -463,7 +463,7 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
              cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1,
              verify: Optional[bool] = None, verify_runs: int = 20, deterministic: bool = False,
              no_cost_cache: bool = False, search: str = "backtrack", egraph_iters: int = 0,
-             egraph_nodes: int = 0) -> Graph:
+             egraph_nodes: int = 0, egraph_passes: int = 0) -> Graph:
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding, and by default a check of the result where it will run.
@@ -488,7 +488,8 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
     "analytic"), no verify, no cache. search: "backtrack" (the best-first
     search; alpha and budget) or "egraph" (equality saturation: every
     rewrite everywhere in an e-graph, then the cheapest graph it holds; at
-    most egraph_iters rounds and egraph_nodes e-nodes, 0 for the defaults).
+    most egraph_iters rounds and egraph_nodes e-nodes a pass, egraph_passes
+    passes, 0 for the defaults).
 
     Returns the optimized graph; its `result` (an OptimizeResult) gives
     the costs before and after, the stop reason, the rules applied and what
@@ -521,10 +522,11 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
         int(bool(no_cost_cache))
     if search not in ("backtrack", "egraph"):
         raise ValueError(f"search must be \"backtrack\" or \"egraph\", not {search!r}")
-    for name, v in (("egraph_iters", egraph_iters), ("egraph_nodes", egraph_nodes)):
+    for name, v in (("egraph_iters", egraph_iters), ("egraph_nodes", egraph_nodes), ("egraph_passes", egraph_passes)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, not {v!r}")
     o.search, o.egraph_iters, o.egraph_nodes = search.encode(), int(egraph_iters), int(egraph_nodes)
+    o.egraph_passes = int(egraph_passes)
     best, res, err = ctypes.c_void_p(), ctypes.c_void_p(), _lib.err_buf()
     _lib.check(L.tasoc_optimize(graph._engine(), ctypes.byref(o), ctypes.byref(best),
                                 ctypes.byref(res), err, _lib.ERRLEN), err)
