@@ -75,6 +75,9 @@ reference, b: its bias, s = scale / sqrt(var + eps), t = bias - mean * s):
   two_dwconvs_sum, two_dwconvs_sum_1x1, grouped_convs_sum_1x1
                     the same two with depthwise convs (group 16) and with
                     group 4: exact, group by group.
+  five_dwconvs_sum  four depthwise 3x3 convs and a depthwise 1x1, summed
+                    left to right (MobileOne's depthwise branches, as torch
+                    folds their BNs): exact; a chain of four merges.
 """
 import os
 import sys
@@ -91,7 +94,7 @@ EPS = 1e-5
 FORMS = ("bn", "ts")
 FAMILIES = ["repvgg", "repvgg_s2", "acnet", "dw_multibranch", "conv1x1_then_kxk", "avgpool_branch",
             "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum", "two_dwconvs_sum_1x1",
-            "grouped_convs_sum_1x1"]
+            "grouped_convs_sum_1x1", "five_dwconvs_sum"]
 NEAR_MISSES = ["conv1x1_bias_then_kxk", "avgpool_branch_bn_first"]
 TOL = 1e-4
 
@@ -276,15 +279,18 @@ def _avgpool(B, x, bn_first):
     return [o, a]
 
 
+def _convs(B, x, ks):
+    """One conv with a bias per kernel size in ks, all of x."""
+    out = []
+    for k in ks:
+        w, b = B.weight(C, C // B.group, k, k), B.rng.normal(0.0, 0.3, C)
+        out.append(B.conv(x, w, b, P1 if k == 3 else P0))
+        B.add_kernel(w, b)
+    return out
+
+
 def _two_convs(B, x, k2):
-    ci = C // B.group
-    wa, ba = B.weight(C, ci, 3, 3), B.rng.normal(0.0, 0.3, C)
-    wb, bb = B.weight(C, ci, k2, k2), B.rng.normal(0.0, 0.3, C)
-    a = B.conv(x, wa, ba, P1)
-    c = B.conv(x, wb, bb, P1 if k2 == 3 else P0)
-    B.add_kernel(wa, ba)
-    B.add_kernel(wb, bb)
-    return [a, c]
+    return _convs(B, x, (3, k2))
 
 
 _BUILDERS = {
@@ -299,6 +305,7 @@ _BUILDERS = {
     "two_dwconvs_sum": (dict(group=C), lambda B, x: _two_convs(B, x, 3)),
     "two_dwconvs_sum_1x1": (dict(group=C), lambda B, x: _two_convs(B, x, 1)),
     "grouped_convs_sum_1x1": (dict(group=4), lambda B, x: _two_convs(B, x, 1)),
+    "five_dwconvs_sum": (dict(group=C), lambda B, x: _convs(B, x, (3, 3, 3, 3, 1))),
     "conv1x1_bias_then_kxk": (dict(), lambda B, x: _conv1x1_then_kxk(B, x, True)),
     "avgpool_branch_bn_first": (dict(), lambda B, x: _avgpool(B, x, True)),
 }

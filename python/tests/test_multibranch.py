@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "test"))
 import multibranch_blocks as mb  # noqa: E402
 
 COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum",
-             "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1"]
+             "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1", "five_dwconvs_sum"]
 CASES = [(n, f) for f in mb.FORMS for n in mb.FAMILIES + mb.NEAR_MISSES if f == "bn" or mb.has_ts_form(n)]
 
 
@@ -45,6 +45,17 @@ def test_block(name, form):
     assert convs(out) <= convs(train)
 
 
+def test_passes():
+    """A chain of four merges under a small e-node limit: one pass stops
+    after a merge or two, passes that restart from their result finish it."""
+    train, _ = mb.build("five_dwconvs_sum")
+    g = tasoc.load_onnx(train.SerializeToString())
+    one = tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph", egraph_nodes=1000, egraph_passes=1))
+    four = tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph", egraph_nodes=1000, egraph_passes=4))
+    assert convs(one) >= 3 and convs(four) == 1
+    assert_same_outputs(train, four, tol=1e-4)
+
+
 def test_same_bytes():
     train, _ = mb.build("repvgg")
     assert optimized(train).SerializeToString() == optimized(train).SerializeToString()
@@ -57,3 +68,5 @@ def test_search_option_checked():
         tasoc.optimize(g, deterministic=True, search="saturate")
     with pytest.raises(ValueError):
         tasoc.optimize(g, deterministic=True, search="egraph", egraph_iters=-1)
+    with pytest.raises(ValueError):
+        tasoc.optimize(g, deterministic=True, search="egraph", egraph_passes=-1)
