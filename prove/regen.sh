@@ -12,8 +12,9 @@
 # right side. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
 # check (the same bytes on any machine and with any --jobs). With LOGDIR,
-# each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them);
-# without it the steps are quiet.
+# each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
+# and its counts to stdout, a line or two per step; without it the steps
+# are quiet.
 set -euo pipefail
 [ $# -ge 3 ] || { sed -n '4p' "$0" | sed 's/^# *//' >&2; exit 2; }
 bin=$1 work=$2 out=$3 logs=${4:-}
@@ -24,6 +25,9 @@ step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
     local timer=()
     [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)
     "${timer[@]}" "$@" >"$logs/$name.log" 2>&1
+    # the counts: synth's "written", prove's verdicts and rules (not its progress lines)
+    grep -E '^(synth: written|prove: [0-9]+ (candidates|rules with)|prove: rules|prove: wall)' "$logs/$name.log" |
+        sed "s/^/$name: /" || true
 }
 step synth-d3 "$bin/synth" --no-timings --max-ops 3 --seed 1 -o "$work/candidates-d3.tasodb"
 step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0,split1 --seed 1 \

@@ -427,6 +427,40 @@ static void test_optimize(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* A built-in ruledb made from other opspecs (an operator edited, `ninja
+ * ruledb` not run yet) is read as no rules and says why; a damaged one is
+ * an error; the same bytes with this build's digest give their rules. */
+static void test_stale_builtin(void **state) {
+    (void)state;
+    rdb_file *f = rdb_new(RDB_RULES);
+    rg_graph a, b;
+    char err[EG_ERRLEN] = "";
+    assert_non_null(f);
+    assert_int_equal(rg_parse("(ewadd x0 x1)", &a, NULL, 0), RG_OK);
+    assert_int_equal(rg_parse("(ewadd x1 x0)", &b, NULL, 0), RG_OK);
+    rdb_prover pv = {.status = RDB_PROVED};
+    assert_int_equal(rdb_add_rule(f, &a, &b, &pv), RDB_OK);
+    for (int edit = 0; edit < 2; edit++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        eg_ruleset *rs = NULL;
+        f->digest[3] ^= (uint8_t)(edit ? 0x10 : 0);
+        assert_int_equal(rdb_write_mem(f, &buf, &len, err, sizeof err), RDB_OK);
+        assert_int_equal(eg_ruleset_from_bytes(buf, len, &rs, err, sizeof err), EG_OK);
+        assert_int_equal(eg_ruleset_count(rs), edit ? 0 : 1);
+        if (edit) assert_non_null(strstr(eg_ruleset_stale(rs), "other opspecs"));
+        else assert_null(eg_ruleset_stale(rs));
+        eg_ruleset_free(rs);
+        if (!edit) { /* damaged: an error, not a silent empty set */
+            eg_status rc = eg_ruleset_from_bytes(buf, len / 2, &rs, err, sizeof err);
+            assert_int_equal(rc, EG_EFORMAT);
+            assert_null(rs);
+        }
+        free(buf);
+    }
+    rdb_free(f);
+}
+
 /* The search prepares the graph it expects to expand next on a second
  * thread (search.h: threads): the result, the path to it and every count
  * are those of one thread, on models where the search runs long enough for
@@ -1775,6 +1809,7 @@ int main(void) {
     ADD_TABLE(tests, n, apply_cases, N_APPLY_CASES, test_apply);
     ADD_TABLE(tests, n, wrong_cases, N_WRONG_CASES, test_wrong);
     ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_optimize);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stale_builtin);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_clone);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);

@@ -4,6 +4,7 @@
 #include "fold/range.h"
 #include "sys/sys.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,11 +132,15 @@ static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, d
 }
 
 /* One pass: g saturated and the cheapest graphs extracted (eg_saturate
- * before passes), its time limit ending at t0 + o->time_limit. */
+ * before passes), its time limit ending at t0 + o->time_limit. *gaining:
+ * a round after the first extracted a graph cheaper than every one before
+ * it (the rounds were building on their own merges: a chain, which a
+ * fresh e-graph may take further). */
 static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o, double t0,
-                               eg_graph **best, eg_search_result *r, char *err, size_t errlen) {
+                               eg_graph **best, eg_search_result *r, int *gaining, char *err, size_t errlen) {
     double tp = eg_now_s();
     size_t nr = eg_ruleset_count(rs);
+    *gaining = 0;
     ee_graph E;
     sched s = {0};
     ee_top top = {0};
@@ -165,10 +170,12 @@ static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost 
         int changed, banned, timed_out;
         rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &r->generated, &timed_out);
         r->expanded++;
+        double had = top.n ? top.cost[0] : INFINITY;
         if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 0, t0 + o->time_limit, &top, r, &t_extract, err, errlen);
+        if (round > 0 && rc == EG_OK && top.n && top.cost[0] < had * (1 - eg_cost_noise(c))) *gaining = 1;
         if (o->progress)
-            fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned\n", round + 1,
-                    E.n_live, changed, banned);
+            fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned, cheapest %.1f us\n",
+                    round + 1, E.n_live, changed, banned, top.n ? top.cost[0] : 0.0);
         if (rc == EG_OK && timed_out) { /* what it found is applied; the stop says time */
             r->stop = EG_STOP_TIME;
             break;
@@ -223,17 +230,19 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     r->n_rules = nr;
     if (!(r->applied = calloc(nr + 1, sizeof *r->applied))) rc = eg_errf(err, errlen, EG_ENOMEM, "saturation: out of memory");
     r->cost_before = eg_cost_graph(c, g);
-    /* Passes: a pass that stopped at a limit restarts from its result, so
-     * the merges it made are where the next one starts, and the shuffles
-     * that filled its e-graph are gone (a sum of five convs needs a round
-     * per merge; one e-graph over a whole model fills up with commuted
-     * adds first). Each pass's result is a graph over g's data (a pass
+    /* Passes: a pass that gained and stopped at a limit, when its rounds
+     * after the first still found cheaper graphs or the e-nodes ran out
+     * before its last round, restarts from its result, so the merges it made are where the next
+     * one starts, and the shuffles that filled its e-graph are gone (a sum
+     * of five convs needs a round per merge; one e-graph over a whole
+     * model fills up with commuted adds first). Each pass's result is a graph over g's data (a pass
      * clones its input and borrows through it), so the previous one is
      * freed once the next has made its own. */
     for (int pass = 0; rc == EG_OK && pass < (o->passes > 0 ? o->passes : 1); pass++) {
         eg_search_result pr;
         eg_graph *pb = NULL;
-        rc = saturate_pass(*best ? *best : g, rs, c, o, t0, &pb, &pr, err, errlen);
+        int gaining;
+        rc = saturate_pass(*best ? *best : g, rs, c, o, t0, &pb, &pr, &gaining, err, errlen);
         if (rc != EG_OK) {
             eg_search_result_free(&pr);
             eg_free(pb);
@@ -255,7 +264,12 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         for (int k = 0; k < pr.n_runners; k++) r->runner[k] = pr.runner[k], r->runner_cost[k] = pr.runner_cost[k];
         pr.n_runners = 0;
         eg_search_result_free(&pr);
-        if (!better || r->stop == EG_STOP_SATURATED || r->stop == EG_STOP_TIME) break;
+        /* on: later rounds gained (a chain), or the e-nodes ran out before
+         * the rounds did (the e-graph filled before the chains were done);
+         * a pass cut by the time limit that gains nothing leaves the result
+         * as it was */
+        int cut_short = pr.stop == EG_STOP_NODES && pr.expanded < (uint64_t)o->iterations;
+        if (!better || !(gaining || cut_short) || r->stop == EG_STOP_SATURATED || r->stop == EG_STOP_TIME) break;
     }
     if (rc != EG_OK) {
         eg_search_result_free(r);

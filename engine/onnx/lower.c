@@ -453,9 +453,21 @@ static int consts_match(const eg_graph *g, const eg_node *n, const ops_info *o) 
     return n->n_in == 1 && eg_opaque_consts_are(n, o->onnx_const, count);
 }
 
-/* An opaque node spelled as a map operator's ONNX op with exactly its
- * constants (Erf; Clip 0..6 as relu6; torch's HardSigmoid) becomes it;
- * the constant inputs it drops are absorbed. */
+/* 1 when the operator of form ZIP or SCALE (arity 2) fits node n as
+ * written: two inputs, x then y (or the scalar), no broadcasting beyond
+ * what its form allows (ops_fits). */
+static int binary_fits(const eg_graph *g, const eg_node *n, ops_op op) {
+    static const int32_t p[OPS_MAX_PARAMS] = {0};
+    return n->n_in == 2 && ops_table[op].arity == 2 && ops_fits(g, op, p, n->in, n->out[0]);
+}
+
+/* An opaque node spelled as an element-wise operator's ONNX op becomes it,
+ * found by its name in the operator table, so a new row needs no code
+ * here: a map with exactly its constants (Erf; Clip 0..6 as relu6;
+ * torch's HardSigmoid; the constant inputs it drops are absorbed), a
+ * binary one of equal shapes (ZIP) or by a rank-0 scalar (SCALE). The ONNX
+ * ops the importer reads itself (Add, Mul, Div: lower_binary's bias,
+ * scale and scalar forms) are left to it. */
 static void lower_map(eg_graph *g, eg_node *n) {
     static const int32_t p[OPS_MAX_PARAMS] = {0};
     if (!n->op_type || !eg_default_domain(n->domain) ||
@@ -466,8 +478,12 @@ static void lower_map(eg_graph *g, eg_node *n) {
         if (eg_mop_table[m].xop == x) return;
     for (int op = 0; op < OP_COUNT; op++) {
         const ops_info *o = &ops_table[op];
-        if (o->form != OPS_FORM_MAP || strcmp(o->onnx, n->op_type) != 0 ||
-            !ops_fits(g, (ops_op)op, p, n->in, n->out[0]) || !consts_match(g, n, o))
+        if (!o->onnx || strcmp(o->onnx, n->op_type) != 0) continue;
+        if ((o->form == OPS_FORM_ZIP || o->form == OPS_FORM_SCALE) && binary_fits(g, n, (ops_op)op)) {
+            set_ops(n, (ops_op)op, p, n->in, n->out[0]);
+            return;
+        }
+        if (o->form != OPS_FORM_MAP || !ops_fits(g, (ops_op)op, p, n->in, n->out[0]) || !consts_match(g, n, o))
             continue;
         for (int k = 1; k < n->n_in; k++) g->tensor[n->in[k]].flags |= EG_TF_ABSORBED;
         set_ops(n, (ops_op)op, p, n->in, n->out[0]);

@@ -22,16 +22,6 @@ __asm__(".section .rodata\n"
         ".previous\n");
 
 eg_status eg_ruleset_shipped(eg_ruleset **out, char *err, size_t errlen) {
-    rdb_file *f = NULL;
-    char rerr[RDB_ERRLEN];
-    size_t len = (size_t)(eg_shipped_ruledb_end - eg_shipped_ruledb);
-    *out = NULL;
-    rdb_status rs = rdb_read_mem(eg_shipped_ruledb, len, &f, rerr, sizeof rerr);
-    if (rs != RDB_OK) {
-        snprintf(err, errlen, "the shipped ruledb: %s", rerr);
-        return rs == RDB_ENOMEM ? EG_ENOMEM : EG_EFORMAT;
-    }
-    eg_status rc = eg_ruleset_from_rdb(f, out, err, errlen);
-    rdb_free(f);
-    return rc;
+    return eg_ruleset_from_bytes(eg_shipped_ruledb, (size_t)(eg_shipped_ruledb_end - eg_shipped_ruledb), out, err,
+                                 errlen);
 }

@@ -440,6 +440,27 @@ eg_status eg_ruleset_load(const char *path, eg_ruleset **out, char *err, size_t 
     return rc;
 }
 
+eg_status eg_ruleset_from_bytes(const uint8_t *bytes, size_t len, eg_ruleset **out, char *err, size_t errlen) {
+    rdb_file *f = NULL;
+    char rerr[RDB_ERRLEN] = "";
+    *out = NULL;
+    rdb_status rs = rdb_read_mem(bytes, len, &f, rerr, sizeof rerr);
+    int stale = rs == RDB_EDIGEST;
+    if (stale) rs = (f = rdb_new(RDB_RULES)) ? RDB_OK : RDB_ENOMEM; /* no rules, and say why */
+    if (rs != RDB_OK) {
+        snprintf(err, errlen, "the built-in ruledb: %s", rerr);
+        return rs == RDB_ENOMEM ? EG_ENOMEM : EG_EFORMAT;
+    }
+    eg_status rc = eg_ruleset_from_rdb(f, out, err, errlen);
+    if (rc == EG_OK && stale) snprintf((*out)->stale, sizeof (*out)->stale, "%s", rerr);
+    rdb_free(f);
+    return rc;
+}
+
+const char *eg_ruleset_stale(const eg_ruleset *rs) {
+    return rs->stale[0] ? rs->stale : NULL;
+}
+
 size_t eg_ruleset_count(const eg_ruleset *rs) {
     return rs->n;
 }

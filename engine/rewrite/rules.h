@@ -185,7 +185,20 @@ eg_status eg_apply(const eg_ruleset *rs, const eg_graph *g, const eg_match *m, e
                    char *err, size_t errlen);
 
 /* The ruledb shipped in ruledb/default.tasodb, linked into the library
- * (ruledb_blob.c). @return as eg_ruleset_load. */
+ * (ruledb_blob.c). @return as eg_ruleset_from_bytes. */
 eg_status eg_ruleset_shipped(eg_ruleset **out, char *err, size_t errlen);
+
+/* The ruleset of a ruledb held in memory, as the built-in one is read.
+ * A file made from other opspecs (a researcher edited the operator table
+ * and has not run `ninja ruledb` yet) gives an empty ruleset whose
+ * eg_ruleset_stale says why: the engine still starts and optimizes with
+ * its built-in rewrites alone; a rule file named by the user is refused
+ * instead (eg_ruleset_load). @return EG_OK, EG_EFORMAT (a damaged file)
+ * or EG_ENOMEM, with a message. */
+eg_status eg_ruleset_from_bytes(const uint8_t *bytes, size_t len, eg_ruleset **out, char *err, size_t errlen);
+
+/* Why the ruleset is empty although its file was read (see above), or
+ * NULL. */
+const char *eg_ruleset_stale(const eg_ruleset *rs);
 
 #endif

@@ -79,6 +79,7 @@ struct eg_ruleset {
     rdb_rule *rule;
     eg_plan *plan;
     size_t n, n_skipped;
+    char stale[RDB_ERRLEN]; /* eg_ruleset_stale: "" unless the file was stale */
     uint32_t op_start[OP_COUNT + 1]; /* rules by anchor op: by_op[op_start[op]..] */
     uint32_t *by_op;
     uint32_t *rank;                  /* rank[i]: rule i's position in by_op */
