@@ -27,6 +27,7 @@ static uint64_t seeded(uint64_t x, uint64_t seed) {
 
 static uint64_t r_add(uint64_t a, uint64_t b) { return mp_add(a, b); }
 static uint64_t r_mul(uint64_t a, uint64_t b) { return mp_mul(a, b); }
+static uint64_t r_sub(uint64_t a, uint64_t b) { return mp_sub(a, b); }
 /* division is exact on residues (p is prime); by 0 it gives 0 */
 static uint64_t r_div(uint64_t a, uint64_t b) { return mp_mul(a, mp_inv(b)); }
 static uint64_t r_relu(uint64_t a) { return mp_relu(a); }
@@ -69,6 +70,7 @@ static void r_layernorm(const uint64_t *x, uint64_t *y, int64_t n, int64_t strid
 
 static float f_add(float a, float b) { return a + b; }
 static float f_mul(float a, float b) { return a * b; }
+static float f_sub(float a, float b) { return a - b; }
 static float f_div(float a, float b) { return a / b; }
 static float f_relu(float a) { return a > 0 ? a : 0.0f; }
 static float f_sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
@@ -123,4 +125,5 @@ const ops_cells ops_cell_table[OP_COUNT] = { /* ORDER OP */
     [OP_LAYERNORM] = ROW(r_layernorm, f_layernorm),
     [OP_BIAS] = ZIP(r_add, f_add),
     [OP_SCALE] = ZIP(r_mul, f_mul),
+    [OP_EWSUB] = ZIP(r_sub, f_sub),
 };

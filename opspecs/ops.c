@@ -99,6 +99,8 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                  .kinds = K_UNARY(OPS_KM_TENSOR), .ref = OPS_REF_SHAPE, .form = OPS_FORM_ONES},
     [OP_KMUL] = {.name = "kmul", .arity = 2, .onnx = "Conv", .kinds = {K_W, K_W | K_V, OPS_OUT_IN1},
                  .form = OPS_FORM_KMUL},
+    [OP_EWSUB] = {.name = "ewsub", .arity = 2, .flags = OPF_ELEMENTWISE, .onnx = "Sub",
+                  .kinds = K_SAME_AS(OPS_KM_TENSOR), .form = OPS_FORM_ZIP, .flops = 1},
 };
 static_assert(OP_COUNT <= 64, "ops_set holds 64 operators");
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,

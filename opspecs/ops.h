@@ -93,6 +93,7 @@ typedef enum { /* ORDER OP */
                      1x1 kernel v applied to w, sum over m of v[o,m] w[m,..]: two
                      1x1 convs in a row as one kernel, a bias moved through a
                      1x1 conv */
+    OP_EWSUB,     /* x - y, same shapes */
     OP_COUNT
 } ops_op;
 

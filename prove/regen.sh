@@ -26,8 +26,8 @@ step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
     [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)
     "${timer[@]}" "$@" >"$logs/$name.log" 2>&1
     # the counts: synth's "written", prove's verdicts and rules (not its progress lines)
-    grep -E '^(synth: written|prove: [0-9]+ (candidates|rules with)|prove: rules|prove: wall)' "$logs/$name.log" |
-        sed "s/^/$name: /" || true
+    grep -E '^(synth: written|prove: [0-9]+ (candidates|pairs|rules with)|prove: rules|prove: wall)' "$logs/$name.log" |
+        sed "s/^[a-z]*: /$name: /" || true
 }
 step synth-d3 "$bin/synth" --no-timings --max-ops 3 --seed 1 -o "$work/candidates-d3.tasodb"
 step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0,split1 --seed 1 \

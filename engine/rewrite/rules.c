@@ -452,7 +452,8 @@ eg_status eg_ruleset_from_bytes(const uint8_t *bytes, size_t len, eg_ruleset **o
         return rs == RDB_ENOMEM ? EG_ENOMEM : EG_EFORMAT;
     }
     eg_status rc = eg_ruleset_from_rdb(f, out, err, errlen);
-    if (rc == EG_OK && stale) snprintf((*out)->stale, sizeof (*out)->stale, "%s", rerr);
+    const char *why = strstr(rerr, "made from other opspecs"); /* without the byte offset */
+    if (rc == EG_OK && stale) snprintf((*out)->stale, sizeof (*out)->stale, "%s", why ? why : rerr);
     rdb_free(f);
     return rc;
 }

@@ -50,8 +50,8 @@ def test_passes():
     after a merge or two, passes that restart from their result finish it."""
     train, _ = mb.build("five_dwconvs_sum")
     g = tasoc.load_onnx(train.SerializeToString())
-    one = tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph", egraph_nodes=1000, egraph_passes=1))
-    four = tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph", egraph_nodes=1000, egraph_passes=4))
+    one = tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph", egraph_nodes=3000, egraph_passes=1))
+    four = tasoc.export_onnx(tasoc.optimize(g, deterministic=True, search="egraph", egraph_nodes=3000, egraph_passes=4))
     assert convs(one) >= 3 and convs(four) == 1
     assert_same_outputs(train, four, tol=1e-4)
 
