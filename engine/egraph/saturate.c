@@ -232,12 +232,14 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     r->cost_before = eg_cost_graph(c, g);
     /* Passes: a pass that gained and stopped at a limit, when its rounds
      * after the first still found cheaper graphs or the e-nodes ran out
-     * before its last round, restarts from its result, so the merges it made are where the next
-     * one starts, and the shuffles that filled its e-graph are gone (a sum
-     * of five convs needs a round per merge; one e-graph over a whole
-     * model fills up with commuted adds first). Each pass's result is a graph over g's data (a pass
-     * clones its input and borrows through it), so the previous one is
-     * freed once the next has made its own. */
+     * before its last round, restarts from its result, so the merges it
+     * made are where the next one starts, and the shuffles that filled its
+     * e-graph are gone (a sum of five convs needs a round per merge; one
+     * e-graph over a whole model fills up with commuted adds first). Each
+     * pass's result is a graph over g's data (a pass clones its input and
+     * borrows through it), so the previous one is freed once the next has
+     * made its own. A pass cut by the time limit that gains nothing leaves
+     * the result as it was. */
     for (int pass = 0; rc == EG_OK && pass < (o->passes > 0 ? o->passes : 1); pass++) {
         eg_search_result pr;
         eg_graph *pb = NULL;
@@ -250,6 +252,9 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         }
         double before = *best ? r->cost_after : r->cost_before;
         int better = pr.cost_after < before * (1 - eg_cost_noise(c));
+        /* on: later rounds gained (a chain), or the e-nodes ran out before
+         * the rounds did (the e-graph filled before the chains were done) */
+        int go_on = gaining || (pr.stop == EG_STOP_NODES && pr.expanded < (uint64_t)o->iterations);
         add_pass(r, &pr, nr);
         r->passes++;
         if (pass > 0 && !better) { /* nothing gained: the previous pass's graphs stay */
@@ -264,12 +269,7 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         for (int k = 0; k < pr.n_runners; k++) r->runner[k] = pr.runner[k], r->runner_cost[k] = pr.runner_cost[k];
         pr.n_runners = 0;
         eg_search_result_free(&pr);
-        /* on: later rounds gained (a chain), or the e-nodes ran out before
-         * the rounds did (the e-graph filled before the chains were done);
-         * a pass cut by the time limit that gains nothing leaves the result
-         * as it was */
-        int cut_short = pr.stop == EG_STOP_NODES && pr.expanded < (uint64_t)o->iterations;
-        if (!better || !(gaining || cut_short) || r->stop == EG_STOP_SATURATED || r->stop == EG_STOP_TIME) break;
+        if (!better || !go_on || r->stop == EG_STOP_SATURATED || r->stop == EG_STOP_TIME) break;
     }
     if (rc != EG_OK) {
         eg_search_result_free(r);

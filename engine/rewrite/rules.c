@@ -420,15 +420,20 @@ static eg_status from_rdb_status(rdb_status s) {
     return EG_EFORMAT;
 }
 
+/* A digest refusal's message without the reader's byte offset. */
+static const char *digest_why(const char *rerr) {
+    const char *why = strstr(rerr, "made from other opspecs");
+    return why ? why : rerr;
+}
+
 eg_status eg_ruleset_load(const char *path, eg_ruleset **out, char *err, size_t errlen) {
     rdb_file *f = NULL;
     char rerr[RDB_ERRLEN] = "";
     *out = NULL;
     rdb_status rs = rdb_read(path, &f, rerr, sizeof rerr);
     if (rs != RDB_OK) {
-        const char *what = strstr(rerr, "made from other opspecs");
         if (err && errlen) {
-            if (rs == RDB_EDIGEST && what) snprintf(err, errlen, "%s: %s", path, what);
+            if (rs == RDB_EDIGEST) snprintf(err, errlen, "%s: %s", path, digest_why(rerr));
             else snprintf(err, errlen, "%s", rerr);
         }
         return from_rdb_status(rs);
@@ -449,11 +454,10 @@ eg_status eg_ruleset_from_bytes(const uint8_t *bytes, size_t len, eg_ruleset **o
     if (stale) rs = (f = rdb_new(RDB_RULES)) ? RDB_OK : RDB_ENOMEM; /* no rules, and say why */
     if (rs != RDB_OK) {
         snprintf(err, errlen, "the built-in ruledb: %s", rerr);
-        return rs == RDB_ENOMEM ? EG_ENOMEM : EG_EFORMAT;
+        return from_rdb_status(rs);
     }
     eg_status rc = eg_ruleset_from_rdb(f, out, err, errlen);
-    const char *why = strstr(rerr, "made from other opspecs"); /* without the byte offset */
-    if (rc == EG_OK && stale) snprintf((*out)->stale, sizeof (*out)->stale, "%s", why ? why : rerr);
+    if (rc == EG_OK && stale) snprintf((*out)->stale, sizeof (*out)->stale, "%s", digest_why(rerr));
     rdb_free(f);
     return rc;
 }
