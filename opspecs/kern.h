@@ -167,21 +167,26 @@ static inline void KN(enlarge)(const int32_t *wd, const int32_t *od, const KT *w
 }
 
 /* The constant operators for their output shape os: imm (identity
- * matrix), iconv (1 at the centre tap where o == i), poolk (1/(kh*kw) on
- * every tap where o == i), ones. */
+ * matrix), iconv (1 at the centre tap where o == i), dwiconv (1 at the
+ * centre tap of every o: its one input channel is o's group), poolk
+ * (1/(kh*kw) on every tap where o == i), ones. */
 static inline void KN(constant)(ops_op op, const ten_shape *os, KT *out) {
     int64_t numel = ten_numel(os);
     for (int64_t i = 0; i < numel; i++) out[i] = op == OP_ONES ? K_ONE : K_ZERO;
     if (op == OP_IMM)
         for (int64_t i = 0; i < os->dim[0] && i < os->dim[1]; i++) out[i * os->dim[1] + i] = K_ONE;
-    if (op != OP_ICONV && op != OP_POOLK) return;
+    if (ops_table[op].form != OPS_FORM_CKERNEL) return;
     int32_t kh = os->dim[2], kw = os->dim[3];
-    KT tap = op == OP_POOLK ? K_RECIP(kh * kw) : K_ONE;
-    for (int32_t o = 0; o < os->dim[0] && o < os->dim[1]; o++)
+    int identity = ops_ckernel_identity(op);
+    KT tap = identity ? K_ONE : K_RECIP(kh * kw);
+    for (int32_t o = 0; o < os->dim[0]; o++) {
+        int32_t i = ops_ckernel_depthwise(op) ? 0 : o;
+        if (i >= os->dim[1]) break;
         for (int32_t r = 0; r < kh; r++)
             for (int32_t q = 0; q < kw; q++)
-                if (op == OP_POOLK || (r == kh / 2 && q == kw / 2))
-                    out[(((int64_t)o * os->dim[1] + o) * kh + r) * kw + q] = tap;
+                if (!identity || (r == kh / 2 && q == kw / 2))
+                    out[(((int64_t)o * os->dim[1] + i) * kh + r) * kw + q] = tap;
+    }
 }
 
 /* Every opspecs operator with the conventions of ops.h, on row-major

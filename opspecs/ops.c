@@ -101,6 +101,9 @@ const ops_info ops_table[OP_COUNT] = { /* ORDER OP */
                  .form = OPS_FORM_KMUL},
     [OP_EWSUB] = {.name = "ewsub", .arity = 2, .flags = OPF_ELEMENTWISE, .onnx = "Sub",
                   .kinds = K_SAME_AS(OPS_KM_TENSOR), .form = OPS_FORM_ZIP, .flops = 1},
+    [OP_DWICONV] = {.name = "dwiconv", .arity = 1, P1(PK_KERNEL, "kernel"), .flags = OPF_CONST,
+                    .onnx = "(initializer)", .kinds = {K_A, 0, OPS_KIND_WEIGHT}, .ref = OPS_REF_DIM1,
+                    .form = OPS_FORM_CKERNEL},
 };
 static_assert(OP_COUNT <= 64, "ops_set holds 64 operators");
 static_assert(sizeof ops_table / sizeof ops_table[0] == OP_COUNT,

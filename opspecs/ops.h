@@ -23,7 +23,7 @@
  *   1x1 kernel and its enlarged 3x3 version look at the same centre for
  *   every stride (ONNX's SAME_UPPER does not have that property);
  * - avg pool divides by kh*kw, padding included;
- * - constants (imm, iconv, poolk, ones) take one "reference" input whose
+ * - constants (imm, iconv, dwiconv, poolk, ones) take one "reference" input whose
  *   shape, never its values, fixes their own shape;
  * - split0/split1 carry their split point as an explicit size parameter.
  */
@@ -94,6 +94,8 @@ typedef enum { /* ORDER OP */
                      1x1 convs in a row as one kernel, a bias moved through a
                      1x1 conv */
     OP_EWSUB,     /* x - y, same shapes */
+    OP_DWICONV,   /* (kernel; ref NCHW): depthwise identity conv kernel [C,1,kh,kw]
+                     (a conv with groups C): 1 at the centre tap */
     OP_COUNT
 } ops_op;
 
@@ -182,7 +184,7 @@ typedef enum { /* ORDER FORM */
     OPS_FORM_HEADS,     /* heads, unheads: x's cells in a new shape (a reshape) */
     OPS_FORM_ENLARGE,   /* zero-pad a conv kernel */
     OPS_FORM_IMM,       /* identity matrix from a [m,n] reference */
-    OPS_FORM_CKERNEL,   /* [C,C,kh,kw] constant kernels from an NCHW reference */
+    OPS_FORM_CKERNEL,   /* [C,C,kh,kw] ([C,1,kh,kw] depthwise) constant kernels from an NCHW reference */
     OPS_FORM_ONES,      /* all ones, the shape of the reference */
     OPS_FORM_KMUL,      /* a 1x1 kernel [O,M,1,1] x [M,I,1,1] or [M] */
     OPS_FORM_COUNT
@@ -237,6 +239,13 @@ typedef struct {
 } ops_info;
 
 extern const ops_info ops_table[OP_COUNT];
+
+/* The constant kernels (OPS_FORM_CKERNEL) differ in two ways: depthwise
+ * ([C,1,kh,kw], read by a conv with groups C) or dense ([C,C,kh,kw]); an
+ * identity (1 at the centre tap, so the kernel must have a centre) or the
+ * average pool's 1/(kh*kw) on every tap. */
+static inline int ops_ckernel_depthwise(ops_op op) { return op == OP_DWICONV; }
+static inline int ops_ckernel_identity(ops_op op) { return op == OP_ICONV || op == OP_DWICONV; }
 
 /* A set of operators, one bit each (synth's --ops, a ruledb's generator). */
 typedef uint64_t ops_set;

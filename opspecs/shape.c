@@ -301,17 +301,18 @@ static ops_status shape_imm(ops_op op, const ten_shape *in, ten_shape *out, char
     return OPS_OK;
 }
 
-/* iconv/poolk(kernel; ref [N,C,H,W]) -> [C,C,kh,kw]; iconv needs a centre. */
+/* iconv/poolk(kernel; ref [N,C,H,W]) -> [C,C,kh,kw], dwiconv -> [C,1,kh,kw];
+ * the identities need a centre. */
 static ops_status shape_ckernel(ops_op op, const int32_t *p, const ten_shape *in,
                                 ten_shape *out, char *err) {
     if (!kernel_ok(p[0]))
         return fail(op, OPS_EPARAM, in, err, "bad kernel %d", (int)p[0]);
     int32_t kh = OPS_KERNEL_H(p[0]), kw = OPS_KERNEL_W(p[0]);
-    if (op == OP_ICONV && (!odd(kh) || !odd(kw)))
+    if (ops_ckernel_identity(op) && (!odd(kh) || !odd(kw)))
         return fail(op, OPS_EPARAM, in, err, "needs an odd kernel, got %dx%d",
                     (int)kh, (int)kw);
     if (in[0].rank != 4) return fail(op, OPS_ESHAPE, in, err, "needs rank 4");
-    set4(out, in[0].dim[1], in[0].dim[1], kh, kw);
+    set4(out, in[0].dim[1], ops_ckernel_depthwise(op) ? 1 : in[0].dim[1], kh, kw);
     return OPS_OK;
 }
 

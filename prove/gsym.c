@@ -22,27 +22,34 @@ static int symbolize(rg_graph *g, const int32_t *lit, int n_lit) {
     return wrote;
 }
 
-/* The generalized rule of src -> dst: the source's literal counts in
- * order of first appearance become g0, g1, .. on both sides. @return 1
- * when there is one. */
+/* Add g's literal counts not in lit[0..*n) to it, in order of first
+ * appearance. @return 0 when there are more than RG_MAX_GSYMS. */
+static int collect(const rg_graph *g, int32_t *lit, int *n_lit) {
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < ops_table[g->node[j].op].n_params; k++) {
+            int32_t v = g->node[j].param[k];
+            if (ops_table[g->node[j].op].pkind[k] != PK_GROUPS || v < 1) continue;
+            int s = 0;
+            while (s < *n_lit && lit[s] != v) s++;
+            if (s == *n_lit) {
+                if (*n_lit == RG_MAX_GSYMS) return 0;
+                lit[(*n_lit)++] = v;
+            }
+        }
+    return 1;
+}
+
+/* The generalized rule of src -> dst: the literal counts, the source's
+ * first, in order of first appearance become g0, g1, .. on both sides. A
+ * count only dst writes is fine: the engine takes it from the shapes of
+ * its conv's inputs, as rg_node_params does. @return 1 when there is one. */
 static int generalize(const rg_graph *src, const rg_graph *dst, rg_graph *gsrc, rg_graph *gdst) {
     int32_t lit[RG_MAX_GSYMS];
     int n_lit = 0;
-    for (int j = 0; j < src->n_nodes; j++)
-        for (int k = 0; k < ops_table[src->node[j].op].n_params; k++) {
-            int32_t v = src->node[j].param[k];
-            if (ops_table[src->node[j].op].pkind[k] != PK_GROUPS || v < 1) continue;
-            int s = 0;
-            while (s < n_lit && lit[s] != v) s++;
-            if (s == n_lit) {
-                if (n_lit == RG_MAX_GSYMS) return 0;
-                lit[n_lit++] = v;
-            }
-        }
+    if (!collect(src, lit, &n_lit) || !collect(dst, lit, &n_lit) || !n_lit) return 0;
     *gsrc = *src, *gdst = *dst;
-    if (!n_lit || !symbolize(gsrc, lit, n_lit)) return 0;
-    symbolize(gdst, lit, n_lit);
-    return 1;
+    int wrote = symbolize(gsrc, lit, n_lit);
+    return symbolize(gdst, lit, n_lit) || wrote;
 }
 
 /* 1 when g is well shaped at in with every symbol it writes at 2 or more

@@ -9,7 +9,10 @@
 # weights), and over linear, bias, scale, concat and the splits (token
 # sequences): the two-output merges of matmuls, convs or projections sharing
 # an input, and of the biases after them, need four operators on their
-# right side. Merged, then proved with a fixed
+# right side. And depth 3 over conv2d with groups 1 and 2 (the channels of
+# the activations, so 2 is depthwise), dwiconv, scale, ewadd and relu: a
+# per-channel scale (a batchnorm-only branch) as a depthwise conv, which
+# prove generalizes to any group count. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
 # check (the same bytes on any machine and with any --jobs). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
@@ -34,8 +37,11 @@ step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0
     -o "$work/candidates-d4mm.tasodb"
 step synth-d4lin "$bin/synth" --no-timings --max-ops 4 --ops linear,bias,scale,concat,split0,split1 \
     --types seq,matrix,vec3 --seed 1 -o "$work/candidates-d4lin.tasodb"
+step synth-d3dw "$bin/synth" --no-timings --max-ops 3 --ops conv2d,dwiconv,scale,ewadd,relu --groups2 \
+    --types act,vec2 --seed 1 -o "$work/candidates-d3dw.tasodb"
 step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,split0,split1 \
     --types act,w1x1,w3x3 --seed 1 -o "$work/candidates-d4conv.tasodb"
 "$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \
-    "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb"
+    "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb" \
+    "$work/candidates-d3dw.tasodb"
 step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"

@@ -19,6 +19,7 @@
  * tensor):
  *   imm(r)      -> imm(dim(1, r))           identity [n,n], n = cols of r
  *   iconv(k, r) -> iconv(k, dim(1, r))      [C,C,kh,kw], C = channels of r
+ *   dwiconv(k, r) -> dwiconv(k, dim(1, r))  [C,1,kh,kw]
  *   poolk(k, r) -> poolk(k, dim(1, r))
  *   ones(r)     -> ones(shape(r))
  * A dim of an operator term inside an axiom is simplified by the shape

@@ -108,6 +108,7 @@ Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, 
         return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
     case OPS_FORM_IMM: return a < 2 ? d->get(d, 0, 1) : zs_num(z, 1);
     case OPS_FORM_CKERNEL:
+        if (a == 1 && ops_ckernel_depthwise(op)) return zs_num(z, 1);
         if (a < 2) return d->get(d, 0, 1);
         return zs_lit(p, 0) ? kernel_dim(z, p->lit[0], a) : NULL;
     case OPS_FORM_COUNT: break;

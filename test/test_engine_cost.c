@@ -164,6 +164,7 @@ static const ops_case ops_cases[] = {
     {"A14 imm", OP_IMM, {0}, 2, 0, S(4, 4), S(0)},
     {"A15 iconv", OP_ICONV, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
     {"A16 poolk", OP_POOLK, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
+    {"A16b dwiconv", OP_DWICONV, {OPS_KERNEL(3, 3)}, 4, 0, S(1, 4, 8, 8), S(0)},
     {"A17 ones", OP_ONES, {0}, 2, 0, S(4, 4), S(0)},
     {"A18 conv2d 1x3 s2 SAME relu groups 2", OP_CONV2D, {2, OPS_PAD_SAME, OPS_ACT_RELU, 2}, 4,
      4, S(1, 4, 9, 9), S(4, 2, 1, 3)},

@@ -92,6 +92,7 @@ static const kcase kcases[] = {
     {"K22 imm", OP_IMM, {0}, {S2(3, 4)}},
     {"K23 iconv 3x3", OP_ICONV, {K(3, 3)}, {S4(1, 3, 4, 4)}},
     {"K24 poolk 3x1", OP_POOLK, {K(3, 1)}, {S4(1, 2, 4, 4)}},
+    {"K24b dwiconv 3x1", OP_DWICONV, {K(3, 1)}, {S4(1, 2, 4, 4)}},
     {"K25 ones", OP_ONES, {0}, {S1(6)}},
     {"K26 sigmoid", OP_SIGMOID, {0}, {S2(3, 4)}, ref_sigmoid},
     {"K27 tanh", OP_TANH, {0}, {S4(1, 2, 2, 3)}, ref_tanh},

@@ -196,6 +196,8 @@ static const sem_case sem_cases[] = {
      {0, 0, 0, 0, 1, 0, 0, 0, 0}, 0},
     {"iconv.1x3.c2", OP_ICONV, {K(1, 3)}, {S4(1, 2, 1, 1)}, {5, 6}, {0},
      S4(2, 2, 1, 3), {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, 0},
+    {"dwiconv.1x3.c2", OP_DWICONV, {K(1, 3)}, {S4(1, 2, 1, 1)}, {5, 6}, {0},
+     S4(2, 1, 1, 3), {0, 1, 0, 0, 1, 0}, 0},
     {"poolk.3x3", OP_POOLK, {K(3, 3)}, {S4(2, 1, 2, 2)}, {0}, {0}, S4(1, 1, 3, 3),
      ONES9, 9},
     {"poolk.1x1.c2", OP_POOLK, {K(1, 1)}, {S4(1, 2, 1, 1)}, {0}, {0}, S4(2, 2, 1, 1),
@@ -460,6 +462,7 @@ static const shape_case shape_cases[] = {
     {"ok.split1.ax2", OP_SPLIT1, {2, 1}, {S3(2, 3, 4)}, OPS_OK, S3(2, 3, 3)},
     {"ok.enlarge.1x3-3x5", OP_ENLARGE, {K(3, 5)}, {S4(2, 3, 1, 3)}, OPS_OK, S4(2, 3, 3, 5)},
     {"ok.iconv", OP_ICONV, {K(3, 3)}, {S4(1, 5, 2, 2)}, OPS_OK, S4(5, 5, 3, 3)},
+    {"ok.dwiconv", OP_DWICONV, {K(3, 3)}, {S4(1, 5, 2, 2)}, OPS_OK, S4(5, 1, 3, 3)},
     {"ok.poolk.2x2", OP_POOLK, {K(2, 2)}, {S4(1, 5, 2, 2)}, OPS_OK, S4(5, 5, 2, 2)},
     {"ok.imm", OP_IMM, {0}, {S2(7, 3)}, OPS_OK, S2(3, 3)},
     {"ok.smul.rank0", OP_SMUL, {0}, {S0, S0}, OPS_OK, S0},
@@ -569,6 +572,8 @@ static const shape_case shape_cases[] = {
     {"imm.rank4", OP_IMM, {0}, {S4(1, 1, 2, 2)}, OPS_ESHAPE, S0},
     {"iconv.rank2", OP_ICONV, {K(3, 3)}, {S2(3, 3)}, OPS_ESHAPE, S0},
     {"iconv.even", OP_ICONV, {K(2, 2)}, {S4(1, 1, 3, 3)}, OPS_EPARAM, S0},
+    {"dwiconv.even", OP_DWICONV, {K(3, 2)}, {S4(1, 1, 3, 3)}, OPS_EPARAM, S0},
+    {"dwiconv.rank3", OP_DWICONV, {K(3, 3)}, {S3(1, 3, 3)}, OPS_ESHAPE, S0},
     {"poolk.rank3", OP_POOLK, {K(3, 3)}, {S3(1, 3, 3)}, OPS_ESHAPE, S0},
     {"poolk.kernel0x3", OP_POOLK, {K(0, 3)}, {S4(1, 1, 3, 3)}, OPS_EPARAM, S0},
     {"poolk.ref-numel-overflow", OP_POOLK, {K(3, 3)}, {S4(BIG, BIG, BIG, BIG)},
@@ -635,6 +640,21 @@ static void test_conv_iconv_identity(void **state) {
         ten w = apply(OP_ICONV, kp, &x, NULL);
         ten y = apply(OP_CONV2D, cp, &x, &w);
         assert_ten_equal("conv(x, iconv) == x", &y, &x);
+        ten_free(&x), ten_free(&w), ten_free(&y);
+    }
+}
+
+/* conv(1, SAME, NONE, groups C; x, dwiconv(k; x)) == x */
+static void test_conv_dwiconv_identity(void **state) {
+    (void)state;
+    static const int32_t ks[] = {K(3, 3), K(1, 1), K(1, 3), K(3, 1)};
+    uint64_t seed = 26;
+    for (size_t i = 0; i < NCASES(ks); i++) {
+        ten x = trand(shape4(2, 3, 5, 4), &seed);
+        int32_t kp[1] = {ks[i]}, cp[4] = {1, SAME, NONE, 3};
+        ten w = apply(OP_DWICONV, kp, &x, NULL);
+        ten y = apply(OP_CONV2D, cp, &x, &w);
+        assert_ten_equal("conv(x, dwiconv) == x", &y, &x);
         ten_free(&x), ten_free(&w), ten_free(&y);
     }
 }
@@ -786,6 +806,7 @@ int main(void) {
         cmocka_unit_test(test_diff_avgpool),
         cmocka_unit_test(test_shape_coverage),
         cmocka_unit_test(test_conv_iconv_identity),
+        cmocka_unit_test(test_conv_dwiconv_identity),
         cmocka_unit_test(test_conv_poolk_avgpool),
         cmocka_unit_test(test_conv_enlarge),
         cmocka_unit_test(test_avgpool_iconv_poolk),

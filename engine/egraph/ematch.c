@@ -281,10 +281,12 @@ eg_status ee_dst_node(const ee_graph *E, const eg_ruleset *rs, uint32_t rule, in
     int counted = m && r->dst.out[0] == RG_NODE(j);
     *n = (ee_node){.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity,
                    .rule = counted ? (int)rule : -1};
+    int32_t value[OPS_MAX_PARAMS], gval[RG_MAX_GSYMS] = {0};
+    /* as eg_dst_node_op: a group count only dst writes from the shapes */
+    if (rg_node_params(&r->dst, j, in, shape, gval, value) != RG_OK) return EG_ESHAPE;
     for (int k = 0; k < ops_table[dn->op].n_params; k++) {
         signed char site = p->dst_site[j][k];
-        if (site >= 0 && m) n->param[k] = E->n[m->node[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)];
-        else if (rg_param_value(&r->dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
+        n->param[k] = site >= 0 && m ? E->n[m->node[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)] : value[k];
     }
     const ten_shape *w = dn->op == OP_CONV2D ? (RG_IS_INPUT(dn->in[1]) ? &in[dn->in[1]] : &shape[dn->in[1]]) : NULL;
     if (w && eg_kernel_1x1(w)) n->param[1] = OPS_PAD_SAME;

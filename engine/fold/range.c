@@ -136,6 +136,7 @@ static const struct {
     [OP_ENLARGE] = {R_MEAN, 0, 0},   [OP_CONCAT] = {R_HULL, 0, 0},    [OP_LAYERNORM] = {R_LAYERNORM, 0, 0},
     [OP_IMM] = {R_CONST, 0, 1},      [OP_ICONV] = {R_CONST, 0, 1},    [OP_POOLK] = {R_CONST, 0, 1},
     [OP_ONES] = {R_CONST, 1, 1},
+    [OP_DWICONV] = {R_CONST, 0, 1},
 };
 
 /* The number of products each output cell of an R_DOT operator sums. */

@@ -6,6 +6,7 @@
 
 #include "onnx/out_int.h"
 #include "onnx/groups.h"
+#include "fold/fold.h"
 #include "win.h"
 
 /* ================= opspecs operators ================= */
@@ -386,22 +387,6 @@ static eg_status emit_enlarge(octx *c, const eg_node *n) {
     return emit_pad(c, eo_tname(c, n->in[0]), eo_tname(c, n->out[0]), pads, n->name);
 }
 
-/* The value of a constant operator (imm, iconv, poolk, ones) for its
- * inferred output shape, written as an initializer of that name. */
-static void fill_constant(ops_op op, const eg_shape *s, float *v, int64_t numel) {
-    int64_t kh = s->rank == 4 ? s->dim[2] : 1, kw = s->rank == 4 ? s->dim[3] : 1;
-    for (int64_t i = 0; i < numel; i++) v[i] = op == OP_ONES ? 1.0f : 0.0f;
-    if (op == OP_IMM)
-        for (int64_t i = 0; i < s->dim[0]; i++) v[i * s->dim[1] + i] = 1.0f;
-    if (op == OP_ICONV || op == OP_POOLK)
-        for (int64_t o = 0; o < s->dim[0]; o++) {
-            float *cell = v + (o * s->dim[1] + o) * kh * kw;
-            if (op == OP_ICONV) cell[(kh / 2) * kw + kw / 2] = 1.0f;
-            else
-                for (int64_t k = 0; k < kh * kw; k++) cell[k] = 1.0f / (float)(kh * kw);
-        }
-}
-
 static eg_status emit_constant(octx *c, const eg_node *n) {
     const eg_tensor *t = &c->g->tensor[n->out[0]];
     int64_t numel = eg_shape_numel(&t->shape);
@@ -410,8 +395,15 @@ static eg_status emit_constant(octx *c, const eg_node *n) {
                        n->name, ops_table[n->op].name);
     float *v = malloc(sizeof(float) * (size_t)(numel ? numel : 1));
     if (!v) return EG_ENOMEM;
-    fill_constant(n->op, &t->shape, v, numel);
-    eg_status rc = eo_put_value(c, t->name, EG_DT_FLOAT, &t->shape, v, sizeof(float) * (size_t)numel, 1,
+    const float *in[EG_MAX_INTS] = {NULL}; /* a constant reads its reference's shape alone */
+    float *out[1] = {v};
+    char err[256];
+    eg_status rc = eg_fkern_node(c->g, n, in, out, err, sizeof err);
+    if (rc != EG_OK) {
+        free(v);
+        return eo_fail(c, rc, "%s", err);
+    }
+    rc = eo_put_value(c, t->name, EG_DT_FLOAT, &t->shape, v, sizeof(float) * (size_t)numel, 1,
                                 n->out[0]);
     free(v);
     return rc;

@@ -28,13 +28,12 @@ eg_status eg_dst_node_op(const eg_graph *g, const eg_plan *p, const rg_graph *ds
     const rg_node *dn = &dst->node[j];
     n->kind = EG_KIND_OPS;
     n->op = dn->op;
-    for (int k = 0; k < ops_table[dn->op].n_params; k++) {
-        if (p->dst_site[j][k] >= 0) { /* free: the value the match gave it */
-            n->param[k] = eg_site_value(g, m->node, p->dst_site[j][k]);
-            continue;
-        }
-        if (rg_param_value(dst, j, k, in, &n->param[k]) != RG_OK) return EG_ESHAPE;
-    }
+    int32_t value[OPS_MAX_PARAMS], gval[RG_MAX_GSYMS] = {0};
+    /* sizes from the inputs' shapes; a group count only dst writes from its
+     * conv's input shapes (shape[] holds dst's inputs: rg_infer_shapes) */
+    if (rg_node_params(dst, j, in, shape, gval, value) != RG_OK) return EG_ESHAPE;
+    for (int k = 0; k < ops_table[dn->op].n_params; k++) /* free: the value the match gave it */
+        n->param[k] = p->dst_site[j][k] >= 0 ? eg_site_value(g, m->node, p->dst_site[j][k]) : value[k];
     if (dn->op == OP_CONV2D && eg_kernel_1x1(ref_shape(in, shape, dn->in[1]))) n->param[1] = OPS_PAD_SAME;
     return EG_OK;
 }

@@ -65,8 +65,10 @@ static signed char first_site(const rg_graph *s, const rg_graph *g, int q, int k
     return -1;
 }
 
-/* Fill the plan's free-parameter sites (ops.h: free). @return 0 when dst
- * writes a free parameter src does not: nothing would bind it. */
+/* Fill the plan's free-parameter sites (ops.h: free). A group-count
+ * symbol only dst writes has no site: the conv's input shapes give it
+ * (rg_node_params). @return 0 when dst writes another free parameter src
+ * does not: nothing would bind it. */
 static int plan_free_sites(const rg_graph *s, const rg_graph *d, eg_plan *p) {
     memset(p->src_site, -1, sizeof p->src_site);
     memset(p->dst_site, -1, sizeof p->dst_site);
@@ -75,7 +77,8 @@ static int plan_free_sites(const rg_graph *s, const rg_graph *d, eg_plan *p) {
             if (eg_param_free(s->node[j].op, k, s->node[j].param[k])) p->src_site[j][k] = first_site(s, s, j, k);
     for (int j = 0; j < d->n_nodes; j++)
         for (int k = 0; k < ops_table[d->node[j].op].n_params; k++)
-            if (eg_param_free(d->node[j].op, k, d->node[j].param[k]) && (p->dst_site[j][k] = first_site(s, d, j, k)) < 0)
+            if (eg_param_free(d->node[j].op, k, d->node[j].param[k]) && (p->dst_site[j][k] = first_site(s, d, j, k)) < 0 &&
+                !RG_IS_SYM_GROUPS(ops_table[d->node[j].op].pkind[k], d->node[j].param[k]))
                 return 0;
     return 1;
 }
@@ -145,7 +148,7 @@ static int zero_makers(const rg_graph *g) {
     int n = 0;
     for (int j = 0; j < g->n_nodes; j++) {
         ops_op op = g->node[j].op;
-        n += op == OP_ENLARGE || op == OP_IMM || op == OP_ICONV || op == OP_POOLK;
+        n += op == OP_ENLARGE || op == OP_IMM || ops_table[op].form == OPS_FORM_CKERNEL;
     }
     return n;
 }
