@@ -272,8 +272,8 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
     case OPS_FORM_IMM:
     case OPS_FORM_CKERNEL:
     case OPS_FORM_ONES: KN(constant)(op, os, out); return;
-    case OPS_FORM_KMUL: { /* [O,M] x [M, I or 1]: the trailing 1x1 hold one cell */
-        int64_t m = s[0].dim[1], cols = s[1].rank == 1 ? 1 : s[1].dim[1];
+    case OPS_FORM_KMUL: { /* [O,M] x [M, I*kh*kw or 1]: v's trailing 1x1 hold one cell */
+        int64_t m = s[0].dim[1], cols = ten_numel(&s[1]) / (m ? m : 1);
         KN(gemm)(s[0].dim[0], m, cols, in[0], m, 1, in[1], cols, 1, out);
         return;
     }

@@ -81,9 +81,9 @@ static Z3_ast heads_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims
  * the off-axis conditions of a concat or an ewadd. */
 Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, int a) {
     switch (ops_table[op].form) {
-    case OPS_FORM_MATMUL:
-    case OPS_FORM_KMUL: /* [O,M,1,1] x [M,I,1,1] or [M] (its axis 1 reads as 1) */
-        return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
+    case OPS_FORM_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
+    case OPS_FORM_KMUL: /* [O,M,1,1] x [M,I,kh,kw] or [M] (its axes 1.. read as 1) */
+        return a == 0 ? d->get(d, 0, 0) : d->get(d, 1, a);
     case OPS_FORM_BMM: return d->get(d, a == 3, a);
     case OPS_FORM_LINEAR: return a == 2 ? d->get(d, 1, 1) : d->get(d, 0, a);
     case OPS_FORM_CONV: return conv_dim(z, p, d, a);
@@ -193,8 +193,7 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
     case OPS_FORM_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
     case OPS_FORM_KMUL:
         need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0)));
-        for (int k = 0; k < 2; k++)
-            for (int a = 2; a < 4; a++) need(f, eq2(z, d->get(d, k, a), zs_num(z, 1)));
+        for (int a = 2; a < 4; a++) need(f, eq2(z, d->get(d, 0, a), zs_num(z, 1)));
         break;
     case OPS_FORM_BMM:
         for (int a = 0; a < 2; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));

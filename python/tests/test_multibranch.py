@@ -4,10 +4,11 @@ form torch exports), optimized by equality saturation (search="egraph",
 deterministic), compute what they computed (onnxruntime, 1e-4), and the
 families the shipped rules can collapse become one Conv, as the hand
 collapse is (depthwise and grouped convs too: their rules hold for any
-group count). Blocks the rules cannot collapse yet (a depthwise identity
-branch: the identity kernel rule is for groups 1; a conv of a conv; a pool
-branch) and the near misses (not one conv at the border) are held to their
-values only."""
+group count; a depthwise block's batchnorm-only branch through the
+depthwise identity kernel; a pool branch through the pool kernel and a 1x1
+conv taken into the kernel before it). Blocks the rules cannot collapse yet (a kxk
+conv of a 1x1 conv) and the near misses (not one conv at the border) are
+held to their values only."""
 import sys
 
 import onnx
@@ -20,7 +21,8 @@ sys.path.insert(0, str(ROOT / "test"))
 import multibranch_blocks as mb  # noqa: E402
 
 COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum",
-             "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1", "five_dwconvs_sum"]
+             "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1", "five_dwconvs_sum", "dw_multibranch",
+             "avgpool_branch"]
 CASES = [(n, f) for f in mb.FORMS for n in mb.FAMILIES + mb.NEAR_MISSES if f == "bn" or mb.has_ts_form(n)]
 
 
