@@ -89,9 +89,10 @@ typedef enum { /* ORDER OP */
     OP_ICONV,     /* (kernel; ref NCHW): identity conv kernel [C,C,kh,kw] */
     OP_POOLK,     /* (kernel; ref NCHW): avg-pool kernel [C,C,kh,kw], 1/(kh*kw) on o==i */
     OP_ONES,      /* (; ref): all ones, the shape of ref */
-    OP_KMUL,      /* (; v [O,M,1,1], w [M,I,kh,kw] or [M]) -> [O,I,kh,kw] or [O]:
-                     the 1x1 kernel v applied to w, sum over m of v[o,m] w[m,..]:
-                     a 1x1 conv after a conv as one kernel, a bias moved through
+    OP_KMUL,      /* (; v [O,M,a,b], w [M,I,c,d] or [M]) -> [O,I,kh,kw] or [O],
+                     one of v and w 1x1 (v, for a vector w) and kh x kw the
+                     other's: sum over m of v[o,m,..] w[m,..]: two convs in a
+                     row, one of them 1x1, as one kernel; a bias moved through
                      a 1x1 conv */
     OP_EWSUB,     /* x - y, same shapes */
     OP_DWICONV,   /* (kernel; ref NCHW): depthwise identity conv kernel [C,1,kh,kw]

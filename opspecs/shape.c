@@ -261,20 +261,25 @@ static ops_status shape_heads(ops_op op, const int32_t *p, const ten_shape *in, 
     return OPS_OK;
 }
 
-/* kmul(v [O,M,1,1], w [M,I,kh,kw]) -> [O,I,kh,kw]; kmul(v, w [M]) -> [O]. */
+static int is_1x1(const ten_shape *w) { return w->rank == 4 && w->dim[2] == 1 && w->dim[3] == 1; }
+
+/* kmul(v [O,M,a,b], w [M,I,c,d]) -> [O,I,kh,kw], one of the two 1x1 and
+ * kh x kw the other's; kmul(v 1x1, w [M]) -> [O]. */
 static ops_status shape_kmul(ops_op op, const ten_shape *in, ten_shape *out, char *err) {
     const ten_shape *v = &in[0], *w = &in[1];
-    if (v->rank != 4 || v->dim[2] != 1 || v->dim[3] != 1)
-        return fail(op, OPS_ESHAPE, in, err, "needs a 1x1 kernel first");
+    if (v->rank != 4) return fail(op, OPS_ESHAPE, in, err, "needs a kernel first");
     if (w->rank != 1 && w->rank != 4)
         return fail(op, OPS_ESHAPE, in, err, "needs a kernel or a vector second");
+    if (!is_1x1(v) && !is_1x1(w))
+        return fail(op, OPS_ESHAPE, in, err, "needs a 1x1 kernel on one side");
     if (w->dim[0] != v->dim[1])
         return fail(op, OPS_ESHAPE, in, err, "inner dims %d != %d", (int)v->dim[1], (int)w->dim[0]);
     if (w->rank == 1) {
         out->rank = 1, out->dim[0] = v->dim[0];
         return OPS_OK;
     }
-    set4(out, v->dim[0], w->dim[1], w->dim[2], w->dim[3]);
+    const ten_shape *k = is_1x1(v) ? w : v;
+    set4(out, v->dim[0], w->dim[1], k->dim[2], k->dim[3]);
     return OPS_OK;
 }
 

@@ -82,8 +82,11 @@ static Z3_ast heads_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims
 Z3_ast zs_rule_dim(const zs_syms *z, ops_op op, const zs_params *p, zs_dims *d, int a) {
     switch (ops_table[op].form) {
     case OPS_FORM_MATMUL: return a == 0 ? d->get(d, 0, 0) : a == 1 ? d->get(d, 1, 1) : zs_num(z, 1);
-    case OPS_FORM_KMUL: /* [O,M,1,1] x [M,I,kh,kw] or [M] (its axes 1.. read as 1) */
-        return a == 0 ? d->get(d, 0, 0) : d->get(d, 1, a);
+    case OPS_FORM_KMUL: { /* [O,M,a,b] x [M,I,c,d] or [M] (its axes 1.. read as 1), one side 1x1 */
+        if (a < 2) return d->get(d, a, a);
+        Z3_ast va = d->get(d, 0, a); /* the side that is not 1 there (linear: no product) */
+        return Z3_mk_ite(z->c, Z3_mk_eq(z->c, va, zs_num(z, 1)), d->get(d, 1, a), va);
+    }
     case OPS_FORM_BMM: return d->get(d, a == 3, a);
     case OPS_FORM_LINEAR: return a == 2 ? d->get(d, 1, 1) : d->get(d, 0, a);
     case OPS_FORM_CONV: return conv_dim(z, p, d, a);
@@ -193,7 +196,14 @@ void zs_op_fits(const zs_syms *z, zs_fits *f, ops_op op, const zs_params *p, con
     case OPS_FORM_MATMUL: need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0))); break;
     case OPS_FORM_KMUL:
         need(f, eq2(z, d->get(d, 0, 1), d->get(d, 1, 0)));
-        for (int a = 2; a < 4; a++) need(f, eq2(z, d->get(d, 0, a), zs_num(z, 1)));
+        { /* one side 1x1 */
+            Z3_ast side[2];
+            for (int k = 0; k < 2; k++) {
+                Z3_ast one[2] = {eq2(z, d->get(d, k, 2), zs_num(z, 1)), eq2(z, d->get(d, k, 3), zs_num(z, 1))};
+                side[k] = Z3_mk_and(z->c, 2, one);
+            }
+            need(f, Z3_mk_or(z->c, 2, side));
+        }
         break;
     case OPS_FORM_BMM:
         for (int a = 0; a < 2; a++) need(f, eq2(z, d->get(d, 0, a), d->get(d, 1, a)));

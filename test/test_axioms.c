@@ -63,7 +63,7 @@ static void test_axiom_list_complete(void **state) {
         "transpose-matmul", "transpose-concat0", "concat-exchange",
         "transpose-ewadd", "transpose-ewmul", "avgpool-concat0", "avgpool-concat1",
         "maxpool-concat0", "maxpool-concat1", "conv-poolk", "conv-iconv",
-        "matmul-imm-right", "ewmul-ones", "avgpool-iconv", "conv-enlarge", "conv-dwiconv",
+        "matmul-imm-right", "ewmul-ones", "avgpool-iconv", "conv-enlarge", "conv-dwiconv", "conv-kmul-1x1",
         /* the operators of real models: activations, biases, scales */
         "sigmoid-concat", "tanh-transpose", "erf-split0", "bias-bias", "scale-bias",
         "bias-concat", "bias-concat-axis", "bias-split0", "conv-scale", "matmul-scale-right",

@@ -346,11 +346,34 @@ static eg_status emit_reshape(octx *c, const eg_node *n) {
     return reshape_to(c, eo_tname(c, n->in[0]), eo_tname(c, n->out[0]), &s, n->name);
 }
 
-/* kmul(v, w): w's 1x1 kernel transposed to [I,M,1,1] (a vector: reshaped
- * to [1,M,1,1]) is a batch of 1x1 images, so it is Conv(w', v), turned
- * back. (It reads weights only, so the export has usually folded it.) */
+/* kmul(v, w) with v 1x1: w's kernel transposed to [I,M,kh,kw] (a vector:
+ * reshaped to [1,M,1,1]) is a batch of images, so it is Conv(w', v),
+ * turned back. With w 1x1 and v kxk, v is the batch: Conv(v, w
+ * transposed) is [O,I,kh,kw] as it stands. (It reads weights only, so the
+ * export has usually folded it.) */
+static eg_status emit_kmul_kxk_1x1(octx *c, const eg_node *n) {
+    static const int64_t swap01[4] = {1, 0, 2, 3};
+    const char *y = eo_tname(c, n->out[0]);
+    char *wt = eo_fresh_name(c, y, "kin");
+    nbuild b;
+    eg_status rc = wt ? eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1) : EG_ENOMEM;
+    if (rc == EG_OK) {
+        eo_nb_in(&b, eo_tname(c, n->in[1])), eo_nb_out(&b, wt), eo_nb_ints(&b, "perm", swap01, 4);
+        rc = eo_nb_emit(c, &b, wt);
+        eo_nb_free(&b);
+    }
+    if (rc == EG_OK && (rc = eo_nb_init(&b, eg_xop_name[EG_X_CONV], 2, 1)) == EG_OK) {
+        eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_in(&b, wt), eo_nb_out(&b, y);
+        rc = eo_nb_emit(c, &b, n->name);
+        eo_nb_free(&b);
+    }
+    free(wt);
+    return rc;
+}
+
 static eg_status emit_kmul(octx *c, const eg_node *n) {
-    const eg_shape *w = &c->g->tensor[n->in[1]].shape;
+    const eg_shape *v = &c->g->tensor[n->in[0]].shape, *w = &c->g->tensor[n->in[1]].shape;
+    if (v->rank == 4 && v->dim[2] * v->dim[3] != 1) return emit_kmul_kxk_1x1(c, n);
     const char *y = eo_tname(c, n->out[0]);
     static const int64_t swap01[4] = {1, 0, 2, 3};
     char *t1 = eo_fresh_name(c, y, "kin"), *t2 = eo_fresh_name(c, y, "kconv");

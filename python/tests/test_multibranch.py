@@ -6,9 +6,9 @@ families the shipped rules can collapse become one Conv, as the hand
 collapse is (depthwise and grouped convs too: their rules hold for any
 group count; a depthwise block's batchnorm-only branch through the
 depthwise identity kernel; a pool branch through the pool kernel and a 1x1
-conv taken into the kernel before it). Blocks the rules cannot collapse yet (a kxk
-conv of a 1x1 conv) and the near misses (not one conv at the border) are
-held to their values only."""
+conv taken into the kernel before it; a conv of a bias-free 1x1 conv as
+one kernel). The near misses (not one conv at the border) are held to
+their values only."""
 import sys
 
 import onnx
@@ -22,7 +22,7 @@ import multibranch_blocks as mb  # noqa: E402
 
 COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum",
              "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1", "five_dwconvs_sum", "dw_multibranch",
-             "avgpool_branch"]
+             "avgpool_branch", "conv1x1_then_kxk"]
 CASES = [(n, f) for f in mb.FORMS for n in mb.FAMILIES + mb.NEAR_MISSES if f == "bn" or mb.has_ts_form(n)]
 
 
