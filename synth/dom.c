@@ -17,9 +17,10 @@ static int kind_values(ops_op op, ops_pkind k, int groups2, int32_t v[DOM_MAX_CO
     case PK_STRIDE: v[0] = 1, v[1] = 2; return 2;
     case PK_PAD: v[0] = OPS_PAD_SAME, v[1] = OPS_PAD_VALID; return 2;
     case PK_ACT: v[0] = OPS_ACT_NONE, v[1] = OPS_ACT_RELU; return 2;
-    case PK_KERNEL: /* pools also 2x2, the stride-2 downsampling of DenseNet's transitions */
-        v[0] = OPS_KERNEL(3, 3), v[1] = OPS_KERNEL(2, 2);
-        return ops_table[op].form == OPS_FORM_POOL ? 2 : 1;
+    case PK_KERNEL: /* pools also 2x2, the stride-2 downsampling of DenseNet's transitions;
+                       constant kernels also 1x1, the identity of a block of 1x1 convs */
+        v[0] = OPS_KERNEL(3, 3), v[1] = ops_table[op].form == OPS_FORM_POOL ? OPS_KERNEL(2, 2) : OPS_KERNEL(1, 1);
+        return ops_table[op].form == OPS_FORM_POOL || ops_table[op].form == OPS_FORM_CKERNEL ? 2 : 1;
     case PK_GROUPS: v[0] = 1, v[1] = 2; return groups2 ? 2 : 1;
     case PK_SIZE: v[0] = 0; return 1; /* bound from the concat a split reads */
     case PK_EPS: /* labels: free in rules */

@@ -22,8 +22,8 @@
  *     [3,3] x4, activation [1,2,4,4] x3, conv weights [2,2,3,3] x2,
  *     [2,2,1,1] x2, [2,2,1,3] x1, [2,2,3,1] x1; at most 8 in a graph;
  *   - parameters (dom.h): conv stride {1,2}, pad {SAME,VALID}, act
- *     {NONE,RELU}, groups {1} ({1,2} with groups2); pools 3x3 only;
- *     enlarge/iconv/poolk to 3x3; concat on every axis of the rank; split
+ *     {NONE,RELU}, groups {1} ({1,2} with groups2); pools 3x3 and 2x2;
+ *     enlarge to 3x3; iconv/dwiconv/poolk 3x3 and 1x1; concat on every axis of the rank; split
  *     at a split point only (TASO's split tree, sgraph.h: the boundary of
  *     the concat a value comes from, carried through conv, matmul,
  *     element-wise ops...), written "(dim a xi)" when it is an input's;

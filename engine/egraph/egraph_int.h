@@ -159,7 +159,16 @@ typedef struct {
     double deadline;          /* eg_now_s() past which matching stops (the
                                  time limit, a safety net): timed_out set */
     int oom, timed_out;
+    int cut_nodes;            /* plan-tree nodes cut at EE_TRY_LIMIT */
 } ee_matches;
+
+/* E-nodes one plan-tree node may try in one matching, at most. The
+ * backoff scheduler counts the matches a rule keeps, but a rule of three
+ * chained convs can try hundreds of millions of e-nodes and keep few:
+ * on a one-conv block grown by identity kernels, seconds a round. Past
+ * the limit the node and the rules below it stop for that matching, so
+ * the work, not the clock, ends them (the same result on any machine). */
+#define EE_TRY_LIMIT (1u << 16)
 
 /* Every match of the rules whose rule is not off: e-nodes as anchors in
  * id order, the plan tree as eg_match_all walks it. @pre ee_rebuild done.

@@ -23,6 +23,7 @@ typedef struct {
     unsigned char *alive; /* [tree nodes]: a rule not off ends at or below it */
     unsigned char *cut;   /* [rules]: off, or over its limit this round */
     unsigned long steps;  /* tree steps taken: the clock is read every 4096 */
+    uint32_t *tries;      /* [tree nodes]: e-nodes tried for it (EE_TRY_LIMIT) */
     int stop;
 } ex;
 
@@ -213,6 +214,19 @@ static int ref_class(ex *x, int ref) {
     return q >= 0 ? cls_of(x, q) : -1;
 }
 
+/* Charge n tries to tree node t. @return 0 when that takes it past
+ * EE_TRY_LIMIT: it and the rules below it are cut for the rest of this
+ * matching, the matches found so far kept. */
+static int charge(ex *x, uint32_t t, int n) {
+    if (x->tries[t] + (uint32_t)n <= EE_TRY_LIMIT) {
+        x->tries[t] += (uint32_t)n;
+        return 1;
+    }
+    x->alive[t] = 0;
+    x->M->cut_nodes++;
+    return 0;
+}
+
 /* The candidates for tree node t's step: a producer step's from the class
  * the bound node reads, a consumer step's among the class's readers. */
 static void tree_step(ex *x, uint32_t t, int anchor) {
@@ -233,14 +247,17 @@ static void tree_step(ex *x, uint32_t t, int anchor) {
     case EG_STEP_PRODUCER:
         c = kid_of(x, x->nm[st->from], st->pos);
         ee_op_run(E, E->cnode + E->c[c].node0, E->c[c].n_node, op, &first, &end);
+        if (!charge(x, t, end - first)) break;
         for (int i = first; i < end && !x->stop; i++) tree_try(x, T, E->cnode[E->c[c].node0 + i]);
         break;
     case EG_STEP_CONSUMER:
         if ((c = ref_class(x, st->from)) < 0) break;
         ee_op_run(E, E->cpar + E->c[c].par0, E->c[c].n_par, op, &first, &end);
+        if (!charge(x, t, end - first)) break;
         for (int i = first; i < end && !x->stop; i++) tree_try(x, T, E->cpar[E->c[c].par0 + i]);
         break;
     case EG_STEP_SCAN:
+        if (!charge(x, t, E->op_start[op + 1] - E->op_start[op])) break;
         for (int i = E->op_start[op]; i < E->op_start[op + 1] && !x->stop; i++) tree_try(x, T, E->op_list[i]);
         break;
     }
@@ -250,9 +267,9 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     ex x = {.E = E, .rs = rs, .M = M};
     const eg_tree *t = &rs->tree;
     size_t nr = eg_ruleset_count(rs);
-    x.alive = calloc(t->n + 1, 1), x.cut = malloc(nr + 1);
-    if (!x.alive || !x.cut) {
-        free(x.alive), free(x.cut);
+    x.alive = calloc(t->n + 1, 1), x.cut = malloc(nr + 1), x.tries = calloc(t->n + 1, sizeof *x.tries);
+    if (!x.alive || !x.cut || !x.tries) {
+        free(x.alive), free(x.cut), free(x.tries);
         return EG_ENOMEM;
     }
     for (size_t i = 0; i < nr; i++) x.cut[i] = M->off[i] || M->count[i] > M->limit[i];
@@ -268,7 +285,7 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
             tree_step(&x, t->kids[q], a);
         }
     }
-    free(x.alive), free(x.cut);
+    free(x.alive), free(x.cut), free(x.tries);
     return M->oom ? EG_ENOMEM : EG_OK;
 }
 

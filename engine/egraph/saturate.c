@@ -84,6 +84,7 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
     s->fresh0 = E->n_nodes;
     double t1 = eg_now_s();
     *timed_out = M.timed_out;
+    *banned_now += M.cut_nodes; /* cut rules did not finish: not saturated */
     for (size_t i = 0; rc == EG_OK && i < nr; i++) {
         if (s->count[i] <= s->limit[i]) continue;
         s->off[i] = 1; /* its matches this round are dropped */
