@@ -10,9 +10,12 @@
 # sequences): the two-output merges of matmuls, convs or projections sharing
 # an input, and of the biases after them, need four operators on their
 # right side. And depth 3 over conv2d with groups 1 and 2 (the channels of
-# the activations, so 2 is depthwise), dwiconv, scale, ewadd and relu: a
-# per-channel scale (a batchnorm-only branch) as a depthwise conv, which
-# prove generalizes to any group count. Merged, then proved with a fixed
+# the activations, so 2 is depthwise), the identity kernels iconv and
+# dwiconv at 3x3 and 1x1, and scale: a per-channel scale (a batchnorm-only
+# branch) as a conv, dense or depthwise (prove generalizes the group count),
+# that a block's other convs can merge with. Only there: identity kernels
+# wrapped around every relu and add of the depth-3 run would give the
+# backtracking search a plateau of near-free 1x1 and depthwise convs. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
 # check (the same bytes on any machine and with any --jobs). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
@@ -37,11 +40,11 @@ step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0
     -o "$work/candidates-d4mm.tasodb"
 step synth-d4lin "$bin/synth" --no-timings --max-ops 4 --ops linear,bias,scale,concat,split0,split1 \
     --types seq,matrix,vec3 --seed 1 -o "$work/candidates-d4lin.tasodb"
-step synth-d3dw "$bin/synth" --no-timings --max-ops 3 --ops conv2d,dwiconv,scale,ewadd,relu --groups2 \
-    --types act,vec2 --seed 1 -o "$work/candidates-d3dw.tasodb"
+step synth-d3id "$bin/synth" --no-timings --max-ops 3 --ops conv2d,iconv,dwiconv,scale --groups2 --kernels1x1 \
+    --types act,vec2 --seed 1 -o "$work/candidates-d3id.tasodb"
 step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,split0,split1 \
     --types act,w1x1,w3x3 --seed 1 -o "$work/candidates-d4conv.tasodb"
 "$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \
     "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb" \
-    "$work/candidates-d3dw.tasodb"
+    "$work/candidates-d3id.tasodb"
 step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"

@@ -37,6 +37,8 @@ static const char usage_text[] =
     "  --threads N          worker threads (default: all cores)\n"
     "  --backend cpu|cuda   fingerprint evaluation (default cpu; cuda needs a GPU)\n"
     "  --groups2            also enumerate conv groups 2\n"
+    "  --kernels1x1         also enumerate 1x1 constant kernels (iconv, dwiconv,\n"
+    "                       poolk): the identity of a block of 1x1 convs\n"
     "  --no-timings         write timings as 0, so equal runs give equal bytes\n"
     "  --no-prune           keep every member of every class (no redundancy pruning)\n"
     "  -q                   no progress lines and no summary\n"
@@ -159,6 +161,7 @@ static int parse_args(cli *c, int argc, char **argv) {
         if (!strcmp(a, "--version")) return printf("synth %s\n", SYN_VERSION), EXIT_OK;
         if (!strcmp(a, "-q")) { c->quiet = 1; continue; }
         if (!strcmp(a, "--groups2")) { c->o.groups2 = 1; continue; }
+        if (!strcmp(a, "--kernels1x1")) { c->o.kernels1x1 = 1; continue; }
         if (!strcmp(a, "--no-timings")) { c->o.no_timings = 1; continue; }
         if (!strcmp(a, "--no-prune")) { c->o.no_prune = 1; continue; }
         if (!strcmp(a, "--verify-shard")) { c->verify = 1; continue; }

@@ -9,7 +9,7 @@
 static_assert(OP_COUNT <= 1024, "the memo keeps an operator in 10 bits");
 
 /* synth's values of each parameter kind of op (dom.h). ORDER PKIND */
-static int kind_values(ops_op op, ops_pkind k, int groups2, int32_t v[DOM_MAX_COMBOS]) {
+static int kind_values(ops_op op, ops_pkind k, int groups2, int kernels1x1, int32_t v[DOM_MAX_COMBOS]) {
     switch (k) {
     case PK_AXIS:
         for (int32_t a = 0; a < TEN_MAX_RANK; a++) v[a] = a;
@@ -18,9 +18,9 @@ static int kind_values(ops_op op, ops_pkind k, int groups2, int32_t v[DOM_MAX_CO
     case PK_PAD: v[0] = OPS_PAD_SAME, v[1] = OPS_PAD_VALID; return 2;
     case PK_ACT: v[0] = OPS_ACT_NONE, v[1] = OPS_ACT_RELU; return 2;
     case PK_KERNEL: /* pools also 2x2, the stride-2 downsampling of DenseNet's transitions;
-                       constant kernels also 1x1, the identity of a block of 1x1 convs */
+                       with kernels1x1 constant kernels also 1x1 */
         v[0] = OPS_KERNEL(3, 3), v[1] = ops_table[op].form == OPS_FORM_POOL ? OPS_KERNEL(2, 2) : OPS_KERNEL(1, 1);
-        return ops_table[op].form == OPS_FORM_POOL || ops_table[op].form == OPS_FORM_CKERNEL ? 2 : 1;
+        return ops_table[op].form == OPS_FORM_POOL || (kernels1x1 && ops_table[op].form == OPS_FORM_CKERNEL) ? 2 : 1;
     case PK_GROUPS: v[0] = 1, v[1] = 2; return groups2 ? 2 : 1;
     case PK_SIZE: v[0] = 0; return 1; /* bound from the concat a split reads */
     case PK_EPS: /* labels: free in rules */
@@ -35,10 +35,10 @@ static int kind_values(ops_op op, ops_pkind k, int groups2, int32_t v[DOM_MAX_CO
 
 /* The combos of one operator: the product of its parameters' values, the
  * first parameter outermost. */
-static void op_combos(dom *d, ops_op op, int groups2) {
+static void op_combos(dom *d, ops_op op, int groups2, int kernels1x1) {
     const ops_info *o = &ops_table[op];
     int32_t vals[OPS_MAX_PARAMS][DOM_MAX_COMBOS], n[OPS_MAX_PARAMS], at[OPS_MAX_PARAMS] = {0};
-    for (int k = 0; k < o->n_params; k++) n[k] = kind_values(op, o->pkind[k], groups2, vals[k]);
+    for (int k = 0; k < o->n_params; k++) n[k] = kind_values(op, o->pkind[k], groups2, kernels1x1, vals[k]);
     for (;;) {
         assert(d->n_combo[op] < DOM_MAX_COMBOS);
         int32_t *p = d->combo[op][d->n_combo[op]++];
@@ -49,11 +49,11 @@ static void op_combos(dom *d, ops_op op, int groups2) {
     }
 }
 
-void dom_init(dom *d, ops_set ops, int groups2) {
+void dom_init(dom *d, ops_set ops, int groups2, int kernels1x1) {
     memset(d, 0, sizeof *d);
     d->ops = ops;
     for (int op = 0; op < OP_COUNT; op++)
-        if (ops >> op & 1) op_combos(d, (ops_op)op, groups2);
+        if (ops >> op & 1) op_combos(d, (ops_op)op, groups2, kernels1x1);
 }
 
 /* From the operator table's kinds column. */

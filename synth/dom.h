@@ -6,7 +6,7 @@
  * synth; see synth.h), and an operator's combos are their product over
  * its parameters, the first parameter outermost:
  *   stride {1,2}; pad {SAME,VALID}; act {NONE,RELU}; kernel 3x3 (pools:
- *   3x3 and 2x2; iconv, dwiconv, poolk: 3x3 and 1x1);
+ *   3x3 and 2x2; iconv, dwiconv, poolk: 3x3, and 1x1 with kernels1x1);
  *   groups {1} ({1,2} with dom_init(.., groups2 = 1));
  *   axis {0,1,2,3} (the shape check drops axes >= rank);
  *   size: not enumerated but bound from the concat a split reads
@@ -60,7 +60,7 @@ typedef struct {
 
 /* Fill the combos of every operator in ops (bit set over ops_op).
  * @pre ops != 0. */
-void dom_init(dom *d, ops_set ops, int groups2);
+void dom_init(dom *d, ops_set ops, int groups2, int kernels1x1);
 
 /* The kind op makes from input kinds k0, k1 (k1 ignored for unary
  * operators), or DOM_NO_KIND when it does not take them. */

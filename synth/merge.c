@@ -40,6 +40,7 @@ static syn_status mfail(merge *m, syn_status rc, const char *fmt, ...) {
 static int same_run(const sf_header *a, const sf_header *b) {
     return a->shard_n == b->shard_n && a->parts == b->parts && a->max_ops == b->max_ops &&
            a->types == b->types && a->groups2 == b->groups2 && a->no_prune == b->no_prune &&
+           a->kernels1x1 == b->kernels1x1 &&
            a->seed == b->seed && a->ops == b->ops;
 }
 
@@ -64,7 +65,7 @@ static syn_status check_headers(merge *m, const char *const *paths, int n, uint3
 static void options_of(const sf_header *h, int no_timings, syn_options *o) {
     syn_options_init(o);
     o->max_ops = (int)h->max_ops, o->types = h->types, o->groups2 = (int)h->groups2;
-    o->no_prune = (int)h->no_prune, o->seed = h->seed, o->ops = h->ops;
+    o->no_prune = (int)h->no_prune, o->seed = h->seed, o->ops = h->ops, o->kernels1x1 = (int)h->kernels1x1;
     o->no_timings = no_timings;
 }
 

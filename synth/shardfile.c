@@ -67,7 +67,7 @@ static void encode_header(const sf_header *h, const part_entry *tab, uint8_t *bu
     memcpy(buf, MAGIC, 8);
     put32(buf + 8, VERSION), put32(buf + 12, h->shard_k), put32(buf + 16, h->shard_n);
     put32(buf + 20, h->parts), put32(buf + 24, h->max_ops), put32(buf + 28, h->types);
-    put32(buf + 32, (h->groups2 ? 1u : 0u) | (h->no_prune ? 2u : 0u));
+    put32(buf + 32, (h->groups2 ? 1u : 0u) | (h->no_prune ? 2u : 0u) | (h->kernels1x1 ? 4u : 0u));
     put64(buf + 40, h->seed), put64(buf + 48, h->ops);
     memcpy(buf + 56, h->digest, 16);
     put64(buf + 72, h->wall_ms), put64(buf + 80, h->cpu_ms), put64(buf + 88, h->graphs);
@@ -182,7 +182,7 @@ static int decode_fixed(const uint8_t *fixed, const char *name, sf_header *h, ch
     memset(h, 0, sizeof *h);
     h->shard_k = get32(fixed + 12), h->shard_n = get32(fixed + 16), h->parts = get32(fixed + 20);
     h->max_ops = get32(fixed + 24), h->types = get32(fixed + 28), h->groups2 = get32(fixed + 32) & 1;
-    h->no_prune = get32(fixed + 32) >> 1 & 1;
+    h->no_prune = get32(fixed + 32) >> 1 & 1, h->kernels1x1 = get32(fixed + 32) >> 2 & 1;
     h->seed = get64(fixed + 40), h->ops = get64(fixed + 48);
     memcpy(h->digest, fixed + 56, 16);
     h->wall_ms = get64(fixed + 72), h->cpu_ms = get64(fixed + 80), h->graphs = get64(fixed + 88);

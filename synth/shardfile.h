@@ -15,7 +15,8 @@
  *   24      4         max_ops
  *   28      4         types          pool type bit set
  *   32      4         flags          bit 0: conv groups {1,2}; bit 1: no
- *                                    pruning (the merge keeps every member)
+ *                                    pruning (the merge keeps every member);
+ *                                    bit 2: 1x1 constant kernels too
  *   36      4         reserved (0)
  *   40      8         seed
  *   48      8         ops            operator bit set
@@ -56,7 +57,7 @@
 #define SF_ERRLEN 320
 
 typedef struct {
-    uint32_t shard_k, shard_n, parts, max_ops, types, groups2, no_prune;
+    uint32_t shard_k, shard_n, parts, max_ops, types, groups2, no_prune, kernels1x1;
     uint64_t seed, ops;
     uint8_t digest[16];
     uint64_t wall_ms, cpu_ms, graphs;

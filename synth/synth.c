@@ -503,6 +503,7 @@ void syn_fill_generator(rdb_generator *g, const syn_options *o, const syn_stats 
         g->timings.cpu_ms = (uint64_t)(st->cpu_s * 1000);
     }
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "conv_groups=%s", o->groups2 ? "1,2" : "1");
+    if (o->kernels1x1) snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "constant_kernels=3x3,1x1");
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
     if (o->types != (1u << pool_n_types) - 1) {
         char t[RDB_NOTE_LEN - 8];
@@ -539,7 +540,7 @@ int syn_inputs(const syn_options *o, pool *p, dom *d) {
     if (pool_init(p, o->seed)) return -1;
     for (int t = 0; t < p->n_types; t++) /* a type left out: no variable of it */
         if (!(o->types >> t & 1)) p->count_of[t] = 0;
-    dom_init(d, o->ops, o->groups2);
+    dom_init(d, o->ops, o->groups2, o->kernels1x1);
     if (o->test_combo) keep_combos(d, o->test_combo);
     return 0;
 }
@@ -608,6 +609,7 @@ static void shard_header(const syn_options *o, const syn_stats *st, sf_header *h
     memset(h, 0, sizeof *h);
     h->shard_k = o->shard_k, h->shard_n = o->shard_n, h->parts = o->parts ? o->parts : o->shard_n;
     h->max_ops = (uint32_t)o->max_ops, h->types = o->types, h->groups2 = (uint32_t)o->groups2;
+    h->kernels1x1 = (uint32_t)o->kernels1x1;
     h->no_prune = (uint32_t)o->no_prune, h->seed = o->seed, h->ops = o->ops;
     ops_digest(h->digest);
     if (!o->no_timings) h->wall_ms = (uint64_t)(st->wall_s * 1000), h->cpu_ms = (uint64_t)(st->cpu_s * 1000);

@@ -23,7 +23,7 @@
  *     [2,2,1,1] x2, [2,2,1,3] x1, [2,2,3,1] x1; at most 8 in a graph;
  *   - parameters (dom.h): conv stride {1,2}, pad {SAME,VALID}, act
  *     {NONE,RELU}, groups {1} ({1,2} with groups2); pools 3x3 and 2x2;
- *     enlarge to 3x3; iconv/dwiconv/poolk 3x3 and 1x1; concat on every axis of the rank; split
+ *     enlarge to 3x3; iconv/dwiconv/poolk 3x3 (and 1x1 with kernels1x1); concat on every axis of the rank; split
  *     at a split point only (TASO's split tree, sgraph.h: the boundary of
  *     the concat a value comes from, carried through conv, matmul,
  *     element-wise ops...), written "(dim a xi)" when it is an input's;
@@ -136,6 +136,7 @@ typedef struct {
     int threads;           /* 0: every online core */
     syn_backend backend;
     int groups2;    /* conv groups {1,2} instead of {1} */
+    int kernels1x1; /* constant kernels (iconv, dwiconv, poolk) 1x1 too */
     int no_timings; /* write timings as 0: equal runs, equal bytes */
     int no_prune;   /* keep every member (tests, debugging) */
     FILE *progress; /* progress lines (NULL: quiet) */

@@ -43,6 +43,16 @@ check "unwritable output: exit 2" status_is 2 "$S" -q --max-ops 1 --ops relu -o 
 check "... names the file" grep -q "no/such/dir" "$tmp/err"
 check "no temporary file left behind" sh -c "! ls '$tmp' | grep -q tmp"
 
+# Identity kernels: 3x3 by default, 1x1 too with --kernels1x1 (a scale as
+# a 1x1 conv, dense or depthwise with --groups2).
+K1=(-q --no-timings --max-ops 3 --ops conv2d,iconv,dwiconv,scale --types act,vec2 --groups2)
+"$S" "${K1[@]}" -o "$tmp/k3.db"
+"$S" "${K1[@]}" --kernels1x1 -o "$tmp/k1.db"
+check "default: no 1x1 identity kernel" sh -c "! '$BIN/ruledb' dump '$tmp/k3.db' | grep -q 'iconv 1x1'"
+check "--kernels1x1: a scale as a 1x1 conv" sh -c "'$BIN/ruledb' dump '$tmp/k1.db' | grep -q '(conv2d 1 SAME NONE 1 x0 (scale 0 (iconv 1x1 x0) x.))'"
+check "... and as a depthwise 1x1 conv" sh -c "'$BIN/ruledb' dump '$tmp/k1.db' | grep -q '(conv2d 1 SAME NONE 2 x0 (scale 0 (dwiconv 1x1 x0) x.))'"
+check "... noted in the file" sh -c "'$BIN/ruledb' info '$tmp/k1.db' | grep -q 'constant_kernels=3x3,1x1'"
+
 # Same seed, 1 or 2 threads: the same bytes.
 "$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --threads 1 -o "$tmp/t1.db"
 "$S" -q --no-timings --max-ops 2 --ops conv2d,relu,ewadd --threads 2 -o "$tmp/t2.db"

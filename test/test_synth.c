@@ -163,7 +163,7 @@ typedef struct {
 static int fx_setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     if (!f || pool_init(&f->pool, 1)) return -1;
-    dom_init(&f->dom, OPS_SET_ALL, 0);
+    dom_init(&f->dom, OPS_SET_ALL, 0, 0);
     if (!(f->c = key_ctx_new(&f->pool, &f->dom, 0))) return -1;
     *state = f;
     return 0;
