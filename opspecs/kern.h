@@ -275,7 +275,8 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
     case OPS_FORM_KMUL: {
         int64_t o = s[0].dim[0], m = s[0].dim[1], taps = (int64_t)s[0].dim[2] * s[0].dim[3];
         if (taps == 1) { /* v 1x1: [O,M] x [M, I*kh*kw or 1] */
-            KN(gemm)(o, m, ten_numel(&s[1]) / (m ? m : 1), in[0], m, 1, in[1], ten_numel(&s[1]) / (m ? m : 1), 1, out);
+            int64_t cols = ten_numel(&s[1]) / (m ? m : 1);
+            KN(gemm)(o, m, cols, in[0], m, 1, in[1], cols, 1, out);
             return;
         }
         int64_t ni = s[1].dim[1]; /* w 1x1: per o, [I,M] (w read transposed) x [M, kh*kw] */

@@ -346,13 +346,14 @@ static eg_status emit_reshape(octx *c, const eg_node *n) {
     return reshape_to(c, eo_tname(c, n->in[0]), eo_tname(c, n->out[0]), &s, n->name);
 }
 
+static const int64_t swap01[4] = {1, 0, 2, 3}; /* a Transpose of a kernel's first two axes */
+
 /* kmul(v, w) with v 1x1: w's kernel transposed to [I,M,kh,kw] (a vector:
  * reshaped to [1,M,1,1]) is a batch of images, so it is Conv(w', v),
  * turned back. With w 1x1 and v kxk, v is the batch: Conv(v, w
  * transposed) is [O,I,kh,kw] as it stands. (It reads weights only, so the
  * export has usually folded it.) */
 static eg_status emit_kmul_kxk_1x1(octx *c, const eg_node *n) {
-    static const int64_t swap01[4] = {1, 0, 2, 3};
     const char *y = eo_tname(c, n->out[0]);
     char *wt = eo_fresh_name(c, y, "kin");
     nbuild b;
@@ -375,7 +376,6 @@ static eg_status emit_kmul(octx *c, const eg_node *n) {
     const eg_shape *v = &c->g->tensor[n->in[0]].shape, *w = &c->g->tensor[n->in[1]].shape;
     if (v->rank == 4 && v->dim[2] * v->dim[3] != 1) return emit_kmul_kxk_1x1(c, n);
     const char *y = eo_tname(c, n->out[0]);
-    static const int64_t swap01[4] = {1, 0, 2, 3};
     char *t1 = eo_fresh_name(c, y, "kin"), *t2 = eo_fresh_name(c, y, "kconv");
     eg_status rc = t1 && t2 ? EG_OK : EG_ENOMEM;
     nbuild b;

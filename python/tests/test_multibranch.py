@@ -72,3 +72,20 @@ def test_search_option_checked():
         tasoc.optimize(g, deterministic=True, search="egraph", egraph_iters=-1)
     with pytest.raises(ValueError):
         tasoc.optimize(g, deterministic=True, search="egraph", egraph_passes=-1)
+
+
+def test_kernels_as_inputs():
+    """conv1x1_then_kxk with its kernels graph inputs, not weights: the
+    kernel product of the 3x3 after the 1x1 cannot be folded, so the export
+    writes it (a Transpose of the 1x1 kernel, a Conv over the 3x3 one), and
+    the model computes what the two convs did."""
+    train, _ = mb.build("conv1x1_then_kxk", form="ts")
+    kernels = [i for i in train.graph.initializer if len(i.dims) == 4]
+    for k in kernels:
+        train.graph.input.append(onnx.helper.make_tensor_value_info(k.name, onnx.TensorProto.FLOAT, list(k.dims)))
+        train.graph.initializer.remove(k)
+    out = optimized(train)
+    onnx.checker.check_model(out, full_check=True)
+    assert_same_outputs(train, out, tol=1e-4)
+    ops = [n.op_type for n in out.graph.node]
+    assert "Transpose" in ops and convs(out) == 2 < convs(train)
