@@ -280,7 +280,8 @@ static inline void KN(ops)(ops_op op, const int32_t *p, const ten_shape *s, cons
             return;
         }
         int64_t ni = s[1].dim[1]; /* w 1x1: per o, [I,M] (w read transposed) x [M, kh*kw] */
-        for (int64_t q = 0; q < o; q++) KN(gemm)(ni, m, taps, in[1], 1, ni, in[0] + q * m * taps, taps, 1, out + q * ni * taps);
+        for (int64_t q = 0; q < o; q++)
+            KN(gemm)(ni, m, taps, in[1], 1, ni, in[0] + q * m * taps, taps, 1, out + q * ni * taps);
         return;
     }
     case OPS_FORM_COUNT: return; /* excluded by the precondition */
