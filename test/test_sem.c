@@ -634,34 +634,25 @@ static void test_shape_coverage(void **state) {
 
 /* ------------------------------------------------------------ (d) algebra */
 
-/* conv(1, SAME, NONE; x, iconv(k; x)) == x */
-static void test_conv_iconv_identity(void **state) {
+/* conv(1, SAME, NONE; x, iconv(k; x)) == x, and with groups C (x's
+ * channels), conv(..; x, dwiconv(k; x)) == x */
+static void test_conv_identity_kernels(void **state) {
     (void)state;
     static const int32_t ks[] = {K(3, 3), K(1, 1), K(1, 3), K(3, 1)};
+    static const struct {
+        ops_op op;
+        int32_t groups;
+    } kinds[] = {{OP_ICONV, 1}, {OP_DWICONV, 3}};
     uint64_t seed = 21;
-    for (size_t i = 0; i < NCASES(ks); i++) {
-        ten x = trand(shape4(2, 3, 5, 4), &seed);
-        int32_t kp[1] = {ks[i]}, cp[4] = {1, SAME, NONE, 1};
-        ten w = apply(OP_ICONV, kp, &x, NULL);
-        ten y = apply(OP_CONV2D, cp, &x, &w);
-        assert_ten_equal("conv(x, iconv) == x", &y, &x);
-        ten_free(&x), ten_free(&w), ten_free(&y);
-    }
-}
-
-/* conv(1, SAME, NONE, groups C; x, dwiconv(k; x)) == x */
-static void test_conv_dwiconv_identity(void **state) {
-    (void)state;
-    static const int32_t ks[] = {K(3, 3), K(1, 1), K(1, 3), K(3, 1)};
-    uint64_t seed = 26;
-    for (size_t i = 0; i < NCASES(ks); i++) {
-        ten x = trand(shape4(2, 3, 5, 4), &seed);
-        int32_t kp[1] = {ks[i]}, cp[4] = {1, SAME, NONE, 3};
-        ten w = apply(OP_DWICONV, kp, &x, NULL);
-        ten y = apply(OP_CONV2D, cp, &x, &w);
-        assert_ten_equal("conv(x, dwiconv) == x", &y, &x);
-        ten_free(&x), ten_free(&w), ten_free(&y);
-    }
+    for (size_t k = 0; k < NCASES(kinds); k++)
+        for (size_t i = 0; i < NCASES(ks); i++) {
+            ten x = trand(shape4(2, 3, 5, 4), &seed);
+            int32_t kp[1] = {ks[i]}, cp[4] = {1, SAME, NONE, kinds[k].groups};
+            ten w = apply(kinds[k].op, kp, &x, NULL);
+            ten y = apply(OP_CONV2D, cp, &x, &w);
+            assert_ten_equal(ops_table[kinds[k].op].name, &y, &x);
+            ten_free(&x), ten_free(&w), ten_free(&y);
+        }
 }
 
 /* conv(s, p, NONE; x, poolk(k; x)) == avgpool(k, s, p; x) */
@@ -810,8 +801,7 @@ int main(void) {
         cmocka_unit_test(test_table_complete),
         cmocka_unit_test(test_diff_avgpool),
         cmocka_unit_test(test_shape_coverage),
-        cmocka_unit_test(test_conv_iconv_identity),
-        cmocka_unit_test(test_conv_dwiconv_identity),
+        cmocka_unit_test(test_conv_identity_kernels),
         cmocka_unit_test(test_conv_poolk_avgpool),
         cmocka_unit_test(test_conv_enlarge),
         cmocka_unit_test(test_avgpool_iconv_poolk),
