@@ -39,7 +39,7 @@ typedef struct {
 struct tasoc_result {
     tasoc_summary s;
     applied_rule *rule; /* [s.n_rules] */
-    char pick[32], warning[320]; /* what s.verify_pick and s.warning point to */
+    char pick[32], warning[704]; /* what s.verify_pick and s.warning point to: two warnings */
 };
 
 struct tasoc_ruledb {
@@ -332,8 +332,10 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
             s->verify_speedup = rep.pick ? rep.row[rep.pick].ratio : 1.0;
             s->verify_seconds = rep.seconds;
         }
-        if (info.warning[0]) {
-            snprintf((*r)->warning, sizeof (*r)->warning, "%s", info.warning);
+        const char *stale = eg_ruleset_stale(rs); /* the CLI's warning, for library users too */
+        if (info.warning[0] || stale) {
+            snprintf((*r)->warning, sizeof (*r)->warning, "%s%s%s", info.warning,
+                     info.warning[0] && stale ? "; " : "", stale ? stale : "");
             s->warning = (*r)->warning;
         }
     }

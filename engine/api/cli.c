@@ -571,8 +571,7 @@ static int cmd_optimize(int argc, char **argv) {
     if (rc == EG_OK)
         rc = a.ruledb ? eg_ruleset_load(a.ruledb, &rs, err, sizeof err) : eg_ruleset_shipped(&rs, err, sizeof err);
     if (rc == EG_OK && eg_ruleset_stale(rs)) /* between an opspecs edit and `ninja ruledb` */
-        fprintf(stderr, "engine: warning: the built-in ruledb was %s: no rules until `ninja ruledb` "
-                        "regenerates it (the built-in rewrites still run)\n", eg_ruleset_stale(rs));
+        fprintf(stderr, "engine: warning: %s\n", eg_ruleset_stale(rs));
     if (rc == EG_OK) rc = open_cost(&a, &cost, err, sizeof err);
     if (rc == EG_OK && !a.quiet)
         fprintf(stderr, "engine: optimizing %s: %d nodes, %zu rules (%s), cost %s\n", a.in, g->n_nodes,

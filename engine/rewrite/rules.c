@@ -460,7 +460,10 @@ eg_status eg_ruleset_from_bytes(const uint8_t *bytes, size_t len, eg_ruleset **o
         return from_rdb_status(rs);
     }
     eg_status rc = eg_ruleset_from_rdb(f, out, err, errlen);
-    if (rc == EG_OK && stale) snprintf((*out)->stale, sizeof (*out)->stale, "%s", digest_why(rerr));
+    if (rc == EG_OK && stale) /* what the CLI and the library tell the user */
+        snprintf((*out)->stale, sizeof (*out)->stale,
+                 "the built-in ruledb was %s: no rules until `ninja ruledb` regenerates it (the built-in "
+                 "rewrites still run)", digest_why(rerr));
     rdb_free(f);
     return rc;
 }

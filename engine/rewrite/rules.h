@@ -197,8 +197,8 @@ eg_status eg_ruleset_shipped(eg_ruleset **out, char *err, size_t errlen);
  * or EG_ENOMEM, with a message. */
 eg_status eg_ruleset_from_bytes(const uint8_t *bytes, size_t len, eg_ruleset **out, char *err, size_t errlen);
 
-/* Why the ruleset is empty although its file was read (see above), or
- * NULL. */
+/* Why the ruleset is empty although its file was read (see above), as
+ * the warning to give the user, or NULL. */
 const char *eg_ruleset_stale(const eg_ruleset *rs);
 
 #endif
