@@ -346,57 +346,53 @@ static eg_status emit_reshape(octx *c, const eg_node *n) {
     return reshape_to(c, eo_tname(c, n->in[0]), eo_tname(c, n->out[0]), &s, n->name);
 }
 
-static const int64_t swap01[4] = {1, 0, 2, 3}; /* a Transpose of a kernel's first two axes */
+/* y = x with its first two axes swapped (a kernel's O and I). */
+static eg_status swap01_to(octx *c, const char *x, const char *y, const char *name) {
+    static const int64_t swap01[4] = {1, 0, 2, 3};
+    nbuild b;
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1);
+    if (rc == EG_OK) {
+        eo_nb_in(&b, x), eo_nb_out(&b, y), eo_nb_ints(&b, "perm", swap01, 4);
+        rc = eo_nb_emit(c, &b, name);
+    }
+    eo_nb_free(&b);
+    return rc;
+}
+
+/* y = Conv(x, w), stride 1, no padding, no bias. */
+static eg_status conv_to(octx *c, const char *x, const char *w, const char *y, const char *name) {
+    nbuild b;
+    eg_status rc = eo_nb_init(&b, eg_xop_name[EG_X_CONV], 2, 1);
+    if (rc == EG_OK) {
+        eo_nb_in(&b, x), eo_nb_in(&b, w), eo_nb_out(&b, y);
+        rc = eo_nb_emit(c, &b, name);
+    }
+    eo_nb_free(&b);
+    return rc;
+}
 
 /* kmul(v, w) with v 1x1: w's kernel transposed to [I,M,kh,kw] (a vector:
  * reshaped to [1,M,1,1]) is a batch of images, so it is Conv(w', v),
  * turned back. With w 1x1 and v kxk, v is the batch: Conv(v, w
  * transposed) is [O,I,kh,kw] as it stands. (It reads weights only, so the
  * export has usually folded it.) */
-static eg_status emit_kmul_kxk_1x1(octx *c, const eg_node *n) {
-    const char *y = eo_tname(c, n->out[0]);
-    char *wt = eo_fresh_name(c, y, "kin");
-    nbuild b;
-    eg_status rc = wt ? eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1) : EG_ENOMEM;
-    if (rc == EG_OK) {
-        eo_nb_in(&b, eo_tname(c, n->in[1])), eo_nb_out(&b, wt), eo_nb_ints(&b, "perm", swap01, 4);
-        rc = eo_nb_emit(c, &b, wt);
-        eo_nb_free(&b);
-    }
-    if (rc == EG_OK && (rc = eo_nb_init(&b, eg_xop_name[EG_X_CONV], 2, 1)) == EG_OK) {
-        eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_in(&b, wt), eo_nb_out(&b, y);
-        rc = eo_nb_emit(c, &b, n->name);
-        eo_nb_free(&b);
-    }
-    free(wt);
-    return rc;
-}
-
 static eg_status emit_kmul(octx *c, const eg_node *n) {
     const eg_shape *v = &c->g->tensor[n->in[0]].shape, *w = &c->g->tensor[n->in[1]].shape;
-    if (v->rank == 4 && v->dim[2] * v->dim[3] != 1) return emit_kmul_kxk_1x1(c, n);
     const char *y = eo_tname(c, n->out[0]);
     char *t1 = eo_fresh_name(c, y, "kin"), *t2 = eo_fresh_name(c, y, "kconv");
     eg_status rc = t1 && t2 ? EG_OK : EG_ENOMEM;
-    nbuild b;
-    for (int step = 0; step < 3 && rc == EG_OK; step++) {
-        const char *from = step == 0 ? eo_tname(c, n->in[1]) : step == 1 ? t1 : t2;
-        const char *to = step == 0 ? t1 : step == 1 ? t2 : y;
-        if (step == 1) { /* Conv(w', v) */
-            if ((rc = eo_nb_init(&b, eg_xop_name[EG_X_CONV], 2, 1)) != EG_OK) break;
-            eo_nb_in(&b, from), eo_nb_in(&b, eo_tname(c, n->in[0])), eo_nb_out(&b, to);
-            rc = eo_nb_emit(c, &b, to);
-            eo_nb_free(&b);
-        } else if (w->rank == 4) { /* Transpose of the first two axes */
-            if ((rc = eo_nb_init(&b, eg_xop_name[EG_X_TRANSPOSE], 1, 1)) != EG_OK) break;
-            eo_nb_in(&b, from), eo_nb_out(&b, to), eo_nb_ints(&b, "perm", swap01, 4);
-            rc = eo_nb_emit(c, &b, step ? n->name : to);
-            eo_nb_free(&b);
-        } else { /* [M] -> [1,M,1,1] and [1,O,1,1] -> [O] */
-            eg_shape s = {4, {1, w->dim[0], 1, 1}};
-            if (step == 2) s = c->g->tensor[n->out[0]].shape;
-            rc = reshape_to(c, from, to, &s, step ? n->name : to);
-        }
+    if (rc == EG_OK && v->rank == 4 && v->dim[2] * v->dim[3] != 1) { /* w 1x1 */
+        rc = swap01_to(c, eo_tname(c, n->in[1]), t1, t1);
+        if (rc == EG_OK) rc = conv_to(c, eo_tname(c, n->in[0]), t1, y, n->name);
+    } else if (rc == EG_OK && w->rank == 4) {
+        rc = swap01_to(c, eo_tname(c, n->in[1]), t1, t1);
+        if (rc == EG_OK) rc = conv_to(c, t1, eo_tname(c, n->in[0]), t2, t2);
+        if (rc == EG_OK) rc = swap01_to(c, t2, y, n->name);
+    } else if (rc == EG_OK) { /* [M] -> [1,M,1,1] and [1,O,1,1] -> [O] */
+        eg_shape s = {4, {1, w->dim[0], 1, 1}};
+        rc = reshape_to(c, eo_tname(c, n->in[1]), t1, &s, t1);
+        if (rc == EG_OK) rc = conv_to(c, t1, eo_tname(c, n->in[0]), t2, t2);
+        if (rc == EG_OK) rc = reshape_to(c, t2, y, &c->g->tensor[n->out[0]].shape, n->name);
     }
     free(t1), free(t2);
     return rc;
