@@ -21,6 +21,7 @@ typedef struct {
     dc_result *gres;
     size_t n_groups;
     atomic_size_t done, errors, by[RDB_PROOF_COUNT];
+    atomic_size_t first_budget; /* the group first out of budget, or SIZE_MAX */
     const char *phase;
     size_t total;
     bt_progress progress;
@@ -33,7 +34,9 @@ static void tick(void *arg, size_t done_lanes, size_t lanes) {
     (void)done_lanes;
     (void)lanes;
     for (int k = 0; k < RDB_PROOF_COUNT; k++) by[k] = atomic_load(&b->by[k]);
-    b->progress(b->arg, b->phase, atomic_load(&b->done), b->total, by);
+    size_t g = atomic_load(&b->first_budget);
+    b->progress(b->arg, b->phase, atomic_load(&b->done), b->total, by,
+                g == SIZE_MAX ? NULL : &b->p[b->first[g]]);
 }
 
 static void begin(batch *b, const char *phase, size_t total) {
@@ -108,6 +111,10 @@ static void lane_work(void *arg, size_t lane) {
         const bt_pair *p = &b->p[b->first[g]];
         if (dc_decide(&w, p->a, p->b, p->shapes, p->n_shapes, p->seed, &b->gres[g]) != 0)
             atomic_fetch_add(&b->errors, 1);
+        if (b->gres[g].status == RDB_TIMEOUT && b->gres[g].cls == DC_BUDGET) {
+            size_t none = SIZE_MAX;
+            atomic_compare_exchange_strong(&b->first_budget, &none, g);
+        }
         atomic_fetch_add(&b->by[b->gres[g].status], 1);
         atomic_fetch_add(&b->done, 1);
     }
@@ -128,6 +135,7 @@ int bt_decide(const dc_config *cfg, const bt_pair *pairs, size_t n, int jobs,
     b.progress = progress;
     b.arg = arg;
     wk_tick t = progress ? tick : NULL;
+    atomic_store(&b.first_budget, SIZE_MAX);
     begin(&b, "shapes", n);
     wk_run(n, jobs, shapes_work, t, interval_ms, &b);
     if (group(&b) != 0 || !(b.gres = calloc(b.n_groups + 1, sizeof *b.gres))) goto cleanup;

@@ -49,10 +49,12 @@ typedef struct {
 } bt_stats;
 
 /* Called from the calling thread every interval while a phase runs:
- * phase "shapes" or "proving", items done and total in that phase, and
- * the verdicts so far by rdb_proof (groups in the proving phase). */
+ * phase "shapes" or "proving", items done and total in that phase, the
+ * verdicts so far by rdb_proof (groups in the proving phase), and the
+ * first pair (in time: which one depends on the threads) that ran out of
+ * budget, or NULL, for a progress report to look into. */
 typedef void (*bt_progress)(void *arg, const char *phase, size_t done, size_t total,
-                            const size_t by[RDB_PROOF_COUNT]);
+                            const size_t by[RDB_PROOF_COUNT], const bt_pair *budget);
 
 /* Decide pairs[0..n) into res[0..n) (the phases above) on `jobs` threads
  * (< 1: one per core). progress may be NULL.

@@ -17,9 +17,11 @@ static const char usage_text[] =
     "       prove --check RULEDB [options]         re-prove every rule; exit 1 if any fails\n"
     "       prove CANDIDATES -o PART --shard K/N [options]   shard K of N (N <= 16)\n"
     "       prove --merge CANDIDATES -o RULEDB PART... [options]  merge the N shards\n"
-    "       prove --axioms-check [FILE] [--wrong FILE] [options]\n"
+    "       prove --axioms-check [FILE] [--wrong FILE] [--sample FILE] [options]\n"
     "                                              axioms hold concretely and prove\n"
-    "                                              themselves; wrong identities do not prove\n"
+    "                                              themselves; wrong identities do not prove;\n"
+    "                                              with --sample, no axiom makes known\n"
+    "                                              checks much slower (WARN lines)\n"
     "       prove --prune-derivable RULEDB -o OUT [options]\n"
     "                                              drop the rules the others derive\n"
     "       prove --derive SHIPPED FULL [options]  every rule of FULL is in SHIPPED or\n"
@@ -42,6 +44,18 @@ static const char usage_text[] =
     "                 their rules unpruned; --merge of the N files (same\n"
     "                 options) prunes them all and writes the ruledb the\n"
     "                 undivided run writes\n"
+    "  --sample FILE  with --axioms-check: profile a sample of FILE, a ruledb\n"
+    "                 (per axiom a rule with its operators, and a decoy) or a\n"
+    "                 candidates file (per axiom a class), Z3's instances per\n"
+    "                 axiom, then leave out each axiom that took 5% or more;\n"
+    "                 WARN when the sample takes 3x the work with it or runs\n"
+    "                 out of budget more often (a loop among the axioms).\n"
+    "                 --rlimit 5000000 unless given; warnings leave the exit\n"
+    "                 status as it is\n"
+    "  --no-hygiene   with --sample: only the sample, not the per-axiom checks\n"
+    "  --profile-checks N  after proving, profile the first N checks that ran\n"
+    "                 out of budget and name the axioms that took their\n"
+    "                 instances (default 4; 0 off)\n"
     "  --verdicts     with --check: every rule's verdict on stdout, one line\n"
     "                 each: ID CLASS[: WHY] (for comparing runs)\n"
     "  --derive-rounds N  saturation rounds per instance, for --prune-derivable\n"
@@ -63,8 +77,8 @@ typedef enum { MODE_PROVE, MODE_CHECK, MODE_AXIOMS, MODE_MERGE, MODE_PRUNE, MODE
 
 typedef struct {
     mode m;
-    const char *input, *output, *wrong;
-    int verdicts;
+    const char *input, *output, *wrong, *sample;
+    int verdicts, no_hygiene;
     pv_options o;
     pv_derive_options d;
     char **more; /* positional arguments after the first (--merge's shards) */
@@ -97,6 +111,9 @@ static int numeric_option(args *a, const char *opt, const char *val) {
     } else if (!strcmp(opt, "--rlimit")) {
         if (number(val, 0, 4000000000u, &v)) return -1;
         a->o.rlimit = (unsigned)v;
+    } else if (!strcmp(opt, "--profile-checks")) {
+        if (number(val, 0, 1000, &v)) return -1;
+        a->o.profile_checks = (unsigned)v;
     } else if (!strcmp(opt, "--jobs")) {
         if (number(val, 1, 256, &v)) return -1;
         a->o.jobs = (int)v;
@@ -140,11 +157,15 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--prune-derivable")) a->m = MODE_PRUNE;
     else if (!strcmp(s, "--derive")) a->m = MODE_DERIVE;
     else if (!strcmp(s, "--two-sided")) a->d.two_sided = 1;
-    else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong")) && !next)
+    else if (!strcmp(s, "--no-hygiene")) a->no_hygiene = 1;
+    else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong") ||
+              !strcmp(s, "--sample")) &&
+             !next)
         return usage_error("missing value for", s);
     else if (!strcmp(s, "-o")) a->output = argv[++*i];
     else if (!strcmp(s, "--axioms")) a->o.axioms_path = argv[++*i];
     else if (!strcmp(s, "--wrong")) a->wrong = argv[++*i];
+    else if (!strcmp(s, "--sample")) a->sample = argv[++*i];
     else if (s[0] == '-' && s[1]) return usage_error("unknown option", s);
     else if (a->input) a->more[a->n_more++] = argv[*i];
     else a->input = s;
@@ -241,11 +262,21 @@ static int run_merge(const args *a) {
 
 static int run_axioms(const args *a) {
     char err[PV_ERRLEN];
-    int bad;
+    int bad = 0, warned = 0;
     const char *file = a->input ? a->input : a->o.axioms_path;
-    if (pv_axioms_check(file, a->wrong, &a->o, stdout, &bad, err, sizeof err) != PV_OK) {
+    if (a->no_hygiene && !a->sample) return usage_error("--no-hygiene needs --sample", NULL);
+    if (!a->no_hygiene &&
+        pv_axioms_check(file, a->wrong, &a->o, stdout, &bad, err, sizeof err) != PV_OK) {
         fprintf(stderr, "prove: %s\n", err);
         return EXIT_BAD;
+    }
+    if (a->sample) {
+        fflush(stdout); /* the profile borrows stderr (profile.h); stdout stays in order */
+        if (pv_axioms_sample(file, a->sample, &a->o, stdout, &warned, err, sizeof err) != PV_OK) {
+            fprintf(stderr, "prove: %s\n", err);
+            return EXIT_BAD;
+        }
+        printf("%d warning%s\n", warned, warned == 1 ? "" : "s");
     }
     return bad ? EXIT_FAILED : EXIT_OK;
 }

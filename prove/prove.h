@@ -82,6 +82,7 @@
 #include "axparse.h"
 #include "decide.h"
 #include "gsym.h"
+#include "profile.h"
 #include "ruledb.h"
 
 #define PV_VERSION "0.1.0"
@@ -99,6 +100,7 @@
 #define PV_DEFAULT_TIMEOUT_MS 0u
 #define PV_DEFAULT_MAX_INSTANCES 20000u
 #define PV_DEFAULT_RLIMIT 50000000u
+#define PV_DEFAULT_PROFILE_CHECKS 4u
 #define PV_DEFAULT_SEED 0x70726f7665ull /* "prove": unlike synth's seeds */
 
 /* Status codes; PV_OK is 0. */
@@ -125,6 +127,10 @@ typedef struct {
     int no_timings;          /* write 0 for every time, so reruns are
                                 byte-identical */
     int keep_pairs;          /* fill pv_stats.pair (tests) */
+    unsigned profile_checks; /* after a run, profile the first N checks
+                                that ran out of budget (profile.h) and name
+                                the axioms that took their instances
+                                (default PV_DEFAULT_PROFILE_CHECKS; 0 off) */
     FILE *log;               /* progress and summary; NULL: stderr */
 } pv_options;
 
@@ -155,6 +161,13 @@ typedef struct {
     long peak_rss_kb;
     pv_pair *pair;         /* keep_pairs: every pair, in order */
     size_t n_pairs;
+    struct {               /* the axioms behind the checks that ran out of
+                              budget (options.profile_checks) */
+        size_t checks;     /* checks profiled: the first ones */
+        int n;             /* axioms named, most instances first */
+        char name[AP_TOP][AX_MAX_NAME + 1];
+        double share[AP_TOP]; /* of those checks' axiom instances */
+    } hogs;
 } pv_stats;
 
 typedef struct {
@@ -212,6 +225,21 @@ void pv_check_free(pv_check_result *res);
  * @return PV_OK, or PV_EINPUT when a file does not parse. */
 int pv_axioms_check(const char *axiom_path, const char *wrong_path, const pv_options *o,
                     FILE *out, int *bad, char *err, size_t errlen);
+
+/* Does one axiom make known rules much slower (sample.c)? A sample of
+ * sample_path, a ruledb (per axiom, a rule holding its operators, and a
+ * decoy: that rule with two inputs swapped) or a candidates file (per
+ * axiom, a class holding its operators), proved with the axioms of
+ * axiom_path and the instance profile, then without each axiom that took
+ * 5% or more of its instances. One line per axiom tried on out, "WARN"
+ * for one with which the sample takes 3x the Z3 work or more, or runs out
+ * of budget more often; *warned counts them. The budget per check is
+ * 5,000,000 units unless o->rlimit is not the default. Checks run on the
+ * calling thread (profile.h).
+ * @return PV_OK, PV_EINPUT (a file does not parse, or Z3 failed),
+ *         PV_ENOMEM. */
+int pv_axioms_sample(const char *axiom_path, const char *sample_path, const pv_options *o,
+                     FILE *out, int *warned, char *err, size_t errlen);
 
 /* The merge of a divided run (shard.h): read the candidates file the
  * shards proved and the N shards' rules files, check they belong together

@@ -33,6 +33,7 @@ void pv_defaults(pv_options *o) {
     o->rlimit = PV_DEFAULT_RLIMIT;
     o->seed = PV_DEFAULT_SEED;
     o->general = 1;
+    o->profile_checks = PV_DEFAULT_PROFILE_CHECKS;
 }
 
 int pv_load_axioms(const char *path, ax_set *out, char *err, size_t errlen) {
@@ -82,6 +83,7 @@ typedef struct {
     size_t *k1_of;
     uint64_t t0;
     int tty;
+    int hogs_said; /* say_budget_hogs ran */
 } run_ctx;
 
 /* A seed of its own for every pair, from the run seed and the pair. */
@@ -90,9 +92,29 @@ static uint64_t pair_seed(uint64_t seed, size_t cls, size_t member) {
     return ten_rand_next(&s);
 }
 
+/* The first check out of budget, profiled once while the run goes on:
+ * a loop among the axioms makes every such check take the whole budget,
+ * and a user should not have to wait for the end (or bisect the axiom
+ * file) to learn which axioms to look at. */
+static void say_budget_hogs(run_ctx *r, const bt_pair *p) {
+    ap_profile prof;
+    char err[PV_ERRLEN];
+    ap_check c = {p->a, p->b};
+    r->hogs_said = 1;
+    if (r->tty) fprintf(log_of(r->o), "\r%*s\r", 100, "");
+    fflush(log_of(r->o));
+    if (ap_run(r->cfg.axioms, &r->plan, &c, 1, &r->cfg.lim, -1, &prof, err, sizeof err) != 0)
+        return;
+    fprintf(log_of(r->o), "prove: a check ran out of budget; its axiom instances went to ");
+    ap_print_top(log_of(r->o), r->cfg.axioms, &prof);
+    fprintf(log_of(r->o), " (the whole run's report comes at its end)\n");
+    ap_free(&prof);
+}
+
 static void progress(void *arg, const char *phase, size_t done, size_t total,
-                     const size_t by[RDB_PROOF_COUNT]) {
+                     const size_t by[RDB_PROOF_COUNT], const bt_pair *budget) {
     run_ctx *r = arg;
+    if (budget && !r->hogs_said && r->o->profile_checks) say_budget_hogs(r, budget);
     double s = (double)(mono_ms() - r->t0) / 1000.0;
     fprintf(log_of(r->o),
             "%sprove: %s %zu/%zu, %.0f/s, %.1f s, proved %zu, refuted %zu, unknown %zu, "
@@ -225,6 +247,33 @@ static int keep_pairs(const run_ctx *r, size_t n, pv_stats *st) {
         snprintf(p->why, sizeof p->why, "%s", r->res[i].why);
     }
     return 0;
+}
+
+/* The first profile_checks pairs that ran out of budget, profiled again
+ * one by one (profile.h): which axioms took their instances. The pairs
+ * are the run's first in candidate order, so the report is deterministic.
+ * A failure here only leaves the report out. */
+static void profile_budget(const run_ctx *r, size_t n, pv_stats *st) {
+    size_t k = 0, want = r->o->profile_checks;
+    ap_check *c = want ? malloc(want * sizeof *c) : NULL;
+    ap_profile p;
+    char err[PV_ERRLEN];
+    for (size_t i = 0; c && i < n && k < want; i++)
+        if (r->res[i].status == RDB_TIMEOUT && r->res[i].cls == DC_BUDGET)
+            c[k++] = (ap_check){r->pairs[i].a, r->pairs[i].b};
+    if (k && ap_run(r->cfg.axioms, &r->plan, c, k, &r->cfg.lim, -1, &p, err, sizeof err) == 0) {
+        int idx[AP_TOP];
+        uint64_t total = ap_total(&p);
+        st->hogs.checks = k;
+        st->hogs.n = ap_top(&p, AP_TOP, idx);
+        for (int i = 0; i < st->hogs.n; i++) {
+            snprintf(st->hogs.name[i], sizeof st->hogs.name[i], "%s",
+                     r->cfg.axioms->axiom[idx[i]].name);
+            st->hogs.share[i] = (double)p.z.instances[idx[i]] / (double)total;
+        }
+        ap_free(&p);
+    }
+    free(c);
 }
 
 /* ---- rules ---- */
@@ -363,6 +412,14 @@ void pv_summary(const pv_options *o, const pv_stats *st) {
             st->candidates, st->classes, st->distinct, st->proved, st->refuted,
             st->refuted_at[1], st->refuted_at[2], st->unknown, st->timeout);
     if (st->errors) fprintf(l, ", %zu internal errors", st->errors);
+    if (st->hogs.checks) {
+        fprintf(l, "\nprove: the axioms behind the budget: of the instances in the first %zu "
+                   "checks out of budget,",
+                st->hogs.checks);
+        for (int i = 0; i < st->hogs.n; i++)
+            fprintf(l, "%s %s %.0f%%", i ? "," : "", st->hogs.name[i], 100.0 * st->hogs.share[i]);
+        fprintf(l, " (prove --axioms-check --sample CANDIDATES tries each without it)");
+    }
     fprintf(l, "\nprove: %zu pairs decided again with 1x1-kernel guards, %zu of them proved",
             st->kernel1_retried, st->kernel1_proved);
     fprintf(l, "\nprove: %zu rules with a literal group count tried for any count, %zu of them proved",
@@ -404,6 +461,7 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
                         o->general};
     if (decide_all(&r, n) != 0 || retry_kernel1(&r, n, &st->kernel1_retried) != 0) goto cleanup;
     tally(&r, n, st);
+    profile_budget(&r, n, st);
     if (o->keep_pairs && keep_pairs(&r, n, st) != 0) goto cleanup;
     if (emit_rules(&r, n, &rules, &n_rules) != 0) goto cleanup;
     if (o->general && gs_generalize(&r.cfg, cands, rules, n_rules, o->jobs, o->quiet ? NULL : progress, &r,

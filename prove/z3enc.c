@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <z3.h>
 
 #include "z3shape.h"
@@ -20,6 +21,9 @@ struct ze_ctx {
     Z3_ast shape_ax[ZE_MAX_SHAPE_AXIOMS]; /* the shape rules, quantified */
     int n_shape_ax;
     Z3_solver main; /* axioms at its base level; a candidate per push/pop */
+    Z3_solver prof_solver; /* between ze_profile_begin and _end: the
+                              solver every check goes to, profiled */
+    ze_profile *prof;      /* where its counts go */
 };
 
 /* ---- declarations ---- */
@@ -238,7 +242,10 @@ static Z3_ast encode_axiom(ze_ctx *z, const tg_plan *plan, int i) {
             z->pattern[2 * i + d] = 1;
         }
     if (n_pat == 0) return NULL;
-    return Z3_mk_forall_const(c, 0, (unsigned)a->n_vars, bound, n_pat, pats, body);
+    /* named by the axiom, so Z3's instance profile can say which it is */
+    return Z3_mk_quantifier_const_ex(c, 1, 0, Z3_mk_string_symbol(c, a->name),
+                                     Z3_mk_string_symbol(c, ""), (unsigned)a->n_vars, bound,
+                                     n_pat, pats, 0, NULL, body);
 }
 
 /* ---- shape rules as axioms ---- */
@@ -288,7 +295,11 @@ static Z3_ast shape_axiom(ze_ctx *z, ops_op op, const zs_params *fixed) {
     if (nc == 0) return NULL;
     for (unsigned i = 0; i < nv; i++) bound[i] = Z3_to_app(c, var[i]);
     Z3_pattern pat = Z3_mk_pattern(c, 1, &app);
-    return Z3_mk_forall_const(c, 0, nv, bound, 1, &pat, Z3_mk_and(c, nc, conj));
+    char qid[64];
+    snprintf(qid, sizeof qid, "%s%s", ZE_SHAPE_QID, o->name);
+    return Z3_mk_quantifier_const_ex(c, 1, 0, Z3_mk_string_symbol(c, qid),
+                                     Z3_mk_string_symbol(c, ""), nv, bound, 1, &pat, 0, NULL,
+                                     Z3_mk_and(c, nc, conj));
 }
 
 /* One shape axiom per combination of the literal parameters the rule
@@ -380,6 +391,7 @@ fail:
 void ze_close(ze_ctx *z) {
     if (!z) return;
     if (z->main) Z3_solver_dec_ref(z->s.c, z->main);
+    ze_profile_end(z);
     if (z->s.c) Z3_del_context(z->s.c);
     free(z->axiom);
     free(z->pattern);
@@ -655,6 +667,93 @@ done:
     return v;
 }
 
+/* ---- the instance profile ---- */
+
+/* Add the lines "[quantifier_instances] NAME : N : ..." of t to p. */
+static void read_profile(ze_ctx *z, FILE *t, ze_profile *p) {
+    char line[512], name[256];
+    unsigned long long n;
+    rewind(t);
+    while (fgets(line, sizeof line, t)) {
+        if (sscanf(line, " [quantifier_instances] %255s : %llu", name, &n) != 2) continue;
+        char *q = name;
+        size_t len = strlen(q);
+        if (len >= 2 && q[0] == '|' && q[len - 1] == '|') q[len - 1] = '\0', q++; /* Z3's quoting */
+        if (!strncmp(q, ZE_SHAPE_QID, strlen(ZE_SHAPE_QID))) {
+            p->shape += n;
+            continue;
+        }
+        for (int i = 0; i < z->set->n_axioms; i++)
+            if (!strcmp(z->set->axiom[i].name, q)) {
+                p->instances[i] += n;
+                break;
+            }
+    }
+}
+
+/* Delete solver s, reading the profile Z3 prints then (z3enc.h) into p. */
+static void delete_profiled(ze_ctx *z, Z3_solver s, ze_profile *p) {
+    FILE *t = tmpfile();
+    int saved = t ? dup(2) : -1;
+    fflush(stderr);
+    if (saved >= 0 && dup2(fileno(t), 2) < 0) close(saved), saved = -1;
+    Z3_solver_dec_ref(z->s.c, s);
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+        read_profile(z, t, p);
+    }
+    if (t) fclose(t);
+}
+
+void ze_profile_begin(ze_ctx *z, const ze_limits *lim, int skip, ze_profile *p) {
+    Z3_context c = z->s.c;
+    Z3_solver s = new_solver(z, lim);
+    Z3_params prm = Z3_mk_params(c);
+    Z3_params_inc_ref(c, prm);
+    Z3_params_set_bool(c, prm, Z3_mk_string_symbol(c, "qi.profile"), 1);
+    Z3_solver_set_params(c, s, prm);
+    Z3_params_dec_ref(c, prm);
+    for (int i = 0; i < z->n_shape_ax; i++) Z3_solver_assert(c, s, z->shape_ax[i]);
+    for (int i = 0; i < z->set->n_axioms; i++)
+        if (z->axiom[i] && i != skip) Z3_solver_assert(c, s, z->axiom[i]);
+    z->prof_solver = s;
+    z->prof = p;
+}
+
+void ze_profile_end(ze_ctx *z) {
+    if (!z->prof_solver) return;
+    delete_profiled(z, z->prof_solver, z->prof);
+    z->prof_solver = NULL;
+    z->prof = NULL;
+}
+
+/* solve() in the profiling solver, counting the check. */
+static ze_verdict solve_profiled(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim,
+                                 char *why) {
+    Z3_context c = z->s.c;
+    Z3_solver s = z->prof_solver;
+    set_limits(z, s, lim);
+    unsigned inst0 = counter(z, s, "quant instantiations"), units0 = counter(z, s, "rlimit count");
+    Z3_solver_push(c, s);
+    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
+    Z3_solver_assert(c, s, goal);
+    Z3_lbool r = Z3_solver_check(c, s);
+    unsigned units = counter(z, s, "rlimit count") - units0;
+    ze_verdict v;
+    if (r == Z3_L_FALSE) v = ZE_PROVED;
+    else if (r == Z3_L_TRUE) v = ZE_UNKNOWN, snprintf(why, ZE_WHYLEN, "sat");
+    else
+        v = ze_classify_undecided(Z3_solver_get_reason_unknown(c, s),
+                                  counter(z, s, "quant instantiations") - inst0, units, lim, why);
+    Z3_solver_pop(c, s, 1);
+    z->prof->units += units;
+    z->prof->checks++;
+    z->prof->budget += v == ZE_BUDGET;
+    return v;
+}
+
 static ze_verdict finish(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim, char *why) {
     ze_verdict v;
     why[0] = '\0';
@@ -664,8 +763,11 @@ static ze_verdict finish(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim
     } else if (Z3_get_error_code(z->s.c) != Z3_OK) {
         snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(z->s.c, Z3_get_error_code(z->s.c)));
         v = ZE_ERROR;
+    } else if (z->prof_solver && vacuous(z, g, lim)) {
+        snprintf(why, ZE_WHYLEN, "the shape facts are contradictory");
+        v = ZE_ILLSHAPED;
     } else {
-        v = solve(z, g, goal, lim, why);
+        v = z->prof_solver ? solve_profiled(z, g, goal, lim, why) : solve(z, g, goal, lim, why);
     }
     free(g->fact);
     return v;

@@ -91,12 +91,15 @@
 #define Z3ENC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "axparse.h"
 #include "rgraph.h"
 #include "trig.h"
 
 #define ZE_WHYLEN 160
+/* The name Z3 gives the shape rule of operator OP: ZE_SHAPE_QID "OP". */
+#define ZE_SHAPE_QID "shape!"
 
 typedef enum {
     ZE_PROVED,    /* axioms + (lhs != rhs) is UNSAT */
@@ -157,6 +160,28 @@ ze_verdict ze_prove_identity(ze_ctx *z, const ax_set *set, int axiom,
  * a user can act on. */
 ze_verdict ze_classify_undecided(const char *reason, unsigned instances, unsigned units,
                                  const ze_limits *lim, char why[ZE_WHYLEN]);
+
+/* Where one check's quantifier instances went, added up over checks. */
+typedef struct {
+    uint64_t *instances; /* per axiom of the context's set (n_axioms, the
+                            caller's array) */
+    uint64_t shape;      /* the shape rules' instances, all together */
+    uint64_t units;      /* Z3 resource units of the checks */
+    size_t checks, budget; /* checks profiled; those that ran out of budget */
+} ze_profile;
+
+/* Profile the checks until ze_profile_end: from here on, ze_prove_graphs
+ * and ze_prove_identity check in a solver of their own, with the axioms
+ * but `skip` (-1: none) and Z3's per-quantifier instance counts on, each
+ * check in a push/pop scope of it, counted into *p. ze_profile_end (or
+ * ze_close) deletes that solver and adds the instances each axiom got to
+ * p->instances. Z3 4.8 gives those counts only as text on stderr
+ * (smt.qi.profile, printed when the solver is deleted), so for that moment
+ * file descriptor 2 goes to a temporary file: nothing else may write to
+ * stderr then, and callers profile on one thread (profile.h). The
+ * profile is deterministic: the budgets are. */
+void ze_profile_begin(ze_ctx *z, const ze_limits *lim, int skip, ze_profile *p);
+void ze_profile_end(ze_ctx *z);
 
 /* "proved", "unknown", ... */
 const char *ze_verdict_name(ze_verdict v);

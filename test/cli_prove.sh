@@ -118,6 +118,39 @@ check "... every line as expected" grep -q " 0 not$" "$tmp/out"
 check "--axioms-check on false axioms: exit 1" status_is 1 "$prove" --axioms-check opspecs/wrong.ax
 check "--axioms-check on a bad file: exit 2" status_is 2 "$prove" --axioms-check "$tmp/bad.ax"
 
+# the axioms behind a budget: four true axioms over ewsub that loop with
+# ewadd-assoc (the four a researcher adding ewsub first wrote)
+cp opspecs/axioms.ax "$tmp/loopy.ax"
+cat >>"$tmp/loopy.ax" <<'AX'
+(axiom sub-of-sum "x-(y+z) = (x-y)-z" ((x tensor) (y tensor) (z tensor))
+  (ewsub x (ewadd y z)) (ewsub (ewsub x y) z))
+(axiom sum-minus "(x+y)-z = x+(y-z)" ((x tensor) (y tensor) (z tensor))
+  (ewsub (ewadd x y) z) (ewadd x (ewsub y z)))
+(axiom sub-of-diff "x-(y-z) = (x-y)+z" ((x tensor) (y tensor) (z tensor))
+  (ewsub x (ewsub y z)) (ewadd (ewsub x y) z))
+(axiom add-zero-diff "y+(x-x) = y" ((x tensor) (y tensor))
+  (ewadd y (ewsub x x)) y)
+AX
+"$BIN/synth" -q --max-ops 3 --ops ewadd,ewsub --seed 1 -o "$tmp/sub.tasodb"
+check "a run with looping axioms: exit 0" status_is 0 "$prove" "$tmp/sub.tasodb" \
+    -o "$tmp/sub-rules.tasodb" --axioms "$tmp/loopy.ax" --rlimit 500000 --jobs 2
+check "... its summary names the looping axioms" \
+    sh -c "grep 'the axioms behind the budget' '$tmp/err' | grep sub-of-diff | grep sum-minus | grep -q sub-of-sum"
+check "the shipped axioms on the same: exit 0" status_is 0 "$prove" \
+    "$tmp/sub.tasodb" -o "$tmp/sub-rules0.tasodb" --rlimit 500000 --jobs 2
+check "... no check out of budget, no such report" \
+    sh -c "grep -q ' 0 timeout' '$tmp/err' && ! grep -q 'budget' '$tmp/err'"
+"$BIN/synth" -q --max-ops 3 --ops ewadd,ewsub,ewmul --seed 1 -o "$tmp/sub3.tasodb"
+check "--axioms-check --sample with the looping axioms: exit 0" status_is 0 "$prove" \
+    --axioms-check "$tmp/loopy.ax" --no-hygiene --sample "$tmp/sub3.tasodb" --rlimit 2000000
+check "... warns about one of them" grep -q "^WARN sum-minus" "$tmp/out"
+check "... the profile names the others" \
+    sh -c "grep '^# instances by axiom' '$tmp/out' | grep sub-of-diff | grep -q sub-of-sum"
+check "--axioms-check --sample with the shipped axioms: no warning" status_is 0 "$prove" \
+    --axioms-check --no-hygiene --sample "$tmp/sub3.tasodb" --rlimit 2000000
+check "... none" grep -q "^0 warnings" "$tmp/out"
+check "--no-hygiene without --sample: exit 2" status_is 2 "$prove" --axioms-check --no-hygiene
+
 # usage
 check "--help: exit 0" status_is 0 "$prove" --help
 check "--version: exit 0" status_is 0 "$prove" --version
