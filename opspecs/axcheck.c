@@ -1,6 +1,7 @@
 /* axcheck.c - instantiate an axiom on random well-shaped tensors and
  * compare both sides under the reference semantics (see axcheck.h). */
 #include "axcheck.h"
+#include "modp.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,6 +80,7 @@ static int term_shape(axc_ctx *c, const ax_term *t, int i) {
         else c->val[i] = c->pval[t->value];
         return 0;
     case AX_TLIT: c->val[i] = t->value; return 0;
+    case AX_TNUM: c->shape[i] = (ten_shape){0, {0}}; return 0;
     case AX_TDIM: {
         int32_t a = c->val[local(c, t->arg[0])];
         const ten_shape *s = &c->shape[local(c, t->arg[1])];
@@ -213,6 +215,12 @@ static int eval_term(const axc_ctx *c, int i, ten *vars, ten *own, const ten **v
     int32_t param[OPS_MAX_PARAMS] = {0};
     if (t->kind == AX_TVAR) {
         vals[i] = &vars[t->value];
+        return 0;
+    }
+    if (t->kind == AX_TNUM) { /* value / den in the field */
+        if (ten_alloc(&own[i], &c->shape[i]) != 0) return -1;
+        own[i].data[0] = mp_mul(mp_from_int(t->value), mp_inv(mp_from_int(t->den)));
+        vals[i] = &own[i];
         return 0;
     }
     int np = ops_table[t->op].n_params;

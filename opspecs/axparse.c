@@ -264,13 +264,38 @@ static int conv_var(ax_parser *p, const sx_node *n, const char *name, int want,
     return push_term(p, n, &t, id);
 }
 
+/* A NUMBER (axparse.h) as value / den. @return 0, or -1 if s is not one. */
+static int parse_number(const char *s, int32_t *value, int32_t *den) {
+    int64_t v = 0, d = 1;
+    int neg = *s == '-', digits = 0, decimals = -1;
+    for (s += neg; *s; s++) {
+        if (*s == '.' && decimals < 0) {
+            decimals = 0;
+            continue;
+        }
+        if (*s < '0' || *s > '9' || ++digits > AX_MAX_DIGITS) return -1;
+        if (decimals >= 0 && ++decimals > AX_MAX_DECIMALS) return -1;
+        v = 10 * v + (*s - '0');
+        if (decimals > 0) d *= 10;
+    }
+    if (digits == 0 || decimals == 0) return -1;
+    *value = (int32_t)(neg ? -v : v);
+    *den = (int32_t)d;
+    return 0;
+}
+
 static int conv_atom(ax_parser *p, const sx_node *n, int want, int *id) {
     char buf[AX_MAX_NAME + 1];
     atom_text(p, n, buf);
     if (is_lower(buf[0])) return conv_var(p, n, buf, want, id);
-    if (want == AX_SORT_TENSOR)
+    if (want == AX_SORT_TENSOR) {
+        ax_term t = {AX_TNUM, AX_SORT_TENSOR, OP_COUNT, 0, 0, {0}, 0, 0, 0, 1};
+        if (parse_number(buf, &t.value, &t.den) == 0) return push_term(p, n, &t, id);
         return fail(p, AX_ESYNTAX, n->line, n->col,
-                    "expected a tensor, got literal '%s'", buf);
+                    "expected a tensor, got '%s' (a number is an optional minus and at "
+                    "most %d digits, up to %d of them after a point)",
+                    buf, AX_MAX_DIGITS, AX_MAX_DECIMALS);
+    }
     int32_t v;
     if (ops_param_parse((ops_pkind)want, buf, &v) != OPS_OK)
         return fail(p, AX_ESYNTAX, n->line, n->col, "bad %s literal '%s'",
@@ -554,10 +579,20 @@ static void put(ax_out *o, const char *s) {
     o->buf[o->len] = '\0';
 }
 
+/* value / den in decimal, as the axiom file wrote it (den a power of 10). */
+static void render_number(int32_t value, int32_t den, char buf[24]) {
+    int64_t v = value < 0 ? -(int64_t)value : value;
+    int len = snprintf(buf, 24, "%s%lld", value < 0 ? "-" : "", (long long)(v / den));
+    if (den > 1) buf[len++] = '.';
+    for (int64_t d = den / 10; d >= 1 && len < 23; d /= 10) buf[len++] = (char)('0' + v / d % 10);
+    buf[len] = '\0';
+}
+
 static void render(const ax_set *s, const ax_axiom *a, int t, ax_out *o) {
     const ax_term *tm = &s->term[t];
-    char lit[16];
+    char lit[24];
     switch (tm->kind) {
+    case AX_TNUM: render_number(tm->value, tm->den, lit), put(o, lit); return;
     case AX_TVAR: put(o, a->var[tm->value].name); return;
     case AX_TLIT: put(o, ops_param_str((ops_pkind)tm->sort, tm->value, lit)); return;
     case AX_TAPP: put(o, "("); put(o, ops_table[tm->op].name); break;

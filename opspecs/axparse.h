@@ -6,7 +6,7 @@
  *     file    := { axiom }
  *     axiom   := "(" "axiom" NAME STRING "(" { decl } ")" term term ")"
  *     decl    := "(" VAR SORT ")"
- *     term    := VAR | LITERAL
+ *     term    := VAR | LITERAL | NUMBER
  *              | "(" OP { param } { term } ")"
  *              | "(" "dim" axis-term term ")"
  *
@@ -23,7 +23,13 @@
  *   that kind, a LITERAL parsed by ops_param_parse for that kind (`1`,
  *   `SAME`, `RELU`, `3x3`; any atom not starting with a lowercase letter
  *   is a literal), or, for kind size only, `(dim AXIS TENSOR)`: the size of
- *   a tensor term along an axis. Tensor positions take tensor terms.
+ *   a tensor term along an axis. Tensor positions take tensor terms, and
+ *   a NUMBER there (`-1`, `2`, `0.5`: an optional minus and at most
+ *   AX_MAX_DIGITS digits, up to AX_MAX_DECIMALS after a point) is a rank-0
+ *   tensor holding that value: `(smul y -1)` is -y. Only axioms write
+ *   numbers (no operator makes them), so prove takes a number as an
+ *   uninterpreted tensor num(value) of rank 0 that only the axioms relate
+ *   to anything, and axcheck as the value in the fingerprint field.
  * - The two sides of an axiom are tensor terms; the axiom states they are
  *   equal for every value of the variables that makes both sides well
  *   shaped (axcheck.h tests exactly that).
@@ -71,6 +77,8 @@
 #define AX_MAX_DEPTH 48         /* nesting of parentheses */
 #define AX_MAX_FILE (16 << 20)  /* bytes of an axiom file */
 #define AX_MAX_ARGS (OPS_MAX_PARAMS + OPS_MAX_ARITY)
+#define AX_MAX_DIGITS 9         /* digits of a NUMBER: value / den fit int32 */
+#define AX_MAX_DECIMALS 6       /* of them, after the point */
 
 /* A sort is a parameter kind (ops_pkind) or AX_SORT_TENSOR. */
 #define AX_SORT_TENSOR ((int)PK_COUNT)
@@ -88,7 +96,8 @@ typedef enum {
     AX_TVAR, /* value = variable index in the axiom */
     AX_TLIT, /* value = the parameter value; sort = its kind */
     AX_TAPP, /* op applied to arg[0..n_args): parameters, then tensor inputs */
-    AX_TDIM  /* size of arg[1] (a tensor term) along arg[0] (an axis term) */
+    AX_TDIM, /* size of arg[1] (a tensor term) along arg[0] (an axis term) */
+    AX_TNUM  /* a rank-0 tensor holding value / den (den a power of 10) */
 } ax_term_kind;
 
 typedef struct {
@@ -100,6 +109,7 @@ typedef struct {
     int arg[AX_MAX_ARGS];  /* term ids, all smaller than this term's id */
     uint32_t vars;         /* bit i set when variable i occurs in the term */
     int line, col;         /* where the term starts */
+    int32_t den;           /* AX_TNUM: the value is value / den */
 } ax_term;
 
 typedef struct {

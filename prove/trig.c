@@ -137,6 +137,9 @@ static int pmatch(feed_ctx *f, int p, int t) {
             f->growing = 1;
         return 1;
     case AX_TLIT: return T->kind != AX_TLIT || T->value == P->value;
+    case AX_TNUM:
+        return T->kind == AX_TVAR ||
+               (T->kind == AX_TNUM && T->value == P->value && T->den == P->den);
     case AX_TDIM:
         if (T->kind != AX_TDIM) return 1;
         return pmatch(f, P->arg[0], T->arg[0]) && pmatch(f, P->arg[1], T->arg[1]);

@@ -15,6 +15,7 @@
 struct ze_ctx {
     zs_syms s; /* the context, sorts, shape() and sdim() */
     Z3_func_decl op[OP_COUNT];
+    Z3_func_decl num; /* num : Real -> T, the axioms' numbers (axparse.h) */
     const ax_set *set;
     Z3_ast *axiom;     /* one formula per axiom of set, NULL when unused */
     uint8_t *pattern;  /* 2 per axiom: that side became a pattern */
@@ -52,6 +53,14 @@ static void declare_all(ze_ctx *z) {
     Z3_sort sd[2] = {z->s.I, z->s.S};
     z->s.sdim = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "sdim"), 2, sd, z->s.I);
     for (int op = 0; op < OP_COUNT; op++) z->op[op] = declare_op(z, (ops_op)op);
+    Z3_sort real = Z3_mk_real_sort(c);
+    z->num = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, "num"), 1, &real, z->s.T);
+}
+
+/* A number of the axiom file as a tensor term: num(value / den). */
+static Z3_ast mk_num(ze_ctx *z, const ax_term *x) {
+    Z3_ast v = Z3_mk_real(z->s.c, x->value, x->den);
+    return Z3_mk_app(z->s.c, z->num, 1, &v);
 }
 
 /* op(params; inputs) as a term. For a constant the reference input is
@@ -129,6 +138,7 @@ static void q_params(ze_ctx *z, const ax_axiom *a, const ax_term *x, const Z3_as
  * gives a pattern-safe term (z3enc.h). */
 static Z3_ast q_dim(ze_ctx *z, const ax_axiom *a, int axis, int t, const Z3_ast *vars) {
     const ax_term *x = &z->set->term[t];
+    if (x->kind == AX_TNUM) return zs_num(&z->s, 1); /* rank 0: every dim reads 1 */
     if (x->kind == AX_TAPP) {
         zs_params p;
         qdims d = {{qdims_get}, z, a, vars, x->arg + ops_table[x->op].n_params};
@@ -153,6 +163,7 @@ static Z3_ast q_term(ze_ctx *z, const ax_axiom *a, int t, const Z3_ast *vars) {
     switch (x->kind) {
     case AX_TVAR: return vars[x->value];
     case AX_TLIT: return zs_num(&z->s, x->value);
+    case AX_TNUM: return mk_num(z, x);
     case AX_TDIM:
         if (z->set->term[x->arg[0]].kind == AX_TLIT)
             return q_dim(z, a, z->set->term[x->arg[0]].value, x->arg[1], vars);
@@ -326,12 +337,31 @@ static void shape_axioms_for(ze_ctx *z, ops_op op, zs_params *p, int k) {
     p->is_lit &= ~(1u << k);
 }
 
+/* forall r. every dim of num(r) is 1 (a rank-0 tensor), so the guards can
+ * read the dims of a number an axiom's instance brings in. Only for a set
+ * that writes numbers: a quantifier more changes Z3's search elsewhere. */
+static void number_shape_axiom(ze_ctx *z) {
+    Z3_context c = z->s.c;
+    int any = 0;
+    for (int t = 0; t < z->set->n_terms; t++) any |= z->set->term[t].kind == AX_TNUM;
+    if (!any || z->n_shape_ax == ZE_MAX_SHAPE_AXIOMS) return;
+    Z3_ast r = Z3_mk_fresh_const(c, "r", Z3_mk_real_sort(c)), conj[ZS_AXES];
+    Z3_ast app = Z3_mk_app(c, z->num, 1, &r);
+    for (int a = 0; a < ZS_AXES; a++) conj[a] = Z3_mk_eq(c, zs_dim(&z->s, a, app), zs_num(&z->s, 1));
+    Z3_app bound = Z3_to_app(c, r);
+    Z3_pattern pat = Z3_mk_pattern(c, 1, &app);
+    z->shape_ax[z->n_shape_ax++] = Z3_mk_quantifier_const_ex(
+        c, 1, 0, Z3_mk_string_symbol(c, ZE_SHAPE_QID "num"), Z3_mk_string_symbol(c, ""), 1,
+        &bound, 1, &pat, 0, NULL, Z3_mk_and(c, ZS_AXES, conj));
+}
+
 static void encode_shape_axioms(ze_ctx *z) {
     for (int op = 0; op < OP_COUNT; op++) {
         zs_params p;
         memset(&p, 0, sizeof p);
         shape_axioms_for(z, (ops_op)op, &p, 0);
     }
+    number_shape_axiom(z);
 }
 
 /* ---- context ---- */
@@ -521,6 +551,7 @@ static Z3_ast g_term(ground *g, const ax_set *s, int t, const Z3_ast *vars) {
     switch (x->kind) {
     case AX_TVAR: return vars[x->value];
     case AX_TLIT: return zs_num(&g->z->s, x->value);
+    case AX_TNUM: return mk_num(g->z, x);
     case AX_TDIM:
         return zs_sdim(&g->z->s, g_term(g, s, x->arg[0], vars),
                         zs_shape(&g->z->s, g_term(g, s, x->arg[1], vars)));

@@ -149,6 +149,24 @@ check "... the profile names the others" \
 check "--axioms-check --sample with the shipped axioms: no warning" status_is 0 "$prove" \
     --axioms-check --no-hygiene --sample "$tmp/sub3.tasodb" --rlimit 2000000
 check "... none" grep -q "^0 warnings" "$tmp/out"
+# numbers in the axiom language: -1 and 0.5 as rank-0 tensors
+cat >"$tmp/num.ax" <<'AX'
+(axiom sub-as-add "x - y = x + (-1) y" ((x tensor) (y tensor))
+  (ewsub x y) (ewadd x (smul y -1)))
+(axiom half-twice "(x * 0.5) * 2 = x" ((x tensor))
+  (smul (smul x 0.5) 2) x)
+AX
+cat >"$tmp/numwrong.ax" <<'AX'
+(axiom sub-as-add-wrong "x - y = x + 1 y" ((x tensor) (y tensor))
+  (ewsub x y) (ewadd x (smul y 1)))
+(axiom quarter-twice-wrong "(x * 0.25) * 2 = x" ((x tensor))
+  (smul (smul x 0.25) 2) x)
+AX
+check "--axioms-check with numbers: exit 0" \
+    status_is 0 "$prove" --axioms-check "$tmp/num.ax" --wrong "$tmp/numwrong.ax"
+check "... z3 proves the true ones and not the wrong ones" \
+    sh -c "grep -q 'ok   sub-as-add  *30 instances, z3 proved' '$tmp/out' &&
+           grep -q 'ok   quarter-twice-wrong *refuted' '$tmp/out' && grep -q ' 0 not$' '$tmp/out'"
 check "--no-hygiene without --sample: exit 2" status_is 2 "$prove" --axioms-check --no-hygiene
 
 # usage

@@ -171,6 +171,38 @@ static void test_check_deterministic(void **state) {
     assert_string_not_equal(a.instance, c.instance);
 }
 
+/* A number in a tensor position is a rank-0 tensor of that value: it
+ * parses, prints back as written, and axcheck evaluates it exactly, so a
+ * true identity with -1 or 0.5 holds and a false one is refuted. */
+static void test_numbers(void **state) {
+    ax_set s;
+    axc_result r;
+    char buf[256];
+    (void)state;
+    assert_int_equal(parse_one("(axiom n \"c\" ((x tensor) (y tensor))"
+                               " (ewsub x y) (ewadd x (smul y -1)))"
+                               "(axiom h \"c\" ((x tensor)) (smul (smul x 0.5) 2) x)"
+                               "(axiom w \"c\" ((x tensor)) (smul (smul x -0.25) 2) x)"
+                               "(axiom z \"c\" ((x tensor)) (smul x 0) (smul x 0.000))",
+                               &s),
+                     AX_OK);
+    const ax_term *m = &s.term[s.term[s.axiom[0].rhs].arg[1]];
+    assert_int_equal(s.term[m->arg[1]].kind, AX_TNUM);
+    assert_int_equal(s.term[m->arg[1]].value, -1);
+    assert_int_equal(s.term[m->arg[1]].den, 1);
+    assert_string_equal(ax_term_str(&s, &s.axiom[0], s.axiom[0].rhs, buf, sizeof buf),
+                        "(ewadd x (smul y -1))");
+    assert_string_equal(ax_term_str(&s, &s.axiom[2], s.axiom[2].lhs, buf, sizeof buf),
+                        "(smul (smul x -0.25) 2)");
+    assert_string_equal(ax_term_str(&s, &s.axiom[3], s.axiom[3].rhs, buf, sizeof buf),
+                        "(smul x 0.000)");
+    assert_int_equal(axc_check(&s, 0, 20, 5, &r), AXC_OK);
+    assert_int_equal(axc_check(&s, 1, 20, 5, &r), AXC_OK);
+    assert_int_equal(axc_check(&s, 2, 200, 5, &r), AXC_EMISMATCH);
+    assert_int_equal(axc_check(&s, 3, 20, 5, &r), AXC_OK);
+    ax_free(&s);
+}
+
 /* A size parameter from a dim term tracks the shape it reads. */
 static void test_check_dim_values(void **state) {
     ax_set s;
@@ -200,7 +232,7 @@ static const parse_case bad_cases[] = {
     {3, HDR "((x tensor) (s stride))\n (conv2d s SAME NONE s x x) x)", AX_ESYNTAX, 2,
      "variable 's' has sort stride, expected groups"},
     {4, HDR "((x tensor)) (concat x x x) x)", AX_ESYNTAX, 1, "variable 'x' has sort tensor, expected axis"},
-    {5, HDR "((x tensor)) (relu 1) x)", AX_ESYNTAX, 1, "expected a tensor, got literal '1'"},
+    {5, HDR "((x tensor)) (relu SAME) x)", AX_ESYNTAX, 1, "expected a tensor, got 'SAME'"},
     {6, HDR "((x tensor))\n\n (relu q) x)", AX_ESYNTAX, 3, "undeclared variable 'q'"},
     {7, HDR "((x tensor)\n (y tensor)) (relu x) x)", AX_ESYNTAX, 2, "unused variable 'y'"},
     {8, HDR "((x tensor)) x x)\n" HDR "((x tensor)) x x)", AX_ESYNTAX, 2,
@@ -240,6 +272,11 @@ static const parse_case bad_cases[] = {
     {35, HDR "((x tensor)) \"x\" x)", AX_ESYNTAX, 1, "unexpected string"},
     {36, HDR "((x tensor) (a axis)) x a)", AX_ESYNTAX, 1, "variable 'a' has sort axis, expected tensor"},
     {37, HDR "((x tensor)) (split0 0 0 x) x)", AX_ESYNTAX, 1, "bad size literal '0'"},
+    {39, HDR "((x tensor)) (smul x 1.5.2) x)", AX_ESYNTAX, 1, "expected a tensor, got '1.5.2'"},
+    {40, HDR "((x tensor)) (smul x 0.1234567) x)", AX_ESYNTAX, 1, "up to 6 of them after"},
+    {41, HDR "((x tensor)) (smul x 1000000000) x)", AX_ESYNTAX, 1, "at most 9 digits"},
+    {42, HDR "((x tensor)) (smul x -) x)", AX_ESYNTAX, 1, "expected a tensor, got '-'"},
+    {43, HDR "((x tensor)) (smul x 2.) x)", AX_ESYNTAX, 1, "expected a tensor, got '2.'"},
     {38, "; only a comment\n(axiom a \"c\" ((x tensor)) x x) ; trailing\n)", AX_ESYNTAX, 3,
      "unexpected ')'"},
 };
@@ -449,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_check_mistyped),
         cmocka_unit_test(test_check_deterministic),
         cmocka_unit_test(test_check_dim_values),
+        cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_wrong_basic),
         cmocka_unit_test(test_wrong_split_concat),
         cmocka_unit_test(test_wrong_grouped_conv),

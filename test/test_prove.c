@@ -267,6 +267,7 @@ static void print_term(printer *p, int t) {
         put(p, b);
         return;
     case AX_TLIT: put(p, ops_param_str((ops_pkind)x->sort, x->value, b)); return;
+    case AX_TNUM: put(p, ax_term_str(p->s, p->a, t, b, sizeof b)); return; /* no graph writes it */
     case AX_TDIM: put(p, "(dim "); break;
     case AX_TAPP: put(p, "("), put(p, ops_table[x->op].name), put(p, " "); break;
     }
