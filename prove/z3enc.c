@@ -676,20 +676,26 @@ static ze_verdict solve(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim,
         v = ZE_ILLSHAPED;
         goto done;
     }
-    Z3_solver s = main_solver(z, lim);
+    /* the profiling solver between ze_profile_begin and _end */
+    Z3_solver s = z->prof_solver ? z->prof_solver : main_solver(z, lim);
     set_limits(z, s, lim);
     unsigned inst0 = counter(z, s, "quant instantiations"), units0 = counter(z, s, "rlimit count");
     Z3_solver_push(c, s);
     for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
     Z3_solver_assert(c, s, goal);
     Z3_lbool r = Z3_solver_check(c, s);
+    unsigned units = counter(z, s, "rlimit count") - units0;
     if (r == Z3_L_FALSE) v = ZE_PROVED;
     else if (r == Z3_L_TRUE) v = ZE_UNKNOWN, snprintf(why, ZE_WHYLEN, "sat");
     else
         v = ze_classify_undecided(Z3_solver_get_reason_unknown(c, s),
-                                  counter(z, s, "quant instantiations") - inst0,
-                                  counter(z, s, "rlimit count") - units0, lim, why);
+                                  counter(z, s, "quant instantiations") - inst0, units, lim, why);
     Z3_solver_pop(c, s, 1);
+    if (z->prof_solver) {
+        z->prof->units += units;
+        z->prof->checks++;
+        z->prof->budget += v == ZE_BUDGET;
+    }
 done:
     if (Z3_get_error_code(c) != Z3_OK) {
         snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(c, Z3_get_error_code(c)));
@@ -760,31 +766,6 @@ void ze_profile_end(ze_ctx *z) {
     z->prof = NULL;
 }
 
-/* solve() in the profiling solver, counting the check. */
-static ze_verdict solve_profiled(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim,
-                                 char *why) {
-    Z3_context c = z->s.c;
-    Z3_solver s = z->prof_solver;
-    set_limits(z, s, lim);
-    unsigned inst0 = counter(z, s, "quant instantiations"), units0 = counter(z, s, "rlimit count");
-    Z3_solver_push(c, s);
-    for (int i = 0; i < g->n_facts; i++) Z3_solver_assert(c, s, g->fact[i]);
-    Z3_solver_assert(c, s, goal);
-    Z3_lbool r = Z3_solver_check(c, s);
-    unsigned units = counter(z, s, "rlimit count") - units0;
-    ze_verdict v;
-    if (r == Z3_L_FALSE) v = ZE_PROVED;
-    else if (r == Z3_L_TRUE) v = ZE_UNKNOWN, snprintf(why, ZE_WHYLEN, "sat");
-    else
-        v = ze_classify_undecided(Z3_solver_get_reason_unknown(c, s),
-                                  counter(z, s, "quant instantiations") - inst0, units, lim, why);
-    Z3_solver_pop(c, s, 1);
-    z->prof->units += units;
-    z->prof->checks++;
-    z->prof->budget += v == ZE_BUDGET;
-    return v;
-}
-
 static ze_verdict finish(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim, char *why) {
     ze_verdict v;
     why[0] = '\0';
@@ -794,11 +775,8 @@ static ze_verdict finish(ze_ctx *z, ground *g, Z3_ast goal, const ze_limits *lim
     } else if (Z3_get_error_code(z->s.c) != Z3_OK) {
         snprintf(why, ZE_WHYLEN, "z3: %s", Z3_get_error_msg(z->s.c, Z3_get_error_code(z->s.c)));
         v = ZE_ERROR;
-    } else if (z->prof_solver && vacuous(z, g, lim)) {
-        snprintf(why, ZE_WHYLEN, "the shape facts are contradictory");
-        v = ZE_ILLSHAPED;
     } else {
-        v = z->prof_solver ? solve_profiled(z, g, goal, lim, why) : solve(z, g, goal, lim, why);
+        v = solve(z, g, goal, lim, why);
     }
     free(g->fact);
     return v;
