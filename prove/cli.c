@@ -293,9 +293,11 @@ static int run_prune(const args *a) {
     }
     if (!a->d.quiet)
         fprintf(stderr,
-                "prove: %s: %zu rules, %zu kept, %zu derived by the others, %zu not matchable (dropped), %.1f s "
-                "(%zu kept again after %d check(s) against the final set)\n",
-                a->input, r.in, r.kept, r.derived, r.skipped, r.seconds, r.restored, r.passes);
+                "prove: %s: %zu rules, %zu not matchable (dropped), %zu equations (a rule and its reverse once): "
+                "%zu kept, %zu derived by the others, %.1f s (%zu kept again after %d check(s) against the final "
+                "set); %s holds %zu rules, one per equation kept\n",
+                a->input, r.in, r.skipped, r.equations, r.kept, r.derived, r.seconds, r.restored, r.passes,
+                a->output, r.kept);
     return EXIT_OK;
 }
 
@@ -308,8 +310,9 @@ static int run_derive(const args *a) {
         return EXIT_BAD;
     }
     if (!a->d.quiet)
-        fprintf(stderr, "prove: %s: %zu rules: %zu shipped, %zu derived from them, %zu neither (%zu not matchable), %.1f s\n",
-                a->more[0], r.full, r.shipped, r.derived, r.neither, r.skipped, r.seconds);
+        fprintf(stderr, "prove: %s: %zu rules: %zu shipped, %zu the reverse of a shipped rule, %zu derived from them, "
+                "%zu neither (%zu not matchable), %.1f s\n",
+                a->more[0], r.full, r.shipped, r.reversed, r.derived, r.neither, r.skipped, r.seconds);
     return r.neither ? EXIT_FAILED : EXIT_OK;
 }
 

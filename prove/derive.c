@@ -60,13 +60,17 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
         memcpy(g->digest, f->digest, sizeof g->digest);
         g->gen = f->gen;
         if (g->gen.n_notes < RDB_MAX_NOTES)
-            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu rules kept (rounds %d, e-nodes %d%s)",
-                     st.kept, f->n_rules, d->rounds, d->nodes, d->two_sided ? ", two-sided" : "");
-        r->in = f->n_rules, r->skipped = f->n_rules - n, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
+            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d%s)",
+                     st.kept, st.rules, d->rounds, d->nodes, d->two_sided ? ", two-sided" : "");
+        r->in = f->n_rules, r->equations = st.rules, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
+        r->skipped = eg_ruleset_skipped(rs);
         r->restored = st.restored, r->passes = st.passes;
     }
-    for (size_t i = 0; rc == PV_OK && i < n; i++) { /* in the input's order */
-        if (!keep[i]) continue;
+    /* in the input's order, one rule per equation kept: the engine reads
+     * it both ways, so its reverse (in the file or made) is not written */
+    for (size_t i = 0; rc == PV_OK && i < n; i++) {
+        size_t m = eg_ruleset_mate(rs, i);
+        if (!keep[i] || eg_ruleset_reversed(rs, i) || (m != EG_NO_MATE && m < i)) continue;
         const rdb_rule *x = by_id(f, eg_ruleset_rule(rs, i)->id);
         if (!x || rdb_add_rule(g, &x->src, &x->dst, &x->prover) != RDB_OK) rc = PV_ENOMEM;
     }
@@ -107,10 +111,16 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
     if (rc == PV_OK && !(enabled = malloc(n + 1))) rc = PV_ENOMEM;
+    /* a shipped rule, its reverse (made by the engine, of the same id) and a
+     * rule of full that is that reverse are what the engine applies */
     for (size_t i = 0; rc == PV_OK && i < n; i++) enabled[i] = eg_ruleset_rule(rs, i)->id < s->n_rules;
-    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a, r->checked = delta.n_only_a;
     for (size_t i = 0; rc == PV_OK && i < n; i++) {
-        if (enabled[i]) continue;
+        size_t m = eg_ruleset_mate(rs, i);
+        if (!enabled[i] && m != EG_NO_MATE && eg_ruleset_rule(rs, m)->id < s->n_rules) enabled[i] = 1, r->reversed++;
+    }
+    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a, r->checked = delta.n_only_a - r->reversed;
+    for (size_t i = 0; rc == PV_OK && i < n; i++) {
+        if (enabled[i] || eg_ruleset_reversed(rs, i)) continue; /* the rules of full only */
         int derived = 0;
         if (eg_derive_rule(rs, i, enabled, &o, d->two_sided, &derived, why, sizeof why) != EG_OK) {
             snprintf(err, errlen, "%s: %s", full, why);
@@ -125,7 +135,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
         }
         if (!d->quiet && (r->derived + 1) % 2000 == 0) fprintf(stderr, "prove: derive: %zu derived\n", r->derived);
     }
-    r->skipped = both ? both->n_rules - n : 0;
+    r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
     r->neither = r->checked - r->derived; /* the skipped ones are neither too */
     r->seconds = eg_now_s() - t0;
     free(enabled);

@@ -5,8 +5,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define EM_TEXT_MAX 16384
-
 /* ---- inputs ---- */
 
 uint32_t em_used_inputs(const rg_graph *g) {
@@ -15,93 +13,6 @@ uint32_t em_used_inputs(const rg_graph *g) {
     for (int k = 0; k < g->n_outputs; k++)
         if (RG_IS_INPUT(g->out[k])) m |= 1u << g->out[k];
     return m;
-}
-
-/* ---- canonical renaming ---- */
-
-typedef struct {
-    int map[RG_MAX_INPUTS]; /* old input -> new, -1 unseen */
-    int next;
-    int gmap[RG_MAX_GSYMS]; /* old group-count symbol -> new, -1 unseen */
-    int gnext;
-} renaming;
-
-static void see(renaming *r, int input) {
-    if (r->map[input] < 0) r->map[input] = r->next++;
-}
-
-/* Visit inputs in rg_format's order: parameters (symbolic sizes), then
- * tensor inputs, depth first. */
-static void visit(const rg_graph *g, rg_ref ref, renaming *r) {
-    if (RG_IS_INPUT(ref)) {
-        see(r, ref);
-        return;
-    }
-    const rg_node *n = &g->node[RG_NODE_INDEX(ref)];
-    const ops_info *o = &ops_table[n->op];
-    for (int k = 0; k < o->n_params; k++)
-        if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
-            see(r, RG_SYM_INPUT(n->param[k]));
-        else if (RG_IS_SYM_GROUPS(o->pkind[k], n->param[k]) && r->gmap[RG_GSYM_INDEX(n->param[k])] < 0)
-            r->gmap[RG_GSYM_INDEX(n->param[k])] = r->gnext++;
-    for (int k = 0; k < o->arity; k++) visit(g, n->in[k], r);
-}
-
-static void visit_graph(const rg_graph *g, renaming *r) {
-    for (int k = 0; k < g->n_outputs; k++) visit(g, g->out[k], r);
-}
-
-static rg_ref rename_ref(const renaming *r, rg_ref ref) {
-    return RG_IS_INPUT(ref) ? RG_IN(r->map[ref]) : ref;
-}
-
-/* g with inputs renamed (unseen inputs are unused, so never referenced). */
-static void apply(const rg_graph *g, const renaming *r, rg_graph *out) {
-    *out = *g;
-    out->n_inputs = r->next;
-    for (int j = 0; j < g->n_nodes; j++) {
-        rg_node *n = &out->node[j];
-        const ops_info *o = &ops_table[n->op];
-        for (int k = 0; k < o->n_params; k++)
-            if (o->pkind[k] == PK_SIZE && RG_IS_SYM_SIZE(n->param[k]))
-                n->param[k] = RG_SYM_SIZE(r->map[RG_SYM_INPUT(n->param[k])],
-                                          RG_SYM_AXIS(n->param[k]));
-            else if (RG_IS_SYM_GROUPS(o->pkind[k], n->param[k]))
-                n->param[k] = RG_SYM_GROUPS(r->gmap[RG_GSYM_INDEX(n->param[k])]);
-        for (int k = 0; k < o->arity; k++) n->in[k] = rename_ref(r, n->in[k]);
-    }
-    for (int k = 0; k < g->n_outputs; k++) out->out[k] = rename_ref(r, g->out[k]);
-}
-
-/* Re-read g from its text: canonical node order. @return 0 or -1. */
-static int reparse(rg_graph *g, char *buf) {
-    int n_inputs = g->n_inputs;
-    rg_graph tmp;
-    if (rg_format(g, buf, EM_TEXT_MAX) >= EM_TEXT_MAX) return -1;
-    if (rg_parse(buf, &tmp, NULL, 0) != RG_OK) return -1;
-    tmp.n_inputs = n_inputs;
-    *g = tmp;
-    return 0;
-}
-
-int em_canon(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst) {
-    renaming r;
-    int rc = -1;
-    char *buf = malloc(EM_TEXT_MAX);
-    for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
-    for (int i = 0; i < RG_MAX_GSYMS; i++) r.gmap[i] = -1;
-    r.next = r.gnext = 0;
-    visit_graph(src, &r);
-    visit_graph(dst, &r);
-    apply(src, &r, csrc);
-    apply(dst, &r, cdst);
-    if (buf && reparse(csrc, buf) == 0 && reparse(cdst, buf) == 0) rc = 0;
-    if (rc != 0) {
-        *csrc = *src;
-        *cdst = *dst;
-    }
-    free(buf);
-    return rc;
 }
 
 void em_key_of(const rg_graph *src, const rg_graph *dst, em_key *k) {
@@ -118,9 +29,9 @@ static int key_cmp(const em_key *a, const em_key *b) {
 void em_pair_key(const rg_graph *a, const rg_graph *b, em_key *k) {
     rg_graph ca, cb;
     em_key other;
-    em_canon(a, b, &ca, &cb);
+    rg_canon_rule(a, b, &ca, &cb);
     em_key_of(&ca, &cb, k);
-    em_canon(b, a, &cb, &ca);
+    rg_canon_rule(b, a, &cb, &ca);
     em_key_of(&cb, &ca, &other);
     if (key_cmp(&other, k) < 0) *k = other;
 }

@@ -1,5 +1,5 @@
-/* emit.h - rules from proved candidate classes, and the canonical form of
- * a rule under renaming of its inputs (prefix em_).
+/* emit.h - rules from proved candidate classes, and keys of a rule under
+ * renaming of its inputs (prefix em_).
  *
  * Directions. A class's members are over one set of inputs. Between the
  * representative (member 0) and each other member that was proved equal
@@ -12,14 +12,7 @@
  * search needs to rewrite either way (to undo a rewrite on the way to a
  * better graph).
  *
- * Canonical form. A rule holds for every input shape (z3enc.h), so input
- * names and shapes are not part of its identity: the canonical form renames
- * inputs x0, x1, ... in order of first appearance in the source's text then
- * the destination's (rg_format order, a symbolic size (dim a xi) counting
- * as an appearance), group-count symbols g0, g1, ... in the same order,
- * and orders nodes as rg_parse does for that text. Two
- * rules that differ only by a renaming of inputs have the same canonical
- * form. Both graphs get the source's input count.
+ * Canonical form: rg_canon_rule (rgraph.h).
  */
 #ifndef EMIT_H
 #define EMIT_H
@@ -66,12 +59,6 @@ size_t em_map_put(em_map *m, const em_key *k, size_t v);
 
 /* Graph inputs g reads: from node inputs, outputs and symbolic sizes. */
 uint32_t em_used_inputs(const rg_graph *g);
-
-/* Canonical form of src -> dst (above).
- * @pre both graphs valid. @return 0, or -1 when a graph's text does not fit
- *      the work buffer (never for graphs of RG_MAX_NODES nodes that
- *      rg_format prints below 16 KiB); *csrc and *cdst are then copies. */
-int em_canon(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst);
 
 void em_key_of(const rg_graph *src, const rg_graph *dst, em_key *k);
 

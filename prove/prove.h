@@ -267,15 +267,18 @@ void pv_derive_defaults(pv_derive_options *o);
 typedef struct {
     size_t in;      /* rules in the input */
     size_t skipped; /* not proved or not matchable: dropped */
-    size_t kept, derived;
+    size_t equations; /* the others, a rule and its reverse counted once */
+    size_t kept, derived; /* equations; a kept one is written as one rule */
     size_t restored; /* of kept: dropped first, not derived from the final set */
     int passes;      /* checks of the dropped rules against the final set */
     double seconds;
 } pv_prune_report;
 
 /* The rules of ruledb `in` that the others do not derive, written to
- * `out` (egraph.h, eg_prune_derivable: smallest first, a rule dropped
- * when the rules kept before it derive it within the bounds of o).
+ * `out` (egraph.h, eg_prune_derivable: smallest first, an equation, a
+ * rule and its reverse, dropped when the rules kept before it derive both
+ * directions within the bounds of o; a kept one is written as one rule,
+ * which the engine reads both ways).
  * @return PV_OK; PV_EINPUT (unreadable, not a rules file, other opspecs);
  *         PV_EIO; PV_ENOMEM. */
 int pv_prune_file(const char *in, const char *out, const pv_derive_options *o, pv_prune_report *r, char *err,
@@ -284,7 +287,9 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *o, p
 typedef struct {
     size_t full;    /* rules of the full ruledb */
     size_t shipped; /* of them, in the shipped one too */
-    size_t checked; /* the others */
+    size_t reversed; /* of the others, the reverse of a shipped rule: the
+                        engine reads a rule both ways, so these are shipped */
+    size_t checked; /* the rest */
     size_t derived; /* of those, derived from the shipped rules */
     size_t neither; /* neither shipped nor derived */
     size_t skipped; /* of neither: not matchable by the engine */

@@ -37,7 +37,7 @@ static void drop_renamings(em_rule *r, size_t n, keyset *s, uint8_t *drop) {
     for (size_t i = 0; i < n; i++) {
         em_key k;
         rg_graph cs, cd;
-        em_canon(&r[i].src, &r[i].dst, &cs, &cd);
+        rg_canon_rule(&r[i].src, &r[i].dst, &cs, &cd);
         r[i].src = cs;
         r[i].dst = cd;
         em_key_of(&cs, &cd, &k);
@@ -49,7 +49,7 @@ static void drop_renamings(em_rule *r, size_t n, keyset *s, uint8_t *drop) {
 static int known(const keyset *s, const rg_graph *a, const rg_graph *b) {
     rg_graph ca, cb;
     em_key k;
-    em_canon(a, b, &ca, &cb);
+    rg_canon_rule(a, b, &ca, &cb);
     em_key_of(&ca, &cb, &k);
     return ks_has(s, &k);
 }
@@ -136,7 +136,7 @@ static int sub_equal(const rg_graph *ga, rg_ref ra, const rg_graph *gb, rg_ref r
     return 1;
 }
 
-/* g with its one output moved to ref (dead nodes vanish in em_canon). */
+/* g with its one output moved to ref (dead nodes vanish in rg_canon_rule). */
 static void sub_graph(const rg_graph *g, rg_ref ref, rg_graph *out) {
     *out = *g;
     out->n_outputs = 1;

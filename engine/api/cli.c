@@ -502,7 +502,8 @@ static void print_report(const eg_search_result *r, const eg_optimize_stats *st,
         if (!r->applied[i]) continue;
         char text[1200];
         eg_ruleset_rule_text(rs, i, text, sizeof text);
-        printf("  %ux rule %llu: %s\n", r->applied[i], (unsigned long long)eg_ruleset_rule(rs, i)->id, text);
+        printf("  %ux rule %llu%s: %s\n", r->applied[i], (unsigned long long)eg_ruleset_rule(rs, i)->id,
+               eg_ruleset_reversed(rs, i) ? " (right to left)" : "", text);
     }
 }
 

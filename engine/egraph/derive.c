@@ -293,27 +293,45 @@ static int size_cmp(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* The other rule of i's equation (its reverse in rs), or i itself. */
+static size_t mate_of(const eg_ruleset *rs, size_t i) {
+    size_t m = eg_ruleset_mate(rs, i);
+    return m == EG_NO_MATE ? i : m;
+}
+
+/* Whether the rules enabled derive both directions of i's equation (those
+ * the ruleset holds). */
+static eg_status derive_both(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
+                             int two_sided, int *derived, char *err, size_t errlen) {
+    eg_status rc = eg_derive_rule(rs, i, enabled, o, two_sided, derived, err, errlen);
+    size_t m = mate_of(rs, i);
+    if (rc == EG_OK && *derived && m != i) rc = eg_derive_rule(rs, m, enabled, o, two_sided, derived, err, errlen);
+    return rc;
+}
+
 eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen) {
-    size_t n = eg_ruleset_count(rs);
+    size_t n = eg_ruleset_count(rs), units = 0;
     by_size *order = malloc(sizeof *order * (n + 1));
     double t0 = eg_now_s();
     memset(st, 0, sizeof *st);
-    st->rules = n;
     if (!order) return eg_errf(err, errlen, EG_ENOMEM, "prune: out of memory");
+    /* a unit is an equation: a rule and its reverse, kept or dropped
+     * together, named by the first of the two */
     for (size_t i = 0; i < n; i++) {
         const rdb_rule *r = eg_ruleset_rule(rs, i);
-        order[i] = (by_size){r->src.n_nodes + r->dst.n_nodes, i};
         keep[i] = 0;
+        if (mate_of(rs, i) >= i) order[units++] = (by_size){r->src.n_nodes + r->dst.n_nodes, i};
     }
-    qsort(order, n, sizeof *order, size_cmp);
+    st->rules = units;
+    qsort(order, units, sizeof *order, size_cmp);
     eg_status rc = EG_OK;
-    for (size_t q = 0; rc == EG_OK && q < n; q++) {
+    for (size_t q = 0; rc == EG_OK && q < units; q++) {
         int derived = 0;
-        rc = eg_derive_rule(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
-        keep[order[q].i] = !derived;
+        rc = derive_both(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
+        keep[order[q].i] = keep[mate_of(rs, order[q].i)] = !derived;
         st->kept += !derived, st->derived += derived;
-        if (progress) progress(q + 1, n, st, arg);
+        if (progress) progress(q + 1, units, st, arg);
     }
     /* Bounded saturation is not monotone: with more rules kept, more
      * matches ban rules and fill the e-nodes sooner, so a rule derived from
@@ -324,14 +342,17 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int 
      * (prove --derive then names the rules left). */
     for (int pass = 0, again = 1; rc == EG_OK && again && pass < PRUNE_PASSES; pass++) {
         again = 0;
-        for (size_t q = 0; rc == EG_OK && q < n; q++) {
+        for (size_t q = 0; rc == EG_OK && q < units; q++) {
             int derived = 0;
             if (keep[order[q].i]) continue;
-            rc = eg_derive_rule(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
-            if (rc == EG_OK && !derived) keep[order[q].i] = 1, st->kept++, st->derived--, st->restored++, again = 1;
+            rc = derive_both(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
+            if (rc == EG_OK && !derived) {
+                keep[order[q].i] = keep[mate_of(rs, order[q].i)] = 1;
+                st->kept++, st->derived--, st->restored++, again = 1;
+            }
         }
         st->passes = pass + 1;
-        if (progress) progress(n, n, st, arg);
+        if (progress) progress(units, units, st, arg);
     }
     st->seconds = eg_now_s() - t0;
     free(order);

@@ -76,7 +76,7 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *en
                          int two_sided, int *derived, char *err, size_t errlen);
 
 typedef struct {
-    size_t rules, kept, derived;
+    size_t rules, kept, derived; /* equations (eg_prune_derivable) */
     size_t restored; /* dropped, then kept: not derived from the final set */
     int passes;      /* checks of the dropped rules against the final set */
     double seconds;
@@ -86,12 +86,15 @@ typedef struct {
 typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stats *st, void *arg);
 
 /* The rules of rs that the others do not derive, in keep[] (1 kept, one
- * byte per rule): rules from the smallest (nodes of both sides) to the
- * largest, each dropped when the rules kept before it derive it
- * (eg_derive_rule); then the dropped ones checked against the final set,
- * those not derived from it kept, until none is (3 passes at most; the
- * progress callback is called after each). Deterministic. @return EG_OK
- * or EG_ENOMEM. */
+ * byte per rule), an equation at a time: a rule and its reverse in rs
+ * (eg_ruleset_mate) are kept or dropped together, and st counts equations.
+ * From the smallest (nodes of both sides) to the largest, an equation is
+ * dropped when the rules kept before it derive each of its directions
+ * (eg_derive_rule); then the dropped ones are checked against the final
+ * set, those not derived from it kept, until none is (3 passes at most;
+ * the progress callback is called after each). Deterministic. A file
+ * needs only the first rule of each kept equation (the engine reads it
+ * both ways). @return EG_OK or EG_ENOMEM. */
 eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
 

@@ -366,6 +366,77 @@ static void tree_free(eg_tree *t) {
     free(t->ends);
 }
 
+/* Rule r (enlarges stripped into *guard) admitted as rule rs->n with its
+ * plan. @return 1, or 0 when it cannot be matched. */
+static int admit(eg_ruleset *rs, const rdb_rule *r, uint8_t guard, uint8_t reversed) {
+    eg_plan *p = &rs->plan[rs->n];
+    if (!make_plan(r, p)) return 0;
+    p->kernel1 = guard;
+    p->keeps_paths = (uint8_t)keeps_paths(r);
+    p->adds_zeros = zero_makers(&r->dst) > zero_makers(&r->src);
+    p->divisors = p->adds_zeros ? divisor_inputs(&r->dst) : 0;
+    for (int k = 0; k < p->n_steps; k++) rs->has_scan |= p->step[k].kind == EG_STEP_SCAN;
+    rs->reversed[rs->n] = reversed;
+    rs->mate[rs->n] = EG_NO_MATE;
+    rs->rule[rs->n++] = *r;
+    return 1;
+}
+
+/* An open-addressing set of rules by their canonical form (rgraph.h:
+ * rg_canon_rule), to find a rule's reverse among the file's rules: prove
+ * writes each direction in its own canonical form, so the reverse of a
+ * rule is in the file renamed. */
+typedef struct {
+    rdb_rule *key; /* canonical src, dst of each file rule */
+    uint32_t *slot; /* key index + 1; 0 empty */
+    size_t mask;
+} rule_set;
+
+static uint64_t rule_hash(const rdb_rule *k) {
+    return rg_hash(&k->src) * 0x9e3779b97f4a7c15ull ^ rg_hash(&k->dst);
+}
+
+/* The file rule that is src -> dst renamed, or EG_NO_MATE. */
+static size_t rule_find(const rule_set *t, const rg_graph *src, const rg_graph *dst) {
+    rdb_rule k;
+    rg_canon_rule(src, dst, &k.src, &k.dst);
+    for (size_t h = rule_hash(&k) & t->mask;; h = (h + 1) & t->mask) {
+        uint32_t v = t->slot[h];
+        if (!v) return EG_NO_MATE;
+        if (rg_equal(&t->key[v - 1].src, &k.src) && rg_equal(&t->key[v - 1].dst, &k.dst)) return v - 1;
+    }
+}
+
+static void rule_put(rule_set *t, const rdb_rule *r, uint32_t i) {
+    rg_canon_rule(&r->src, &r->dst, &t->key[i].src, &t->key[i].dst);
+    size_t h = rule_hash(&t->key[i]) & t->mask;
+    while (t->slot[h]) h = (h + 1) & t->mask;
+    t->slot[h] = i + 1;
+}
+
+/* A proved rule is an equation: the engine also reads it right to left,
+ * where that is a rule it can match (no output of the new left side is an
+ * input, every input it needs is read there) and the file does not hold
+ * that reverse already. The reverses follow the file's rules, in their
+ * order, so a file that holds both directions gives the same ruleset as
+ * before and a pruned file may hold one direction of each equation.
+ * mate[] pairs the two directions. */
+static eg_status add_reverses(eg_ruleset *rs) {
+    size_t n = rs->n, cap = 16;
+    while (cap < 2 * n + 2) cap *= 2;
+    rule_set t = {malloc(sizeof *t.key * (n ? n : 1)), calloc(cap, sizeof *t.slot), cap - 1};
+    eg_status rc = t.key && t.slot ? EG_OK : EG_ENOMEM;
+    for (size_t i = 0; rc == EG_OK && i < n; i++) rule_put(&t, &rs->rule[i], (uint32_t)i);
+    for (size_t i = 0; rc == EG_OK && i < n; i++) {
+        rdb_rule r = {rs->rule[i].id, rs->rule[i].dst, rs->rule[i].src, rs->rule[i].prover};
+        size_t j = rule_find(&t, &r.src, &r.dst);
+        if (j != EG_NO_MATE) rs->mate[i] = j;
+        else if (admit(rs, &r, rs->plan[i].kernel1, 1)) rs->mate[i] = rs->n - 1, rs->mate[rs->n - 1] = i;
+    }
+    free(t.key), free(t.slot);
+    return rc;
+}
+
 eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen) {
     uint8_t ours[16];
     *out = NULL;
@@ -379,28 +450,21 @@ eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, si
     }
     eg_ruleset *rs = calloc(1, sizeof *rs);
     if (!rs) return EG_ENOMEM;
-    size_t cap = f->n_rules ? f->n_rules : 1;
+    size_t cap = f->n_rules ? 2 * f->n_rules : 1;
     rs->rule = malloc(sizeof *rs->rule * cap);
     rs->plan = malloc(sizeof *rs->plan * cap);
-    eg_status rc = rs->rule && rs->plan ? EG_OK : EG_ENOMEM;
+    rs->reversed = malloc(cap);
+    rs->mate = malloc(sizeof *rs->mate * cap);
+    eg_status rc = rs->rule && rs->plan && rs->reversed && rs->mate ? EG_OK : EG_ENOMEM;
     for (size_t i = 0; rc == EG_OK && i < f->n_rules; i++) {
         rdb_rule r = f->rules[i];
         uint8_t guard = 0;
         int ok = r.prover.status == RDB_PROVED && rg_validate(&r.src, NULL, 0) == RG_OK &&
                  rg_validate(&r.dst, NULL, 0) == RG_OK;
         if (ok) strip_unit_enlarges(&r.src, &guard), strip_unit_enlarges(&r.dst, &guard);
-        if (ok && make_plan(&r, &rs->plan[rs->n])) {
-            rs->plan[rs->n].kernel1 = guard;
-            rs->plan[rs->n].keeps_paths = (uint8_t)keeps_paths(&r);
-            rs->plan[rs->n].adds_zeros = zero_makers(&r.dst) > zero_makers(&r.src);
-            rs->plan[rs->n].divisors = rs->plan[rs->n].adds_zeros ? divisor_inputs(&r.dst) : 0;
-            for (int k = 0; k < rs->plan[rs->n].n_steps; k++)
-                rs->has_scan |= rs->plan[rs->n].step[k].kind == EG_STEP_SCAN;
-            rs->rule[rs->n++] = r;
-        } else {
-            rs->n_skipped++;
-        }
+        if (!ok || !admit(rs, &r, guard, 0)) rs->n_skipped++;
     }
+    if (rc == EG_OK) rc = add_reverses(rs);
     if (rc == EG_OK) rc = index_rules(rs);
     if (rc == EG_OK) rc = build_trees(rs);
     if (rc != EG_OK) {
@@ -494,6 +558,14 @@ void eg_ruleset_rule_text(const eg_ruleset *rs, size_t i, char *buf, size_t len)
         if (k1 >> b & 1) at += snprintf(buf + at, len - (size_t)at, " [x%u 1x1]", b);
 }
 
+int eg_ruleset_reversed(const eg_ruleset *rs, size_t i) {
+    return i < rs->n && rs->reversed[i];
+}
+
+size_t eg_ruleset_mate(const eg_ruleset *rs, size_t i) {
+    return i < rs->n ? rs->mate[i] : EG_NO_MATE;
+}
+
 int eg_ruleset_keeps_paths(const eg_ruleset *rs, size_t i) {
     return i < rs->n && rs->plan[i].keeps_paths;
 }
@@ -506,6 +578,8 @@ void eg_ruleset_free(eg_ruleset *rs) {
     if (!rs) return;
     free(rs->rule);
     free(rs->plan);
+    free(rs->reversed);
+    free(rs->mate);
     free(rs->by_op);
     free(rs->rank);
     tree_free(&rs->tree);

@@ -4,8 +4,9 @@
  * Overview. eg_ruleset_load reads a "rules" ruledb (ruledb.h) and keeps the
  * rules whose prover status is RDB_PROVED and that can be matched (every
  * output of src is a node, every input dst or a symbolic size needs is read
- * by src: egg's "no unbound variable"), indexed by the operator of src's
- * first output node. Each rule gets a matching plan: start at an output
+ * by src: egg's "no unbound variable"), each also read right to left where
+ * that can be matched (a proved rule is an equation), indexed by the
+ * operator of src's first output node. Each rule gets a matching plan: start at an output
  * node, walk to producers of bound nodes' inputs, and find the remaining
  * nodes (another output of a 2-output rule) among the consumers of tensors
  * already bound, so nothing scans all pairs of nodes.
@@ -97,6 +98,16 @@ void eg_ruleset_rule_text(const eg_ruleset *rs, size_t i, char *buf, size_t len)
  * whose rewrite would close a cycle still would); (x * 0 => 0) is one that
  * does not keep them. */
 int eg_ruleset_keeps_paths(const eg_ruleset *rs, size_t i);
+
+/* A proved rule is an equation, so the ruleset also holds each file rule
+ * read right to left, where that is a rule it can match and the file does
+ * not hold it already: a file needs one direction of each equation. The
+ * reverse comes right after its rule and has its id. eg_ruleset_reversed:
+ * 1 when rule i is such a reverse; eg_ruleset_mate: the rule that is rule
+ * i's reverse (made so, or in the file), EG_NO_MATE when there is none. */
+#define EG_NO_MATE ((size_t)-1)
+int eg_ruleset_reversed(const eg_ruleset *rs, size_t i);
+size_t eg_ruleset_mate(const eg_ruleset *rs, size_t i);
 
 /* Rules of the source file left out (not proved, or not matchable). */
 size_t eg_ruleset_skipped(const eg_ruleset *rs);

@@ -78,6 +78,8 @@ typedef struct {
 struct eg_ruleset {
     rdb_rule *rule;
     eg_plan *plan;
+    unsigned char *reversed; /* rule i is a file rule read right to left */
+    size_t *mate;            /* the rule that is rule i's reverse, or EG_NO_MATE */
     size_t n, n_skipped;
     char stale[RDB_ERRLEN]; /* eg_ruleset_stale: "" unless the file was stale */
     uint32_t op_start[OP_COUNT + 1]; /* rules by anchor op: by_op[op_start[op]..] */
