@@ -2,15 +2,17 @@
 """bench/prune.py - the shipped ruledb pruned by derivability, and what the
 searches make of the pruned set.
 
-    python3 bench/prune.py [--ruledb ruledb/default.tasodb] [--two-sided]
+    python3 bench/prune.py [--ruledb ruledb/default.tasodb] [--by equation|reach|meet]
                            [--rounds 4] [--nodes 2000] [--only NAME]...
-                           [--time-limit 10] [--out bench/results/prune.md]
+                           [--pruned FILE] [--time-limit 10] [--out bench/results/prune.md]
 
 Steps, each timed with its peak memory (/usr/bin/time -v):
-  1. prune: `prove --prune-derivable RULEDB -o PRUNED` (rules from the
-     smallest up, each dropped when the rules kept before it derive it in
-     the engine's e-graph; --two-sided: when both sides saturated together
-     meet);
+  1. prune: `prove --prune-derivable RULEDB -o PRUNED` (equations, a
+     rule and its reverse, from the smallest up, each dropped when the
+     rules kept before it derive it in the engine's e-graph; --by: how,
+     prove's --derive-by); with --pruned FILE, that file instead, made by
+     that command before (its figures from FILE.log, the command's stderr
+     under /usr/bin/time -v);
   2. derive: `prove --derive PRUNED RULEDB`, the proof that nothing was
      lost: every rule of RULEDB is in PRUNED or derived from it;
   3. per model (bench/searches.py's: the bench set, bench/unseen.py's
@@ -49,7 +51,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--ruledb", default=os.path.join(ROOT, "ruledb", "default.tasodb"))
-    ap.add_argument("--two-sided", action="store_true")
+    ap.add_argument("--by", choices=["equation", "reach", "meet"], default="equation")
+    ap.add_argument("--pruned", help="a pruned ruledb made before (its prune log in FILE.log)")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--nodes", type=int, default=2000)
     ap.add_argument("--time-limit", type=float, default=10.0)
@@ -59,26 +62,36 @@ def main():
     a = ap.parse_args()
     prove = os.path.join(a.bin, "prove")
     engine = os.path.join(a.bin, "engine")
-    opts = ["--derive-rounds", str(a.rounds), "--derive-nodes", str(a.nodes)] + (["--two-sided"] if a.two_sided else [])
+    opts = ["--derive-rounds", str(a.rounds), "--derive-nodes", str(a.nodes), "--derive-by", a.by]
     with tempfile.TemporaryDirectory() as tmp:
-        pruned = os.path.join(tmp, "pruned.tasodb")
-        rc, wall, mb, err = timed([prove, "--prune-derivable", a.ruledb, "-o", pruned] + opts)
-        m = re.search(r"(\d+) rules, (\d+) kept, (\d+) derived by the others, (\d+) not matchable.*\((\d+) kept "
-                      r"again after (\d+) check", err)
+        if a.pruned:
+            pruned = a.pruned
+            with open(a.pruned + ".log") as f:
+                err = f.read()
+            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+            w = re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)", err)
+            rc, mb = 0, int(m.group(1)) / 1024 if m else 0.0
+            wall = (int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))) if w else 0.0
+        else:
+            pruned = os.path.join(tmp, "pruned.tasodb")
+            rc, wall, mb, err = timed([prove, "--prune-derivable", a.ruledb, "-o", pruned] + opts)
+        m = re.search(r"(\d+) rules, (\d+) not matchable \(dropped\), (\d+) equations .*: (\d+) kept, (\d+) derived "
+                      r"by the others, [\d.]+ s \((\d+) kept again after (\d+) check", err)
         if rc or not m:
             sys.exit(f"prune.py: prove --prune-derivable failed: {err.strip().splitlines()[-1:]}")
-        prune = {"wall": wall, "peak_mb": mb, "rules": int(m.group(1)), "kept": int(m.group(2)),
-                 "derived": int(m.group(3)), "skipped": int(m.group(4)), "restored": int(m.group(5)),
-                 "passes": int(m.group(6))}
+        prune = {"wall": wall, "peak_mb": mb, "rules": int(m.group(1)), "skipped": int(m.group(2)),
+                 "equations": int(m.group(3)), "kept": int(m.group(4)), "derived": int(m.group(5)),
+                 "restored": int(m.group(6)), "passes": int(m.group(7))}
         print(f"prune.py: prune: {prune}", flush=True)
         if a.keep:
             subprocess.run(["cp", pruned, a.keep], check=True)
         rc, wall, mb, err = timed([prove, "--derive", pruned, a.ruledb] + opts)
-        m = re.search(r"(\d+) rules: (\d+) shipped, (\d+) derived from them, (\d+) neither", err)
+        m = re.search(r"(\d+) rules: (\d+) shipped, (\d+) the reverse of a shipped rule, \d+ checked: (\d+) derived "
+                      r"from them, (\d+) neither", err)
         derive = {"rc": rc, "wall": wall, "peak_mb": mb}
         if m:
-            derive.update(rules=int(m.group(1)), shipped=int(m.group(2)), derived=int(m.group(3)),
-                          neither=int(m.group(4)))
+            derive.update(rules=int(m.group(1)), shipped=int(m.group(2)), reversed=int(m.group(3)),
+                          derived=int(m.group(4)), neither=int(m.group(5)))
         print(f"prune.py: derive: {derive}", flush=True)
         rows = []
         for path in searches.models():
@@ -99,19 +112,22 @@ def write(a, prune, derive, rows):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     load = os.getloadavg()
-    mode = "two-sided (both sides saturated together meet)" if a.two_sided else \
-        "one-sided (the right side reached from the left)"
+    mode = {"equation": "by equation (both sides saturated together with the rules that have a reverse meet, "
+                        "else the right side reached from the left)",
+            "meet": "both sides saturated together meet", "reach": "the right side reached from the left"}[a.by]
     lines = ["# The shipped ruledb pruned by derivability", "",
              f"`python3 bench/prune.py {' '.join(sys.argv[1:])}` at {commit}, {time.strftime('%Y-%m-%d')}, "
              f"2 cores, load average at the end {load[0]:.2f}. Derivation: {mode}, {a.rounds} rounds and "
-             f"{a.nodes} e-nodes per instance.", "",
-             "| step | rules in | kept | derived | neither | wall s | peak MB |", "|---|--:|--:|--:|--:|--:|--:|",
-             f"| prune (`prove --prune-derivable`) | {prune['rules']} | {prune['kept']} | {prune['derived']} | "
-             f"{prune['skipped']} not matchable; {prune['restored']} kept again after {prune['passes']} "
-             f"check(s) against the final set | {prune['wall']:.1f} | {prune['peak_mb']:.0f} |",
-             f"| derive (`prove --derive PRUNED FULL`) | {derive.get('rules', '?')} | {derive.get('shipped', '?')} "
-             f"shipped | {derive.get('derived', '?')} | {derive.get('neither', '?')} | {derive['wall']:.1f} | "
-             f"{derive['peak_mb']:.0f} |", "",
+             f"{a.nodes} e-nodes per instance. An equation is a rule and its reverse (the engine reads every rule "
+             f"both ways); the pruned file holds one rule per equation kept.", "",
+             "| step | rules in | equations | kept | derived | neither | wall s | peak MB |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|",
+             f"| prune (`prove --prune-derivable`) | {prune['rules']} | {prune['equations']} | {prune['kept']} | "
+             f"{prune['derived']} | {prune['skipped']} not matchable; {prune['restored']} kept again after "
+             f"{prune['passes']} check(s) against the final set | {prune['wall']:.1f} | {prune['peak_mb']:.0f} |",
+             f"| derive (`prove --derive PRUNED FULL`) | {derive.get('rules', '?')} | | {derive.get('shipped', '?')} "
+             f"shipped, {derive.get('reversed', '?')} their reverses | {derive.get('derived', '?')} | "
+             f"{derive.get('neither', '?')} | {derive['wall']:.1f} | {derive['peak_mb']:.0f} |", "",
              "Per model: `engine optimize MODEL --deterministic --search S` (analytic-cpu costs) with the full "
              "ruledb and with `--ruledb PRUNED`: final cost (us) and the search's seconds.", "",
              "| model | before | backtrack full | backtrack pruned | egraph full | egraph pruned | "

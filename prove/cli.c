@@ -61,8 +61,14 @@ static const char usage_text[] =
     "  --derive-rounds N  saturation rounds per instance, for --prune-derivable\n"
     "                 and --derive (default 4)\n"
     "  --derive-nodes N   e-nodes at most per instance (default 2000)\n"
-    "  --two-sided    a rule is derived also when its two sides, saturated\n"
-    "                 together, meet (default: its right side reached from its left)\n"
+    "  --derive-by M  how a rule counts as derived: equation (default: its two\n"
+    "                 sides, saturated together with the rules the engine can\n"
+    "                 also apply backwards, meet; else its right side is reached\n"
+    "                 from its left), reach (only the latter) or meet (the two\n"
+    "                 sides meet under any rules: a search may not reach it)\n"
+    "  --two-sided    the same as --derive-by meet\n"
+    "  --every N      with --derive: check every Nth rule FULL holds and\n"
+    "                 SHIPPED lacks, a sample (default 1: every one)\n"
     "  -q             no progress or summary\n"
     "Verdicts depend only on the input, the axioms and these options (not on\n"
     "--jobs or the machine's load) unless --timeout is given.\n"
@@ -99,7 +105,8 @@ static int number(const char *s, unsigned long long lo, unsigned long long hi,
     return *end || *v < lo || *v > hi ? -1 : 0;
 }
 
-/* Options that take a number. @return 1 consumed, 0 not one, -1 bad. */
+/* Options that take a value (a number but for --derive-by). @return 1
+ * consumed, 0 not one, -1 bad. */
 static int numeric_option(args *a, const char *opt, const char *val) {
     unsigned long long v;
     if (!strcmp(opt, "--timeout")) {
@@ -126,6 +133,14 @@ static int numeric_option(args *a, const char *opt, const char *val) {
     } else if (!strcmp(opt, "--derive-nodes")) {
         if (number(val, 10, 10000000, &v)) return -1;
         a->d.nodes = (int)v;
+    } else if (!strcmp(opt, "--every")) {
+        if (number(val, 1, 1000000000, &v)) return -1;
+        a->d.every = (int)v;
+    } else if (!strcmp(opt, "--derive-by")) { /* a word, not a number, but takes a value the same way */
+        int m = 0;
+        while (m < 3 && (!val || strcmp(val, pv_derive_mode_names[m]))) m++;
+        if (m == 3) return -1;
+        a->d.mode = m;
     } else if (!strcmp(opt, "--shard")) {
         unsigned k, n;
         char tail;
@@ -156,7 +171,7 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--merge")) a->m = MODE_MERGE;
     else if (!strcmp(s, "--prune-derivable")) a->m = MODE_PRUNE;
     else if (!strcmp(s, "--derive")) a->m = MODE_DERIVE;
-    else if (!strcmp(s, "--two-sided")) a->d.two_sided = 1;
+    else if (!strcmp(s, "--two-sided")) a->d.mode = 1;
     else if (!strcmp(s, "--no-hygiene")) a->no_hygiene = 1;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong") ||
               !strcmp(s, "--sample")) &&
@@ -310,9 +325,10 @@ static int run_derive(const args *a) {
         return EXIT_BAD;
     }
     if (!a->d.quiet)
-        fprintf(stderr, "prove: %s: %zu rules: %zu shipped, %zu the reverse of a shipped rule, %zu derived from them, "
-                "%zu neither (%zu not matchable), %.1f s\n",
-                a->more[0], r.full, r.shipped, r.reversed, r.derived, r.neither, r.skipped, r.seconds);
+        fprintf(stderr, "prove: %s: %zu rules: %zu shipped, %zu the reverse of a shipped rule, %zu%s checked: %zu derived "
+                "from them, %zu neither (%zu not matchable), %.1f s\n",
+                a->more[0], r.full, r.shipped, r.reversed, r.checked, a->d.every > 1 ? " (a sample)" : "", r.derived,
+                r.neither, r.skipped, r.seconds);
     return r.neither ? EXIT_FAILED : EXIT_OK;
 }
 

@@ -10,8 +10,11 @@
 #include "sys/sys.h"
 
 void pv_derive_defaults(pv_derive_options *o) {
-    o->rounds = 4, o->nodes = 2000, o->two_sided = 0, o->quiet = 0;
+    o->rounds = 4, o->nodes = 2000, o->mode = EG_DERIVE_EQUATION, o->every = 1, o->quiet = 0;
 }
+
+const char *const pv_derive_mode_names[3] = {"reach", "meet", "equation"};
+#define mode_name pv_derive_mode_names
 
 static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
     eg_search_opts_init(o);
@@ -22,7 +25,7 @@ static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
 static void progress(size_t done, size_t total, const eg_prune_stats *st, void *arg) {
     (void)arg;
     if (done % 2000 == 0 || done == total)
-        fprintf(stderr, "prove: derivability: %zu of %zu rules: %zu kept, %zu derived (%zu kept again after %d check(s) "
+        fprintf(stderr, "prove: derivability: %zu of %zu equations: %zu kept, %zu derived (%zu kept again after %d check(s) "
                 "against the final set)\n", done, total, st->kept, st->derived, st->restored, st->passes);
 }
 
@@ -52,7 +55,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
     if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(g = rdb_new(RDB_RULES)))) rc = PV_ENOMEM;
-    if (rc == PV_OK && eg_prune_derivable(rs, &o, d->two_sided, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
+    if (rc == PV_OK && eg_prune_derivable(rs, &o, (eg_derive_mode)d->mode, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
         snprintf(err, errlen, "%s: %s", in, why);
         rc = PV_ENOMEM;
     }
@@ -60,8 +63,8 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
         memcpy(g->digest, f->digest, sizeof g->digest);
         g->gen = f->gen;
         if (g->gen.n_notes < RDB_MAX_NOTES)
-            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d%s)",
-                     st.kept, st.rules, d->rounds, d->nodes, d->two_sided ? ", two-sided" : "");
+            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d, by %s)",
+                     st.kept, st.rules, d->rounds, d->nodes, mode_name[d->mode]);
         r->in = f->n_rules, r->equations = st.rules, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
         r->skipped = eg_ruleset_skipped(rs);
         r->restored = st.restored, r->passes = st.passes;
@@ -118,11 +121,13 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
         size_t m = eg_ruleset_mate(rs, i);
         if (!enabled[i] && m != EG_NO_MATE && eg_ruleset_rule(rs, m)->id < s->n_rules) enabled[i] = 1, r->reversed++;
     }
-    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a, r->checked = delta.n_only_a - r->reversed;
-    for (size_t i = 0; rc == PV_OK && i < n; i++) {
+    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a;
+    for (size_t i = 0, k = 0; rc == PV_OK && i < n; i++) {
         if (enabled[i] || eg_ruleset_reversed(rs, i)) continue; /* the rules of full only */
+        if (k++ % (size_t)d->every) continue;                  /* a sample */
+        r->checked++;
         int derived = 0;
-        if (eg_derive_rule(rs, i, enabled, &o, d->two_sided, &derived, why, sizeof why) != EG_OK) {
+        if (eg_derive_equation(rs, i, enabled, &o, (eg_derive_mode)d->mode, 0, &derived, why, sizeof why) != EG_OK) {
             snprintf(err, errlen, "%s: %s", full, why);
             rc = PV_ENOMEM;
             break;
@@ -136,7 +141,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
         if (!d->quiet && (r->derived + 1) % 2000 == 0) fprintf(stderr, "prove: derive: %zu derived\n", r->derived);
     }
     r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
-    r->neither = r->checked - r->derived; /* the skipped ones are neither too */
+    r->neither = r->checked - r->derived; /* (the skipped ones are neither too) */
     r->seconds = eg_now_s() - t0;
     free(enabled);
     eg_ruleset_free(rs);

@@ -258,11 +258,17 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
 typedef struct {
     int rounds; /* saturation rounds per instance (default 4) */
     int nodes;  /* e-nodes at most per instance (default 2000) */
-    int two_sided; /* derived also when both sides saturated together meet */
+    int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation
+                   (default) */
+    int every;  /* --derive: check every Nth rule of FULL the shipped set
+                   lacks (default 1: all) */
     int quiet;
 } pv_derive_options;
 
 void pv_derive_defaults(pv_derive_options *o);
+
+/* The modes' names for --derive-by, indexed by mode. */
+extern const char *const pv_derive_mode_names[3];
 
 typedef struct {
     size_t in;      /* rules in the input */
@@ -289,7 +295,7 @@ typedef struct {
     size_t shipped; /* of them, in the shipped one too */
     size_t reversed; /* of the others, the reverse of a shipped rule: the
                         engine reads a rule both ways, so these are shipped */
-    size_t checked; /* the rest */
+    size_t checked; /* the rest (with every > 1, a sample of them) */
     size_t derived; /* of those, derived from the shipped rules */
     size_t neither; /* neither shipped nor derived */
     size_t skipped; /* of neither: not matchable by the engine */

@@ -2,7 +2,7 @@
 # prove/regen.sh - the shipped ruledb's recipe, one place for `ninja ruledb`
 # (prove/module.ninja) and bench/regen.sh.
 #
-#   prove/regen.sh BIN WORKDIR OUT [LOGDIR]
+#   prove/regen.sh BIN WORKDIR OUT FULL [LOGDIR]
 #
 # synth at depth 3 over every operator, plus depth 4 over matmul, concat
 # and the splits, and over conv2d, concat and the splits (1x1 and 3x3
@@ -17,13 +17,17 @@
 # wrapped around every relu and add of the depth-3 run would give the
 # backtracking search a plateau of near-free 1x1 and depthwise convs. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
-# check (the same bytes on any machine and with any --jobs). With LOGDIR,
+# check (the same bytes on any machine and with any --jobs): FULL, every
+# proved rule. Then pruned by derivability (equations a rule and its reverse,
+# each dropped when the smaller ones kept derive it in the engine's e-graph,
+# bounded by rounds and e-nodes, never by time): OUT, one rule per equation
+# kept, the file the engine ships (it reads each rule both ways). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '4p' "$0" | sed 's/^# *//' >&2; exit 2; }
-bin=$1 work=$2 out=$3 logs=${4:-}
+[ $# -ge 4 ] || { sed -n '4p' "$0" | sed 's/^# *//' >&2; exit 2; }
+bin=$1 work=$2 out=$3 full=$4 logs=${5:-}
 mkdir -p "$work"
 step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
     local name=$1; shift
@@ -32,7 +36,7 @@ step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
     [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)
     "${timer[@]}" "$@" >"$logs/$name.log" 2>&1
     # the counts: synth's "written", prove's verdicts and rules (not its progress lines)
-    grep -E '^(synth: written|prove: [0-9]+ (candidates|pairs|rules with)|prove: rules|prove: wall)' "$logs/$name.log" |
+    grep -E '^(synth: written|prove: [0-9]+ (candidates|pairs|rules with)|prove: rules|prove: wall|prove: .*equations \(a rule)' "$logs/$name.log" |
         sed "s/^[a-z]*: /$name: /" || true
 }
 step synth-d3 "$bin/synth" --no-timings --max-ops 3 --seed 1 -o "$work/candidates-d3.tasodb"
@@ -47,4 +51,5 @@ step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,spli
 "$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \
     "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb" \
     "$work/candidates-d3id.tasodb"
-step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"
+step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$full"
+step prune "$bin/prove" --prune-derivable "$full" -o "$out"

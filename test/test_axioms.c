@@ -412,14 +412,18 @@ static char *slurp(const char *file, size_t *len) {
     return buf;
 }
 
-/* Every prefix of axioms.ax parses or fails cleanly; a prefix ending
- * inside an axiom is never accepted with that axiom. */
+/* Prefixes of axioms.ax parse or fail cleanly; a prefix ending inside an
+ * axiom is never accepted with that axiom. */
 static void test_parse_prefixes(void **state) {
     size_t len;
     char *text = slurp("axioms.ax", &len), err[AX_ERRLEN];
     (void)state;
     assert_non_null(text);
-    for (size_t n = 0; n <= len; n++) {
+    /* every cut in the first 8 KiB (each kind of token, comment and
+     * string is cut there at every byte), then 500 cuts spread over the
+     * rest: every prefix would parse 4 GB (minutes, more under ASan) */
+    size_t dense = len < 8192 ? len : 8192, stride = len > dense ? (len - dense) / 500 + 1 : 1;
+    for (size_t n = 0;; n = n < dense ? n + 1 : n + stride < len ? n + stride : len) {
         char *copy = malloc(n ? n : 1); /* exact size: ASan sees any overread */
         memcpy(copy, text, n);
         ax_set s;
@@ -430,6 +434,7 @@ static void test_parse_prefixes(void **state) {
         assert_true(rc != AX_OK || s.n_axioms <= good.n_axioms);
         ax_free(&s);
         free(copy);
+        if (n == len) break; /* the whole file last */
     }
     free(text);
 }

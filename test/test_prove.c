@@ -789,14 +789,17 @@ static rdb_file *rules_of(const char *text) {
     return f;
 }
 
-/* prove --prune-derivable drops what the kept rules derive; --derive
- * finds every dropped rule again and flags one nothing derives. */
+/* prove --prune-derivable drops what the kept rules derive and writes one
+ * rule per equation (a rule and its reverse); --derive finds every dropped
+ * rule again, counts a shipped rule's reverse as shipped, and flags one
+ * nothing derives. */
 static void test_prune_derivable_file(void **state) {
     (void)state;
     static const char full_text[] = "(ewadd x0 x1) => (ewadd x1 x0)|"
                                     "(ewadd (ewadd x0 x1) x2) => (ewadd x0 (ewadd x1 x2))|"
                                     "(ewadd (ewadd x0 x1) x2) => (ewadd x1 (ewadd x0 x2))|"
-                                    "(ewmul x0 x1) => (ewmul x1 x0)";
+                                    "(ewmul x0 x1) => (ewmul x1 x0)|"
+                                    "(ewadd x0 (ewadd x1 x2)) => (ewadd (ewadd x0 x1) x2)";
     char full[300], pruned[300], err[PV_ERRLEN];
     rdb_file *f = rules_of(full_text), *g = NULL;
     pv_derive_options d;
@@ -808,17 +811,26 @@ static void test_prune_derivable_file(void **state) {
     snprintf(pruned, sizeof pruned, "%s/pruned.tasodb", scratch);
     write_file(full, f);
     assert_int_equal(pv_prune_file(full, pruned, &d, &pr, err, sizeof err), PV_OK);
-    assert_int_equal(pr.in, 4);
+    assert_int_equal(pr.in, 5);
+    assert_int_equal(pr.equations, 4); /* rules 1 and 4 are one */
     assert_int_equal(pr.kept, 3);
     assert_int_equal(pr.derived, 1);
     assert_int_equal(pv_read_kind(pruned, RDB_RULES, &g, err, sizeof err), PV_OK);
-    assert_int_equal(g->n_rules, 3);
+    assert_int_equal(g->n_rules, 3); /* the two commutations, associativity one way */
     rdb_free(g);
     assert_int_equal(pv_derive_file(pruned, full, &d, &dr, NULL, err, sizeof err), PV_OK);
-    assert_int_equal(dr.full, 4);
+    assert_int_equal(dr.full, 5);
     assert_int_equal(dr.shipped, 3);
+    assert_int_equal(dr.reversed, 1);
+    assert_int_equal(dr.checked, 1);
     assert_int_equal(dr.derived, 1);
     assert_int_equal(dr.neither, 0);
+    /* each way of deriving: the right side reached from the left alone
+     * finds it as well */
+    d.mode = 0;
+    assert_int_equal(pv_derive_file(pruned, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.neither, 0);
+    d.mode = 2;
     /* a rule the pruned set cannot derive is reported */
     rdb_free(f);
     f = rules_of(full_text);

@@ -299,17 +299,30 @@ static size_t mate_of(const eg_ruleset *rs, size_t i) {
     return m == EG_NO_MATE ? i : m;
 }
 
-/* Whether the rules enabled derive both directions of i's equation (those
- * the ruleset holds). */
-static eg_status derive_both(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
-                             int two_sided, int *derived, char *err, size_t errlen) {
-    eg_status rc = eg_derive_rule(rs, i, enabled, o, two_sided, derived, err, errlen);
-    size_t m = mate_of(rs, i);
-    if (rc == EG_OK && *derived && m != i) rc = eg_derive_rule(rs, m, enabled, o, two_sided, derived, err, errlen);
+eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
+                             eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen) {
+    size_t n = eg_ruleset_count(rs), m = mate_of(rs, i);
+    eg_status rc = EG_OK;
+    *derived = 0;
+    if (mode == EG_DERIVE_EQUATION) {
+        /* both sides saturated with the enabled rules the engine also
+         * reads backwards: where they meet, every step on the right side's
+         * way back to the meeting point has its reverse, so the left side
+         * reaches the right (and the right the left) */
+        unsigned char *both_ways = malloc(n + 1);
+        if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
+        for (size_t k = 0; k < n; k++) both_ways[k] = (!enabled || enabled[k]) && eg_ruleset_mate(rs, k) != EG_NO_MATE;
+        rc = eg_derive_rule(rs, i, both_ways, o, 1, derived, err, errlen);
+        free(both_ways);
+        if (rc != EG_OK || *derived) return rc;
+    }
+    int two_sided = mode == EG_DERIVE_MEET;
+    rc = eg_derive_rule(rs, i, enabled, o, two_sided, derived, err, errlen);
+    if (rc == EG_OK && *derived && with_mate && m != i) rc = eg_derive_rule(rs, m, enabled, o, two_sided, derived, err, errlen);
     return rc;
 }
 
-eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen) {
     size_t n = eg_ruleset_count(rs), units = 0;
     by_size *order = malloc(sizeof *order * (n + 1));
@@ -328,7 +341,7 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int 
     eg_status rc = EG_OK;
     for (size_t q = 0; rc == EG_OK && q < units; q++) {
         int derived = 0;
-        rc = derive_both(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
+        rc = eg_derive_equation(rs, order[q].i, keep, o, mode, 1, &derived, err, errlen);
         keep[order[q].i] = keep[mate_of(rs, order[q].i)] = !derived;
         st->kept += !derived, st->derived += derived;
         if (progress) progress(q + 1, units, st, arg);
@@ -345,7 +358,7 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int 
         for (size_t q = 0; rc == EG_OK && q < units; q++) {
             int derived = 0;
             if (keep[order[q].i]) continue;
-            rc = derive_both(rs, order[q].i, keep, o, two_sided, &derived, err, errlen);
+            rc = eg_derive_equation(rs, order[q].i, keep, o, mode, 1, &derived, err, errlen);
             if (rc == EG_OK && !derived) {
                 keep[order[q].i] = keep[mate_of(rs, order[q].i)] = 1;
                 st->kept++, st->derived--, st->restored++, again = 1;

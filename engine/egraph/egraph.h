@@ -75,6 +75,24 @@ eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_rulese
 eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
                          int two_sided, int *derived, char *err, size_t errlen);
 
+/* How a rule counts as derived from others (eg_derive_equation). */
+typedef enum {
+    EG_DERIVE_REACH,    /* its left side alone, saturated, reaches its right */
+    EG_DERIVE_MEET,     /* both sides saturated together end in one class: an
+                           equation the rules prove, which a search from the
+                           left side may not reach (a step it would need
+                           backwards may have no reverse) */
+    EG_DERIVE_EQUATION  /* MEET with the enabled rules that have a reverse in
+                           the ruleset (a search can walk each step either
+                           way, so it reaches the right side), else REACH */
+} eg_derive_mode;
+
+/* Whether the rules enabled[] (NULL: all) derive rule i of rs (and with
+ * with_mate its reverse in rs too, eg_ruleset_mate) under mode, by
+ * eg_derive_rule. @return EG_OK or EG_ENOMEM with a message. */
+eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
+                             eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen);
+
 typedef struct {
     size_t rules, kept, derived; /* equations (eg_prune_derivable) */
     size_t restored; /* dropped, then kept: not derived from the final set */
@@ -90,12 +108,12 @@ typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stat
  * (eg_ruleset_mate) are kept or dropped together, and st counts equations.
  * From the smallest (nodes of both sides) to the largest, an equation is
  * dropped when the rules kept before it derive each of its directions
- * (eg_derive_rule); then the dropped ones are checked against the final
+ * (eg_derive_equation under mode); then the dropped ones are checked against the final
  * set, those not derived from it kept, until none is (3 passes at most;
  * the progress callback is called after each). Deterministic. A file
  * needs only the first rule of each kept equation (the engine reads it
  * both ways). @return EG_OK or EG_ENOMEM. */
-eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, int two_sided, unsigned char *keep,
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
 
 #endif
