@@ -474,6 +474,7 @@ static void test_search_threads(void **state) {
     const char *files[] = {"attention.onnx", "transformer.onnx", "legal_sum.onnx", "legal_dense.onnx"};
     eg_ruleset *rs = NULL;
     char err[EG_ERRLEN], path[128];
+    int long_runs = 0;
     if (eg_ruleset_shipped(&rs, err, sizeof err)) fail_msg("%s", err);
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         eg_graph *g = NULL, *best[2] = {NULL, NULL};
@@ -493,7 +494,7 @@ static void test_search_threads(void **state) {
         print_message("# %s: %llu expanded, %llu generated, cost %.2f -> %.2f us with 1 and 2 threads\n", files[f],
                       (unsigned long long)r[0].expanded, (unsigned long long)r[0].generated, r[0].cost_after,
                       r[1].cost_after);
-        assert_true(r[0].expanded > 10); /* enough for the second thread to prepare graphs ahead */
+        long_runs += r[0].expanded > 10; /* enough for the second thread to prepare graphs ahead */
         assert_true(r[0].cost_after == r[1].cost_after);
         assert_int_equal(r[0].expanded, r[1].expanded);
         assert_int_equal(r[0].generated, r[1].generated);
@@ -508,6 +509,7 @@ static void test_search_threads(void **state) {
         for (int k = 1; k >= 0; k--) eg_search_result_free(&r[k]), eg_free(best[k]);
         eg_free(g);
     }
+    assert_true(long_runs >= 2);
     eg_ruleset_free(rs);
 }
 
