@@ -2,7 +2,7 @@
 # prove/regen.sh - the shipped ruledb's recipe, one place for `ninja ruledb`
 # (prove/module.ninja) and bench/regen.sh.
 #
-#   prove/regen.sh BIN WORKDIR OUT FULL [LOGDIR]
+#   prove/regen.sh BIN WORKDIR OUT PRUNED [LOGDIR]
 #
 # synth at depth 3 over every operator, plus depth 4 over matmul, concat
 # and the splits, and over conv2d, concat and the splits (1x1 and 3x3
@@ -17,17 +17,18 @@
 # wrapped around every relu and add of the depth-3 run would give the
 # backtracking search a plateau of near-free 1x1 and depthwise convs. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
-# check (the same bytes on any machine and with any --jobs): FULL, every
-# proved rule. Then pruned by derivability (equations a rule and its reverse,
-# each dropped when the smaller ones kept derive it in the engine's e-graph,
-# bounded by rounds and e-nodes, never by time): OUT, one rule per equation
-# kept, the file the engine ships (it reads each rule both ways). With LOGDIR,
+# check (the same bytes on any machine and with any --jobs): OUT, every
+# proved rule, the file the engine ships. Then pruned by derivability
+# (equations, a rule and its reverse, each dropped when the smaller ones
+# kept derive it in the engine's e-graph, bounded by rounds and e-nodes,
+# never by time): PRUNED, one rule per equation kept (the engine reads each
+# rule both ways), for the e-graph search (--ruledb PRUNED). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
 set -euo pipefail
 [ $# -ge 4 ] || { sed -n '4p' "$0" | sed 's/^# *//' >&2; exit 2; }
-bin=$1 work=$2 out=$3 full=$4 logs=${5:-}
+bin=$1 work=$2 out=$3 pruned=$4 logs=${5:-}
 mkdir -p "$work"
 step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
     local name=$1; shift
@@ -51,5 +52,5 @@ step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,spli
 "$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \
     "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb" \
     "$work/candidates-d3id.tasodb"
-step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$full"
-step prune "$bin/prove" --prune-derivable "$full" -o "$out"
+step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"
+step prune "$bin/prove" --prune-derivable "$out" -o "$pruned"
