@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--ruledb", default=os.path.join(ROOT, "ruledb", "default.tasodb"))
     ap.add_argument("--by", choices=["equation", "reach", "meet"], default="equation")
     ap.add_argument("--pruned", help="a pruned ruledb made before (its prune log in FILE.log)")
+    ap.add_argument("--derive-from", help="the derive record of an earlier run's .jsonl (same files) instead of "
+                                          "running prove --derive again")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--nodes", type=int, default=2000)
     ap.add_argument("--time-limit", type=float, default=10.0)
@@ -85,13 +87,17 @@ def main():
         print(f"prune.py: prune: {prune}", flush=True)
         if a.keep:
             subprocess.run(["cp", pruned, a.keep], check=True)
-        rc, wall, mb, err = timed([prove, "--derive", pruned, a.ruledb] + opts)
-        m = re.search(r"(\d+) rules: (\d+) shipped, (\d+) the reverse of a shipped rule, \d+ checked: (\d+) derived "
-                      r"from them, (\d+) neither", err)
-        derive = {"rc": rc, "wall": wall, "peak_mb": mb}
-        if m:
-            derive.update(rules=int(m.group(1)), shipped=int(m.group(2)), reversed=int(m.group(3)),
-                          derived=int(m.group(4)), neither=int(m.group(5)))
+        if a.derive_from:
+            with open(a.derive_from) as f:
+                derive = json.loads(f.readline())["derive"]
+        else:
+            rc, wall, mb, err = timed([prove, "--derive", pruned, a.ruledb] + opts)
+            m = re.search(r"(\d+) rules: (\d+) shipped, (\d+) the reverse of a shipped rule, \d+ checked: (\d+) derived "
+                          r"from them, (\d+) neither", err)
+            derive = {"rc": rc, "wall": wall, "peak_mb": mb}
+            if m:
+                derive.update(rules=int(m.group(1)), shipped=int(m.group(2)), reversed=int(m.group(3)),
+                              derived=int(m.group(4)), neither=int(m.group(5)))
         print(f"prune.py: derive: {derive}", flush=True)
         rows = []
         for path in searches.models():
@@ -100,7 +106,7 @@ def main():
                 continue
             r = {"model": name}
             for s in searches.SEARCHES:
-                for label, extra in (("full", []), ("pruned", ["--ruledb", pruned])):
+                for label, extra in (("full", ["--ruledb", a.ruledb]), ("pruned", ["--ruledb", pruned])):
                     r[f"{s}_{label}"] = searches.run(engine, path, s, a.time_limit, "analytic-cpu", tmp, extra)
             print(f"prune.py: {name}: " + ", ".join(f"{k} {v.get('after', 0):.1f} us {v.get('seconds', 0):.1f} s"
                                                     for k, v in r.items() if k != "model"), flush=True)
@@ -128,8 +134,8 @@ def write(a, prune, derive, rows):
              f"| derive (`prove --derive PRUNED FULL`) | {derive.get('rules', '?')} | | {derive.get('shipped', '?')} "
              f"shipped, {derive.get('reversed', '?')} their reverses | {derive.get('derived', '?')} | "
              f"{derive.get('neither', '?')} | {derive['wall']:.1f} | {derive['peak_mb']:.0f} |", "",
-             "Per model: `engine optimize MODEL --deterministic --search S` (analytic-cpu costs) with the full "
-             "ruledb and with `--ruledb PRUNED`: final cost (us) and the search's seconds.", "",
+             "Per model: `engine optimize MODEL --deterministic --search S` (analytic-cpu costs) with `--ruledb "
+             "FULL` and with `--ruledb PRUNED`: final cost (us) and the search's seconds.", "",
              "| model | before | backtrack full | backtrack pruned | egraph full | egraph pruned | "
              "search s b full / pruned | search s e full / pruned | err (pruned) b / e |",
              "|---|--:|--:|--:|--:|--:|--:|--:|---|"]
