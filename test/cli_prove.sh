@@ -177,10 +177,14 @@ check "no -o: exit 2" status_is 2 "$prove" "$tmp/cands.tasodb"
 check "bad --timeout: exit 2" status_is 2 "$prove" --timeout x "$tmp/cands.tasodb" -o "$tmp/x"
 check "unknown option: exit 2" status_is 2 "$prove" --frobnicate
 
-# the shipped ruledb re-proves (what CI runs)
-check "shipped ruledb/default.tasodb: --check exit 0, every rule proved" sh -c "
-    '$prove' --check --verdicts ruledb/default.tasodb >'$tmp/shipped' 2>'$tmp/shipped.err' &&
-    test \$(grep -c '^[0-9]* proved\$' '$tmp/shipped') -eq \$('$BIN/ruledb' info ruledb/default.tasodb |
+# the shipped ruledb re-proves (what CI runs): the release build the whole
+# built-in set; the sanitizer build, where its 36,420 rules take over ten
+# minutes, the same code on the pruned set (re-proved below in both builds)
+shipped=ruledb/default.tasodb
+case "$BIN" in *asan*) shipped=ruledb/pruned.tasodb ;; esac
+check "shipped $shipped: --check exit 0, every rule proved" sh -c "
+    '$prove' --check --verdicts $shipped >'$tmp/shipped' 2>'$tmp/shipped.err' &&
+    test \$(grep -c '^[0-9]* proved\$' '$tmp/shipped') -eq \$('$BIN/ruledb' info $shipped |
         sed -n 's/^rules: *\([0-9]*\).*/\1/p')"
 # the pruned set (ruledb/pruned.tasodb): proved, and nothing lost: a sample
 # of the shipped set is in it, the reverse of one of its rules, or derived
