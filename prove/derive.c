@@ -14,7 +14,6 @@ void pv_derive_defaults(pv_derive_options *o) {
 }
 
 const char *const pv_derive_mode_names[3] = {"reach", "meet", "equation"};
-#define mode_name pv_derive_mode_names
 
 static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
     eg_search_opts_init(o);
@@ -64,7 +63,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
         g->gen = f->gen;
         if (g->gen.n_notes < RDB_MAX_NOTES)
             snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d, by %s)",
-                     st.kept, st.rules, d->rounds, d->nodes, mode_name[d->mode]);
+                     st.kept, st.rules, d->rounds, d->nodes, pv_derive_mode_names[d->mode]);
         r->in = f->n_rules, r->equations = st.rules, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
         r->skipped = eg_ruleset_skipped(rs);
         r->restored = st.restored, r->passes = st.passes;
