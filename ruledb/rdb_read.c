@@ -59,13 +59,26 @@ static rdb_status cfail(reader *r, const char *what) {
     return rfail(r, code, r->c.err_pos, "%s (expected %s)", mpr_strerror(r->c.err), what);
 }
 
-/* Append to the path; @return the old length for leave(). */
-static size_t enter(reader *r, const char *fmt, ...) {
+/* Append a map key to the path ("rules[3].src"); @return the old length
+ * for leave(). Called for every key and element read, so no printf. */
+static size_t enter_key(reader *r, const char *key) {
+    size_t old = strlen(r->path), at = old;
+    if (old && at + 1 < sizeof r->path) r->path[at++] = '.';
+    for (const char *k = key; *k && at + 1 < sizeof r->path; k++) r->path[at++] = *k;
+    r->path[at] = '\0';
+    return old;
+}
+
+/* Append an array index "[i]" to the path; @return the old length. */
+static size_t enter_index(reader *r, unsigned i) {
+    char t[16];
+    int n = 0;
+    t[n++] = ']';
+    do t[n++] = (char)('0' + i % 10), i /= 10;
+    while (i);
+    t[n++] = '[';
     size_t old = strlen(r->path);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->path + old, sizeof r->path - old, fmt, ap);
-    va_end(ap);
+    for (size_t at = old; n > 0 && at + 1 < sizeof r->path; at++) r->path[at] = t[--n], r->path[at + 1] = '\0';
     return old;
 }
 
@@ -127,7 +140,7 @@ static rdb_status map_entry(reader *r, const char *const *keys, int n_keys, int 
     if (idx < 0) return mpr_skip(&r->c) ? cfail(r, "a value") : RDB_OK;
     if (*seen & 1u << idx) return rfail(r, RDB_ECORRUPT, at, "duplicate key '%s'", shown);
     *seen |= 1u << idx;
-    size_t old = enter(r, r->path[0] ? ".%s" : "%s", keys[idx]);
+    size_t old = enter_key(r, keys[idx]);
     rdb_status rc = fn(r, idx, ctx);
     leave(r, old);
     return rc;
@@ -211,7 +224,7 @@ static rdb_status graph_field(reader *r, int key, void *ctx) {
     case 1:
         if (rd_array(r, &n, 0, RG_MAX_NODES, "an array of nodes")) return r->rc;
         for (uint32_t j = 0; j < n; j++) {
-            size_t old = enter(r, "[%u]", (unsigned)j);
+            size_t old = enter_index(r, (unsigned)j);
             rdb_status rc = read_node(r, gc, (int)j);
             leave(r, old);
             if (rc) return rc;
@@ -307,7 +320,7 @@ static rdb_status read_rules(reader *r) {
         f->rules = ru;
         ru = &f->rules[f->n_rules];
         memset(ru, 0, sizeof *ru);
-        size_t old = enter(r, "[%u]", (unsigned)i);
+        size_t old = enter_index(r, (unsigned)i);
         rdb_status rc = read_map(r, rule_keys, 4, 1, rule_field, ru);
         leave(r, old);
         if (rc) return rc;
@@ -339,7 +352,7 @@ static rdb_status read_shapes(reader *r, rdb_class *c) {
     uint32_t n;
     if (rd_array(r, &n, 0, RG_MAX_INPUTS, "an array of shapes")) return r->rc;
     for (uint32_t k = 0; k < n; k++) {
-        size_t old = enter(r, "[%u]", (unsigned)k);
+        size_t old = enter_index(r, (unsigned)k);
         rdb_status rc = read_shape(r, &c->shapes[k]);
         leave(r, old);
         if (rc) return rc;
@@ -366,7 +379,7 @@ static rdb_status read_members(reader *r, rdb_class *c) {
         rg_graph *g = rdb__reserve(c->members, &c->cap_members, c->n_members, sizeof *g);
         if (!g) return rfail(r, RDB_ENOMEM, r->c.pos, "out of memory");
         c->members = g;
-        size_t old = enter(r, "[%u]", (unsigned)m);
+        size_t old = enter_index(r, (unsigned)m);
         rdb_status rc = read_graph(r, &c->members[c->n_members]);
         leave(r, old);
         if (rc) return rc;
@@ -395,7 +408,7 @@ static rdb_status read_classes(reader *r) {
         f->classes = c;
         c = &f->classes[f->n_classes++]; /* counted now so rdb_free sees partial ones */
         memset(c, 0, sizeof *c);
-        size_t old = enter(r, "[%u]", (unsigned)i);
+        size_t old = enter_index(r, (unsigned)i);
         rdb_status rc = read_map(r, class_keys, 4, 1, class_field, c);
         leave(r, old);
         if (rc) return rc;
@@ -554,13 +567,13 @@ static rdb_status read_top(reader *r) {
     if (read_magic_version(r)) return r->rc;
     if (n != 6) return rfail(r, RDB_ECORRUPT, at, "top-level map has %u keys, not 6", n);
     if (read_kind_digest(r) || expect_key(r, "generator")) return r->rc;
-    size_t old = enter(r, "generator");
+    size_t old = enter_key(r, "generator");
     rdb_status rc = read_map(r, gen_keys, 9, 0, gen_field, &r->f->gen);
     leave(r, old);
     if (rc) return rc;
     int rules = r->f->kind == RDB_RULES;
     if (expect_key(r, rules ? "rules" : "classes")) return r->rc;
-    old = enter(r, rules ? "rules" : "classes");
+    old = enter_key(r, rules ? "rules" : "classes");
     rc = rules ? read_rules(r) : read_classes(r);
     leave(r, old);
     return rc;

@@ -502,8 +502,6 @@ uint64_t rg_hash(const rg_graph *g) {
     return XXH3_64bits(e, rg_encode(g, e));
 }
 
-#define RG_CANON_TEXT 16384
-
 /* ---- canonical renaming ---- */
 
 typedef struct {
@@ -560,21 +558,49 @@ static void apply_renaming(const rg_graph *g, const renaming *r, rg_graph *out) 
     for (int k = 0; k < g->n_outputs; k++) out->out[k] = rename_ref(r, g->out[k]);
 }
 
-/* Re-read g from its text: canonical node order. @return 0 or -1. */
-static int reparse(rg_graph *g, char *buf) {
-    int n_inputs = g->n_inputs;
-    rg_graph tmp;
-    if (rg_format(g, buf, RG_CANON_TEXT) >= RG_CANON_TEXT) return -1;
-    if (rg_parse(buf, &tmp, NULL, 0) != RG_OK) return -1;
-    tmp.n_inputs = n_inputs;
-    *g = tmp;
-    return 0;
+/* The node order rg_parse gives g's text, without the text: nodes in
+ * post-order from the outputs (operands left to right), an equal node
+ * (operator, parameters, operands) appearing once. */
+typedef struct {
+    const rg_graph *g;
+    rg_graph *out;
+    rg_ref memo[RG_MAX_NODES]; /* old node -> new ref; RG_MAX_REFS unseen */
+} reorder;
+
+static rg_ref reorder_ref(reorder *o, rg_ref r) {
+    if (RG_IS_INPUT(r)) return r;
+    int j = RG_NODE_INDEX(r);
+    if (o->memo[j] != RG_MAX_REFS) return o->memo[j];
+    const rg_node *n = &o->g->node[j];
+    const ops_info *op = &ops_table[n->op];
+    rg_node m;
+    memset(&m, 0, sizeof m);
+    m.op = n->op;
+    memcpy(m.param, n->param, (size_t)op->n_params * sizeof *m.param);
+    for (int k = 0; k < op->arity; k++) m.in[k] = reorder_ref(o, n->in[k]);
+    rg_graph *g = o->out;
+    int at = 0;
+    while (at < g->n_nodes && !(g->node[at].op == m.op &&
+                                memcmp(g->node[at].param, m.param, (size_t)op->n_params * sizeof *m.param) == 0 &&
+                                memcmp(g->node[at].in, m.in, (size_t)op->arity * sizeof *m.in) == 0))
+        at++;
+    if (at == g->n_nodes) g->node[g->n_nodes++] = m;
+    return o->memo[j] = RG_NODE(at);
 }
 
-int rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst) {
+static void reorder_nodes(rg_graph *g) {
+    rg_graph out;
+    memset(&out, 0, sizeof out);
+    out.n_inputs = g->n_inputs;
+    reorder o = {g, &out, {0}};
+    for (int j = 0; j < RG_MAX_NODES; j++) o.memo[j] = RG_MAX_REFS;
+    out.n_outputs = g->n_outputs;
+    for (int k = 0; k < g->n_outputs; k++) out.out[k] = reorder_ref(&o, g->out[k]);
+    *g = out;
+}
+
+void rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst) {
     renaming r;
-    int rc = -1;
-    char *buf = malloc(RG_CANON_TEXT);
     for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
     for (int i = 0; i < RG_MAX_GSYMS; i++) r.gmap[i] = -1;
     r.next = r.gnext = 0;
@@ -582,11 +608,6 @@ int rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_g
     visit_graph(dst, &r);
     apply_renaming(src, &r, csrc);
     apply_renaming(dst, &r, cdst);
-    if (buf && reparse(csrc, buf) == 0 && reparse(cdst, buf) == 0) rc = 0;
-    if (rc != 0) {
-        *csrc = *src;
-        *cdst = *dst;
-    }
-    free(buf);
-    return rc;
+    reorder_nodes(csrc);
+    reorder_nodes(cdst);
 }

@@ -202,12 +202,10 @@ uint64_t rg_hash(const rg_graph *g);
  * inputs x0, x1, ... in order of first appearance in the source's text then
  * the destination's (rg_format order, a symbolic size (dim a xi) counting
  * as an appearance), group-count symbols g0, g1, ... in the same order,
- * and orders nodes as rg_parse does for that text. Two
- * rules that differ only by a renaming of inputs have the same canonical
- * form. Both graphs get the source's input count.
- * @pre both graphs valid. @return 0, or -1 when a graph's text does not fit
- *      the work buffer (never for graphs of RG_MAX_NODES nodes that
- *      rg_format prints below 16 KiB); *csrc and *cdst are then copies. */
-int rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst);
+ * and orders nodes as rg_parse does for that text (post-order from the
+ * outputs, equal nodes merged, dead nodes dropped). Two rules that differ
+ * only by a renaming of inputs have the same canonical form. Both graphs
+ * get the source's input count. @pre both graphs valid. */
+void rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst);
 
 #endif

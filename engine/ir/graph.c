@@ -981,4 +981,9 @@ int eg_float_vec(const eg_graph *g, int t, int64_t n) {
            x->shape.rank == 1 && x->shape.dim[0] == n;
 }
 
+int eg_replaceable(const eg_graph *g, int t) {
+    const eg_tensor *x = &g->tensor[t];
+    return (x->flags & EG_TF_INPUT) && (!(x->flags & EG_TF_INIT) || g->ir_version >= 4);
+}
+
 int eg_default_domain(const char *domain) { return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0; }

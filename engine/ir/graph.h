@@ -492,5 +492,10 @@ int eg_default_domain(const char *domain);
  * bias, a per-channel scale, a batch norm's statistics). */
 int eg_float_vec(const eg_graph *g, int t, int64_t n);
 
+/* 1 when t is a graph input, so not a constant: from IR version 4 an
+ * initializer listed as an input is a default a caller may replace; before
+ * it every initializer had to be listed, and stays a constant. */
+int eg_replaceable(const eg_graph *g, int t);
+
 
 #endif

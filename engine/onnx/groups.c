@@ -46,12 +46,12 @@ int eg_concat_inside(const eg_graph *g, const int *uses, int o, int k) {
            n->in[1 - k] != t;
 }
 
-/* A constant vector of n floats: an initializer with its data (not a graph
- * input), or a value the built-ins will fold (wo). */
+/* A constant vector of n floats: an initializer with its data (not a
+ * default a caller may replace), or a value the built-ins will fold (wo). */
 static int const_vec(const eg_graph *g, const unsigned char *wo, int v, int64_t n) {
     if (v < 0) return 0;
     const eg_tensor *x = &g->tensor[v];
-    if (eg_float_vec(g, v, n)) return !(x->flags & EG_TF_INPUT);
+    if (eg_float_vec(g, v, n)) return !eg_replaceable(g, v);
     return wo && x->producer >= 0 && wo[x->producer] && x->shape.rank == 1 && x->shape.dim[0] == n;
 }
 

@@ -499,8 +499,9 @@ static void demote(ictx *c, eg_node *n) {
 
 /* Does float value b sit in a at axis ax, with dims of a after it (the
  * opset < 7 conv-bias form: A [N,C,H,W], B [C], axis 1)? */
-static int channel_value(const eg_tensor *a, const eg_tensor *b, int ax, int ir) {
-    if ((b->flags & EG_TF_INPUT) && ir >= 4) return 0; /* a default a caller may replace */
+static int channel_value(const eg_graph *g, const eg_tensor *a, int v, int ax) {
+    const eg_tensor *b = &g->tensor[v];
+    if (eg_replaceable(g, v)) return 0;
     if (!eg_shape_known(&a->shape) || !eg_shape_known(&b->shape) || b->dtype != EG_DT_FLOAT ||
         !b->data || !(b->flags & EG_TF_INIT) || ax < 0 ||
         ax + b->shape.rank >= a->shape.rank)
@@ -523,7 +524,7 @@ static eg_status legacy_channel(ictx *c, int j) {
         return EG_OK;
     const eg_tensor *a = &c->g->tensor[n->in[0]], *b = &c->g->tensor[n->in[1]];
     int ax = n->attr.axis < 0 ? n->attr.axis + a->shape.rank : n->attr.axis;
-    if (!channel_value(a, b, ax, (int)c->g->ir_version)) return EG_OK;
+    if (!channel_value(c->g, a, n->in[1], ax)) return EG_OK;
     eg_shape s = b->shape;
     int64_t numel = eg_shape_numel(&s);
     while (s.rank < a->shape.rank - ax) s.dim[s.rank++] = 1;

@@ -218,27 +218,22 @@ typedef struct {
 
 /* Compare step si of routes a and b: the step, then the src node it binds
  * (operator, parameters, inputs); a route that has ended sorts first. */
+static int cmp_i32(int32_t a, int32_t b) { return (a > b) - (a < b); }
+
 static int step_cmp(const eg_ruleset *rs, const route *pa, const route *pb, int si) {
     if (si >= pa->n_steps || si >= pb->n_steps) return (si < pa->n_steps) - (si < pb->n_steps);
     const eg_step *x = &pa->step[si], *y = &pb->step[si];
+    int c;
+    if ((c = cmp_i32((int32_t)x->kind, (int32_t)y->kind)) || (c = cmp_i32(x->node, y->node)) ||
+        (c = cmp_i32(x->from, y->from)) || (c = cmp_i32(x->pos, y->pos)))
+        return c;
     const rg_node *u = &rs->rule[pa->rule].src.node[x->node], *v = &rs->rule[pb->rule].src.node[y->node];
-    int32_t ka[4 + 1 + OPS_MAX_PARAMS + OPS_MAX_ARITY], kb[sizeof ka / sizeof ka[0]];
-    int n = 0;
-    ka[n] = (int32_t)x->kind, kb[n++] = (int32_t)y->kind;
-    ka[n] = x->node, kb[n++] = y->node;
-    ka[n] = x->from, kb[n++] = y->from;
-    ka[n] = x->pos, kb[n++] = y->pos;
-    ka[n] = (int32_t)u->op, kb[n++] = (int32_t)v->op;
-    for (int k = 0; k < OPS_MAX_PARAMS; k++, n++) {
-        ka[n] = k < ops_table[u->op].n_params ? u->param[k] : 0;
-        kb[n] = k < ops_table[v->op].n_params ? v->param[k] : 0;
-    }
-    for (int k = 0; k < OPS_MAX_ARITY; k++, n++) {
-        ka[n] = k < ops_table[u->op].arity ? (int32_t)u->in[k] : -1;
-        kb[n] = k < ops_table[v->op].arity ? (int32_t)v->in[k] : -1;
-    }
-    for (int k = 0; k < n; k++)
-        if (ka[k] != kb[k]) return ka[k] < kb[k] ? -1 : 1;
+    if ((c = cmp_i32((int32_t)u->op, (int32_t)v->op))) return c;
+    const ops_info *o = &ops_table[u->op]; /* the same operator from here on */
+    for (int k = 0; k < o->n_params; k++)
+        if ((c = cmp_i32(u->param[k], v->param[k]))) return c;
+    for (int k = 0; k < o->arity; k++)
+        if ((c = cmp_i32((int32_t)u->in[k], (int32_t)v->in[k]))) return c;
     return 0;
 }
 
