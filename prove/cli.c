@@ -309,8 +309,8 @@ static int run_prune(const args *a) {
     if (!a->d.quiet)
         fprintf(stderr,
                 "prove: %s: %zu rules, %zu not matchable (dropped), %zu equations (a rule and its reverse once): "
-                "%zu kept, %zu derived by the others, %.1f s (%zu kept again after %d check(s) against the final "
-                "set); %s holds %zu rules, one per equation kept\n",
+                "%zu kept, %zu derived by the others, %.1f s (%zu kept again after %d check(s) against the file "
+                "as the engine reads it); %s holds %zu rules, one per equation kept\n",
                 a->input, r.in, r.skipped, r.equations, r.kept, r.derived, r.seconds, r.restored, r.passes,
                 a->output, r.kept);
     return EXIT_OK;

@@ -1,6 +1,7 @@
 /* derive.c - pruning a ruledb by derivability and the check that nothing
  * was lost (prove.h: pv_prune_file, pv_derive_file), on the engine's
  * saturation (engine/egraph/derive.c decides each rule). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,8 @@ static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
 static void progress(size_t done, size_t total, const eg_prune_stats *st, void *arg) {
     (void)arg;
     if (done % 2000 == 0 || done == total)
-        fprintf(stderr, "prove: derivability: %zu of %zu equations: %zu kept, %zu derived (%zu kept again after %d check(s) "
-                "against the final set)\n", done, total, st->kept, st->derived, st->restored, st->passes);
+        fprintf(stderr, "prove: derivability: %zu of %zu equations: %zu kept, %zu derived\n", done, total, st->kept,
+                st->derived);
 }
 
 /* The rule of f with id `id`, or NULL. */
@@ -36,56 +37,18 @@ static const rdb_rule *by_id(const rdb_file *f, uint64_t id) {
     return NULL;
 }
 
-int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, pv_prune_report *r, char *err,
-                  size_t errlen) {
-    rdb_file *f = NULL, *g = NULL;
-    eg_ruleset *rs = NULL;
-    unsigned char *keep = NULL;
-    eg_search_opts o;
-    eg_prune_stats st;
-    char why[EG_ERRLEN] = "";
-    int rc = PV_OK;
-    memset(r, 0, sizeof *r);
-    engine_opts(d, &o);
-    if ((rc = pv_read_kind(in, RDB_RULES, &f, err, errlen)) != PV_OK) return rc;
-    if (eg_ruleset_from_rdb(f, &rs, why, sizeof why) != EG_OK) {
-        snprintf(err, errlen, "%s: %s", in, why);
-        rc = PV_EINPUT;
-    }
-    size_t n = rs ? eg_ruleset_count(rs) : 0;
-    if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(g = rdb_new(RDB_RULES)))) rc = PV_ENOMEM;
-    if (rc == PV_OK && eg_prune_derivable(rs, &o, (eg_derive_mode)d->mode, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
-        snprintf(err, errlen, "%s: %s", in, why);
-        rc = PV_ENOMEM;
-    }
-    if (rc == PV_OK) {
-        memcpy(g->digest, f->digest, sizeof g->digest);
-        g->gen = f->gen;
-        if (g->gen.n_notes < RDB_MAX_NOTES)
-            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d, by %s)",
-                     st.kept, st.rules, d->rounds, d->nodes, pv_derive_mode_names[d->mode]);
-        r->in = f->n_rules, r->equations = st.rules, r->kept = st.kept, r->derived = st.derived, r->seconds = st.seconds;
-        r->skipped = eg_ruleset_skipped(rs);
-        r->restored = st.restored, r->passes = st.passes;
-    }
-    /* in the input's order, one rule per equation kept: the engine reads
-     * it both ways, so its reverse (in the file or made) is not written */
-    for (size_t i = 0; rc == PV_OK && i < n; i++) {
-        size_t m = eg_ruleset_mate(rs, i);
-        if (!keep[i] || eg_ruleset_reversed(rs, i) || (m != EG_NO_MATE && m < i)) continue;
-        const rdb_rule *x = by_id(f, eg_ruleset_rule(rs, i)->id);
-        if (!x || rdb_add_rule(g, &x->src, &x->dst, &x->prover) != RDB_OK) rc = PV_ENOMEM;
-    }
-    if (rc == PV_OK && rdb_write(out, g, err, errlen) != RDB_OK) rc = PV_EIO;
-    free(keep);
-    eg_ruleset_free(rs);
-    rdb_free(f), rdb_free(g);
-    return rc;
-}
+/* Called for each rule of FULL checked and not derived: rs holds it as
+ * rule i, and it is rule fi of FULL. */
+typedef void (*missed_fn)(const eg_ruleset *rs, size_t i, size_t fi, void *arg);
 
-int pv_derive_file(const char *shipped, const char *full, const pv_derive_options *d, pv_derive_report *r,
-                   FILE *neither, char *err, size_t errlen) {
-    rdb_file *s = NULL, *f = NULL, *both = NULL;
+/* Every rule of f is in s, the reverse of one of its rules, or derived
+ * from s's rules as the engine reads the file s (its rules, then their
+ * reverses: bounded saturation depends on that order); every d->every'th
+ * of the rules to derive is checked, each one not derived passed to
+ * missed. @return PV_OK or PV_ENOMEM / PV_EINPUT with a message. */
+static int derive_against(const rdb_file *s, const rdb_file *f, const char *name, const pv_derive_options *d,
+                          pv_derive_report *r, missed_fn missed, void *arg, char *err, size_t errlen) {
+    rdb_file *both = NULL;
     eg_ruleset *rs = NULL;
     unsigned char *enabled = NULL;
     rdb_delta delta = {0};
@@ -95,8 +58,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     double t0 = eg_now_s();
     memset(r, 0, sizeof *r);
     engine_opts(d, &o);
-    if ((rc = pv_read_kind(shipped, RDB_RULES, &s, err, errlen)) == PV_OK) rc = pv_read_kind(full, RDB_RULES, &f, err, errlen);
-    if (rc == PV_OK && rdb_diff(f, s, &delta) != RDB_OK) rc = PV_ENOMEM;
+    if (rdb_diff(f, s, &delta) != RDB_OK) rc = PV_ENOMEM;
     /* the shipped rules, then those of full it lacks: one ruleset, the
      * shipped ones enabled */
     if (rc == PV_OK && !(both = rdb_new(RDB_RULES))) rc = PV_ENOMEM;
@@ -108,7 +70,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
         if (rdb_add_rule(both, &x->src, &x->dst, &x->prover) != RDB_OK) rc = PV_ENOMEM;
     }
     if (rc == PV_OK && eg_ruleset_from_rdb(both, &rs, why, sizeof why) != EG_OK) {
-        snprintf(err, errlen, "%s: %s", shipped, why);
+        snprintf(err, errlen, "%s: %s", name, why);
         rc = PV_EINPUT;
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
@@ -127,16 +89,12 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
         r->checked++;
         int derived = 0;
         if (eg_derive_equation(rs, i, enabled, &o, (eg_derive_mode)d->mode, 0, &derived, why, sizeof why) != EG_OK) {
-            snprintf(err, errlen, "%s: %s", full, why);
+            snprintf(err, errlen, "%s: %s", name, why);
             rc = PV_ENOMEM;
             break;
         }
         r->derived += derived;
-        if (!derived && neither) {
-            char text[1024];
-            eg_ruleset_rule_text(rs, i, text, sizeof text);
-            fprintf(neither, "not derived: %s\n", text);
-        }
+        if (!derived && missed) missed(rs, i, delta.only_a[eg_ruleset_rule(rs, i)->id - s->n_rules], arg);
         if (!d->quiet && (r->derived + 1) % 2000 == 0) fprintf(stderr, "prove: derive: %zu derived\n", r->derived);
     }
     r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
@@ -145,6 +103,133 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     free(enabled);
     eg_ruleset_free(rs);
     rdb_delta_free(&delta);
-    rdb_free(s), rdb_free(f), rdb_free(both);
+    rdb_free(both);
+    return rc;
+}
+
+/* The file pv_prune_file writes: in f's order, one rule per equation kept
+ * (keep[] over rs, read from f); the engine reads it both ways, so its
+ * reverse (in f or made) is not written. */
+static int kept_file(const rdb_file *f, const eg_ruleset *rs, const unsigned char *keep, rdb_file **out) {
+    rdb_file *g = rdb_new(RDB_RULES);
+    if (!g) return PV_ENOMEM;
+    memcpy(g->digest, f->digest, sizeof g->digest);
+    g->gen = f->gen;
+    for (size_t i = 0, n = eg_ruleset_count(rs); i < n; i++) {
+        size_t m = eg_ruleset_mate(rs, i);
+        if (!keep[i] || eg_ruleset_reversed(rs, i) || (m != EG_NO_MATE && m < i)) continue;
+        const rdb_rule *x = by_id(f, eg_ruleset_rule(rs, i)->id);
+        if (!x || rdb_add_rule(g, &x->src, &x->dst, &x->prover) != RDB_OK) return rdb_free(g), PV_ENOMEM;
+    }
+    *out = g;
+    return PV_OK;
+}
+
+#define PRUNE_PASSES 3 /* checks of the dropped rules against the file */
+
+typedef struct {
+    const eg_ruleset *rs; /* the pruning's, read from f */
+    size_t *rs_of_f;      /* f's rule -> its index in rs (SIZE_MAX: skipped) */
+    unsigned char *keep;
+    size_t restored;
+} restore;
+
+/* A rule of f the file does not derive: its equation is kept after all. */
+static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg) {
+    (void)rs, (void)i;
+    restore *x = arg;
+    size_t k = x->rs_of_f[fi];
+    if (k == SIZE_MAX || x->keep[k]) return;
+    size_t m = eg_ruleset_mate(x->rs, k);
+    x->keep[k] = 1;
+    if (m != EG_NO_MATE) x->keep[m] = 1;
+    x->restored++;
+}
+
+int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, pv_prune_report *r, char *err,
+                  size_t errlen) {
+    rdb_file *f = NULL, *g = NULL;
+    eg_ruleset *rs = NULL;
+    unsigned char *keep = NULL;
+    size_t *rs_of_f = NULL;
+    eg_search_opts o;
+    eg_prune_stats st;
+    char why[EG_ERRLEN] = "";
+    int rc = PV_OK;
+    double t0 = eg_now_s();
+    memset(r, 0, sizeof *r);
+    engine_opts(d, &o);
+    if ((rc = pv_read_kind(in, RDB_RULES, &f, err, errlen)) != PV_OK) return rc;
+    if (eg_ruleset_from_rdb(f, &rs, why, sizeof why) != EG_OK) {
+        snprintf(err, errlen, "%s: %s", in, why);
+        rc = PV_EINPUT;
+    }
+    size_t n = rs ? eg_ruleset_count(rs) : 0;
+    if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(rs_of_f = malloc(sizeof *rs_of_f * (f->n_rules + 1)))))
+        rc = PV_ENOMEM;
+    if (rc == PV_OK && eg_prune_derivable(rs, &o, (eg_derive_mode)d->mode, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
+        snprintf(err, errlen, "%s: %s", in, why);
+        rc = PV_ENOMEM;
+    }
+    if (rc == PV_OK) {
+        for (size_t j = 0; j < f->n_rules; j++) rs_of_f[j] = SIZE_MAX;
+        for (size_t i = 0; i < n; i++) {
+            const rdb_rule *x = eg_ruleset_reversed(rs, i) ? NULL : by_id(f, eg_ruleset_rule(rs, i)->id);
+            if (x) rs_of_f[x - f->rules] = i;
+        }
+    }
+    /* Each dropped rule is checked against the file as the engine reads it
+     * and kept when not derived, until a pass keeps none (then prove
+     * --derive finds every dropped rule derived) or PRUNE_PASSES passes
+     * (prove --derive then names the rules left). */
+    restore x = {rs, rs_of_f, keep, 0};
+    for (int pass = 0; rc == PV_OK && pass < PRUNE_PASSES; pass++) {
+        pv_derive_report dr;
+        size_t before = x.restored;
+        rdb_free(g), g = NULL;
+        if ((rc = kept_file(f, rs, keep, &g)) == PV_OK)
+            rc = derive_against(g, f, in, d, &dr, restore_missed, &x, err, errlen);
+        r->passes = pass + 1;
+        if (!d->quiet && rc == PV_OK)
+            fprintf(stderr, "prove: derivability: check %d against the file: %zu derived, %zu not: kept after all\n",
+                    pass + 1, dr.derived, x.restored - before);
+        if (rc != PV_OK || x.restored == before) break;
+    }
+    if (rc == PV_OK && x.restored) { /* the last pass restored some: the file with them */
+        rdb_free(g), g = NULL;
+        rc = kept_file(f, rs, keep, &g);
+    }
+    if (rc == PV_OK) {
+        st.kept += x.restored, st.derived -= x.restored;
+        if (g->gen.n_notes < RDB_MAX_NOTES)
+            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d, by %s)",
+                     st.kept, st.rules, d->rounds, d->nodes, pv_derive_mode_names[d->mode]);
+        r->in = f->n_rules, r->equations = st.rules, r->kept = st.kept, r->derived = st.derived;
+        r->skipped = eg_ruleset_skipped(rs);
+        r->restored = x.restored;
+    }
+    if (rc == PV_OK && rdb_write(out, g, err, errlen) != RDB_OK) rc = PV_EIO;
+    r->seconds = eg_now_s() - t0;
+    free(keep), free(rs_of_f);
+    eg_ruleset_free(rs);
+    rdb_free(f), rdb_free(g);
+    return rc;
+}
+
+static void print_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg) {
+    (void)fi;
+    char text[1024];
+    eg_ruleset_rule_text(rs, i, text, sizeof text);
+    fprintf(arg, "not derived: %s\n", text);
+}
+
+int pv_derive_file(const char *shipped, const char *full, const pv_derive_options *d, pv_derive_report *r,
+                   FILE *neither, char *err, size_t errlen) {
+    rdb_file *s = NULL, *f = NULL;
+    memset(r, 0, sizeof *r);
+    int rc = pv_read_kind(shipped, RDB_RULES, &s, err, errlen);
+    if (rc == PV_OK) rc = pv_read_kind(full, RDB_RULES, &f, err, errlen);
+    if (rc == PV_OK) rc = derive_against(s, f, full, d, r, neither ? print_missed : NULL, neither, err, errlen);
+    rdb_free(s), rdb_free(f);
     return rc;
 }

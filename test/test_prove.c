@@ -815,6 +815,8 @@ static void test_prune_derivable_file(void **state) {
     assert_int_equal(pr.equations, 4); /* rules 1 and 4 are one */
     assert_int_equal(pr.kept, 3);
     assert_int_equal(pr.derived, 1);
+    assert_int_equal(pr.passes, 1); /* the file derives the dropped rule: one check */
+    assert_int_equal(pr.restored, 0);
     assert_int_equal(pv_read_kind(pruned, RDB_RULES, &g, err, sizeof err), PV_OK);
     assert_int_equal(g->n_rules, 3); /* the two commutations, associativity one way */
     rdb_free(g);

@@ -37,7 +37,6 @@
 #define DERIVE_VARIANTS 2 /* instances at other shapes beyond the first */
 #define DERIVE_TRIES 64   /* remappings tried for them */
 #define DERIVE_STEPS 20000 /* shapes tried in the search for the first */
-#define PRUNE_PASSES 3     /* checks of the dropped rules against the final set */
 
 static const ten_shape pool[] = {
     {2, {3, 3}},       {4, {1, 2, 4, 4}}, {4, {2, 2, 3, 3}}, {4, {2, 2, 1, 1}}, {3, {1, 2, 3}},
@@ -345,27 +344,6 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_d
         keep[order[q].i] = keep[mate_of(rs, order[q].i)] = !derived;
         st->kept += !derived, st->derived += derived;
         if (progress) progress(q + 1, units, st, arg);
-    }
-    /* Bounded saturation is not monotone: with more rules kept, more
-     * matches ban rules and fill the e-nodes sooner, so a rule derived from
-     * the rules kept before it may not be from all of them. Each dropped
-     * rule is checked again against the final set, and kept when not
-     * derived, until a pass keeps none (then every dropped rule is derived
-     * from the result, what prove --derive checks) or PRUNE_PASSES passes
-     * (prove --derive then names the rules left). */
-    for (int pass = 0, again = 1; rc == EG_OK && again && pass < PRUNE_PASSES; pass++) {
-        again = 0;
-        for (size_t q = 0; rc == EG_OK && q < units; q++) {
-            int derived = 0;
-            if (keep[order[q].i]) continue;
-            rc = eg_derive_equation(rs, order[q].i, keep, o, mode, 1, &derived, err, errlen);
-            if (rc == EG_OK && !derived) {
-                keep[order[q].i] = keep[mate_of(rs, order[q].i)] = 1;
-                st->kept++, st->derived--, st->restored++, again = 1;
-            }
-        }
-        st->passes = pass + 1;
-        if (progress) progress(units, units, st, arg);
     }
     st->seconds = eg_now_s() - t0;
     free(order);

@@ -95,8 +95,6 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
 
 typedef struct {
     size_t rules, kept, derived; /* equations (eg_prune_derivable) */
-    size_t restored; /* dropped, then kept: not derived from the final set */
-    int passes;      /* checks of the dropped rules against the final set */
     double seconds;
 } eg_prune_stats;
 
@@ -108,11 +106,12 @@ typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stat
  * (eg_ruleset_mate) are kept or dropped together, and st counts equations.
  * From the smallest (nodes of both sides) to the largest, an equation is
  * dropped when the rules kept before it derive each of its directions
- * (eg_derive_equation under mode); then the dropped ones are checked against the final
- * set, those not derived from it kept, until none is (3 passes at most;
- * the progress callback is called after each). Deterministic. A file
- * needs only the first rule of each kept equation (the engine reads it
- * both ways). @return EG_OK or EG_ENOMEM. */
+ * (eg_derive_equation under mode). Deterministic. A file needs only the
+ * first rule of each kept equation (the engine reads it both ways).
+ * Bounded saturation is not monotone (more rules kept, more matches fill
+ * the e-nodes sooner), so a dropped rule may not be derived from the
+ * final set: prove's pv_prune_file checks them against the file it writes.
+ * @return EG_OK or EG_ENOMEM. */
 eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode, unsigned char *keep,
                              eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
 
