@@ -19,7 +19,8 @@ NATIVE = [  # (source, destination under tasoc/_native)
     ("{build}/bin/prove", "bin/prove"),
     ("{root}/opspecs/axioms.ax", "opspecs/axioms.ax"),
     ("{root}/opspecs/wrong.ax", "opspecs/wrong.ax"),
-    ("{root}/ruledb/default.tasodb", "ruledb/default.tasodb"),
+    ("{root}/ruledb/pruned.tasodb", "ruledb/pruned.tasodb"),  # the built-in set
+    ("{root}/ruledb/default.tasodb", "ruledb/default.tasodb"),  # the full set it was pruned from
 ]
 
 

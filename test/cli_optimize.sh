@@ -146,23 +146,27 @@ fake "$tmp/py_tie" "model${T}0${T}10${T}9${T}0" "model${T}1${T}9.3${T}9${T}0" "m
 fake "$tmp/py_junk" "model${T}0${T}ten"
 printf '#!/bin/sh\necho "onnxruntime for Python is missing (No module named onnxruntime): pip install onnxruntime" >&2\nexit 3\n' >"$tmp/py_noort"
 chmod +x "$tmp/py_noort"
+# The fakes time four models (the input, the search result, the built-ins
+# alone, A/A): the backtracking search on the full set, which leaves no
+# runner-up on convs.onnx and one on attention.onnx at --budget 2.
+BT="--search backtrack --ruledb ruledb/default.tasodb"
 check "--verify: the plain run first (its result is the search's)" \
-    status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/plain.onnx" -q --cost analytic
+    status_is 0 "$E" optimize "$corpus/convs.onnx" -o "$tmp/plain.onnx" -q --cost analytic $BT
 check "... the search changed the model" eval "! cmp -s '$corpus/convs.onnx' '$tmp/plain.onnx'"
 check "--verify, the search result measured 2x faster: it is written" \
-    eval "TASOC_PYTHON='$tmp/py_fast' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/v.onnx' -q --cost analytic --verify && cmp '$tmp/plain.onnx' '$tmp/v.onnx'"
+    eval "TASOC_PYTHON='$tmp/py_fast' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/v.onnx' -q --cost analytic $BT --verify && cmp '$tmp/plain.onnx' '$tmp/v.onnx'"
 check "... the report says so, with the A/A row" \
     eval "grep -q '^verify: writing the search result' '$tmp/out' && grep -q '^verify: A/A 1.000x' '$tmp/out'"
 check "... and its temporary files are gone" eval "! ls '$tmp' | grep -q '\.verify\.'"
 check "--verify, the faster result computes other outputs: the built-ins alone win" \
-    eval "TASOC_PYTHON='$tmp/py_wrong' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/w.onnx' -q --cost analytic --verify && grep -q '^verify: writing the built-ins alone' '$tmp/out' && ! cmp -s '$tmp/plain.onnx' '$tmp/w.onnx'"
+    eval "TASOC_PYTHON='$tmp/py_wrong' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/w.onnx' -q --cost analytic $BT --verify && grep -q '^verify: writing the built-ins alone' '$tmp/out' && ! cmp -s '$tmp/plain.onnx' '$tmp/w.onnx'"
 check "... which compute what the input computes" status_is 0 "$E" info "$tmp/w.onnx"
 check "--verify, the built-ins alone 0.5% faster than the search result, inside the noise: the search result" \
-    eval "TASOC_PYTHON='$tmp/py_tie' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/tie.onnx' -q --cost analytic --verify && cmp '$tmp/plain.onnx' '$tmp/tie.onnx' && grep -q '^verify: writing the search result' '$tmp/out'"
+    eval "TASOC_PYTHON='$tmp/py_tie' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/tie.onnx' -q --cost analytic $BT --verify && cmp '$tmp/plain.onnx' '$tmp/tie.onnx' && grep -q '^verify: writing the search result' '$tmp/out'"
 check "--verify, nothing faster beyond the noise: the input, byte for byte" \
-    eval "TASOC_PYTHON='$tmp/py_slow' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/s.onnx' -q --cost analytic --verify && cmp '$corpus/convs.onnx' '$tmp/s.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
+    eval "TASOC_PYTHON='$tmp/py_slow' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/s.onnx' -q --cost analytic $BT --verify && cmp '$corpus/convs.onnx' '$tmp/s.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
 check "--verify, 3% faster but the A/A rounds spread 6% either way: the input, byte for byte" \
-    eval "TASOC_PYTHON='$tmp/py_spread' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/sp.onnx' -q --cost analytic --verify && cmp '$corpus/convs.onnx' '$tmp/sp.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
+    eval "TASOC_PYTHON='$tmp/py_spread' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/sp.onnx' -q --cost analytic $BT --verify && cmp '$corpus/convs.onnx' '$tmp/sp.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
 # A helper that times however many models it is given and makes the
 # second candidate (a runner-up when the search left one) twice as fast.
 cat >"$tmp/runner.py" <<'PY'
@@ -176,7 +180,7 @@ PY
 printf '#!/bin/sh\nshift 2\nexec python3 "%s" "$@"\n' "$tmp/runner.py" >"$tmp/py_runner"
 chmod +x "$tmp/py_runner"
 check "--verify, a runner-up of the search measured fastest: it is written, and it is a sound model" \
-    eval "TASOC_PYTHON='$tmp/py_runner' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/ru.onnx' -q --verify --budget 2 && grep -q '^verify: runner-up 1 ' '$tmp/out' && grep -q '^verify: writing the runner-up 1' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/ru.onnx'"
+    eval "TASOC_PYTHON='$tmp/py_runner' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/ru.onnx' -q --verify --budget 2 $BT && grep -q '^verify: runner-up 1 ' '$tmp/out' && grep -q '^verify: writing the runner-up 1' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/ru.onnx'"
 check "--verify without the interpreter: exit 2, says so, no output" \
     eval "TASOC_PYTHON='$tmp/none' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'not found' '$tmp/err' && test ! -e '$tmp/n.onnx'"
 check "--verify without onnxruntime: exit 2 with the helper's advice" \

@@ -296,7 +296,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     eg_search_opts so;
     eg_search_opts_init(&so); /* its defaults for what tasoc_opts does not name (two search threads) */
     so.alpha = o->alpha, so.budget = o->budget, so.time_limit = o->time_limit;
-    so.egraph = o->search && !strcmp(o->search, "egraph");
+    so.egraph = !o->search || !strcmp(o->search, "egraph"); /* egraph the default, as the CLI's */
     if (o->egraph_iters > 0) so.iterations = o->egraph_iters;
     if (o->egraph_nodes > 0) so.max_nodes = o->egraph_nodes;
     if (o->egraph_passes > 0) so.passes = o->egraph_passes;

@@ -49,16 +49,18 @@ static const char usage_text[] =
     "                        time every candidate anew\n"    "    --cost-trace FILE   with --cost ort: write each kernel timed and each\n"
     "                        rewrite judged, with analytic-cpu's figure beside\n"
     "                        onnxruntime's, to FILE (bench/calibrate.py reads it)\n"
-    "    --search S          backtrack (default): best-first search over whole\n"
-    "                        graphs (--alpha, --budget); egraph: equality\n"
-    "                        saturation, every rewrite everywhere in an e-graph,\n"
-    "                        then the cheapest graph it holds (--egraph-*)\n"
+    "    --search S          egraph (default): equality saturation, every\n"
+    "                        rewrite everywhere in an e-graph, then the\n"
+    "                        cheapest graph it holds (--egraph-*); backtrack:\n"
+    "                        best-first search over whole graphs (--alpha,\n"
+    "                        --budget)\n"
     "    --egraph-iters N    saturation rounds at most (default 5)\n"
     "    --egraph-nodes N    e-nodes at most (default 50000)\n"
     "    --egraph-passes N   passes at most (default 4): a pass that gained and\n"
     "                        stopped at a limit starts again from its result\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
+    "                        (--alpha or --budget without --search: backtrack)\n"
     "    --time-limit S      at most S seconds of search (default 10)\n"
     "    --search-threads N  1 or 2 (default): with an analytic cost, a second\n"
     "                        thread prepares the graph expected next while one is\n"
@@ -341,6 +343,8 @@ static int info_args(int argc, char **argv) {
 
 static int optimize_args(int argc, char **argv, opt_args *a) {
     memset(a, 0, sizeof *a);
+    const char *search = NULL; /* --search; NULL: egraph (bench/results/prune.md) */
+    int backtrack_opt = 0;     /* --alpha or --budget given */
     eg_search_opts_init(&a->search);
     eg_verify_opts_init(&a->verify);
     a->cost = EG_COST_ANALYTIC_CPU;
@@ -369,12 +373,14 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
             a->cost = (eg_cost_kind)k, a->cost_set = 1;
         } else if (!strcmp(o, "--alpha")) {
             if (number_arg(o, v, 1.0, 10.0, &a->search.alpha)) return -1;
+            backtrack_opt = 1;
         } else if (!strcmp(o, "--budget")) {
             if (number_arg(o, v, 0, 1e9, &x)) return -1;
             a->search.budget = (uint64_t)x;
+            backtrack_opt = 1;
         } else if (!strcmp(o, "--search")) {
             if (strcmp(v, "egraph") && strcmp(v, "backtrack")) return usage_error("--search is backtrack or egraph"), -1;
-            a->search.egraph = !strcmp(v, "egraph");
+            search = v;
         } else if (!strcmp(o, "--egraph-iters")) {
             if (number_arg(o, v, 1, 1000, &x)) return -1;
             a->search.iterations = (int)x;
@@ -404,6 +410,8 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         i += takes;
     }
     if (!a->in || !a->out) return usage_error("need IN.onnx and -o OUT.onnx"), -1;
+    /* egraph unless named otherwise, or the options only backtrack reads */
+    a->search.egraph = search ? !strcmp(search, "egraph") : !backtrack_opt;
     if (a->deterministic) {
         const char *why = eg_cost_deterministic_conflict(a->cost_set, a->cost, a->verify_on > 0, a->cost_cache != NULL);
         char msg[160];

@@ -69,8 +69,9 @@ typedef struct {
     int deterministic;      /* 1: the same bytes every run: analytic-cpu (or
                                cost "analytic"), no verify, no cost cache */
     int no_cost_cache;      /* 1: no per-user cost cache */
-    const char *search;     /* "backtrack" (NULL: the default) or "egraph":
-                               equality saturation (engine optimize --search) */
+    const char *search;     /* "egraph" (NULL: the default): equality
+                               saturation, or "backtrack" (engine optimize
+                               --search) */
     int egraph_iters;       /* with "egraph": rounds at most (0: 5) */
     int egraph_nodes;       /* with "egraph": e-nodes at most (0: 50000) */
     int egraph_passes;      /* with "egraph": passes at most (0: 4) */

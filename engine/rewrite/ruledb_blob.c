@@ -1,4 +1,4 @@
-/* ruledb_blob.c - the shipped ruledb (ruledb/default.tasodb) linked into
+/* ruledb_blob.c - the shipped ruledb (ruledb/pruned.tasodb) linked into
  * the engine, so `engine optimize` and programs that link libengine need
  * no file at run time. The bytes are pulled in by the assembler's .incbin
  * (the build runs from the source root and lists the file as a dependency);
@@ -16,7 +16,7 @@ __asm__(".section .rodata\n"
         ".balign 16\n"
         ".globl eg_shipped_ruledb\n"
         "eg_shipped_ruledb:\n"
-        ".incbin \"ruledb/default.tasodb\"\n"
+        ".incbin \"ruledb/pruned.tasodb\"\n"
         ".globl eg_shipped_ruledb_end\n"
         "eg_shipped_ruledb_end:\n"
         ".previous\n");

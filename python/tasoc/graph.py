@@ -41,8 +41,9 @@ class AppliedRule:
 @dataclass(frozen=True)
 class OptimizeResult:
     """What optimize did: the costs (microseconds, under the cost model
-    used), why the search stopped ("saturated", "budget" or "time limit"), the
-    rules applied and the built-in rewrites' counts."""
+    used), why the search stopped ("saturated", "iterations", "e-node
+    limit", "budget" or "time limit"), the rules applied and the built-in
+    rewrites' counts."""
     cost_before: float
     cost_after: float
     seconds: float
@@ -457,18 +458,17 @@ def export_bytes(graph: Graph) -> bytes:
         L.tasoc_mem_free(buf)
 
 
-def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: bool = False,
+def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] = None, print_subst: bool = False,
              cost: Optional[str] = None, time_limit: float = 10.0,
              ruledb: Optional[Union[str, "os.PathLike[str]"]] = None,
              cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1,
              verify: Optional[bool] = None, verify_runs: int = 20, deterministic: bool = False,
-             no_cost_cache: bool = False, search: str = "backtrack", egraph_iters: int = 0,
+             no_cost_cache: bool = False, search: Optional[str] = None, egraph_iters: int = 0,
              egraph_nodes: int = 0, egraph_passes: int = 0) -> Graph:
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding, and by default a check of the result where it will run.
-    alpha keeps graphs under alpha x the best cost (1 to 10), budget caps
-    the graphs expanded, time_limit the seconds.
+    time_limit caps the seconds.
 
     cost: None (the default) measures in onnxruntime ("ort") where it is
     installed and verifies the result, else uses "analytic-cpu" and warns
@@ -485,11 +485,14 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
     returns the fastest (the input unless one is faster beyond the noise;
     at most verify_runs rounds); False never. deterministic=True gives the
     same graph on every run and machine: "analytic-cpu" (or cost
-    "analytic"), no verify, no cache. search: "backtrack" (the best-first
-    search; alpha and budget) or "egraph" (equality saturation: every
-    rewrite everywhere in an e-graph, then the cheapest graph it holds; at
-    most egraph_iters rounds and egraph_nodes e-nodes a pass, egraph_passes
-    passes, 0 for the defaults).
+    "analytic"), no verify, no cache. search: "egraph" (the default:
+    equality saturation, every rewrite everywhere in an e-graph, then the
+    cheapest graph it holds; at most egraph_iters rounds and egraph_nodes
+    e-nodes a pass, egraph_passes passes, 0 for the defaults) or
+    "backtrack" (the best-first search: alpha keeps graphs under alpha x
+    the best cost, 1 to 10, default 1.0; budget caps the graphs expanded,
+    default 1000). alpha or budget without search selects "backtrack", as
+    TASO's optimize(graph, alpha, budget) did.
 
     Returns the optimized graph; its `result` (an OptimizeResult) gives
     the costs before and after, the stop reason, the rules applied and what
@@ -499,6 +502,10 @@ def optimize(graph: Graph, alpha: float = 1.0, budget: int = 1000, print_subst: 
         raise ValueError(f"optimize takes a Graph, not {type(graph).__name__}")
     if cost is not None:
         _check_choice("cost", cost, COSTS)
+    if search is None:
+        search = "backtrack" if alpha is not None or budget is not None else "egraph"
+    alpha = 1.0 if alpha is None else alpha
+    budget = 1000 if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
         raise ValueError(f"budget must be a non-negative integer, not {budget!r}")
     L = _lib.lib()

@@ -114,9 +114,10 @@ def ruledb(path: Optional[PathLike] = None) -> RuleDB:
 
 
 def shipped_ruledb_path() -> Path:
-    """The shipped ruledb file (installed with the package, or the source tree's)."""
-    return _lib.native_path("default.tasodb", "TASOC_RULEDB", "ruledb/default.tasodb",
-                            "ruledb/default.tasodb")
+    """The shipped ruledb file, the one built into the engine (installed with
+    the package, or the source tree's): the full set pruned by derivability."""
+    return _lib.native_path("pruned.tasodb", "TASOC_RULEDB", "ruledb/pruned.tasodb",
+                            "ruledb/pruned.tasodb")
 
 
 @dataclass(frozen=True)

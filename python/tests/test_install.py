@@ -22,7 +22,7 @@ def test_pip_install(tmp_path):
     assert "none-any" not in wheel.name  # a platform wheel: it holds a shared library
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("libtasoc.so", "bin/synth", "bin/prove", "opspecs/axioms.ax",
-              "ruledb/default.tasodb"):
+              "ruledb/pruned.tasodb", "ruledb/default.tasodb"):
         assert "tasoc/_native/" + f in names
     site = tmp_path / "site"
     subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True,

@@ -134,7 +134,7 @@ def test_two_parallel_convs_merge_under_alpha():
 
 def test_shipped_ruledb_is_read():
     db = tasoc.ruledb()
-    assert db.info.kind == "rules" and len(db) == db.info.n_rules > 30000
+    assert db.info.kind == "rules" and len(db) == db.info.n_rules > 1000
     first = db.rule(0)
     assert first.verdict == "proved" and first.src and first.dst
     with pytest.raises(IndexError):
