@@ -111,10 +111,16 @@ check "axioms that do not parse: exit 2" \
     status_is 2 "$prove" --axioms "$tmp/bad.ax" "$tmp/cands.tasodb" -o "$tmp/x.tasodb"
 check "... message has file:line" grep -q "bad.ax:2:" "$tmp/err"
 
-# axiom hygiene
-check "--axioms-check with wrong.ax: exit 0" \
-    status_is 0 "$prove" --axioms-check opspecs/axioms.ax --wrong opspecs/wrong.ax
-check "... every line as expected" grep -q " 0 not$" "$tmp/out"
+# axiom hygiene: the shipped axioms in the release build (a minute; under
+# ASan several, and the same code checks num.ax below in both builds)
+case "$BIN" in
+*asan*) ;;
+*)
+    check "--axioms-check with wrong.ax: exit 0" \
+        status_is 0 "$prove" --axioms-check opspecs/axioms.ax --wrong opspecs/wrong.ax
+    check "... every line as expected" grep -q " 0 not$" "$tmp/out"
+    ;;
+esac
 check "--axioms-check on false axioms: exit 1" status_is 1 "$prove" --axioms-check opspecs/wrong.ax
 check "--axioms-check on a bad file: exit 2" status_is 2 "$prove" --axioms-check "$tmp/bad.ax"
 
