@@ -405,22 +405,27 @@ static rg_status param(parser *p, ops_pkind kind, int32_t *v) {
     return RG_OK;
 }
 
-/* The ref of a node equal to n, appending it when new (hash-consing). */
-static rg_status intern(parser *p, const rg_node *n, rg_ref *r) {
-    rg_graph *g = p->g;
+/* The index in g of a node equal to n (operator, parameters, operands),
+ * appended when new (hash-consing); -1 when g is full. */
+static int node_interned(rg_graph *g, const rg_node *n) {
     const ops_info *o = &ops_table[n->op];
     for (int j = 0; j < g->n_nodes; j++) {
         const rg_node *m = &g->node[j];
         if (m->op == n->op &&
             memcmp(m->param, n->param, (size_t)o->n_params * sizeof *n->param) == 0 &&
-            memcmp(m->in, n->in, (size_t)o->arity * sizeof *n->in) == 0) {
-            *r = RG_NODE(j);
-            return RG_OK;
-        }
+            memcmp(m->in, n->in, (size_t)o->arity * sizeof *n->in) == 0)
+            return j;
     }
-    if (g->n_nodes == RG_MAX_NODES) return perr(p, "more than 8 nodes");
+    if (g->n_nodes == RG_MAX_NODES) return -1;
     g->node[g->n_nodes] = *n;
-    *r = RG_NODE(g->n_nodes++);
+    return g->n_nodes++;
+}
+
+/* The ref of a node equal to n, appending it when new. */
+static rg_status intern(parser *p, const rg_node *n, rg_ref *r) {
+    int j = node_interned(p->g, n);
+    if (j < 0) return perr(p, "more than 8 nodes");
+    *r = RG_NODE(j);
     return RG_OK;
 }
 
@@ -578,14 +583,8 @@ static rg_ref reorder_ref(reorder *o, rg_ref r) {
     m.op = n->op;
     memcpy(m.param, n->param, (size_t)op->n_params * sizeof *m.param);
     for (int k = 0; k < op->arity; k++) m.in[k] = reorder_ref(o, n->in[k]);
-    rg_graph *g = o->out;
-    int at = 0;
-    while (at < g->n_nodes && !(g->node[at].op == m.op &&
-                                memcmp(g->node[at].param, m.param, (size_t)op->n_params * sizeof *m.param) == 0 &&
-                                memcmp(g->node[at].in, m.in, (size_t)op->arity * sizeof *m.in) == 0))
-        at++;
-    if (at == g->n_nodes) g->node[g->n_nodes++] = m;
-    return o->memo[j] = RG_NODE(at);
+    /* never full: at most as many nodes as g has */
+    return o->memo[j] = RG_NODE(node_interned(o->out, &m));
 }
 
 static void reorder_nodes(rg_graph *g) {

@@ -216,9 +216,10 @@ typedef struct {
     eg_step step[RG_MAX_NODES];
 } route;
 
+static int cmp_i32(int32_t a, int32_t b) { return (a > b) - (a < b); }
+
 /* Compare step si of routes a and b: the step, then the src node it binds
  * (operator, parameters, inputs); a route that has ended sorts first. */
-static int cmp_i32(int32_t a, int32_t b) { return (a > b) - (a < b); }
 
 static int step_cmp(const eg_ruleset *rs, const route *pa, const route *pb, int si) {
     if (si >= pa->n_steps || si >= pb->n_steps) return (si < pa->n_steps) - (si < pb->n_steps);
