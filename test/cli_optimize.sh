@@ -27,6 +27,15 @@ for b in bs:
 PY
 
 check "--help lists optimize's options" eval "'$E' --help | grep -q -- '--time-limit'"
+# --deterministic: the work bounds decide, the clock is a safety net (600 s
+# unless given); a search the given time limit stopped says so.
+check "--deterministic, a time limit of 0: the search stops on the clock" \
+    eval "'$E' optimize --deterministic --time-limit 0 '$corpus/inception.onnx' -o '$tmp/t0.onnx' >'$tmp/out' 2>'$tmp/err'"
+check "... reports that stop" grep -q "stopped: time limit" "$tmp/out"
+check "... and warns that the clock decided" grep -q "warning: the time limit (0 s) stopped the search" "$tmp/err"
+check "... the output computes the input's outputs" python3 "$tmp/same.py" "$corpus/inception.onnx" "$tmp/t0.onnx"
+check "--deterministic alone: the work bounds stop it, no clock warning" \
+    eval "'$E' optimize --deterministic '$corpus/inception.onnx' -o '$tmp/t1.onnx' >'$tmp/out' 2>'$tmp/err' && ! grep -q 'time limit' '$tmp/out' '$tmp/err'"
 check "optimize without -o: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx"
 check "unknown option: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/o.onnx" --frob
 check "bad --alpha: exit 2" status_is 2 "$E" optimize --deterministic "$corpus/convs.onnx" -o "$tmp/o.onnx" --alpha x

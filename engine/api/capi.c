@@ -39,7 +39,7 @@ typedef struct {
 struct tasoc_result {
     tasoc_summary s;
     applied_rule *rule; /* [s.n_rules] */
-    char pick[32], warning[704]; /* what s.verify_pick and s.warning point to: two warnings */
+    char pick[32], warning[896]; /* what s.verify_pick and s.warning point to: up to three warnings */
 };
 
 struct tasoc_ruledb {
@@ -332,12 +332,18 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
             s->verify_speedup = rep.pick ? rep.row[rep.pick].ratio : 1.0;
             s->verify_seconds = rep.seconds;
         }
-        const char *stale = eg_ruleset_stale(rs); /* the CLI's warning, for library users too */
-        if (info.warning[0] || stale) {
-            snprintf((*r)->warning, sizeof (*r)->warning, "%s%s%s", info.warning,
-                     info.warning[0] && stale ? "; " : "", stale ? stale : "");
-            s->warning = (*r)->warning;
-        }
+        /* the CLI's warnings, for library users too */
+        const char *stale = eg_ruleset_stale(rs);
+        const char *clock = o->deterministic && res.stop == EG_STOP_TIME
+                                ? "the time limit stopped the search before its bounds did: another machine or "
+                                  "load may give another answer; raise time_limit"
+                                : NULL;
+        const char *say[3] = {info.warning[0] ? info.warning : NULL, stale, clock};
+        size_t at = 0;
+        for (int k = 0; k < 3; k++)
+            if (say[k] && at < sizeof (*r)->warning)
+                at += (size_t)snprintf((*r)->warning + at, sizeof (*r)->warning - at, "%s%s", at ? "; " : "", say[k]);
+        if (at) s->warning = (*r)->warning;
     }
     if (rc == EG_OK && !(*best = handle_new(b, NULL, 0))) {
         rc = EG_ENOMEM;

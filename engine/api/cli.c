@@ -39,7 +39,8 @@ static const char usage_text[] =
     "                        cuda (measured, needs a GPU)\n"
     "    --deterministic     the same bytes on every machine and every run: the\n"
     "                        analytic-cpu cost (or --cost analytic), no --verify,\n"
-    "                        no cost cache; measures nothing\n"
+    "                        no cost cache, the search's work bounds (not the\n"
+    "                        clock) deciding; measures nothing\n"
     "    --cost-cache FILE   reuse and save measured costs in FILE (default: a file\n"
     "                        per backend and machine in $TASOC_CACHE_DIR, else\n"
     "                        $XDG_CACHE_HOME/tasoc, else ~/.cache/tasoc); with ort\n"
@@ -61,7 +62,9 @@ static const char usage_text[] =
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "                        (--alpha or --budget without --search: backtrack)\n"
-    "    --time-limit S      at most S seconds of search (default 10)\n"
+    "    --time-limit S      at most S seconds of search (default 10; with\n"
+    "                        --deterministic 600, a safety net: the bounds above\n"
+    "                        decide, and a search the clock stopped says so)\n"
     "    --search-threads N  1 or 2 (default): with an analytic cost, a second\n"
     "                        thread prepares the graph expected next while one is\n"
     "                        expanded; the result is the same bytes either way\n"
@@ -277,6 +280,7 @@ typedef struct {
     const char *in, *out, *ruledb, *cost_cache, *cost_trace;
     eg_cost_kind cost;
     int cost_set, deterministic, no_cache; /* --cost given, --deterministic, --no-cost-cache */
+    int time_set;                          /* --time-limit given */
     int cache_is_default;                  /* cost_cache is the per-user file: warn, never fail */
     char cache_buf[4096];
     eg_search_opts search;
@@ -392,6 +396,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
             a->search.max_nodes = (int)x;
         } else if (!strcmp(o, "--time-limit")) {
             if (number_arg(o, v, 0, 1e6, &a->search.time_limit)) return -1;
+            a->time_set = 1;
         } else if (!strcmp(o, "--search-threads")) {
             if (number_arg(o, v, 1, 2, &x)) return -1;
             a->search.threads = (int)x;
@@ -418,6 +423,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         snprintf(msg, sizeof msg, "--deterministic measures nothing: %s", why ? why : "");
         if (why) return usage_error(msg), -1;
         a->cost_set = 1, a->verify_on = -1;
+        if (!a->time_set) a->search.time_limit = EG_DETERMINISTIC_TIME_LIMIT;
     }
     a->search.progress = !a->quiet;
     return 0;
@@ -596,6 +602,10 @@ static int cmd_optimize(int argc, char **argv) {
         if (fclose(trace) != 0 && rc == EG_OK) rc = EG_EIO, snprintf(err, sizeof err, "cannot write %s", a.cost_trace);
     }
     if (rc == EG_OK) print_report(&r, &st, rs), print_costs(cost, a.cost_cache);
+    if (rc == EG_OK && a.deterministic && r.stop == EG_STOP_TIME)
+        fprintf(stderr, "engine: warning: the time limit (%g s) stopped the search before its bounds did: "
+                        "another machine or load may give another answer; raise --time-limit\n",
+                a.search.time_limit);
     if (rc == EG_OK && a.verify_on && !st.kept_input) {
         eg_verify_report v;
         eg_verify_input vin = {.path = a.in, .prefix = a.out};

@@ -49,7 +49,11 @@ typedef struct tasoc_ruledb tasoc_ruledb;
 /* Options of tasoc_optimize; tasoc_opts_init sets the engine's defaults. */
 typedef struct {
     double alpha;           /* keep graphs under alpha x best cost, 1..10 */
-    double time_limit;      /* seconds, >= 0 */
+    double time_limit;      /* seconds, >= 0 (tasoc_opts_init: 10); with
+                               deterministic, give a far safety net, as
+                               engine optimize --deterministic's 600, so
+                               that the work bounds decide (the summary's
+                               warning says when the clock stopped it) */
     uint64_t budget;        /* graph expansions */
     const char *cost;       /* "analytic-cpu", "analytic", "cpu", "cuda" or "ort";
                                NULL as engine optimize: "ort" where python3

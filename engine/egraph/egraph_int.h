@@ -199,6 +199,8 @@ typedef struct {
     double cost[EE_TOP];
     long ilp_region; /* the exact extraction's e-nodes, 0: not tried */
     int ilp_solved;  /* ee_ilp's *solved */
+    int timed_out;   /* 1: the time limit, not the budget, cut the exact
+                        extraction or the local search */
 } ee_top;
 
 /* Offer graph h at cost to t: kept when among the EE_TOP cheapest and no
@@ -207,13 +209,34 @@ typedef struct {
 int ee_top_offer(ee_top *t, eg_graph *h, double cost);
 void ee_top_free(ee_top *t);
 
+/* What the exact extractions and the local searches of one search may
+ * still spend, in counts of their own work, not seconds: a search that
+ * restarts from its result (passes) shares them, so the work, not the
+ * clock, bounds a search of many passes and decides its answer on any
+ * machine (the time limit stays a safety net). */
+typedef struct {
+    uint64_t ilp_rlimit; /* Z3 resource units (ilp.c) */
+    long polish_built;   /* nodes of the graphs the local searches judge */
+} ee_budget;
+
+/* A whole search's extraction budget: one pass's local searches, and
+ * the exact extractions' units that solve the bench models' regions but
+ * the largest (2.8 M for Inception-v3; PoolFormer's and RepVGG's, 4 to
+ * 5 M, took up to 4 s and changed no answer). With the rounds, the
+ * slowest bench models search in about half of the default time limit
+ * here, so a machine twice as loaded still ends by the work
+ * (bench/results/search_work.md). */
+#define EE_ILP_BUDGET 3000000u
+#define EE_POLISH_BUDGET 600000L
+
 /* The cheapest graphs the e-graph holds for g's outputs by cost c into
  * *out (empty on entry), new graphs that borrow g's data (free them
  * before g); the rules of the cheapest one's new nodes counted into
- * applied[n_rules]. With polish, the local search (polish.c) too, until
- * its budget is spent or deadline (eg_now_s) passes. @return EG_OK or
- * EG_ENOMEM, a message in err. */
-eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish, double deadline, ee_top *out,
+ * applied[n_rules]. With polish (budget not NULL), the exact extraction
+ * and the local search (polish.c) too, their work taken from *budget,
+ * deadline (eg_now_s) a safety net. @return EG_OK or EG_ENOMEM, a message
+ * in err. */
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, ee_budget *budget, double deadline, ee_top *out,
                      uint32_t *applied, char *err, size_t errlen);
 
 /* The greedy picks: pick[c] the e-node of root class c (-1: none
@@ -252,11 +275,11 @@ eg_status ee_polish(ee_graph *E, const ee_judge *J, const double *np, const doub
 /* The exact picks over the region of the graphs picks[0..n_picks) compute
  * (see ilp.c) into pick (which holds the picks elsewhere), by prices np;
  * *n_region its e-nodes; *solved 1 when the optimum is proved, 0 when
- * not within the solver's resource limit (or, a safety net, seconds_left),
- * -1 when the region is too big to try.
- * @return EG_OK or EG_ENOMEM. */
-eg_status ee_ilp(ee_graph *E, const double *np, const int *const *picks, int n_picks, double seconds_left, int *pick,
-                 long *n_region, int *solved);
+ * not within *rlimit of the solver's resource units (or, a safety net,
+ * seconds_left), -1 when the region is too big to try; *rlimit less the
+ * units spent. @return EG_OK or EG_ENOMEM. */
+eg_status ee_ilp(ee_graph *E, const double *np, const int *const *picks, int n_picks, uint64_t *rlimit,
+                 double seconds_left, int *pick, long *n_region, int *solved);
 
 /* ---- share.c ---- */
 

@@ -229,7 +229,7 @@ static eg_status build(builder *b, size_t ncl, unsigned char *state, int *stack,
 
 /* ---- judging picks by the cost model ---- */
 
-#define MAX_BUILT 300000 /* nodes of the graphs the local search judges, per start */
+#define MAX_BUILT 300000 /* nodes of the graphs the local search judges, per start at most */
 
 typedef struct {
     builder b;
@@ -276,10 +276,12 @@ static eg_status judge(extractor *x, double *cost) {
 static eg_status judge_cb(void *ctx, double *cost) { return judge(ctx, cost); }
 
 /* 1 when the local search has built its budget of nodes, or (a safety
- * net) the time limit has passed. */
+ * net, which the result then says) the time limit has passed. */
 static int spent_cb(void *ctx) {
-    const extractor *x = ctx;
-    return x->built >= x->max_built || eg_now_s() > x->deadline;
+    extractor *x = ctx;
+    if (x->built >= x->max_built) return 1;
+    if (eg_now_s() > x->deadline) x->top.timed_out = 1;
+    return x->top.timed_out;
 }
 
 /* Prices in context: each e-node of the graph judged last at what it
@@ -326,7 +328,18 @@ void ee_top_free(ee_top *t) {
     t->n = 0;
 }
 
-eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, double deadline, ee_top *out,
+/* x's local search from start, its nodes built taken from *budget.
+ * @return EG_OK or EG_ENOMEM. */
+static eg_status polish_from(extractor *x, ee_budget *budget, const double *np, const int *start, int *pick) {
+    long before = x->built, room = budget->polish_built < MAX_BUILT ? budget->polish_built : MAX_BUILT;
+    if (room <= 0) return EG_OK;
+    x->max_built = x->built + room;
+    eg_status rc = ee_polish(x->b.E, &x->J, np, x->share, start, pick);
+    budget->polish_built -= x->built - before < room ? x->built - before : room;
+    return rc;
+}
+
+eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, ee_budget *budget, double deadline, ee_top *out,
                      uint32_t *applied, char *err, size_t errlen) {
     const eg_graph *g = E->g;
     size_t nn = (size_t)E->n_nodes + 1, ncl = (size_t)E->n_cls + 1;
@@ -382,7 +395,7 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
     /* the exact picks over what the cheapest graph and the input graph
      * compute, then the local search from the cheapest picks and from the
      * input graph's, each with a budget of nodes built (deterministic) */
-    if (rc == EG_OK && polish_too && x.top.n) {
+    if (rc == EG_OK && budget && x.top.n) {
         int *greedy = malloc(sizeof *greedy * ncl), *input = malloc(sizeof *input * ncl), solved = 0;
         if (!greedy || !input) rc = EG_ENOMEM;
         if (rc == EG_OK) {
@@ -391,15 +404,16 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
             ee_input_picks(E, input);
             const int *both[2] = {greedy, input};
             memcpy(pick, greedy, sizeof *pick * ncl);
-            rc = ee_ilp(E, np, both, 2, deadline - eg_now_s(), pick, &x.top.ilp_region, &solved);
+            rc = ee_ilp(E, np, both, 2, &budget->ilp_rlimit, deadline - eg_now_s(), pick, &x.top.ilp_region,
+                        &solved);
             x.top.ilp_solved = solved;
+            if (solved == 0 && eg_now_s() > deadline) x.top.timed_out = 1;
         }
         double cost;
         if (rc == EG_OK && solved > 0) rc = judge(&x, &cost);
         if (rc == EG_OK) {
             memcpy(greedy, best_pick, sizeof *greedy * ncl); /* the cheapest so far: the ILP's, maybe */
-            x.max_built = x.built + MAX_BUILT;
-            rc = ee_polish(E, &x.J, np, share, greedy, pick);
+            rc = polish_from(&x, budget, np, greedy, pick);
         }
         if (rc == EG_OK) { /* the input graph's picks with the merges that pay there (the
                               projections of one input into one matmul, then the third) */
@@ -408,15 +422,12 @@ eg_status ee_extract(ee_graph *E, eg_cost *c, size_t n_rules, int polish_too, do
             if (rc == EG_OK && cost < DBL_MAX) rc = ee_share(E, np, pick, &x.J, &cost);
             if (rc == EG_OK) memcpy(input, pick, sizeof *input * ncl);
         }
-        if (rc == EG_OK) {
-            x.max_built = x.built + MAX_BUILT;
-            rc = ee_polish(E, &x.J, np, share, input, pick);
-        }
+        if (rc == EG_OK) rc = polish_from(&x, budget, np, input, pick);
         free(greedy), free(input);
     }
     if (rc == EG_OK && !x.top.n) rc = EG_EGRAPH;
     if (rc == EG_OK) *out = x.top, x.top.n = 0;
-    out->ilp_region = x.top.ilp_region, out->ilp_solved = x.top.ilp_solved;
+    out->ilp_region = x.top.ilp_region, out->ilp_solved = x.top.ilp_solved, out->timed_out = x.top.timed_out;
     ee_top_free(&x.top);
     if (rc == EG_EGRAPH && err && errlen && !err[0]) eg_errf(err, errlen, rc, "extraction: a cycle");
     if (rc == EG_ENOMEM) eg_errf(err, errlen, rc, "extraction: out of memory");

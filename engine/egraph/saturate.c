@@ -118,13 +118,14 @@ static eg_status round_once(ee_graph *E, const eg_ruleset *rs, sched *s, const e
  * and the runners-up. The graphs borrow g's data as the e-graph's graph
  * does (a clone's payloads point into g). @return EG_OK or the
  * extraction's failure. */
-static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, double deadline, ee_top *top,
+static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, ee_budget *budget, double deadline, ee_top *top,
                                eg_search_result *r, double *t_extract, char *err, size_t errlen) {
     double t = eg_now_s();
     uint32_t *applied = calloc(nr + 1, sizeof *applied);
     ee_top got = {0};
-    eg_status rc = applied ? ee_extract(E, c, nr, polish, deadline, &got, applied, err, errlen) : EG_ENOMEM;
+    eg_status rc = applied ? ee_extract(E, c, nr, budget, deadline, &got, applied, err, errlen) : EG_ENOMEM;
     if (got.ilp_region) r->ilp_region = (uint64_t)got.ilp_region, r->ilp_solved = got.ilp_solved;
+    if (got.timed_out) r->stop = EG_STOP_TIME; /* the answer is the clock's: say so */
     for (int k = 0; rc == EG_OK && k < got.n; k++)
         if (ee_top_offer(top, got.g[k], got.cost[k]) && k == 0) memcpy(r->applied, applied, sizeof *applied * nr);
     free(applied);
@@ -133,12 +134,14 @@ static eg_status keep_cheapest(ee_graph *E, eg_cost *c, size_t nr, int polish, d
 }
 
 /* One pass: g saturated and the cheapest graphs extracted (eg_saturate
- * before passes), its time limit ending at t0 + o->time_limit. *gaining:
+ * before passes), its time limit ending at t0 + o->time_limit, the final
+ * extraction's work taken from *budget. *gaining:
  * a round after the first extracted a graph cheaper than every one before
  * it (the rounds were building on their own merges: a chain, which a
  * fresh e-graph may take further). */
 static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o, double t0,
-                               eg_graph **best, eg_search_result *r, int *gaining, char *err, size_t errlen) {
+                               ee_budget *budget, eg_graph **best, eg_search_result *r, int *gaining, char *err,
+                               size_t errlen) {
     double tp = eg_now_s();
     size_t nr = eg_ruleset_count(rs);
     *gaining = 0;
@@ -164,7 +167,8 @@ static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost 
             r->stop = EG_STOP_TIME;
             break;
         }
-        if (E.n_live >= o->max_nodes) {
+        if (E.n_live >= o->max_nodes - o->max_nodes / 100) { /* a round with under 1% of its e-nodes left
+                                                               adds little but matches everything again */
             r->stop = EG_STOP_NODES;
             break;
         }
@@ -172,7 +176,7 @@ static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost 
         rc = round_once(&E, rs, &s, o, round, t0 + o->time_limit, &changed, &banned, &r->generated, &timed_out);
         r->expanded++;
         double had = top.n ? top.cost[0] : INFINITY;
-        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 0, t0 + o->time_limit, &top, r, &t_extract, err, errlen);
+        if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, NULL, t0 + o->time_limit, &top, r, &t_extract, err, errlen);
         if (round > 0 && rc == EG_OK && top.n && top.cost[0] < had * (1 - eg_cost_noise(c))) *gaining = 1;
         if (o->progress)
             fprintf(stderr, "egraph: round %d: %d e-nodes, %d classes merged or added, %d rules banned, cheapest %.1f us\n",
@@ -194,7 +198,7 @@ static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost 
     r->t_match = eg_now_s() - tp;
     r->t_match -= t_extract, r->t_apply = t_extract;
     /* the final e-graph once more, with the local search */
-    if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, 1, t0 + o->time_limit, &top, r, &r->t_apply, err, errlen);
+    if (rc == EG_OK) rc = keep_cheapest(&E, c, nr, budget, t0 + o->time_limit, &top, r, &r->t_apply, err, errlen);
     if (rc == EG_OK) { /* the cheapest is the result, the next ones --verify's runners-up */
         *best = top.g[0], r->cost_after = top.cost[0];
         for (int k = 1; k < top.n; k++) r->runner[k - 1] = top.g[k], r->runner_cost[k - 1] = top.cost[k];
@@ -241,11 +245,12 @@ eg_status eg_saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
      * borrows through it), so the previous one is freed once the next has
      * made its own. A pass cut by the time limit that gains nothing leaves
      * the result as it was. */
+    ee_budget budget = {EE_ILP_BUDGET, EE_POLISH_BUDGET};
     for (int pass = 0; rc == EG_OK && pass < (o->passes > 0 ? o->passes : 1); pass++) {
         eg_search_result pr;
         eg_graph *pb = NULL;
         int gaining;
-        rc = saturate_pass(*best ? *best : g, rs, c, o, t0, &pb, &pr, &gaining, err, errlen);
+        rc = saturate_pass(*best ? *best : g, rs, c, o, t0, &budget, &pb, &pr, &gaining, err, errlen);
         if (rc != EG_OK) {
             eg_search_result_free(&pr);
             eg_free(pb);

@@ -106,6 +106,14 @@ typedef struct {
                           1: one thread. The result is the same either way. */
 } eg_search_opts;
 
+/* The time limit of a deterministic search (engine optimize
+ * --deterministic, tasoc_optimize's deterministic, Python's
+ * deterministic=True) unless one is given: a safety net far past what the
+ * work bounds (rounds, e-nodes, passes, the extraction's budget; the
+ * backtracking search's expansions) take, so that no load or machine
+ * speed decides the answer. */
+#define EG_DETERMINISTIC_TIME_LIMIT 600.0
+
 /* Why the search stopped. ORDER STOP: eg_stop_name. */
 typedef enum {
     EG_STOP_SATURATED, /* nothing left in the queue */

@@ -459,7 +459,7 @@ def export_bytes(graph: Graph) -> bytes:
 
 
 def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] = None, print_subst: bool = False,
-             cost: Optional[str] = None, time_limit: float = 10.0,
+             cost: Optional[str] = None, time_limit: Optional[float] = None,
              ruledb: Optional[Union[str, "os.PathLike[str]"]] = None,
              cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1,
              verify: Optional[bool] = None, verify_runs: int = 20, deterministic: bool = False,
@@ -468,7 +468,9 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding, and by default a check of the result where it will run.
-    time_limit caps the seconds.
+    time_limit caps the seconds (None: 10, or with deterministic=True 600,
+    a safety net: the search's work bounds decide, and the result's warning
+    says when the clock stopped it).
 
     cost: None (the default) measures in onnxruntime ("ort") where it is
     installed and verifies the result, else uses "analytic-cpu" and warns
@@ -504,6 +506,8 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
         _check_choice("cost", cost, COSTS)
     if search is None:
         search = "backtrack" if alpha is not None or budget is not None else "egraph"
+    if time_limit is None:
+        time_limit = 600.0 if deterministic else 10.0
     alpha = 1.0 if alpha is None else alpha
     budget = 1000 if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
