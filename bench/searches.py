@@ -48,6 +48,7 @@ BACK = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z -]+); expanded (\d
 SAT = re.compile(r"saturation: ([0-9.]+) s \(stopped: ([a-z -]+); (\d+) rounds, (\d+) e-nodes added, "
                  r"(\d+) e-nodes in (\d+) classes")
 MEM = re.compile(r"memory: peak ([0-9.]+) MB")
+PASSES = re.compile(r"(\d+) pass(?:es)?; rounds")
 SEARCHES = ("backtrack", "egraph")
 
 
@@ -88,6 +89,8 @@ def run(engine, model, search, limit, cost, tmp, extra=()):
     if m:
         row.update(seconds=float(m.group(1)), stop=m.group(2), steps=int(m.group(3)), e_nodes=int(m.group(5)),
                    e_classes=int(m.group(6)))
+        m = PASSES.search(stdout)
+        row["passes"] = int(m.group(1)) if m else None
     if rc == 0:
         row["err"] = check(model, out)
     else:
