@@ -57,7 +57,7 @@ static const char usage_text[] =
     "                        --budget)\n"
     "    --egraph-iters N    saturation rounds at most (default 5)\n"
     "    --egraph-nodes N    e-nodes at most (default 50000)\n"
-    "    --egraph-passes N   passes at most (default 4): a pass that gained and\n"
+    "    --egraph-passes N   passes at most (default 6): a pass that gained and\n"
     "                        stopped at a limit starts again from its result\n"
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"

@@ -78,7 +78,7 @@ typedef struct {
                                --search) */
     int egraph_iters;       /* with "egraph": rounds at most (0: 5) */
     int egraph_nodes;       /* with "egraph": e-nodes at most (0: 50000) */
-    int egraph_passes;      /* with "egraph": passes at most (0: 4) */
+    int egraph_passes;      /* with "egraph": passes at most (0: 6) */
 } tasoc_opts;
 
 /* What tasoc_optimize did (tasoc_result_summary). */

@@ -34,19 +34,28 @@ static void sched_free(sched *s) {
     free(s->limit), free(s->count), free(s->banned), free(s->until), free(s->off), free(s->pass);
 }
 
-/* 1 when rule i only moves slices around: every node of both sides a
- * concat or a split. Associativity of concat and its dozens of variants
- * rewrite every concat tree into every other: they get a sixteenth of the
- * match limit, so they are banned before they crowd out the rest. */
-static int shuffle_rule(const eg_ruleset *rs, size_t i) {
+static int slicing_op(ops_op op) { return op == OP_CONCAT || op == OP_SPLIT0 || op == OP_SPLIT1; }
+
+static int slices_in(const rg_graph *side) {
+    int n = 0;
+    for (int j = 0; j < side->n_nodes; j++) n += slicing_op(side->node[j].op);
+    return n;
+}
+
+/* 1 when rule i is one that floods an e-graph with slices: it only moves
+ * slices around (every node of both sides a concat or a split: the
+ * associativity of concat and its dozens of variants rewrite every concat
+ * tree into every other), or it grows the graph with new ones (a conv of
+ * a sum as a conv of concatenations, two convs of one input as the splits
+ * of one conv: they pair every two like nodes, and on MobileOne-S0 they
+ * filled the e-nodes before the merges that pay were chained; a merge
+ * into concatenations that adds no node, two convs summed as one conv of
+ * concatenated inputs, is not one). They get a sixteenth of the match
+ * limit, so they are banned before they crowd out the rest. */
+static int flooding_rule(const eg_ruleset *rs, size_t i) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
-    const rg_graph *side[2] = {&r->src, &r->dst};
-    for (int k = 0; k < 2; k++)
-        for (int j = 0; j < side[k]->n_nodes; j++) {
-            ops_op op = side[k]->node[j].op;
-            if (op != OP_CONCAT && op != OP_SPLIT0 && op != OP_SPLIT1) return 0;
-        }
-    return 1;
+    int only = slices_in(&r->src) == r->src.n_nodes && slices_in(&r->dst) == r->dst.n_nodes;
+    return only || (r->src.n_outputs == 1 && slices_in(&r->dst) > slices_in(&r->src) && r->dst.n_nodes > r->src.n_nodes);
 }
 
 static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit) {
@@ -54,7 +63,7 @@ static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t li
     s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
     s->off = calloc(n + 1, 1), s->pass = calloc(n + 1, 1);
     if (!s->limit || !s->count || !s->banned || !s->until || !s->off || !s->pass) return EG_ENOMEM;
-    for (size_t i = 0; i < n; i++) s->limit[i] = shuffle_rule(rs, i) ? (limit / 16 > 16 ? limit / 16 : 16) : limit;
+    for (size_t i = 0; i < n; i++) s->limit[i] = flooding_rule(rs, i) ? (limit / 16 > 16 ? limit / 16 : 16) : limit;
     return EG_OK;
 }
 

@@ -92,7 +92,7 @@ void eg_search_opts_init(eg_search_opts *o) {
     o->egraph = 0;
     o->iterations = 5;
     o->max_nodes = 50000;
-    o->passes = 4;
+    o->passes = 6;
     o->match_limit = 2000;
     o->ban_rounds = 2;
 }

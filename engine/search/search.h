@@ -94,7 +94,7 @@ typedef struct {
                           instead; 0 (default): this backtracking search */
     int iterations;    /* saturation: rounds of match and apply (default 5) */
     int max_nodes;     /* saturation: e-nodes at most (default 50000) */
-    int passes;        /* saturation: passes at most (default 4); a pass that
+    int passes;        /* saturation: passes at most (default 6); a pass that
                           gained and stopped at a limit restarts from its
                           result (egraph/saturate.c) */
     uint32_t match_limit; /* saturation: a rule with more matches in a round
