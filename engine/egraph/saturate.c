@@ -46,11 +46,12 @@ static int slices_in(const rg_graph *side) {
  * slices around (every node of both sides a concat or a split: the
  * associativity of concat and its dozens of variants rewrite every concat
  * tree into every other), or it grows the graph with new ones (a conv of
- * a sum as a conv of concatenations, two convs of one input as the splits
- * of one conv: they pair every two like nodes, and on MobileOne-S0 they
- * filled the e-nodes before the merges that pay were chained; a merge
- * into concatenations that adds no node, two convs summed as one conv of
- * concatenated inputs, is not one). They get a sixteenth of the match
+ * a sum as a conv of concatenations, a conv of a concatenation as a
+ * concatenation of convs: on MobileOne-S0 they filled the e-nodes before
+ * the merges that pay were chained; a merge into concatenations that adds
+ * no node, two convs summed as one conv of concatenated inputs, is not
+ * one, nor a rule of several outputs, which runs in the first rounds only
+ * and merges the projections of one input). They get a sixteenth of the match
  * limit, so they are banned before they crowd out the rest. */
 static int flooding_rule(const eg_ruleset *rs, size_t i) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
