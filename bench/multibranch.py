@@ -6,7 +6,7 @@ blocks that are linear up to their Relu and collapse into one Conv, through
     python3 bench/multibranch.py [--engine out/bin/engine] [--engine-args "..."]
                                  [--only NAME]... [--no-engine] [--rounds N]
                                  [--threads 1,2] [--cache bench/cache/multibranch]
-                                 [--out bench/results/multibranch.md]
+                                 [--out bench/results/multibranch.md] [--user-cost-cache]
 
 Pairs (TRAIN: the branches as separate nodes; REF: the same function
 collapsed by hand):
@@ -35,7 +35,10 @@ For each pair:
   - unless --no-engine: `ENGINE optimize TRAIN -o OUT ARGS` (ARGS: the
     --engine-args, default none: the engine's default command), its exit
     status, wall time, rules applied and what its verify wrote (the input,
-    the search result, ...);
+    the search result, ...); with a cost cache of this run's own (a new
+    TASOC_CACHE_DIR, as a new user has: kernels timed in an earlier run,
+    perhaps beside other work, and verify's cached choices decide nothing;
+    --user-cost-cache: the caller's);
   - onnxruntime (CPU, ORT_DISABLE_ALL, one N(0,1) input, test/
     multibranch_blocks.check): max |a - b| / max |a| of REF and of OUT
     against TRAIN;
@@ -62,6 +65,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -174,7 +178,8 @@ def pairs(a):
 def run_engine(a, train, out):
     cmd = [a.engine, "optimize", train, "-o", out] + a.engine_args.split()
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, TASOC_CACHE_DIR=a.cost_dir) if a.cost_dir else None
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     r = {"exit": p.returncode, "wall_s": round(time.monotonic() - t0, 2)}
     m = re.search(r"^rules applied: (\d+)", p.stdout, re.M)
     r["rules"] = int(m[1]) if m else None
@@ -363,7 +368,12 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--cache", default=os.path.join(HERE, "cache", "multibranch"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "multibranch.md"))
+    ap.add_argument("--user-cost-cache", action="store_true",
+                    help="let the engine use the caller's cost cache (default: a new one for this run, "
+                         "so no kernel timed before, maybe on a busy machine, decides)")
     a = ap.parse_args()
+    tmp = None if a.user_cost_cache else tempfile.TemporaryDirectory(prefix="multibranch-costs-")
+    a.cost_dir = tmp.name if tmp else None
     a.threads = [int(t) for t in a.threads.split(",") if t]
     a.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
     if not a.no_engine and not os.access(a.engine, os.X_OK):
