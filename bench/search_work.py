@@ -28,7 +28,6 @@ check: max relative error of seeded random inputs).
 Writes --out (markdown) and the same name with .jsonl.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -127,11 +126,7 @@ def write(a, rows, load0):
               f"{sum(r['idle'].get('after', 0) > r['backtrack'].get('after', 0) + 1e-6 for r in rows)} of {n};",
               f"- errors against the input in onnxruntime: max "
               f"{searches.fmt_err(max((r['idle'].get('err') or 0 for r in rows), default=0))}."]
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.splitext(a.out)[0] + ".jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
+    searches.save(a.out, lines, rows)
     print("\n".join(lines[-4:]))
 
 

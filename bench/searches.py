@@ -168,13 +168,18 @@ def write(a, rows):
         lines += ["", f"The e-graph search (saturation and extraction) took at most {slow['seconds']:.1f} s and the "
                   f"engine's peak memory was at most {big['peak_mb']:.0f} MB (the whole process: the model, its "
                   "weights and the search)."]
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
+    save(a.out, lines, rows)
+    print("\n".join(lines[-1:]))
+
+
+def save(out, lines, rows):
+    """The report's lines to out (markdown), its rows to the same name with .jsonl."""
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
-    with open(os.path.splitext(a.out)[0] + ".jsonl", "w") as f:
+    with open(os.path.splitext(out)[0] + ".jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    print("\n".join(lines[-1:]))
 
 
 if __name__ == "__main__":
