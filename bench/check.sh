@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/check.sh - how long `prove --check` of the shipped ruledb takes, in
+# bench/check.sh - how long `prove --check` of the shipped (built-in) ruledb,
+# ruledb/pruned.tasodb unless --ruledb, takes, in
 # the release and the sanitizer build, with 1 and 2 jobs and beside two
 # busy processes, and whether every run gives the same per-rule verdicts
 # (it must: prove's default limits are deterministic budgets). Runs the
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=3 ruledb=ruledb/default.tasodb
+runs=3 ruledb=ruledb/pruned.tasodb
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift ;;
