@@ -53,13 +53,42 @@ static int move_cmp(const void *pa, const void *pb) {
     return a->e != b->e ? (a->e > b->e) - (a->e < b->e) : a->v - b->v;
 }
 
+/* The own prices of the picked readers of class c that may run inside
+ * its pick (a bias or relu over it, a relu over such a bias: ee_own_price
+ * in share.c), with c at its present pick. */
+static double fusable_readers(ee_graph *E, const double *np, const int *pick, const unsigned char *in, int c) {
+    double sum = 0;
+    for (int i = 0; i < E->c[c].n_par; i++) {
+        int p = E->cpar[E->c[c].par0 + i], cp = ee_find(E, E->n[p].cls);
+        if (E->n[p].dead || !in[cp] || pick[cp] != p || !ee_fusable(&E->n[p]) || ee_kids(E, p)[0] != c) continue;
+        sum += ee_own_price(E, np, pick, p);
+        for (int j = 0; E->n[p].op == OP_BIAS && j < E->c[cp].n_par; j++) { /* a relu over that bias */
+            int q = E->cpar[E->c[cp].par0 + j], cq = ee_find(E, E->n[q].cls);
+            if (!E->n[q].dead && in[cq] && pick[cq] == q && E->n[q].op == OP_RELU && ee_kids(E, q)[0] == cp)
+                sum += ee_own_price(E, np, pick, q);
+        }
+    }
+    return sum;
+}
+
 /* What the graph of picks gains in greedy prices when class c switches
  * to e-node e: the own prices of e and of the classes it brings in, less
  * those of the old pick and of the classes only it read (followed while
- * a class has one reader). mark[]/epoch: the classes seen. */
-static double move_est(ee_graph *E, const double *np, const int *pick, const unsigned char *in, const int *refs,
-                       int c, int e, int *mark, int epoch, int *stack) {
+ * a class has one reader), and less what its readers save by running
+ * inside e (a BatchNormalization's scale as a depthwise conv takes the
+ * bias and relu over it in: DenseNet's, under the GPU-like cost, where
+ * that move alone costs more and came too late for the budget).
+ * mark[]/epoch: the classes seen. pick is restored before it returns. */
+static double move_est(ee_graph *E, const double *np, int *pick, const unsigned char *in, const int *refs, int c,
+                       int e, int *mark, int epoch, int *stack) {
     double est = ee_own_price(E, np, pick, e) - ee_own_price(E, np, pick, pick[c]);
+    if (ee_plain_conv(&E->n[e]) != ee_plain_conv(&E->n[pick[c]])) {
+        int old = pick[c];
+        est -= fusable_readers(E, np, pick, in, c);
+        pick[c] = e;
+        est += fusable_readers(E, np, pick, in, c);
+        pick[c] = old;
+    }
     int sp = 0;
     const int *k = ee_kids(E, e);
     for (int q = 0; q < E->n[e].n_kid; q++) /* what e reads stays */
@@ -88,7 +117,7 @@ static double move_est(ee_graph *E, const double *np, const int *pick, const uns
 /* The moves from the picks (classes reached in in[], read refs[] times,
  * the others at the picks of variant v) appended to *mv (*n of *cap).
  * @return 0, or -1 when out of memory. */
-static int moves_of(ee_graph *E, const double *np, const int *pick, const unsigned char *in, const int *refs,
+static int moves_of(ee_graph *E, const double *np, int *pick, const unsigned char *in, const int *refs,
                     int *mark, int *stack, int v, move **mv, long *n, long *cap) {
     int epoch = 0;
     for (int c = 0; c < E->n_cls; c++) mark[c] = 0;
