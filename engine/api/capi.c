@@ -335,8 +335,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
         /* the CLI's warnings, for library users too */
         const char *stale = eg_ruleset_stale(rs);
         const char *clock = o->deterministic && res.stop == EG_STOP_TIME
-                                ? "the time limit stopped the search before its bounds did: another machine or "
-                                  "load may give another answer; raise time_limit"
+                                ? "the time limit " EG_CLOCK_STOPPED "; raise time_limit"
                                 : NULL;
         const char *say[3] = {info.warning[0] ? info.warning : NULL, stale, clock};
         size_t at = 0;

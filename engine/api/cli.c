@@ -603,8 +603,7 @@ static int cmd_optimize(int argc, char **argv) {
     }
     if (rc == EG_OK) print_report(&r, &st, rs), print_costs(cost, a.cost_cache);
     if (rc == EG_OK && a.deterministic && r.stop == EG_STOP_TIME)
-        fprintf(stderr, "engine: warning: the time limit (%g s) stopped the search before its bounds did: "
-                        "another machine or load may give another answer; raise --time-limit\n",
+        fprintf(stderr, "engine: warning: the time limit (%g s) " EG_CLOCK_STOPPED "; raise --time-limit\n",
                 a.search.time_limit);
     if (rc == EG_OK && a.verify_on && !st.kept_input) {
         eg_verify_report v;

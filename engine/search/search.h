@@ -114,6 +114,11 @@ typedef struct {
  * speed decides the answer. */
 #define EG_DETERMINISTIC_TIME_LIMIT 600.0
 
+/* What a deterministic search stopped by the clock says after "the time
+ * limit" (engine optimize's warning, tasoc_summary.warning). */
+#define EG_CLOCK_STOPPED \
+    "stopped the search before its work bounds did: another machine or load may give another answer"
+
 /* Why the search stopped. ORDER STOP: eg_stop_name. */
 typedef enum {
     EG_STOP_SATURATED, /* nothing left in the queue */
