@@ -176,15 +176,17 @@ check "--verify, nothing faster beyond the noise: the input, byte for byte" \
     eval "TASOC_PYTHON='$tmp/py_slow' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/s.onnx' -q --cost analytic $BT --verify && cmp '$corpus/convs.onnx' '$tmp/s.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
 check "--verify, 3% faster but the A/A rounds spread 6% either way: the input, byte for byte" \
     eval "TASOC_PYTHON='$tmp/py_spread' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/sp.onnx' -q --cost analytic $BT --verify && cmp '$corpus/convs.onnx' '$tmp/sp.onnx' && grep -q '^verify: writing the input' '$tmp/out'"
-# A helper that times however many models it is given and makes the
-# second candidate (a runner-up when the search left one) twice as fast.
+# A helper that times however many models it is given and makes candidate
+# $FAST_K (default 2, the second: a runner-up when the search left one)
+# twice as fast.
 cat >"$tmp/runner.py" <<'PY'
-import sys
+import os, sys
 paths = [p for p in sys.argv[1:] if p.endswith(".onnx")]
+fast = int(os.environ.get("FAST_K", "2"))
 for k in list(range(len(paths))) + [-1]:
-    print(f"model\t{k}\t{5 if k == 2 else 10}\t5\t0")
+    print(f"model\t{k}\t{5 if k == fast else 10}\t5\t0")
 for k in list(range(1, len(paths))) + [-1]:
-    print("ratios\t%d\t%s" % (k, "2\t1.9\t2.1" if k == 2 else "1\t0.99\t1.01"))
+    print("ratios\t%d\t%s" % (k, "2\t1.9\t2.1" if k == fast else "1\t0.99\t1.01"))
 PY
 printf '#!/bin/sh\nshift 2\nexec python3 "%s" "$@"\n' "$tmp/runner.py" >"$tmp/py_runner"
 chmod +x "$tmp/py_runner"
@@ -356,6 +358,18 @@ check "... other verify options: timed anew" \
     eval "TASOC_PYTHON='$tmp/py_hy' TASOC_CACHE_DIR='$vcache' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/vc3.onnx' --verify-runs 4 -q && grep -q '^verify: writing the ' '$tmp/out' && ! grep -q 'verify cache' '$tmp/out' && test \$(grep -c . '$vcache'/*.verify) -eq 3"
 check "... a damaged verify cache: timed anew, the file rewritten" \
     eval "f=\$(ls '$vcache'/*.verify) && printf 'junk\n' >\"\$f\" && TASOC_PYTHON='$tmp/py_hy' TASOC_CACHE_DIR='$vcache' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/vc4.onnx' --verify-runs 3 -q && ! grep -q 'verify cache' '$tmp/out' && head -1 '$vcache'/*.verify | grep -q '^eg-verify-cache 1$'"
+# The second opinion: with measured costs, verify also times the search
+# under analytic-cpu costs. Kernel costs from the fake helper, timings from
+# runner.py: the first run says at which row the second opinion is, the
+# second run makes that row the fastest.
+printf '#!/bin/sh\nif [ "$3" = --threads ] && [ $# -eq 4 ]; then exec python3 "%s" 1000000; fi\nshift 2\nexec python3 "%s" "$@"\n' "$tmp/ortfake.py" "$tmp/runner.py" >"$tmp/py_second"
+chmod +x "$tmp/py_second"
+check "default: verify times a second opinion, the search under analytic-cpu costs" \
+    eval "TASOC_PYTHON='$tmp/py_second' FAST_K=0 status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/so1.onnx' --no-cost-cache && grep -q '^second opinion: the search under analytic-cpu costs' '$tmp/out' && grep -q '^verify: second opinion ' '$tmp/out'"
+check "... the second opinion measured fastest: it is written, and computes what the input computes" \
+    eval "k=\$(grep '^verify: ' '$tmp/out' | grep -n 'verify: second opinion ' | cut -d: -f1) && TASOC_PYTHON='$tmp/py_second' FAST_K=\$((k - 1)) status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/so2.onnx' --no-cost-cache && grep -q '^verify: writing the second opinion' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/so2.onnx' && ! cmp -s '$corpus/attention.onnx' '$tmp/so2.onnx'"
+check "... --deterministic has none" \
+    eval "status_is 0 '$E' optimize --deterministic '$corpus/attention.onnx' -o '$tmp/so3.onnx' && ! grep -q 'second opinion' '$tmp/out'"
 check "--no-cost-cache: nothing written" \
     eval "TASOC_CACHE_DIR='$tmp/nocache' status_is 0 '$E' optimize '$corpus/convs.onnx' -o '$tmp/def5.onnx' --verify-runs 3 -q --no-cost-cache && test ! -e '$tmp/nocache'"
 check "default without onnxruntime: the analytic cost, a warning that the result is unverified" \

@@ -47,7 +47,8 @@ static const char usage_text[] =
     "                        costs, --verify's choices in FILE.verify (the same\n"
     "                        models timed before: that choice, nothing timed)\n"
     "    --no-cost-cache     no per-user cost cache: measure every kernel and\n"
-    "                        time every candidate anew\n"    "    --cost-trace FILE   with --cost ort: write each kernel timed and each\n"
+    "                        time every candidate anew\n"
+    "    --cost-trace FILE   with --cost ort: write each kernel timed and each\n"
     "                        rewrite judged, with analytic-cpu's figure beside\n"
     "                        onnxruntime's, to FILE (bench/calibrate.py reads it)\n"
     "    --search S          egraph (default): equality saturation, every\n"
@@ -64,14 +65,16 @@ static const char usage_text[] =
     "                        (--alpha or --budget without --search: backtrack)\n"
     "    --time-limit S      at most S seconds of search (default 10; with\n"
     "                        --deterministic 600, a safety net: the bounds above\n"
-    "                        decide, and a search the clock stopped says so)\n"
+    "                        decide, and a search the clock stopped says so);\n"
+    "                        verify's second opinion has S seconds of its own\n"
     "    --search-threads N  1 or 2 (default): with an analytic cost, a second\n"
     "                        thread prepares the graph expected next while one is\n"
     "                        expanded; the result is the same bytes either way\n"
     "    --verify            time the input and the candidates (the search's result,\n"
-    "                        its two runners-up, the built-in rewrites alone) in\n"
-    "                        onnxruntime, alternating,\n"
-    "                        and write the fastest; the input unless a candidate is\n"
+    "                        its two runners-up, the built-in rewrites alone and,\n"
+    "                        with measured costs, a second opinion: the search\n"
+    "                        again under the analytic cost, its own time limit)\n"
+    "                        in onnxruntime, alternating, and write the fastest; the input unless a candidate is\n"
     "                        faster beyond the noise (needs python3 with onnxruntime;\n"
     "                        $TASOC_PYTHON names another interpreter)\n"
     "    --no-verify         no --verify, also with --cost ort\n"
@@ -498,6 +501,9 @@ static void print_report(const eg_search_result *r, const eg_optimize_stats *st,
     if (!r->e_nodes)
         printf("search phases: match %.2f s, apply %.2f s, judge %.2f s; %.0f expansions/s\n", r->t_match,
                r->t_apply, r->t_judge, r->seconds > 0 ? (double)r->expanded / r->seconds : 0.0);
+    if (st->second)
+        printf("second opinion: the search under %s costs, for verify: %.1f us\n",
+               eg_cost_kind_name(st->second_kind), st->second_cost);
     printf("built-ins: %d batchnorm folded, %d biases split, %d identities removed, "
            "%d relus fused, %d NaN guards dropped, %d common subexpressions, %d weights folded, "
            "%d additions written as Sum\n",

@@ -96,7 +96,8 @@ typedef struct {
     const char *cost_model;         /* the cost backend used ("ort", "analytic-cpu", ...) */
     int verified;                   /* 1: verify timed the candidates */
     const char *verify_pick;        /* "input", "search result", "runner-up K",
-                                       "built-ins alone"; NULL unverified */
+                                       "second opinion", "built-ins alone";
+                                       NULL unverified */
     double verify_speedup;          /* the returned graph's measured speedup
                                        over the input (1 for the input) */
     double verify_seconds;          /* the timing's wall time */

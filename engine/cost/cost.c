@@ -575,6 +575,18 @@ double eg_cost_graph(eg_cost *c, const eg_graph *g) {
 
 eg_cost_kind eg_cost_kind_of(const eg_cost *c) { return c->kind; }
 
+int eg_cost_second_opinion(eg_cost_kind k) {
+    switch (k) {
+    case EG_COST_ORT:
+    case EG_COST_CPU: return EG_COST_ANALYTIC_CPU;
+    case EG_COST_CUDA: return EG_COST_ANALYTIC;
+    case EG_COST_ANALYTIC:
+    case EG_COST_ANALYTIC_CPU:
+    case EG_COST_KIND_COUNT: break;
+    }
+    return -1;
+}
+
 double eg_cost_noise(const eg_cost *c) {
     switch (c->kind) {
     case EG_COST_ANALYTIC:

@@ -298,6 +298,11 @@ size_t eg_cost_loaded(const eg_cost *c);
 
 /* The kind c was made with. */
 eg_cost_kind eg_cost_kind_of(const eg_cost *c);
+
+/* The analytic kind of a measuring kind's device, which verify's second
+ * opinion searches under (pipeline.h: eg_optimize): analytic-cpu for ort
+ * and cpu, analytic for cuda; -1 for the analytic kinds themselves. */
+int eg_cost_second_opinion(eg_cost_kind k);
 /* Calibration trace (engine optimize --cost-trace, read by
  * bench/calibrate.py): with f non-NULL, an ort model writes to f a line
  * per kernel group it costs (once per key: "kern HASH CLASS EW NODES LNADD

@@ -15,6 +15,38 @@ static eg_status finish(eg_graph *g, eg_cost *c, eg_builtin_stats *st, char *err
     return rc;
 }
 
+/* The search the options ask for, under cost c. */
+static eg_status search(const eg_graph *pre, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
+                        eg_graph **out, eg_search_result *r, char *err, size_t errlen) {
+    return o->egraph ? eg_saturate(pre, rs, c, o, out, r, err, errlen) : eg_search(pre, rs, c, o, out, r, err, errlen);
+}
+
+/* Verify's second opinion (pipeline.h): the search again on pre under
+ * the analytic cost of c's device, finished as the result is; kept in
+ * st->second when it is cheaper than the built-ins alone (plain) there. */
+static eg_status second_opinion(const eg_graph *pre, const eg_graph *plain, const eg_ruleset *rs, eg_cost *c,
+                                const eg_search_opts *o, eg_optimize_stats *st, char *err, size_t errlen) {
+    int kind = eg_cost_second_opinion(eg_cost_kind_of(c));
+    if (kind < 0) return EG_OK;
+    eg_cost *a = NULL;
+    eg_graph *out = NULL;
+    eg_search_result r = {0};
+    eg_search_opts quiet = *o;
+    quiet.progress = 0;
+    eg_status rc = eg_cost_new((eg_cost_kind)kind, NULL, &a, err, errlen);
+    if (rc == EG_OK) rc = search(pre, rs, a, &quiet, &out, &r, err, errlen);
+    eg_builtin_stats ignored = {0};
+    if (rc == EG_OK) rc = finish(out, c, &ignored, err, errlen);
+    if (rc == EG_OK && eg_cost_graph(a, out) < eg_cost_graph(a, plain)) {
+        st->second = out, st->second_kind = (eg_cost_kind)kind, out = NULL;
+        st->second_cost = eg_cost_graph(c, st->second);
+    }
+    eg_search_result_free(&r);
+    eg_free(out);
+    eg_cost_free(a);
+    return rc;
+}
+
 /* The cheaper of the search's result (out) and the built-ins alone
  * (*plain), both cloned from pre. A measured gain within the backend's
  * noise is no gain: the rules then go, and *plain becomes the result. */
@@ -60,9 +92,9 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK) rc = eg_builtin_pre(pre, &st->pre, err, errlen);
     if (rc == EG_OK && !(plain = eg_graph_clone(pre))) rc = eg_errf(err, errlen, EG_ENOMEM, "optimize: %s", "out of memory");
     if (rc == EG_OK) rc = finish(plain, c, &plain_st, err, errlen);
-    if (rc == EG_OK)
-        rc = o->egraph ? eg_saturate(pre, rs, c, o, &out, r, err, errlen) : eg_search(pre, rs, c, o, &out, r, err, errlen);
+    if (rc == EG_OK) rc = search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = finish(out, c, &st->post, err, errlen);
+    if (rc == EG_OK && candidates) rc = second_opinion(pre, plain, rs, c, o, st, err, errlen);
     if (rc == EG_OK && !candidates) { /* the runners-up are verify's: none to finish */
         for (int k = 0; k < r->n_runners; k++) eg_free(r->runner[k]);
         r->n_runners = 0;
@@ -80,7 +112,7 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
         eg_graph_set_base(out, pre);
         pre = NULL;
         if (candidates) st->plain = plain, plain = NULL; /* borrows from pre too */
-        if (!(r->cost_after < cost_in * (1 - eg_cost_noise(c))) && keep_input(g, &out, r, st) != EG_OK)
+        if (!(r->cost_after < cost_in * (1 - eg_cost_noise(c))) && !st->second && keep_input(g, &out, r, st) != EG_OK)
             rc = eg_errf(err, errlen, EG_ENOMEM, "optimize: %s", "out of memory");
     }
     eg_free(plain); /* a clone of pre: before it */
@@ -97,5 +129,6 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
 
 void eg_optimize_stats_free(eg_optimize_stats *st) {
     eg_free(st->plain);
-    st->plain = NULL;
+    eg_free(st->second);
+    st->plain = st->second = NULL;
 }

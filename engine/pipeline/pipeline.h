@@ -109,6 +109,12 @@ typedef struct {
                           the built-ins alone, for verify (it borrows as
                           *best does: free it first, eg_optimize_stats_free);
                           else NULL */
+    eg_graph *second;  /* with candidates and a measured cost: the same
+                          search under that device's analytic cost
+                          (eg_cost_second_opinion), for verify, borrowing
+                          as plain does; NULL when it gained nothing there */
+    double second_cost; /* its cost under the measured model */
+    eg_cost_kind second_kind; /* the analytic kind it was searched under */
 } eg_optimize_stats;
 
 /* eg_builtin_pre on a clone of g, eg_search, eg_builtin_post and eg_spell
@@ -117,8 +123,14 @@ typedef struct {
  * cheaper than g itself, *best is a plain clone of g (st->kept_input).
  * candidates: 1 finishes the search's runners-up the same way and keeps
  * the built-ins alone (st->plain), the candidates verify times; 0 frees
- * them unfinished (r->n_runners 0). g is not changed. *best borrows data
- * from g: free *best before g.
+ * them unfinished (r->n_runners 0). With candidates and a measured cost,
+ * the search also runs under the analytic cost of the same device (a
+ * second opinion, st->second, with its own time limit): measured kernel
+ * costs are summed per kernel, and a kernel timed alone can misprice a
+ * rewrite (one conv of three merged branches timed dearer than three
+ * small ones and a split) that a whole-model timing in verify shows; the
+ * input is then kept early only when neither search gained. g is not
+ * changed. *best borrows data from g: free *best before g.
  * @return EG_OK, or the failing phase's status with its message. */
 eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const eg_search_opts *o,
                       int candidates, eg_graph **best, eg_search_result *r, eg_optimize_stats *st,
@@ -139,7 +151,8 @@ typedef struct {
 } eg_verify_input;
 
 /* The verify step (verify_step.c): eg_optimize's candidates (*best, the
- * runners-up in r, the built-ins alone in st->plain) and the input timed in
+ * runners-up in r, the second opinion in st->second, the built-ins alone
+ * in st->plain) and the input timed in
  * onnxruntime (eg_verify_choose, its choices cached beside cost_cache when
  * the costs are onnxruntime's); *best becomes the fastest, or a clone of g
  * with st->kept_input set when the input stays. rep says what was timed.

@@ -35,7 +35,7 @@ eg_status eg_optimize_verify(const eg_graph *g, const eg_verify_input *in, eg_co
         input = path, pre = prefix;
     }
     eg_verify_use_cache(o, cost, cost_cache, vcache, sizeof vcache);
-    if (rc == EG_OK) rc = eg_verify_choose(g, input, pre, r, &st->plain, best, o, quiet, rep, err, errlen);
+    if (rc == EG_OK) rc = eg_verify_choose(g, input, pre, r, &st->second, &st->plain, best, o, quiet, rep, err, errlen);
     if (rc == EG_OK && rep->pick == 0) { /* the input stays */
         eg_optimize_stats_free(st); /* before the graph they borrow from */
         eg_free(*best);

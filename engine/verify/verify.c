@@ -193,26 +193,39 @@ int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa) {
 }
 
 /* The candidates, deduplicated by graph hash (the result may be the
- * built-ins alone), into cand[1..rep->n) with rep->name and source[]:
- * 0 the search's result, 1.. runner-up k, MAX_CAND the built-ins alone. */
-enum { MAX_CAND = 2 + EG_SEARCH_RUNNERS };
+ * built-ins alone), into cand[1..rep->n) with rep->name and held[] (where
+ * each lives), in the cost model's order: the search's result, its
+ * runners-up, the second opinion, the built-ins alone. */
+enum { MAX_CAND = 3 + EG_SEARCH_RUNNERS };
 
-static void list_candidates(const eg_graph *best, const eg_graph *plain, const eg_search_result *r,
-                            const eg_graph **cand, int *source, eg_verify_report *rep) {
+typedef struct {
+    eg_graph **slot; /* where the candidate lives (the input's row: NULL) */
+    int runner;      /* its index in the search's runners-up, or -1 */
+} held_at;
+
+static void list_candidates(eg_graph **best, eg_search_result *r, eg_graph **second, eg_graph **plain,
+                            const eg_graph **cand, held_at *held, eg_verify_report *rep) {
+    held_at all[MAX_CAND];
+    int n_all = 0;
+    all[n_all++] = (held_at){best, -1};
+    for (int k = 0; k < r->n_runners; k++) all[n_all++] = (held_at){&r->runner[k], k};
+    all[n_all++] = (held_at){second, -1};
+    all[n_all++] = (held_at){plain, -1};
     uint64_t hash[MAX_CAND];
     int n_cand = 0;
-    for (int k = 0; k < 2 + r->n_runners; k++) {
-        int src = k == 0 ? 0 : k <= r->n_runners ? k : MAX_CAND;
-        const eg_graph *c = src == 0 ? best : src == MAX_CAND ? plain : r->runner[src - 1];
-        if (!c) continue; /* no built-ins alone: they are the result */
+    for (int k = 0; k < n_all; k++) {
+        const eg_graph *c = all[k].slot ? *all[k].slot : NULL;
+        if (!c) continue; /* none: no second opinion, no built-ins alone when they are the result */
         uint64_t h = eg_graph_hash(c);
         int seen = 0;
         for (int q = 0; q < n_cand; q++) seen |= h && hash[q] == h;
         if (seen) continue;
-        hash[n_cand++] = h, source[rep->n] = src, cand[rep->n] = c;
-        if (src == 0) snprintf(rep->name[rep->n], sizeof rep->name[0], "search result");
-        else if (src == MAX_CAND) snprintf(rep->name[rep->n], sizeof rep->name[0], "built-ins alone");
-        else snprintf(rep->name[rep->n], sizeof rep->name[0], "runner-up %d", src);
+        hash[n_cand++] = h, held[rep->n] = all[k], cand[rep->n] = c;
+        char *name = rep->name[rep->n];
+        if (k == 0) snprintf(name, sizeof rep->name[0], "search result");
+        else if (all[k].runner >= 0) snprintf(name, sizeof rep->name[0], "runner-up %d", all[k].runner + 1);
+        else if (all[k].slot == second) snprintf(name, sizeof rep->name[0], "second opinion");
+        else snprintf(name, sizeof rep->name[0], "built-ins alone");
         rep->n++;
     }
 }
@@ -246,15 +259,15 @@ static eg_status time_candidates(const eg_graph *g, const char *input_path, cons
 }
 
 eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_search_result *r,
-                           eg_graph **plain, eg_graph **best, const eg_verify_opts *o, int quiet,
+                           eg_graph **second, eg_graph **plain, eg_graph **best, const eg_verify_opts *o, int quiet,
                            eg_verify_report *rep, char *err, size_t errlen) {
     const eg_graph *cand[MAX_CAND + 1] = {g};
-    int source[MAX_CAND + 1]; /* per row: -1 input, 0 best, 1.. runner k, MAX_CAND plain */
+    held_at held[MAX_CAND + 1] = {{NULL, -1}};
     eg_status rc = EG_OK;
     memset(rep, 0, sizeof *rep);
     rep->n = 1;
     snprintf(rep->name[0], sizeof rep->name[0], "input");
-    list_candidates(*best, *plain, r, cand, source, rep);
+    list_candidates(best, r, second, plain, cand, held, rep);
     uint64_t key = o->cache ? eg_vcache_key(g, cand + 1, rep->n - 1, o) : 0;
     if (key && eg_vcache_find(o->cache, key, rep)) {
         rep->cached = 1;
@@ -264,13 +277,15 @@ eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char
         if (rc == EG_OK && key && eg_vcache_put(o->cache, key, rep, werr, sizeof werr) != EG_OK && !quiet)
             fprintf(stderr, "engine: warning: %s\n", werr);
     }
-    int src = rc == EG_OK && rep->pick ? source[rep->pick] : 0;
+    held_at from = rc == EG_OK && rep->pick ? held[rep->pick] : (held_at){NULL, -1};
     /* the candidates borrow from *best's base: the one kept takes it over */
-    eg_graph *keep = src == MAX_CAND ? *plain : src > 0 ? r->runner[src - 1] : NULL;
-    if (keep) {
-        eg_graph *base = (*best)->base;
-        if (src == MAX_CAND) *plain = NULL;
-        else r->runner[src - 1] = r->runner[--r->n_runners];
+    if (from.slot && from.slot != best) {
+        eg_graph *keep = *from.slot, *base = (*best)->base;
+        *from.slot = NULL;
+        if (from.runner >= 0) { /* the runners-up stay packed */
+            r->runner[from.runner] = r->runner[--r->n_runners];
+            r->runner[r->n_runners] = NULL;
+        }
         (*best)->base = NULL;
         eg_free(*best);
         if (base) eg_graph_set_base(keep, base);

@@ -97,7 +97,8 @@ int eg_verify_pick(const eg_verify_row *rows, int n, const eg_verify_row *aa);
 
 /* What eg_verify_choose timed and chose: rows[0] the input, then each
  * distinct candidate in the cost model's order (the search's result, its
- * runners-up, the built-ins alone), their names, the A/A row. */
+ * runners-up, the second opinion, the built-ins alone), their names, the
+ * A/A row. */
 typedef struct {
     int n;
     char name[EG_VERIFY_MAX_MODELS][32];
@@ -109,23 +110,23 @@ typedef struct {
 
 /* The verify step of the optimize pipeline (engine optimize --verify,
  * tasoc_optimize's default with ort costs): export the candidates (*best,
- * the search's runners-up in r, the built-ins alone *plain, which may be
- * NULL) as
+ * the search's runners-up in r, the second opinion *second and the
+ * built-ins alone *plain, each of which may be NULL) as
  * PREFIX.verify.PID.K.onnx, time them against input_path (g's file), pick
  * (eg_verify_pick) and remove the files. When a candidate other than
- * *best wins, *best becomes it (a runner-up is taken out of r); when the
+ * *best wins, *best becomes it (taken out of r, *second or *plain); when the
  * input wins, rep->pick is 0 and *best is left as it was (the caller
  * writes g). quiet: no progress line on stderr. With o->cache, the same
  * input and candidates (by content) timed before on o->machine with the
  * same options take that run's rows and choice, and nothing is exported
  * or timed (rep->cached); a new choice is added to the file (a failure to
  * write it is not an error: the choice stands).
- * @pre *best, r and *plain (its stats' plain) from eg_optimize(g, ...)
- *      with candidates 1; free *plain (eg_optimize_stats_free) before
- *      *best.
+ * @pre *best, r, *second and *plain (its stats' second and plain) from
+ *      eg_optimize(g, ...) with candidates 1; free *second and *plain
+ *      (eg_optimize_stats_free) before *best.
  * @return EG_OK, or an error of eg_save or eg_verify_time in err. */
 eg_status eg_verify_choose(const eg_graph *g, const char *input_path, const char *prefix, eg_search_result *r,
-                           eg_graph **plain, eg_graph **best, const eg_verify_opts *o, int quiet,
+                           eg_graph **second, eg_graph **plain, eg_graph **best, const eg_verify_opts *o, int quiet,
                            eg_verify_report *rep, char *err, size_t errlen);
 
 /* Remember o's choices beside an ort cost cache file: o->cache becomes

@@ -56,7 +56,7 @@ class OptimizeResult:
     builtins: Dict[str, int] = field(default_factory=dict)
     cost_model: str = "analytic-cpu"
     verified: bool = False          # verify timed the candidates in onnxruntime
-    verify_pick: Optional[str] = None   # "input", "search result", "runner-up K", "built-ins alone"
+    verify_pick: Optional[str] = None   # "input", "search result", "runner-up K", "second opinion", "built-ins alone"
     verify_speedup: float = 1.0     # the returned graph's measured speedup over the input
     verify_seconds: float = 0.0
     warning: Optional[str] = None   # e.g. no onnxruntime: analytic costs, unverified
@@ -483,7 +483,8 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
     verify's choices beside them, so optimizing the same graph again times
     nothing (cost_cache names another file; no_cost_cache=True keeps none).
     verify: None verifies with "ort" costs; True times the result, its
-    runners-up and the built-ins alone against the input in onnxruntime and
+    runners-up, the second opinion (the search under the analytic cost,
+    with a measured cost) and the built-ins alone against the input in onnxruntime and
     returns the fastest (the input unless one is faster beyond the noise;
     at most verify_runs rounds); False never. deterministic=True gives the
     same graph on every run and machine: "analytic-cpu" (or cost
