@@ -183,7 +183,7 @@ def run_engine(a, train, out):
     r = {"exit": p.returncode, "wall_s": round(time.monotonic() - t0, 2)}
     m = re.search(r"^rules applied: (\d+)", p.stdout, re.M)
     r["rules"] = int(m[1]) if m else None
-    m = re.search(r"^verify: writing the (search result|runner-up \d|built-ins alone|input)", p.stdout, re.M)
+    m = re.search(r"^verify: writing the (search result|runner-up \d|second opinion|built-ins alone|input)", p.stdout, re.M)
     if m:
         r["wrote"] = m[1]
     elif p.returncode == 0:
