@@ -67,7 +67,7 @@ MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet
 TOOLS = ["engine", "engine-det", "engine-egraph", "onnxslim", "onnxoptimizer", "ort-offline"]
 GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGemm", "MatMul", "FusedMatMul",
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
-SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
+SEARCH_RE = re.compile(r"(?:search time|saturation): ([0-9.]+) s \(stopped: ([a-z -]+);")
 COSTS_RE = re.compile(r"^costs: ([0-9]+) measured(?: in ([0-9.]+) s)?", re.M)
 VERIFY_RE = re.compile(r"^verify: writing the (search result|runner-up [0-9]|built-ins alone|input).*"
                        r"\(timing took ([0-9.]+) s( when these models were timed before[^)]*)?\)$", re.M)

@@ -368,6 +368,8 @@ check "default: verify times a second opinion, the search under analytic-cpu cos
     eval "TASOC_PYTHON='$tmp/py_second' FAST_K=0 status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/so1.onnx' --no-cost-cache && grep -q '^second opinion: the search under analytic-cpu costs' '$tmp/out' && grep -q '^verify: second opinion ' '$tmp/out'"
 check "... the second opinion measured fastest: it is written, and computes what the input computes" \
     eval "k=\$(grep '^verify: ' '$tmp/out' | grep -n 'verify: second opinion ' | cut -d: -f1) && TASOC_PYTHON='$tmp/py_second' FAST_K=\$((k - 1)) status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/so2.onnx' --no-cost-cache && grep -q '^verify: writing the second opinion' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/so2.onnx' && ! cmp -s '$corpus/attention.onnx' '$tmp/so2.onnx'"
+check "... --no-second-opinion: none" \
+    eval "TASOC_PYTHON='$tmp/py_second' FAST_K=0 status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/so4.onnx' --no-cost-cache --no-second-opinion && grep -q '^verify: search result ' '$tmp/out' && ! grep -q 'second opinion' '$tmp/out'"
 check "... --deterministic has none" \
     eval "status_is 0 '$E' optimize --deterministic '$corpus/attention.onnx' -o '$tmp/so3.onnx' && ! grep -q 'second opinion' '$tmp/out'"
 check "--no-cost-cache: nothing written" \

@@ -74,10 +74,12 @@ static const char usage_text[] =
     "                        its two runners-up, the built-in rewrites alone and,\n"
     "                        with measured costs, a second opinion: the search\n"
     "                        again under the analytic cost, its own time limit)\n"
-    "                        in onnxruntime, alternating, and write the fastest; the input unless a candidate is\n"
-    "                        faster beyond the noise (needs python3 with onnxruntime;\n"
-    "                        $TASOC_PYTHON names another interpreter)\n"
+    "                        in onnxruntime, alternating, and write the fastest;\n"
+    "                        the input unless a candidate is faster beyond the\n"
+    "                        noise (needs python3 with onnxruntime; $TASOC_PYTHON\n"
+    "                        names another interpreter)\n"
     "    --no-verify         no --verify, also with --cost ort\n"
+    "    --no-second-opinion no second opinion for --verify (half the search time)\n"
     "    --verify-runs N     at most N alternating rounds of --verify (default 20;\n"
     "                        they stop earlier once every candidate is decided)\n"
     "    --threads T         onnxruntime intra-op threads for --cost ort and --verify\n"
@@ -364,6 +366,7 @@ static int optimize_args(int argc, char **argv, opt_args *a) {
         else if (!strcmp(o, "--no-cost-cache")) a->no_cache = 1, takes = 0;
         else if (!strcmp(o, "--verify")) a->verify_on = 1, takes = 0;
         else if (!strcmp(o, "--no-verify")) a->verify_on = -1, takes = 0;
+        else if (!strcmp(o, "--no-second-opinion")) a->search.second_opinion = 0, takes = 0;
         else if (o[0] != '-' || !o[1]) {
             if (a->in) return usage_error("more than one input model"), -1;
             a->in = o, takes = 0;

@@ -31,8 +31,11 @@ static eg_status second_opinion(const eg_graph *pre, const eg_graph *plain, cons
     eg_cost *a = NULL;
     eg_graph *out = NULL;
     eg_search_result r = {0};
-    eg_search_opts quiet = *o;
+    eg_search_opts quiet = *o; /* one line for it, not the search's progress again */
     quiet.progress = 0;
+    if (o->progress)
+        fprintf(stderr, "engine: second opinion for verify: the search again under %s costs\n",
+                eg_cost_kind_name((eg_cost_kind)kind));
     eg_status rc = eg_cost_new((eg_cost_kind)kind, NULL, &a, err, errlen);
     if (rc == EG_OK) rc = search(pre, rs, a, &quiet, &out, &r, err, errlen);
     eg_builtin_stats ignored = {0};
@@ -94,7 +97,7 @@ eg_status eg_optimize(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, const
     if (rc == EG_OK) rc = finish(plain, c, &plain_st, err, errlen);
     if (rc == EG_OK) rc = search(pre, rs, c, o, &out, r, err, errlen);
     if (rc == EG_OK) rc = finish(out, c, &st->post, err, errlen);
-    if (rc == EG_OK && candidates) rc = second_opinion(pre, plain, rs, c, o, st, err, errlen);
+    if (rc == EG_OK && candidates && o->second_opinion) rc = second_opinion(pre, plain, rs, c, o, st, err, errlen);
     if (rc == EG_OK && !candidates) { /* the runners-up are verify's: none to finish */
         for (int k = 0; k < r->n_runners; k++) eg_free(r->runner[k]);
         r->n_runners = 0;

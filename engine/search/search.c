@@ -89,6 +89,7 @@ void eg_search_opts_init(eg_search_opts *o) {
     o->time_limit = 10.0;
     o->progress = 0;
     o->threads = 2;
+    o->second_opinion = 1;
     o->egraph = 0;
     o->iterations = 5;
     o->max_nodes = 50000;

@@ -100,6 +100,9 @@ typedef struct {
     uint32_t match_limit; /* saturation: a rule with more matches in a round
                           is banned for ban_rounds (default 2000, 2) */
     int ban_rounds;
+    int second_opinion; /* eg_optimize with verify's candidates and a
+                          measured cost: 1 (default) also searches under
+                          the device's analytic cost (pipeline.h); 0 not */
     int threads;       /* 2 (default): while one graph is expanded, a second
                           thread builds, matches and judges the ones expected
                           next (analytic costs, more than one CPU online);
