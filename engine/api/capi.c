@@ -300,6 +300,7 @@ int tasoc_optimize(tasoc_graph *g, const tasoc_opts *o, tasoc_graph **best, taso
     if (o->egraph_iters > 0) so.iterations = o->egraph_iters;
     if (o->egraph_nodes > 0) so.max_nodes = o->egraph_nodes;
     if (o->egraph_passes > 0) so.passes = o->egraph_passes;
+    so.second_opinion = !o->no_second_opinion;
     int rc = check_opts(o, err, errlen);
     if (rc == EG_OK)
         rc = (int)(o->ruledb ? eg_ruleset_load(o->ruledb, &rs, err, errlen)

@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define TASOC_ERRLEN 320
-#define TASOC_API_VERSION 4 /* bumped when a signature or struct changes */
+#define TASOC_API_VERSION 5 /* bumped when a signature or struct changes */
 
 typedef struct tasoc_graph tasoc_graph;
 typedef struct tasoc_result tasoc_result;
@@ -79,6 +79,10 @@ typedef struct {
     int egraph_iters;       /* with "egraph": rounds at most (0: 5) */
     int egraph_nodes;       /* with "egraph": e-nodes at most (0: 50000) */
     int egraph_passes;      /* with "egraph": passes at most (0: 6) */
+    int no_second_opinion;  /* 1: verify times no second opinion, the search
+                               again under the analytic cost that it does
+                               with a measured cost (engine optimize
+                               --no-second-opinion: half the search time) */
 } tasoc_opts;
 
 /* What tasoc_optimize did (tasoc_result_summary). */

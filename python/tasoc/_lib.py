@@ -13,7 +13,7 @@ from ctypes import (POINTER, Structure, byref, c_char_p, c_double, c_int, c_size
 from pathlib import Path
 from typing import Optional
 
-API_VERSION = 4
+API_VERSION = 5
 ERRLEN = 320
 
 _HERE = Path(__file__).resolve().parent
@@ -53,7 +53,8 @@ class Opts(Structure):
                 ("cost", c_char_p), ("ruledb", c_char_p), ("cost_cache", c_char_p), ("threads", ctypes.c_int),
                 ("verify", ctypes.c_int), ("verify_runs", ctypes.c_int), ("deterministic", ctypes.c_int),
                 ("no_cost_cache", ctypes.c_int), ("search", c_char_p), ("egraph_iters", ctypes.c_int),
-                ("egraph_nodes", ctypes.c_int), ("egraph_passes", ctypes.c_int)]
+                ("egraph_nodes", ctypes.c_int), ("egraph_passes", ctypes.c_int),
+                ("no_second_opinion", ctypes.c_int)]
 
 
 class Summary(Structure):

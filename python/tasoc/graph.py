@@ -464,7 +464,7 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
              cost_cache: Optional[Union[str, "os.PathLike[str]"]] = None, threads: int = 1,
              verify: Optional[bool] = None, verify_runs: int = 20, deterministic: bool = False,
              no_cost_cache: bool = False, search: Optional[str] = None, egraph_iters: int = 0,
-             egraph_nodes: int = 0, egraph_passes: int = 0) -> Graph:
+             egraph_nodes: int = 0, egraph_passes: int = 0, second_opinion: bool = True) -> Graph:
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding, and by default a check of the result where it will run.
@@ -484,7 +484,7 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
     nothing (cost_cache names another file; no_cost_cache=True keeps none).
     verify: None verifies with "ort" costs; True times the result, its
     runners-up, the second opinion (the search under the analytic cost,
-    with a measured cost) and the built-ins alone against the input in onnxruntime and
+    with a measured cost, unless second_opinion=False) and the built-ins alone against the input in onnxruntime and
     returns the fastest (the input unless one is faster beyond the noise;
     at most verify_runs rounds); False never. deterministic=True gives the
     same graph on every run and machine: "analytic-cpu" (or cost
@@ -539,6 +539,7 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
             raise ValueError(f"{name} must be a non-negative integer, not {v!r}")
     o.search, o.egraph_iters, o.egraph_nodes = search.encode(), int(egraph_iters), int(egraph_nodes)
     o.egraph_passes = int(egraph_passes)
+    o.no_second_opinion = int(not second_opinion)
     best, res, err = ctypes.c_void_p(), ctypes.c_void_p(), _lib.err_buf()
     _lib.check(L.tasoc_optimize(graph._engine(), ctypes.byref(o), ctypes.byref(best),
                                 ctypes.byref(res), err, _lib.ERRLEN), err)

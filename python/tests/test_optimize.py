@@ -160,12 +160,23 @@ def test_default_measures_and_verifies(tmp_path, monkeypatch):
     assert r.cost_model == "ort" and r.warning is None
     if not r.kept_input or r.verified:
         assert r.verified and r.verify_pick in ("input", "search result", "runner-up 1", "runner-up 2",
-                                                "built-ins alone")
+                                                "second opinion", "built-ins alone")
         assert r.verify_seconds > 0 and r.verify_speedup > 0 and "verify: kept the" in str(r)
     assert [p.name for p in (tmp_path / "cache").iterdir()][0].startswith("costs-ort-")
     assert_same_outputs(src, tasoc.export_onnx(opt))
     again = tasoc.optimize(tasoc.load_onnx(src), budget=50, verify=False)
     assert again.result.cost_model == "ort" and not again.result.verified
+
+
+def test_second_opinion_off(tmp_path, monkeypatch):
+    """second_opinion=False (engine optimize --no-second-opinion): verify
+    never writes the search under the analytic cost; the graph computes
+    what the input computes."""
+    monkeypatch.setenv("TASOC_CACHE_DIR", str(tmp_path / "cache"))
+    src = onnx.load(str(CORPUS / "attention.onnx"))
+    opt = tasoc.optimize(tasoc.load_onnx(src), verify_runs=3, second_opinion=False)
+    assert opt.result.cost_model == "ort" and opt.result.verify_pick != "second opinion"
+    assert_same_outputs(src, tasoc.export_onnx(opt))
 
 
 def test_default_without_onnxruntime_warns_and_is_deterministic(tmp_path, monkeypatch):
