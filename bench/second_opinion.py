@@ -57,7 +57,8 @@ def run_engine(engine, model, out, extra):
         wall = time.monotonic() - t0
     r = {"exit": p.returncode, "wall_s": round(wall, 2)}
     m = WROTE_RE.search(p.stdout)
-    r["wrote"] = m[1] if m else ("input (not cheaper)" if "(the input, unchanged)" in p.stderr else "no verify")
+    kept = "(the input, unchanged)" in p.stderr or "(result not cheaper: the input is kept)" in p.stdout
+    r["wrote"] = m[1] if m else ("input (not cheaper)" if kept else "no verify")
     m = re.search(r"^verify: %s +[0-9.]+ ms .*?speedup ([0-9.]+)x" % re.escape(r["wrote"]), p.stdout, re.M)
     r["verify_speedup"] = float(m[1]) if m else (1.0 if r["wrote"].startswith("input") else None)
     if p.returncode != 0:
