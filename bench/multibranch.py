@@ -73,6 +73,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "test"))
 sys.path.insert(0, os.path.join(ROOT, "engine", "verify"))
+import report  # noqa: E402 (after the path)
 
 NETS = {"repvgg_a0": "repvgg_a0", "mobileone_s0": "mobileone_s0"}
 CONV_OPS = ("Conv", "FusedConv")
@@ -183,7 +184,7 @@ def run_engine(a, train, out):
     r = {"exit": p.returncode, "wall_s": round(time.monotonic() - t0, 2)}
     m = re.search(r"^rules applied: (\d+)", p.stdout, re.M)
     r["rules"] = int(m[1]) if m else None
-    m = re.search(r"^verify: writing the (search result|runner-up \d|second opinion|built-ins alone|input)", p.stdout, re.M)
+    m = report.WROTE_RE.search(p.stdout)
     if m:
         r["wrote"] = m[1]
     elif p.returncode == 0:
@@ -282,7 +283,6 @@ def cell(q):
 
 def write_report(a, rows, argv):
     import onnxruntime
-    import report
     out = os.path.abspath(a.out)
     dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=ROOT, capture_output=True,
                            text=True).stdout.strip()

@@ -67,9 +67,9 @@ MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet
 TOOLS = ["engine", "engine-det", "engine-egraph", "onnxslim", "onnxoptimizer", "ort-offline"]
 GEMM_OPS = {"Conv", "FusedConv", "NchwcConv", "ConvTranspose", "Gemm", "FusedGemm", "MatMul", "FusedMatMul",
             "MatMulInteger", "QLinearConv", "QLinearMatMul", "MatMulNBits"}
-SEARCH_RE = re.compile(r"(?:search time|saturation): ([0-9.]+) s \(stopped: ([a-z -]+);")
+SEARCH_RE = report.SEARCH_RE
 COSTS_RE = re.compile(r"^costs: ([0-9]+) measured(?: in ([0-9.]+) s)?", re.M)
-VERIFY_RE = re.compile(r"^verify: writing the (search result|runner-up [0-9]|built-ins alone|input).*"
+VERIFY_RE = re.compile(r"^verify: writing the (" + report.VERIFY_PICK + r").*"
                        r"\(timing took ([0-9.]+) s( when these models were timed before[^)]*)?\)$", re.M)
 VROW_RE = re.compile(r"^verify: search result .*speedup ([0-9.]+)x", re.M)
 RULES_RE = re.compile(r"^rules applied: ([0-9]+)", re.M)

@@ -36,9 +36,10 @@ import sys
 import tempfile
 import time
 
+import report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-WROTE_RE = re.compile(r"^verify: writing the (search result|runner-up \d|second opinion|built-ins alone|input)", re.M)
 
 
 def models(only):
@@ -56,7 +57,7 @@ def run_engine(engine, model, out, extra):
         p = subprocess.run([engine, "optimize", model, "-o", out] + extra, capture_output=True, text=True, env=env)
         wall = time.monotonic() - t0
     r = {"exit": p.returncode, "wall_s": round(wall, 2)}
-    m = WROTE_RE.search(p.stdout)
+    m = report.WROTE_RE.search(p.stdout)
     kept = "(the input, unchanged)" in p.stderr or "(result not cheaper: the input is kept)" in p.stdout
     r["wrote"] = m[1] if m else ("input (not cheaper)" if kept else "no verify")
     m = re.search(r"^verify: %s +[0-9.]+ ms .*?speedup ([0-9.]+)x" % re.escape(r["wrote"]), p.stdout, re.M)
@@ -119,7 +120,7 @@ def fmt(x, f="{:.3f}"):
 
 
 def write(a, rows, t_start, load0):
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = report.commit()
     res = os.path.join(HERE, "results")
     with open(os.path.join(res, a.out + ".jsonl"), "w") as f:
         for r in rows:

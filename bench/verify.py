@@ -30,11 +30,11 @@ import report
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["tv_resnet50", "tv_resnext50_32x4d", "tv_inception_v3", "tv_squeezenet1_1",
           "tv_densenet121", "tv_mnasnet1_0", "hf_bert_base"]
-ROW_RE = re.compile(r"^verify: (search result|runner-up [0-9]|built-ins alone) +([0-9.]+) ms .*speedup ([0-9.]+)x "
+ROW_RE = re.compile(r"^verify: (" + report.VERIFY_CANDIDATES + r") +([0-9.]+) ms .*speedup ([0-9.]+)x "
                     r"\[([0-9.]+)-([0-9.]+)\]", re.M)
 AA_RE = re.compile(r"^verify: A/A ([0-9.]+)x", re.M)
-PICK_RE = re.compile(r"^verify: writing the (search result|runner-up [0-9]|built-ins alone|input)", re.M)
-SEARCH_RE = re.compile(r"search time: ([0-9.]+) s \(stopped: ([a-z ]+);")
+PICK_RE = report.WROTE_RE
+SEARCH_RE = report.SEARCH_RE
 
 
 def main():
