@@ -1794,16 +1794,16 @@ static void test_prune_derivable(void **state) {
     int derived = -1;
     unsigned char only_commute[7] = {1, 0, 0, 0, 0, 0, 0}, both[7] = {1, 1, 0, 0, 0, 0, 0},
                   idem[7] = {0, 0, 0, 0, 1, 0, 0};
-    assert_int_equal(eg_derive_rule(rs, 2, only_commute, &o, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 2, NULL, only_commute, &o, 0, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 0);
-    assert_int_equal(eg_derive_rule(rs, 2, both, &o, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 2, NULL, both, &o, 0, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 1);
     /* relu(relu x) => relu x does not give its reverse: the right side is
      * looked up, never added */
-    assert_int_equal(eg_derive_rule(rs, 5, idem, &o, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 5, NULL, idem, &o, 0, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 0);
     /* with both sides in the e-graph they meet */
-    assert_int_equal(eg_derive_rule(rs, 5, idem, &o, 1, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(eg_derive_rule(rs, 5, NULL, idem, &o, 1, &derived, err, sizeof err), EG_OK);
     assert_int_equal(derived, 1);
     unsigned char keep[7];
     eg_prune_stats st;
@@ -1813,6 +1813,43 @@ static void test_prune_derivable(void **state) {
     assert_int_equal(st.rules, 4); /* equations */
     assert_int_equal(st.kept, 3);
     assert_int_equal(st.derived, 1);
+    eg_ruleset_free(rs);
+}
+
+/* Equations and identity detours: a rule whose right side writes a
+ * detour (a split of a concat) around what the rules kept derive is
+ * derived; a merge of two matmuls is not, though it is a detour of the
+ * two matmuls once the concat of their results is rewritten (a derivation
+ * may erase the detours a rule writes, never insert one). */
+static void test_derive_detours(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(ewadd x0 x1) => (ewadd x1 x0)|"
+                           "(split0 1 (dim 1 x0) (concat 1 x0 x1)) => x0|"
+                           "(split1 1 (dim 1 x0) (concat 1 x0 x1)) => x1|"
+                           "(concat 1 (matmul x0 x1) (matmul x0 x2)) => (matmul x0 (concat 1 x1 x2))|"
+                           "(ewadd x0 x1) => (split0 1 (dim 1 x0) (concat 1 (ewadd x1 x0) x1))|"
+                           R_MERGE);
+    size_t n = eg_ruleset_count(rs);
+    assert_true(n >= 6 && n <= 16);
+    char err[EG_ERRLEN];
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4;
+    unsigned char first4[16] = {1, 1, 1, 1, 0, 0};
+    for (size_t i = 6; i < n; i++) first4[i] = eg_ruleset_reversed(rs, i) && eg_ruleset_mate(rs, i) == 3;
+    int derived = -1;
+    /* the detour around a commuted add: erased as written, then the sides meet */
+    assert_int_equal(eg_derive_equation(rs, 4, first4, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 1);
+    /* the same rule is not reached: its concat is never built from the left */
+    assert_int_equal(eg_derive_equation(rs, 4, first4, &o, EG_DERIVE_REACH, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 0);
+    /* the merge stays: its detour is made, not written */
+    assert_int_equal(eg_derive_equation(rs, 5, first4, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 0);
+    /* two sides meeting under any rules would drop it: MEET is not a search */
+    assert_int_equal(eg_derive_equation(rs, 5, first4, &o, EG_DERIVE_MEET, 0, &derived, err, sizeof err), EG_OK);
+    assert_int_equal(derived, 1);
     eg_ruleset_free(rs);
 }
 
@@ -1827,6 +1864,7 @@ int main(void) {
     ADD_TABLE(tests, n, wrong_cases, N_WRONG_CASES, test_wrong);
     ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_optimize);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stale_builtin);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_detours);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_clone);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);

@@ -238,8 +238,9 @@ static int right_side_there(ee_graph *E, void *arg) {
     return 1;
 }
 
-static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_shape *in, const unsigned char *enabled,
-                            const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
+static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_shape *in, const unsigned char *first,
+                            const unsigned char *enabled, const eg_search_opts *o, int two_sided, int *derived, char *err,
+                            size_t errlen) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
     const rg_graph *sides[2] = {&r->src, &r->dst};
     int in_t[RG_MAX_INPUTS], out_t[2][RG_MAX_OUTPUTS];
@@ -253,6 +254,7 @@ static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_
     eg_status rc = sides_graph(sides, two_sided ? 2 : 1, n_in, in, rs->plan[i].divisors, &g, in_t, out_t, err, errlen);
     if (rc == EG_ESHAPE || rc == EG_EFORMAT) return EG_OK; /* not an instance after all: not derived */
     if (rc == EG_OK) rc = ee_build(&E, g);
+    if (rc == EG_OK && first) rc = ee_saturate_until(&E, rs, first, o, done, &p, NULL);
     if (rc == EG_OK) rc = ee_saturate_until(&E, rs, enabled, o, done, &p, NULL);
     if (rc == EG_OK) *derived = done(&E, &p);
     ee_free(&E);
@@ -260,8 +262,8 @@ static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_
     return rc;
 }
 
-eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
-                         int two_sided, int *derived, char *err, size_t errlen) {
+eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
+                         const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
     search s = {&r->src, &r->dst, eg_ruleset_kernel1(rs, i), r->src.n_inputs > r->dst.n_inputs ? r->src.n_inputs : r->dst.n_inputs,
                 {{0}}, 0};
@@ -269,12 +271,12 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *en
     if (!bind_from(&s, 0)) return EG_OK; /* no instance: kept */
     ten_shape base[RG_MAX_INPUTS], v[RG_MAX_INPUTS];
     memcpy(base, s.in, sizeof base);
-    eg_status rc = derived_at(rs, i, s.n_in, base, enabled, o, two_sided, derived, err, errlen);
+    eg_status rc = derived_at(rs, i, s.n_in, base, first, enabled, o, two_sided, derived, err, errlen);
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)i;
     for (int t = 0, found = 0; rc == EG_OK && *derived && found < DERIVE_VARIANTS && t < DERIVE_TRIES; t++) {
         if (!variant(&s, base, &rng, v)) continue;
         found++;
-        rc = derived_at(rs, i, s.n_in, v, enabled, o, two_sided, derived, err, errlen);
+        rc = derived_at(rs, i, s.n_in, v, first, enabled, o, two_sided, derived, err, errlen);
     }
     return rc;
 }
@@ -307,17 +309,29 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
         /* both sides saturated with the enabled rules the engine also
          * reads backwards: where they meet, every step on the right side's
          * way back to the meeting point has its reverse, so the left side
-         * reaches the right (and the right the left) */
-        unsigned char *both_ways = malloc(n + 1);
+         * reaches the right (and the right the left). Before that, the
+         * identity detours written in the two sides are erased (a split
+         * of a concat, a product with ones: enabled rules whose right side
+         * is an input), so a rule that differs from a derived one only by
+         * a detour it writes is derived too; a detour is never cheaper
+         * than what it computes. Only the detours as written: erasing
+         * during the saturation would let a derivation insert a detour
+         * backwards, and that is how a merge of two convs is made */
+        unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
         if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
-        for (size_t k = 0; k < n; k++) both_ways[k] = (!enabled || enabled[k]) && eg_ruleset_mate(rs, k) != EG_NO_MATE;
-        rc = eg_derive_rule(rs, i, both_ways, o, 1, derived, err, errlen);
+        for (size_t k = 0; k < n; k++) {
+            int on = !enabled || enabled[k];
+            both_ways[k] = on && eg_ruleset_mate(rs, k) != EG_NO_MATE;
+            erase[k] = on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
+        }
+        rc = eg_derive_rule(rs, i, erase, both_ways, o, 1, derived, err, errlen);
         free(both_ways);
         if (rc != EG_OK || *derived) return rc;
     }
     int two_sided = mode == EG_DERIVE_MEET;
-    rc = eg_derive_rule(rs, i, enabled, o, two_sided, derived, err, errlen);
-    if (rc == EG_OK && *derived && with_mate && m != i) rc = eg_derive_rule(rs, m, enabled, o, two_sided, derived, err, errlen);
+    rc = eg_derive_rule(rs, i, NULL, enabled, o, two_sided, derived, err, errlen);
+    if (rc == EG_OK && *derived && with_mate && m != i)
+        rc = eg_derive_rule(rs, m, NULL, enabled, o, two_sided, derived, err, errlen);
     return rc;
 }
 

@@ -69,11 +69,12 @@ eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_rulese
  * side alone saturated under o's limits holds its right side in the
  * class of its left (two_sided: both sides saturated together end in one
  * class, an equation the rules prove but a search from the left side may
- * not reach). *derived 0 also when no instance was found or a limit
- * stopped the rounds first (kept, never dropped, on doubt).
+ * not reach). first[] (NULL: none): rules saturated on the graph as built,
+ * before enabled[] runs. *derived 0 also when no instance was found or a
+ * limit stopped the rounds first (kept, never dropped, on doubt).
  * @return EG_OK or EG_ENOMEM with a message. */
-eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
-                         int two_sided, int *derived, char *err, size_t errlen);
+eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
+                         const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen);
 
 /* How a rule counts as derived from others (eg_derive_equation). */
 typedef enum {
@@ -84,7 +85,10 @@ typedef enum {
                            backwards may have no reverse) */
     EG_DERIVE_EQUATION  /* MEET with the enabled rules that have a reverse in
                            the ruleset (a search can walk each step either
-                           way, so it reaches the right side), else REACH */
+                           way, so it reaches the right side) after the
+                           identity detours the two sides write are erased
+                           (it reaches the right side but for those), else
+                           REACH */
 } eg_derive_mode;
 
 /* Whether the rules enabled[] (NULL: all) derive rule i of rs (and with
