@@ -3,18 +3,24 @@
 searches make of the pruned set.
 
     python3 bench/prune.py [--ruledb ruledb/default.tasodb] [--by equation|reach|meet]
-                           [--rounds 4] [--nodes 2000] [--only NAME]...
-                           [--pruned FILE] [--time-limit 10] [--out bench/results/prune.md]
+                           [--rounds 6] [--nodes 4000] [--deep-rounds 0] [--deep-nodes 4000]
+                           [--only NAME]... [--pruned FILE --pass-log LOG...]
+                           [--time-limit 10] [--out bench/results/prune.md]
 
 Steps, each timed with its peak memory (/usr/bin/time -v):
-  1. prune: `prove --prune-derivable RULEDB -o PRUNED` (equations, a
-     rule and its reverse, from the smallest up, each dropped when the
-     rules kept before it derive it in the engine's e-graph; --by: how,
-     prove's --derive-by); with --pruned FILE, that file instead, made by
-     that command before (its figures from FILE.log, the command's stderr
-     under /usr/bin/time -v);
+  1. prune, as prove/regen.sh does: `prove --prune-derivable RULEDB -o
+     PRUNED` (equations, a rule and its reverse, from the smallest up,
+     each dropped when the rules kept before it derive it in the engine's
+     e-graph; --by: how, prove's --derive-by) at --rounds and --nodes;
+     with --deep-rounds R, a second pass over its file at R rounds and
+     --deep-nodes (to compare: a rule the second pass drops may be one
+     the first pass's drops were derived from, and prove --derive then
+     finds them lost); with --pruned FILE, that file instead, made so
+     before, its figures from each --pass-log (a pass's stderr under
+     /usr/bin/time -v);
   2. derive: `prove --derive PRUNED RULEDB`, the proof that nothing was
-     lost: every rule of RULEDB is in PRUNED or derived from it;
+     lost: every rule of RULEDB is in PRUNED or derived from it (at the
+     bounds PRUNED was pruned with);
   3. per model (bench/searches.py's: the bench set, bench/unseen.py's
      exports, the multi-branch training forms), both searches with the
      full and the pruned ruledb: `engine optimize MODEL --deterministic
@@ -52,11 +58,14 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--ruledb", default=os.path.join(ROOT, "ruledb", "default.tasodb"))
     ap.add_argument("--by", choices=["equation", "reach", "meet"], default="equation")
-    ap.add_argument("--pruned", help="a pruned ruledb made before (its prune log in FILE.log)")
+    ap.add_argument("--pruned", help="a pruned ruledb made before (its passes' logs in --pass-log)")
+    ap.add_argument("--pass-log", action="append", default=[], help="with --pruned: a pass's log, in order")
     ap.add_argument("--derive-from", help="the derive record of an earlier run's .jsonl (same files) instead of "
                                           "running prove --derive again")
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--nodes", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--nodes", type=int, default=4000)
+    ap.add_argument("--deep-rounds", type=int, default=0)
+    ap.add_argument("--deep-nodes", type=int, default=4000)
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--keep", help="also copy the pruned ruledb here")
@@ -64,40 +73,52 @@ def main():
     a = ap.parse_args()
     prove = os.path.join(a.bin, "prove")
     engine = os.path.join(a.bin, "engine")
-    opts = ["--derive-rounds", str(a.rounds), "--derive-nodes", str(a.nodes), "--derive-by", a.by]
+    bounds = [(a.rounds, a.nodes)] + ([(a.deep_rounds, a.deep_nodes)] if a.deep_rounds else [])
     with tempfile.TemporaryDirectory() as tmp:
+        passes = []
         if a.pruned:
             pruned = a.pruned
-            with open(a.pruned + ".log") as f:
-                err = f.read()
-            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
-            w = re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)", err)
-            rc, mb = 0, int(m.group(1)) / 1024 if m else 0.0
-            wall = (int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))) if w else 0.0
+            if len(a.pass_log) != len(bounds):
+                sys.exit(f"prune.py: --pruned needs one --pass-log per pass ({len(bounds)})")
+            for log in a.pass_log:
+                with open(log) as f:
+                    err = f.read()
+                m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+                w = re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)", err)
+                mb = int(m.group(1)) / 1024 if m else 0.0
+                wall = (int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))) if w else 0.0
+                passes.append((0, wall, mb, err))
         else:
-            pruned = os.path.join(tmp, "pruned.tasodb")
-            rc, wall, mb, err = timed([prove, "--prune-derivable", a.ruledb, "-o", pruned] + opts)
-        m = re.search(r"(\d+) rules, (\d+) not matchable \(dropped\), (\d+) equations .*: (\d+) kept, (\d+) derived "
-                      r"by the others, [\d.]+ s \((\d+) kept again after (\d+) check", err)
-        if rc or not m:
-            sys.exit(f"prune.py: prove --prune-derivable failed: {err.strip().splitlines()[-1:]}")
-        prune = {"wall": wall, "peak_mb": mb, "rules": int(m.group(1)), "skipped": int(m.group(2)),
-                 "equations": int(m.group(3)), "kept": int(m.group(4)), "derived": int(m.group(5)),
-                 "restored": int(m.group(6)), "passes": int(m.group(7))}
-        print(f"prune.py: prune: {prune}", flush=True)
+            src = a.ruledb
+            for k, (rounds, nodes) in enumerate(bounds):
+                pruned = os.path.join(tmp, f"pruned-{k + 1}.tasodb")
+                passes.append(timed([prove, "--prune-derivable", src, "-o", pruned, "--derive-rounds", str(rounds),
+                                     "--derive-nodes", str(nodes), "--derive-by", a.by]))
+                src = pruned
+        prune = []
+        for (rc, wall, mb, err), (rounds, nodes) in zip(passes, bounds):
+            m = re.search(r"(\d+) rules, (\d+) not matchable \(dropped\), (\d+) equations .*: (\d+) kept, (\d+) "
+                          r"derived by the others, [\d.]+ s \((\d+) kept again after (\d+) check", err)
+            if rc or not m:
+                sys.exit(f"prune.py: prove --prune-derivable failed: {err.strip().splitlines()[-1:]}")
+            prune.append({"wall": wall, "peak_mb": mb, "rounds": rounds, "nodes": nodes, "rules": int(m.group(1)),
+                          "skipped": int(m.group(2)), "equations": int(m.group(3)), "kept": int(m.group(4)),
+                          "derived": int(m.group(5)), "restored": int(m.group(6)), "passes": int(m.group(7))})
+            print(f"prune.py: prune: {prune[-1]}", flush=True)
         if a.keep:
             subprocess.run(["cp", pruned, a.keep], check=True)
         if a.derive_from:
             with open(a.derive_from) as f:
                 derive = json.loads(f.readline())["derive"]
         else:
-            rc, wall, mb, err = timed([prove, "--derive", pruned, a.ruledb] + opts)
+            rc, wall, mb, err = timed([prove, "--derive", pruned, a.ruledb, "--derive-by", a.by])
             m = re.search(r"(\d+) rules: (\d+) shipped, (\d+) the reverse of a shipped rule, \d+ checked: (\d+) derived "
-                          r"from them, (\d+) neither", err)
+                          r"from them, (\d+) neither .*\(rounds (\d+), e-nodes (\d+)\)", err)
             derive = {"rc": rc, "wall": wall, "peak_mb": mb}
             if m:
                 derive.update(rules=int(m.group(1)), shipped=int(m.group(2)), reversed=int(m.group(3)),
-                              derived=int(m.group(4)), neither=int(m.group(5)))
+                              derived=int(m.group(4)), neither=int(m.group(5)), rounds=int(m.group(6)),
+                              nodes=int(m.group(7)))
         print(f"prune.py: derive: {derive}", flush=True)
         rows = []
         for path in searches.models():
@@ -119,19 +140,23 @@ def write(a, prune, derive, rows):
                             text=True).stdout.strip()
     load = os.getloadavg()
     mode = {"equation": "by equation (both sides saturated together with the rules that have a reverse meet, "
-                        "else the right side reached from the left)",
+                        "after the identity detours they write are erased; else the right side reached from the "
+                        "left)",
             "meet": "both sides saturated together meet", "reach": "the right side reached from the left"}[a.by]
     lines = ["# The shipped ruledb pruned by derivability", "",
              f"`python3 bench/prune.py {' '.join(sys.argv[1:])}` at {commit}, {time.strftime('%Y-%m-%d')}, "
-             f"2 cores, load average at the end {load[0]:.2f}. Derivation: {mode}, {a.rounds} rounds and "
-             f"{a.nodes} e-nodes per instance. An equation is a rule and its reverse (the engine reads every rule "
+             f"2 cores, load average at the end {load[0]:.2f}. Derivation: {mode}; the rounds and e-nodes per "
+             f"instance are per step. An equation is a rule and its reverse (the engine reads every rule "
              f"both ways); the pruned file holds one rule per equation kept.", "",
              "| step | rules in | equations | kept | derived | neither | wall s | peak MB |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|",
-             f"| prune (`prove --prune-derivable`) | {prune['rules']} | {prune['equations']} | {prune['kept']} | "
-             f"{prune['derived']} | {prune['skipped']} not matchable; {prune['restored']} kept again after "
-             f"{prune['passes']} check(s) against the final set | {prune['wall']:.1f} | {prune['peak_mb']:.0f} |",
-             f"| derive (`prove --derive PRUNED FULL`) | {derive.get('rules', '?')} | | {derive.get('shipped', '?')} "
+             "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for k, p in enumerate(prune):
+        lines.append(f"| prune pass {k + 1} (`prove --prune-derivable`, {p['rounds']} rounds, {p['nodes']} e-nodes) | "
+                     f"{p['rules']} | {p['equations']} | {p['kept']} | {p['derived']} | {p['skipped']} not matchable; "
+                     f"{p['restored']} kept again after {p['passes']} check(s) against the pass's file | "
+                     f"{p['wall']:.1f} | {p['peak_mb']:.0f} |")
+    lines += [f"| derive (`prove --derive PRUNED FULL`, {derive.get('rounds', '?')} rounds, "
+             f"{derive.get('nodes', '?')} e-nodes) | {derive.get('rules', '?')} | | {derive.get('shipped', '?')} "
              f"shipped, {derive.get('reversed', '?')} their reverses | {derive.get('derived', '?')} | "
              f"{derive.get('neither', '?')} | {derive['wall']:.1f} | {derive['peak_mb']:.0f} |", "",
              "Per model: `engine optimize MODEL --deterministic --search S` (analytic-cpu costs) with `--ruledb "

@@ -59,8 +59,10 @@ static const char usage_text[] =
     "  --verdicts     with --check: every rule's verdict on stdout, one line\n"
     "                 each: ID CLASS[: WHY] (for comparing runs)\n"
     "  --derive-rounds N  saturation rounds per instance, for --prune-derivable\n"
-    "                 and --derive (default 4)\n"
-    "  --derive-nodes N   e-nodes at most per instance (default 2000)\n"
+    "                 (default 4) and --derive (default: the most SHIPPED was\n"
+    "                 pruned with, its notes, else 4)\n"
+    "  --derive-nodes N   e-nodes at most per instance (default 2000; for\n"
+    "                 --derive, as the rounds)\n"
     "  --derive-by M  how a rule counts as derived: equation (default: its two\n"
     "                 sides, saturated together with the rules the engine can\n"
     "                 also apply backwards, meet; else its right side is reached\n"
@@ -326,9 +328,9 @@ static int run_derive(const args *a) {
     }
     if (!a->d.quiet)
         fprintf(stderr, "prove: %s: %zu rules: %zu shipped, %zu the reverse of a shipped rule, %zu%s checked: %zu derived "
-                "from them, %zu neither (%zu not matchable), %.1f s\n",
+                "from them, %zu neither (%zu not matchable), %.1f s (rounds %d, e-nodes %d)\n",
                 a->more[0], r.full, r.shipped, r.reversed, r.checked, a->d.every > 1 ? " (a sample)" : "", r.derived,
-                r.neither, r.skipped, r.seconds);
+                r.neither, r.skipped, r.seconds, r.rounds, r.nodes);
     return r.neither ? EXIT_FAILED : EXIT_OK;
 }
 

@@ -11,7 +11,30 @@
 #include "sys/sys.h"
 
 void pv_derive_defaults(pv_derive_options *o) {
-    o->rounds = 4, o->nodes = 2000, o->mode = EG_DERIVE_EQUATION, o->every = 1, o->quiet = 0;
+    o->rounds = 0, o->nodes = 0, o->mode = EG_DERIVE_EQUATION, o->every = 1, o->quiet = 0;
+}
+
+#define PRUNED_NOTE "pruned by derivability:"
+
+/* d with its bounds not given (0) filled: the most a note of f says the
+ * file was pruned with (a file pruned in passes names each pass's), else
+ * the defaults. So `prove --derive` checks a pruned file at the bounds it
+ * was made with. */
+static pv_derive_options bounds_of(const pv_derive_options *d, const rdb_file *f) {
+    pv_derive_options b = *d;
+    int rounds = 0, nodes = 0;
+    for (int k = 0; f && k < f->gen.n_notes; k++) {
+        const char *at = strstr(f->gen.notes[k], "(rounds ");
+        int r, n;
+        if (strncmp(f->gen.notes[k], PRUNED_NOTE, strlen(PRUNED_NOTE)) || !at ||
+            sscanf(at, "(rounds %d, e-nodes %d", &r, &n) != 2)
+            continue;
+        if (r > rounds) rounds = r;
+        if (n > nodes) nodes = n;
+    }
+    if (!b.rounds) b.rounds = rounds > 0 ? rounds : PV_DERIVE_ROUNDS;
+    if (!b.nodes) b.nodes = nodes > 0 ? nodes : PV_DERIVE_NODES;
+    return b;
 }
 
 const char *const pv_derive_mode_names[3] = {"reach", "meet", "equation"};
@@ -146,8 +169,9 @@ static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg)
     x->restored++;
 }
 
-int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, pv_prune_report *r, char *err,
+int pv_prune_file(const char *in, const char *out, const pv_derive_options *given, pv_prune_report *r, char *err,
                   size_t errlen) {
+    const pv_derive_options bounds = bounds_of(given, NULL), *d = &bounds;
     rdb_file *f = NULL, *g = NULL;
     eg_ruleset *rs = NULL;
     unsigned char *keep = NULL;
@@ -202,7 +226,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *d, p
     if (rc == PV_OK) {
         st.kept += x.restored, st.derived -= x.restored;
         if (g->gen.n_notes < RDB_MAX_NOTES)
-            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, "pruned by derivability: %zu of %zu equations kept (rounds %d, e-nodes %d, by %s)",
+            snprintf(g->gen.notes[g->gen.n_notes++], RDB_NOTE_LEN, PRUNED_NOTE " %zu of %zu equations kept (rounds %d, e-nodes %d, by %s)",
                      st.kept, st.rules, d->rounds, d->nodes, pv_derive_mode_names[d->mode]);
         r->in = f->n_rules, r->equations = st.rules, r->kept = st.kept, r->derived = st.derived;
         r->skipped = eg_ruleset_skipped(rs);
@@ -229,7 +253,11 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     memset(r, 0, sizeof *r);
     int rc = pv_read_kind(shipped, RDB_RULES, &s, err, errlen);
     if (rc == PV_OK) rc = pv_read_kind(full, RDB_RULES, &f, err, errlen);
-    if (rc == PV_OK) rc = derive_against(s, f, full, d, r, neither ? print_missed : NULL, neither, err, errlen);
+    if (rc == PV_OK) {
+        pv_derive_options b = bounds_of(d, s);
+        rc = derive_against(s, f, full, &b, r, neither ? print_missed : NULL, neither, err, errlen);
+        r->rounds = b.rounds, r->nodes = b.nodes;
+    }
     rdb_free(s), rdb_free(f);
     return rc;
 }

@@ -255,9 +255,14 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
 
 /* ---- derive.c: pruning by derivability (the engine's saturation) ---- */
 
+#define PV_DERIVE_ROUNDS 4    /* saturation rounds per instance, when not given */
+#define PV_DERIVE_NODES 2000  /* e-nodes at most per instance, when not given */
+
 typedef struct {
-    int rounds; /* saturation rounds per instance (default 4) */
-    int nodes;  /* e-nodes at most per instance (default 2000) */
+    int rounds; /* saturation rounds per instance; 0 (the default): for
+                   --derive, the most the SHIPPED file was pruned with (its
+                   notes), else PV_DERIVE_ROUNDS */
+    int nodes;  /* e-nodes at most per instance; 0: the same, PV_DERIVE_NODES */
     int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation
                    (default) */
     int every;  /* --derive: check every Nth rule of FULL the shipped set
@@ -299,6 +304,7 @@ typedef struct {
     size_t derived; /* of those, derived from the shipped rules */
     size_t neither; /* neither shipped nor derived */
     size_t skipped; /* of neither: not matchable by the engine */
+    int rounds, nodes; /* the bounds it ran with */
     double seconds;
 } pv_derive_report;
 

@@ -827,6 +827,14 @@ static void test_prune_derivable_file(void **state) {
     assert_int_equal(dr.checked, 1);
     assert_int_equal(dr.derived, 1);
     assert_int_equal(dr.neither, 0);
+    /* the bounds the file says it was pruned with, unless given */
+    assert_int_equal(dr.rounds, PV_DERIVE_ROUNDS);
+    assert_int_equal(dr.nodes, PV_DERIVE_NODES);
+    d.rounds = 7;
+    assert_int_equal(pv_derive_file(pruned, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.rounds, 7);
+    assert_int_equal(dr.nodes, PV_DERIVE_NODES);
+    d.rounds = 0;
     /* each way of deriving: the right side reached from the left alone
      * finds it as well */
     d.mode = 0;
