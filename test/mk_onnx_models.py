@@ -892,6 +892,21 @@ def legal_sum():
                  [weight("w", 4, 3, 1, 1), weight("bias", 4, 1, 1)], opset=13)
 
 
+def legal_affine():
+    """A learnable affine after a conv (timm's HGNetV2): Mul by a [1] scale and
+    Add of a [1,1,1,1] shift, each read only there -> smul and sadd (the
+    constants viewed as scalars); a [1] value read twice stays a model op."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("Mul", ["c", "scale"], ["m"], name="affine_mul"),
+         helper.make_node("Add", ["m", "shift"], ["a"], name="affine_add"),
+         helper.make_node("Relu", ["a"], ["r"], name="relu"),
+         helper.make_node("Mul", ["twice", "r"], ["q"], name="shared_mul"),
+         helper.make_node("Add", ["q", "twice"], ["y"], name="shared_add")]
+    return model(n, "legal_affine", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 6, 6])],
+                 [weight("w", 4, 3, 1, 1), weight("scale", 1), weight("shift", 1, 1, 1, 1), weight("twice", 1)],
+                 opset=17)
+
+
 def legal_sum6():
     """Sum-6 of four equal shapes (opset 6, no broadcasting) -> Adds."""
     n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
@@ -1064,6 +1079,7 @@ MODELS = {
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
+    "legal_affine": legal_affine,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
     "legal_noop_reshape": legal_noop_reshape, "legal_heads_shared": legal_heads_shared,

@@ -271,6 +271,12 @@ static const lower_case lower_cases[] = {
      EG_KIND_MODEL, EG_MOP_BATCHNORM, {0}},
     {"L48 GlobalAveragePool on 8x8 -> avgpool 8x8 stride 1 VALID", "opset6.onnx", "gap", EG_KIND_OPS,
      OP_AVGPOOL, {OPS_KERNEL(8, 8), 1, OPS_PAD_VALID, 0}},
+    {"L49 Mul by a [1] initializer read only there -> smul", "legal_affine.onnx", "affine_mul", EG_KIND_OPS,
+     OP_SMUL, {0}},
+    {"L50 Add of a [1,1,1,1] initializer read only there -> sadd", "legal_affine.onnx", "affine_add",
+     EG_KIND_OPS, OP_SADD, {0}},
+    {"L51 Mul by a [1] initializer read twice stays a model op", "legal_affine.onnx", "shared_mul",
+     EG_KIND_MODEL, EG_MOP_MUL, {0}},
 };
 #define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
 
@@ -294,7 +300,7 @@ static void test_lower(void **state) {
  * value the export writes back as the [4] 'b' with axis 1. */
 static void test_legal_eval(void **state) {
     static const char *const files[] = {"legal_legacy6.onnx", "legal_sum6.onnx", "legal_sum.onnx",
-                                        "legal_dropout7.onnx", "legal_ceil.onnx"};
+                                        "legal_dropout7.onnx", "legal_ceil.onnx", "legal_affine.onnx"};
     (void)state;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         eg_graph *g = load_ok(files[i]), *h;

@@ -162,6 +162,17 @@ static void view_vector(eg_graph *g, int v) {
     s->dim[0] = d, s->rank = 1;
 }
 
+/* 1 when v, a float initializer of one element and rank 1..rank(y), is
+ * read only by the node making y, so it may be viewed as a scalar. */
+static int one_element_view(const eg_graph *g, int v, int y, const uses_t *uses) {
+    const eg_tensor *t = &g->tensor[v];
+    if (t->shape.rank < 1 || t->shape.rank > g->tensor[y].shape.rank || t->dtype != EG_DT_FLOAT ||
+        eg_shape_numel(&t->shape) != 1)
+        return 0;
+    return t->data && (t->flags & EG_TF_INIT) && v < uses->n && uses->of[v] == 1 && !t->vinfo && !t->dim_name &&
+           !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_BORROWED));
+}
+
 /* Same shapes: ewadd/ewmul; an Add or a Mul by a rank-0 tensor: sadd or
  * smul(x, s); a per-channel vector: bias/scale. */
 static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) {
@@ -191,15 +202,21 @@ static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) 
         }
         g->tensor[in[1]].shape = keep;
     }
-    /* by a scalar, on either side */
+    /* by a scalar, on either side; a one-element constant read only here
+     * ([1], [1,1,1,1]: a learnable affine's scale) is one, viewed as rank 0
+     * (numpy broadcasts both alike onto an operand of the result's shape) */
     ops_op sc = ew == OP_EWADD ? OP_SADD : OP_SMUL;
     int swapped[2] = {n->in[1], n->in[0]};
     for (int k = 0; k < 2; k++) {
         int *in = k ? swapped : n->in;
+        int v = in[1];
+        eg_shape keep = v >= 0 ? g->tensor[v].shape : (eg_shape){0};
+        if (v >= 0 && one_element_view(g, v, n->out[0], uses)) g->tensor[v].shape.rank = 0;
         if (ops_fits(g, sc, p, in, n->out[0])) {
             set_ops(n, sc, p, in, n->out[0]);
             return 1;
         }
+        if (v >= 0) g->tensor[v].shape = keep;
     }
     return 0;
 }
