@@ -125,7 +125,7 @@ static int numeric_option(args *a, const char *opt, const char *val) {
         a->o.profile_checks = (unsigned)v;
     } else if (!strcmp(opt, "--jobs")) {
         if (number(val, 1, 256, &v)) return -1;
-        a->o.jobs = (int)v;
+        a->o.jobs = a->d.jobs = (int)v;
     } else if (!strcmp(opt, "--seed")) {
         if (number(val, 0, ~0ull, &v)) return -1;
         a->o.seed = v;

@@ -9,9 +9,10 @@
 #include "egraph/egraph.h"
 #include "prove.h"
 #include "sys/sys.h"
+#include "workers.h"
 
 void pv_derive_defaults(pv_derive_options *o) {
-    o->rounds = 0, o->nodes = 0, o->mode = EG_DERIVE_EQUATION, o->every = 1, o->quiet = 0;
+    o->rounds = 0, o->nodes = 0, o->mode = EG_DERIVE_EQUATION, o->every = 1, o->quiet = 0, o->jobs = 0;
 }
 
 #define PRUNED_NOTE "pruned by derivability:"
@@ -64,6 +65,32 @@ static const rdb_rule *by_id(const rdb_file *f, uint64_t id) {
  * rule i, and it is rule fi of FULL. */
 typedef void (*missed_fn)(const eg_ruleset *rs, size_t i, size_t fi, void *arg);
 
+/* The rules to check, decided on worker threads: each decision reads the
+ * ruleset and builds its own e-graph, so the verdicts do not depend on
+ * the thread count or the order. */
+typedef struct {
+    const eg_ruleset *rs;
+    const unsigned char *enabled;
+    const eg_search_opts *o;
+    eg_derive_mode mode;
+    const size_t *rule;    /* [n] the rule of rs each item checks */
+    signed char *derived;  /* [n] 1 derived, 0 not, -1 out of memory */
+    int quiet;
+} checks;
+
+static void check_one(void *ctx, size_t k) {
+    const checks *c = ctx;
+    char why[EG_ERRLEN];
+    int derived = 0;
+    eg_status rc = eg_derive_equation(c->rs, c->rule[k], c->enabled, c->o, c->mode, 0, &derived, why, sizeof why);
+    c->derived[k] = rc != EG_OK ? -1 : (signed char)derived;
+}
+
+static void check_tick(void *ctx, size_t done, size_t total) {
+    const checks *c = ctx;
+    if (!c->quiet) fprintf(stderr, "prove: derive: %zu of %zu checked\n", done, total);
+}
+
 /* Every rule of f is in s, the reverse of one of its rules, or derived
  * from s's rules as the engine reads the file s (its rules, then their
  * reverses: bounded saturation depends on that order); every d->every'th
@@ -106,20 +133,27 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
         if (!enabled[i] && m != EG_NO_MATE && eg_ruleset_rule(rs, m)->id < s->n_rules) enabled[i] = 1, r->reversed++;
     }
     if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a;
+    size_t *rule = NULL;
+    signed char *derived = NULL;
+    if (rc == PV_OK && (!(rule = malloc(sizeof *rule * (n + 1))) || !(derived = malloc(n + 1)))) rc = PV_ENOMEM;
     for (size_t i = 0, k = 0; rc == PV_OK && i < n; i++) {
         if (enabled[i] || eg_ruleset_reversed(rs, i)) continue; /* the rules of full only */
         if (k++ % (size_t)d->every) continue;                  /* a sample */
-        r->checked++;
-        int derived = 0;
-        if (eg_derive_equation(rs, i, enabled, &o, (eg_derive_mode)d->mode, 0, &derived, why, sizeof why) != EG_OK) {
-            snprintf(err, errlen, "%s: %s", name, why);
+        rule[r->checked++] = i;
+    }
+    checks c = {rs, enabled, &o, (eg_derive_mode)d->mode, rule, derived, d->quiet};
+    if (rc == PV_OK && r->checked) wk_run(r->checked, d->jobs, check_one, check_tick, 10000, &c);
+    for (size_t k = 0; rc == PV_OK && k < r->checked; k++) { /* in order: missed() sees the same sequence */
+        if (derived[k] < 0) {
+            snprintf(err, errlen, "%s: out of memory deriving a rule", name);
             rc = PV_ENOMEM;
             break;
         }
-        r->derived += derived;
-        if (!derived && missed) missed(rs, i, delta.only_a[eg_ruleset_rule(rs, i)->id - s->n_rules], arg);
-        if (!d->quiet && (r->derived + 1) % 2000 == 0) fprintf(stderr, "prove: derive: %zu derived\n", r->derived);
+        r->derived += (size_t)derived[k];
+        size_t i = rule[k];
+        if (!derived[k] && missed) missed(rs, i, delta.only_a[eg_ruleset_rule(rs, i)->id - s->n_rules], arg);
     }
+    free(rule), free(derived);
     r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
     r->neither = r->checked - r->derived; /* (the skipped ones are neither too) */
     r->seconds = eg_now_s() - t0;

@@ -267,6 +267,8 @@ typedef struct {
                    (default) */
     int every;  /* --derive: check every Nth rule of FULL the shipped set
                    lacks (default 1: all) */
+    int jobs;   /* threads deciding the checks of --derive and of the
+                   pruning's file (0, the default: all cores) */
     int quiet;
 } pv_derive_options;
 

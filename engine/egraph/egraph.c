@@ -285,7 +285,7 @@ static void spread_weights(ee_graph *E) {
 /* The order of a class's lists: by operator (opspecs e-nodes first), then
  * e-node id, so a matching step finds the e-nodes of one operator as a
  * run (ee_op_run). */
-static const ee_graph *sort_E;
+static _Thread_local const ee_graph *sort_E; /* per thread: prove derives on several */
 static int op_key(const ee_graph *E, int e) { return E->n[e].kind == EE_OPS ? (int)E->n[e].op : OP_COUNT + (int)E->n[e].kind; }
 static int by_op(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b, kx = op_key(sort_E, x), ky = op_key(sort_E, y);
