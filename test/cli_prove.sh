@@ -210,5 +210,12 @@ check "the pruned set is the shipped set pruned: fewer rules, said so" sh -c "
     test \$('$BIN/ruledb' info ruledb/pruned.tasodb | sed -n 's/^rules: *\([0-9]*\).*/\1/p') -lt \
         \$('$BIN/ruledb' info ruledb/default.tasodb | sed -n 's/^rules: *\([0-9]*\).*/\1/p') &&
     '$BIN/ruledb' info ruledb/pruned.tasodb | grep -q '^note: *pruned by derivability'"
+# the checks run on threads: the same verdicts, in the same order, with 1 and 2
+for j in 1 2; do
+    "$prove" --derive ruledb/pruned.tasodb ruledb/default.tasodb --every 200 --derive-rounds 1 --derive-nodes 300 \
+        --jobs $j 2>&1 | grep -v ' checked$' | sed 's/, [0-9.]* s (rounds/, s (rounds/' >"$tmp/jobs$j"
+done
+check "--derive at tight bounds with --jobs 1 and --jobs 2: the same rules not derived, in the same order" sh -c "
+    test \$(grep -c '^not derived: ' '$tmp/jobs1') -gt 0 && cmp -s '$tmp/jobs1' '$tmp/jobs2'"
 check "--derive-by of no known kind: exit 2" status_is 2 "$prove" --derive ruledb/default.tasodb ruledb/default.tasodb --derive-by sideways
 echo "1..$n"
