@@ -1034,6 +1034,26 @@ def legal_dense():
                  [weight("w", 4, 12, 1, 1)] + bn("n1", 12) + bn("n2", 4), opset=13)
 
 
+def legal_bn_branch():
+    """RepGhost's fusion branch: a Conv's output read by a depthwise Conv and
+    by a BatchNormalization, summed (the batchnorm cannot be folded into the
+    conv: another node reads its output -> scale + bias), and a Conv read by
+    its BatchNormalization alone (left for folding)."""
+    bn = lambda p, c: [numpy_helper.from_array((rng.random(c) + 0.5).astype(np.float32), p + "_s"),
+                       weight(p + "_b", c), weight(p + "_m", c),
+                       numpy_helper.from_array((rng.random(c) + 0.5).astype(np.float32), p + "_v")]
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("Conv", ["c", "dw"], ["d"], name="cheap", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          group=4),
+         helper.make_node("BatchNormalization", ["c", "f_s", "f_b", "f_m", "f_v"], ["f"], name="bn_branch"),
+         helper.make_node("Add", ["d", "f"], ["a"], name="sum"),
+         helper.make_node("Conv", ["a", "w2"], ["e"], name="conv2", kernel_shape=[1, 1]),
+         helper.make_node("BatchNormalization", ["e", "g_s", "g_b", "g_m", "g_v"], ["y"], name="bn_fold")]
+    return model(n, "legal_bn_branch", [vi("x", [1, 3, 6, 6])], [vi("y", [1, 4, 6, 6])],
+                 [weight("w", 4, 3, 1, 1), weight("dw", 4, 1, 3, 3), weight("w2", 4, 4, 1, 1)] + bn("f", 4) +
+                 bn("g", 4), opset=17)
+
+
 def legal_gemm():
     """A classifier head (opset 13): Gemm with transB and a bias (-> transpose,
     matmul, bias; written back as one Gemm), then MatMul + Add of a [N] bias
@@ -1079,7 +1099,7 @@ MODELS = {
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
-    "legal_affine": legal_affine,
+    "legal_affine": legal_affine, "legal_bn_branch": legal_bn_branch,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
     "legal_noop_reshape": legal_noop_reshape, "legal_heads_shared": legal_heads_shared,

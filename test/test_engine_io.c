@@ -277,6 +277,10 @@ static const lower_case lower_cases[] = {
      EG_KIND_OPS, OP_SADD, {0}},
     {"L51 Mul by a [1] initializer read twice stays a model op", "legal_affine.onnx", "shared_mul",
      EG_KIND_MODEL, EG_MOP_MUL, {0}},
+    {"L52 BatchNormalization of a Conv's output another node reads too -> scale(1)", "legal_bn_branch.onnx",
+     "bn_branch", EG_KIND_OPS, OP_SCALE, {1}},
+    {"L53 BatchNormalization that alone reads a Conv's output stays for folding", "legal_bn_branch.onnx",
+     "bn_fold", EG_KIND_MODEL, EG_MOP_BATCHNORM, {0}},
 };
 #define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
 
@@ -300,7 +304,8 @@ static void test_lower(void **state) {
  * value the export writes back as the [4] 'b' with axis 1. */
 static void test_legal_eval(void **state) {
     static const char *const files[] = {"legal_legacy6.onnx", "legal_sum6.onnx", "legal_sum.onnx",
-                                        "legal_dropout7.onnx", "legal_ceil.onnx", "legal_affine.onnx"};
+                                        "legal_dropout7.onnx", "legal_ceil.onnx", "legal_affine.onnx",
+                                        "legal_bn_branch.onnx"};
     (void)state;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         eg_graph *g = load_ok(files[i]), *h;

@@ -361,14 +361,19 @@ static int conv_output(const eg_graph *g, int t) {
                  (n->kind == EG_KIND_OPS && n->op == OP_CONV2D));
 }
 
-/* BatchNormalization(x, scale, B, mean, var) not after a convolution ->
+/* BatchNormalization(x, scale, B, mean, var) not after a convolution it
+ * can be folded into (one whose output the batchnorm alone reads) ->
  * scale(1; x, s) then bias(1; ., b), s = scale / sqrt(var + eps),
- * b = B - mean * s. When mean is 0 and var + eps is 1 (what the export
- * writes for such a pair, onnx_out.c) scale and B serve as they are. */
-static eg_status lower_batchnorm(eg_graph *g, int j, int *appended) {
+ * b = B - mean * s. A batchnorm-only branch beside other readers of a
+ * conv's output (RepGhost's fusion_bn) is lowered, so the rules may merge
+ * it with the branch's convs. When mean is 0 and var + eps is 1 (what the
+ * export writes for such a pair, onnx_out.c) scale and B serve as they
+ * are. */
+static eg_status lower_batchnorm(eg_graph *g, int j, const uses_t *uses, int *appended) {
     eg_node *n = &g->node[j];
     int x = n->in[0], y = n->out[0], t, sv, bv;
-    if (n->n_in != 5 || n->n_out != 1 || x < 0 || g->tensor[x].shape.rank < 2 || conv_output(g, x) ||
+    if (n->n_in != 5 || n->n_out != 1 || x < 0 || g->tensor[x].shape.rank < 2 ||
+        (conv_output(g, x) && (x >= uses->n || uses->of[x] == 1)) ||
         g->opset < 9) /* before BatchNormalization-9 the export could not write it back as one */
         return EG_OK;
     int64_t c = g->tensor[x].shape.dim[1];
@@ -710,7 +715,7 @@ static eg_status lower_node(eg_graph *g, int j, const uses_t *uses, unsigned cha
         if (rc == EG_OK && g->node[j].mop == EG_MOP_ADD) lower_binary(g, &g->node[j], OP_EWADD, uses);
         return rc;
     }
-    case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, appended);
+    case EG_MOP_BATCHNORM: return lower_batchnorm(g, j, uses, appended);
     case EG_MOP_SOFTMAX: lower_softmax(g, n); break;
     case EG_MOP_LAYERNORM: return lower_layernorm(g, j, appended);
     case EG_MOP_GLOBALAVGPOOL: lower_global_pool(g, n); break;
