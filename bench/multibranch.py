@@ -19,7 +19,9 @@ collapsed by hand):
   nets    timm models at 1x3x224x224, random weights (pretrained=False,
           eval mode; torch.manual_seed(0), then every BatchNorm's running
           mean/var and affine weight/bias randomised so no BN is the
-          identity): repvgg_a0 and mobileone_s0 (depthwise multi-branch).
+          identity): repvgg_a0, mobileone_s0 (depthwise multi-branch) and
+          repghostnet_050 (a batchnorm-only branch beside a depthwise conv
+          of the same conv output).
           TRAIN: the model as built; REF: timm.utils.model.
           reparameterize_model(model) (which calls each block's
           reparameterize()). Both exported with the TorchScript exporter
@@ -75,7 +77,7 @@ sys.path.insert(0, os.path.join(ROOT, "test"))
 sys.path.insert(0, os.path.join(ROOT, "engine", "verify"))
 import report  # noqa: E402 (after the path)
 
-NETS = {"repvgg_a0": "repvgg_a0", "mobileone_s0": "mobileone_s0"}
+NETS = {"repvgg_a0": "repvgg_a0", "mobileone_s0": "mobileone_s0", "repghostnet_050": "repghostnet_050"}
 CONV_OPS = ("Conv", "FusedConv")
 TARGET = 0.95
 
