@@ -342,6 +342,8 @@ static void octx_free(octx *c) {
     for (int k = 0; k < c->n_added; k++) free(c->added[k].name);
     free(c->added);
     for (int k = 0; k < c->n_ints; k++) free(c->ints[k].name);
+    for (int k = 0; k < c->n_fills; k++) free(c->fills[k].name);
+    free(c->fills);
     free(c->ints);
 }
 

@@ -189,16 +189,30 @@ char *eo_put_fill(octx *c, const char *base, const char *tag, float v, const eg_
             return strdup(t->name);
         }
     }
+    /* One new fill per value and size: two BatchNormalizations of one
+     * width share it, as they share the absorbed one when the file is read
+     * again (a round trip is a fixed point) */
+    for (int k = 0; k < c->n_fills; k++)
+        if (c->fills[k].rank == s->rank && c->fills[k].numel == n && !memcmp(&c->fills[k].v, &v, sizeof v))
+            return strdup(c->fills[k].name);
+    if (c->n_fills == c->cap_fills) {
+        int nc = c->cap_fills ? 2 * c->cap_fills : 8;
+        new_fill *p = realloc(c->fills, sizeof *p * (size_t)nc);
+        if (!p) return NULL;
+        c->fills = p, c->cap_fills = nc;
+    }
     uint8_t *raw = malloc(4 * (size_t)(n > 0 ? n : 1));
     char *name = raw ? eo_fresh_name(c, base, tag) : NULL;
     uint32_t bits;
     memcpy(&bits, &v, 4);
     for (int64_t k = 0; raw && k < n; k++)
         for (int b = 0; b < 4; b++) raw[4 * k + b] = (uint8_t)(bits >> (8 * b));
-    if (name && eo_put_value(c, name, EG_DT_FLOAT, s, raw, 4 * (size_t)n, 1, -1) != EG_OK) {
+    if (name && (eo_put_value(c, name, EG_DT_FLOAT, s, raw, 4 * (size_t)n, 1, -1) != EG_OK ||
+                 !(c->fills[c->n_fills].name = strdup(name)))) {
         free(name);
         name = NULL;
     }
+    if (name) c->fills[c->n_fills].v = v, c->fills[c->n_fills].rank = s->rank, c->fills[c->n_fills++].numel = n;
     free(raw);
     return name;
 }

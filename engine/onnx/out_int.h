@@ -29,6 +29,13 @@ typedef struct {
 } new_ints; /* an int64 vector the export wrote (eo_put_ints) */
 
 typedef struct {
+    char *name;
+    float v;
+    int rank;
+    int64_t numel;
+} new_fill; /* a float fill the export wrote (eo_put_fill) */
+
+typedef struct {
     const eg_graph *g;
     char *err;
     size_t errlen;
@@ -53,6 +60,8 @@ typedef struct {
     int n_added, cap_added;
     new_ints *ints;       /* the int64 vectors eo_put_ints wrote */
     int n_ints, cap_ints;
+    new_fill *fills;      /* the float fills eo_put_fill wrote */
+    int n_fills, cap_fills;
     const char *ext_loc;  /* non-NULL: float values of EXT_MIN_BYTES or more go
                              to ext, named in the model by this location
                              (integer ones stay inline: onnxruntime reads a
