@@ -2,8 +2,8 @@
 """bench/prune.py - the shipped ruledb pruned by derivability, and what the
 searches make of the pruned set.
 
-    python3 bench/prune.py [--ruledb ruledb/default.tasodb] [--by equation|reach|meet]
-                           [--rounds 6] [--nodes 4000] [--deep-rounds 0] [--deep-nodes 4000]
+    python3 bench/prune.py [--ruledb ruledb/default.tasodb] [--by equation|detours|reach|meet]
+                           [--rounds 4] [--nodes 2000] [--deep-rounds 0] [--deep-nodes 4000]
                            [--only NAME]... [--pruned FILE --pass-log LOG...]
                            [--time-limit 10] [--out bench/results/prune.md]
 
@@ -57,13 +57,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--ruledb", default=os.path.join(ROOT, "ruledb", "default.tasodb"))
-    ap.add_argument("--by", choices=["equation", "reach", "meet"], default="equation")
+    ap.add_argument("--by", choices=["equation", "detours", "reach", "meet"], default="equation")
     ap.add_argument("--pruned", help="a pruned ruledb made before (its passes' logs in --pass-log)")
     ap.add_argument("--pass-log", action="append", default=[], help="with --pruned: a pass's log, in order")
     ap.add_argument("--derive-from", help="the derive record of an earlier run's .jsonl (same files) instead of "
                                           "running prove --derive again")
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--nodes", type=int, default=4000)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--nodes", type=int, default=2000)
     ap.add_argument("--deep-rounds", type=int, default=0)
     ap.add_argument("--deep-nodes", type=int, default=4000)
     ap.add_argument("--time-limit", type=float, default=10.0)
@@ -140,8 +140,8 @@ def write(a, prune, derive, rows):
                             text=True).stdout.strip()
     load = os.getloadavg()
     mode = {"equation": "by equation (both sides saturated together with the rules that have a reverse meet, "
-                        "after the identity detours they write are erased; else the right side reached from the "
-                        "left)",
+                        "else the right side reached from the left)",
+            "detours": "by equation after the identity detours the two sides write are erased",
             "meet": "both sides saturated together meet", "reach": "the right side reached from the left"}[a.by]
     lines = ["# The shipped ruledb pruned by derivability", "",
              f"`python3 bench/prune.py {' '.join(sys.argv[1:])}` at {commit}, {time.strftime('%Y-%m-%d')}, "

@@ -66,8 +66,11 @@ static const char usage_text[] =
     "  --derive-by M  how a rule counts as derived: equation (default: its two\n"
     "                 sides, saturated together with the rules the engine can\n"
     "                 also apply backwards, meet; else its right side is reached\n"
-    "                 from its left), reach (only the latter) or meet (the two\n"
-    "                 sides meet under any rules: a search may not reach it)\n"
+    "                 from its left), detours (equation, after the identity\n"
+    "                 detours the two sides write are erased: a split of a\n"
+    "                 concat, a product with ones), reach (only the latter) or\n"
+    "                 meet (the two sides meet under any rules: a search may\n"
+    "                 not reach it)\n"
     "  --two-sided    the same as --derive-by meet\n"
     "  --every N      with --derive: check every Nth rule FULL holds and\n"
     "                 SHIPPED lacks, a sample (default 1: every one)\n"
@@ -140,8 +143,8 @@ static int numeric_option(args *a, const char *opt, const char *val) {
         a->d.every = (int)v;
     } else if (!strcmp(opt, "--derive-by")) { /* a word, not a number, but takes a value the same way */
         int m = 0;
-        while (m < 3 && (!val || strcmp(val, pv_derive_mode_names[m]))) m++;
-        if (m == 3) return -1;
+        while (m < PV_DERIVE_MODES && (!val || strcmp(val, pv_derive_mode_names[m]))) m++;
+        if (m == PV_DERIVE_MODES) return -1;
         a->d.mode = m;
     } else if (!strcmp(opt, "--shard")) {
         unsigned k, n;

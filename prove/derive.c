@@ -38,7 +38,7 @@ static pv_derive_options bounds_of(const pv_derive_options *d, const rdb_file *f
     return b;
 }
 
-const char *const pv_derive_mode_names[3] = {"reach", "meet", "equation"};
+const char *const pv_derive_mode_names[PV_DERIVE_MODES] = {"reach", "meet", "equation", "detours"};
 
 static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
     eg_search_opts_init(o);

@@ -264,7 +264,7 @@ typedef struct {
                    notes), else PV_DERIVE_ROUNDS */
     int nodes;  /* e-nodes at most per instance; 0: the same, PV_DERIVE_NODES */
     int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation
-                   (default) */
+                   (default), 3 detours */
     int every;  /* --derive: check every Nth rule of FULL the shipped set
                    lacks (default 1: all) */
     int jobs;   /* threads deciding the checks of --derive and of the
@@ -275,7 +275,8 @@ typedef struct {
 void pv_derive_defaults(pv_derive_options *o);
 
 /* The modes' names for --derive-by, indexed by mode. */
-extern const char *const pv_derive_mode_names[3];
+#define PV_DERIVE_MODES 4
+extern const char *const pv_derive_mode_names[PV_DERIVE_MODES];
 
 typedef struct {
     size_t in;      /* rules in the input */

@@ -21,11 +21,8 @@
 # proved rule, the file the engine ships. Then pruned by derivability
 # (equations, a rule and its reverse, each dropped when the smaller ones
 # kept derive it in the engine's e-graph, bounded by rounds and e-nodes,
-# never by time: 6 rounds and 4,000 e-nodes per instance; a second pass
-# over what a cheaper first pass kept would drop rules that the first
-# pass's drops were derived from, and lose them): PRUNED, one rule per
-# equation kept (the engine reads each rule both ways), the set built
-# into the engine. With LOGDIR,
+# never by time): PRUNED, one rule per equation kept (the engine reads
+# each rule both ways), the set built into the engine. With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
@@ -56,4 +53,4 @@ step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,spli
     "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb" \
     "$work/candidates-d3id.tasodb"
 step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"
-step prune "$bin/prove" --prune-derivable "$out" -o "$pruned" --derive-rounds 6 --derive-nodes 4000
+step prune "$bin/prove" --prune-derivable "$out" -o "$pruned"

@@ -305,12 +305,12 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
     size_t n = eg_ruleset_count(rs), m = mate_of(rs, i);
     eg_status rc = EG_OK;
     *derived = 0;
-    if (mode == EG_DERIVE_EQUATION) {
+    if (mode == EG_DERIVE_EQUATION || mode == EG_DERIVE_DETOURS) {
         /* both sides saturated with the enabled rules the engine also
          * reads backwards: where they meet, every step on the right side's
          * way back to the meeting point has its reverse, so the left side
-         * reaches the right (and the right the left). Before that, the
-         * identity detours written in the two sides are erased (a split
+         * reaches the right (and the right the left). With DETOURS, before
+         * that, the identity detours written in the two sides are erased (a split
          * of a concat, a product with ones: enabled rules whose right side
          * is an input), so a rule that differs from a derived one only by
          * a detour it writes is derived too; a detour is never cheaper
@@ -324,7 +324,7 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
             both_ways[k] = on && eg_ruleset_mate(rs, k) != EG_NO_MATE;
             erase[k] = on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
         }
-        rc = eg_derive_rule(rs, i, erase, both_ways, o, 1, derived, err, errlen);
+        rc = eg_derive_rule(rs, i, mode == EG_DERIVE_DETOURS ? erase : NULL, both_ways, o, 1, derived, err, errlen);
         free(both_ways);
         if (rc != EG_OK || *derived) return rc;
     }

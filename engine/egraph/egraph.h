@@ -83,12 +83,12 @@ typedef enum {
                            equation the rules prove, which a search from the
                            left side may not reach (a step it would need
                            backwards may have no reverse) */
-    EG_DERIVE_EQUATION  /* MEET with the enabled rules that have a reverse in
+    EG_DERIVE_EQUATION, /* MEET with the enabled rules that have a reverse in
                            the ruleset (a search can walk each step either
-                           way, so it reaches the right side) after the
-                           identity detours the two sides write are erased
-                           (it reaches the right side but for those), else
-                           REACH */
+                           way, so it reaches the right side), else REACH */
+    EG_DERIVE_DETOURS   /* EQUATION after the identity detours the two sides
+                           write are erased (a search reaches the right side
+                           but for those) */
 } eg_derive_mode;
 
 /* Whether the rules enabled[] (NULL: all) derive rule i of rs (and with
