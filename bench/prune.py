@@ -3,8 +3,7 @@
 searches make of the pruned set.
 
     python3 bench/prune.py [--ruledb ruledb/default.tasodb] [--by equation|detours|reach|meet]
-                           [--rounds 4] [--nodes 2000] [--deep-rounds 0] [--deep-nodes 4000]
-                           [--only NAME]... [--pruned FILE --pass-log LOG...]
+                           [--rounds 4] [--nodes 2000] [--only NAME]... [--pruned FILE]
                            [--time-limit 10] [--out bench/results/prune.md]
 
 Steps, each timed with its peak memory (/usr/bin/time -v):
@@ -12,11 +11,8 @@ Steps, each timed with its peak memory (/usr/bin/time -v):
      PRUNED` (equations, a rule and its reverse, from the smallest up,
      each dropped when the rules kept before it derive it in the engine's
      e-graph; --by: how, prove's --derive-by) at --rounds and --nodes;
-     with --deep-rounds R, a second pass over its file at R rounds and
-     --deep-nodes (to compare: a rule the second pass drops may be one
-     the first pass's drops were derived from, and prove --derive then
-     finds them lost); with --pruned FILE, that file instead, made so
-     before, its figures from each --pass-log (a pass's stderr under
+     with --pruned FILE, that file instead, made by that command before
+     (its figures from FILE.log, the command's stderr under
      /usr/bin/time -v);
   2. derive: `prove --derive PRUNED RULEDB`, the proof that nothing was
      lost: every rule of RULEDB is in PRUNED or derived from it (at the
@@ -58,14 +54,11 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--ruledb", default=os.path.join(ROOT, "ruledb", "default.tasodb"))
     ap.add_argument("--by", choices=["equation", "detours", "reach", "meet"], default="equation")
-    ap.add_argument("--pruned", help="a pruned ruledb made before (its passes' logs in --pass-log)")
-    ap.add_argument("--pass-log", action="append", default=[], help="with --pruned: a pass's log, in order")
+    ap.add_argument("--pruned", help="a pruned ruledb made before (its prune log in FILE.log)")
     ap.add_argument("--derive-from", help="the derive record of an earlier run's .jsonl (same files) instead of "
                                           "running prove --derive again")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--nodes", type=int, default=2000)
-    ap.add_argument("--deep-rounds", type=int, default=0)
-    ap.add_argument("--deep-nodes", type=int, default=4000)
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--keep", help="also copy the pruned ruledb here")
@@ -73,38 +66,27 @@ def main():
     a = ap.parse_args()
     prove = os.path.join(a.bin, "prove")
     engine = os.path.join(a.bin, "engine")
-    bounds = [(a.rounds, a.nodes)] + ([(a.deep_rounds, a.deep_nodes)] if a.deep_rounds else [])
     with tempfile.TemporaryDirectory() as tmp:
-        passes = []
         if a.pruned:
             pruned = a.pruned
-            if len(a.pass_log) != len(bounds):
-                sys.exit(f"prune.py: --pruned needs one --pass-log per pass ({len(bounds)})")
-            for log in a.pass_log:
-                with open(log) as f:
-                    err = f.read()
-                m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
-                w = re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)", err)
-                mb = int(m.group(1)) / 1024 if m else 0.0
-                wall = (int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))) if w else 0.0
-                passes.append((0, wall, mb, err))
+            with open(a.pruned + ".log") as f:
+                err = f.read()
+            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+            w = re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)", err)
+            rc, mb = 0, int(m.group(1)) / 1024 if m else 0.0
+            wall = (int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))) if w else 0.0
         else:
-            src = a.ruledb
-            for k, (rounds, nodes) in enumerate(bounds):
-                pruned = os.path.join(tmp, f"pruned-{k + 1}.tasodb")
-                passes.append(timed([prove, "--prune-derivable", src, "-o", pruned, "--derive-rounds", str(rounds),
-                                     "--derive-nodes", str(nodes), "--derive-by", a.by]))
-                src = pruned
-        prune = []
-        for (rc, wall, mb, err), (rounds, nodes) in zip(passes, bounds):
-            m = re.search(r"(\d+) rules, (\d+) not matchable \(dropped\), (\d+) equations .*: (\d+) kept, (\d+) "
-                          r"derived by the others, [\d.]+ s \((\d+) kept again after (\d+) check", err)
-            if rc or not m:
-                sys.exit(f"prune.py: prove --prune-derivable failed: {err.strip().splitlines()[-1:]}")
-            prune.append({"wall": wall, "peak_mb": mb, "rounds": rounds, "nodes": nodes, "rules": int(m.group(1)),
-                          "skipped": int(m.group(2)), "equations": int(m.group(3)), "kept": int(m.group(4)),
-                          "derived": int(m.group(5)), "restored": int(m.group(6)), "passes": int(m.group(7))})
-            print(f"prune.py: prune: {prune[-1]}", flush=True)
+            pruned = os.path.join(tmp, "pruned.tasodb")
+            rc, wall, mb, err = timed([prove, "--prune-derivable", a.ruledb, "-o", pruned, "--derive-rounds",
+                                       str(a.rounds), "--derive-nodes", str(a.nodes), "--derive-by", a.by])
+        m = re.search(r"(\d+) rules, (\d+) not matchable \(dropped\), (\d+) equations .*: (\d+) kept, (\d+) derived "
+                      r"by the others, [\d.]+ s \((\d+) kept again after (\d+) check", err)
+        if rc or not m:
+            sys.exit(f"prune.py: prove --prune-derivable failed: {err.strip().splitlines()[-1:]}")
+        prune = {"wall": wall, "peak_mb": mb, "rounds": a.rounds, "nodes": a.nodes, "rules": int(m.group(1)),
+                 "skipped": int(m.group(2)), "equations": int(m.group(3)), "kept": int(m.group(4)),
+                 "derived": int(m.group(5)), "restored": int(m.group(6)), "passes": int(m.group(7))}
+        print(f"prune.py: prune: {prune}", flush=True)
         if a.keep:
             subprocess.run(["cp", pruned, a.keep], check=True)
         if a.derive_from:
@@ -150,11 +132,11 @@ def write(a, prune, derive, rows):
              f"both ways); the pruned file holds one rule per equation kept.", "",
              "| step | rules in | equations | kept | derived | neither | wall s | peak MB |",
              "|---|--:|--:|--:|--:|--:|--:|--:|"]
-    for k, p in enumerate(prune):
-        lines.append(f"| prune pass {k + 1} (`prove --prune-derivable`, {p['rounds']} rounds, {p['nodes']} e-nodes) | "
-                     f"{p['rules']} | {p['equations']} | {p['kept']} | {p['derived']} | {p['skipped']} not matchable; "
-                     f"{p['restored']} kept again after {p['passes']} check(s) against the pass's file | "
-                     f"{p['wall']:.1f} | {p['peak_mb']:.0f} |")
+    p = prune
+    lines.append(f"| prune (`prove --prune-derivable`, {p['rounds']} rounds, {p['nodes']} e-nodes) | "
+                 f"{p['rules']} | {p['equations']} | {p['kept']} | {p['derived']} | {p['skipped']} not matchable; "
+                 f"{p['restored']} kept again after {p['passes']} check(s) against the final set | "
+                 f"{p['wall']:.1f} | {p['peak_mb']:.0f} |")
     lines += [f"| derive (`prove --derive PRUNED FULL`, {derive.get('rounds', '?')} rounds, "
              f"{derive.get('nodes', '?')} e-nodes) | {derive.get('rules', '?')} | | {derive.get('shipped', '?')} "
              f"shipped, {derive.get('reversed', '?')} their reverses | {derive.get('derived', '?')} | "

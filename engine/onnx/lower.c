@@ -134,6 +134,15 @@ typedef struct {
     int n;   /* tensors then: later ones are the lowering's own */
 } uses_t;
 
+/* 1 when v's shape may be changed in place: an initializer with data that
+ * only the node being lowered reads, named nowhere else (no value info, no
+ * graph input or output). */
+static int viewable(const eg_graph *g, int v, const uses_t *uses) {
+    const eg_tensor *t = &g->tensor[v];
+    return t->data && (t->flags & EG_TF_INIT) && v < uses->n && uses->of[v] == 1 && !t->vinfo && !t->dim_name &&
+           !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_BORROWED));
+}
+
 static int channel_axis(const eg_graph *g, int v, int y, const uses_t *uses, int *view) {
     const eg_tensor *t = &g->tensor[v];
     *view = 0;
@@ -146,9 +155,7 @@ static int channel_axis(const eg_graph *g, int v, int y, const uses_t *uses, int
     for (int k = f + 1; k < t->shape.rank; k++)
         if (t->shape.dim[k] != 1) return -1;
     if (t->shape.rank == 1) return axis;
-    if (!t->data || !(t->flags & EG_TF_INIT) || v >= uses->n || uses->of[v] != 1 || t->vinfo || t->dim_name ||
-        (t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_BORROWED)))
-        return -1;
+    if (!viewable(g, v, uses)) return -1;
     *view = 1;
     return axis;
 }
@@ -166,11 +173,8 @@ static void view_vector(eg_graph *g, int v) {
  * read only by the node making y, so it may be viewed as a scalar. */
 static int one_element_view(const eg_graph *g, int v, int y, const uses_t *uses) {
     const eg_tensor *t = &g->tensor[v];
-    if (t->shape.rank < 1 || t->shape.rank > g->tensor[y].shape.rank || t->dtype != EG_DT_FLOAT ||
-        eg_shape_numel(&t->shape) != 1)
-        return 0;
-    return t->data && (t->flags & EG_TF_INIT) && v < uses->n && uses->of[v] == 1 && !t->vinfo && !t->dim_name &&
-           !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_BORROWED));
+    return t->shape.rank >= 1 && t->shape.rank <= g->tensor[y].shape.rank && t->dtype == EG_DT_FLOAT &&
+           eg_shape_numel(&t->shape) == 1 && viewable(g, v, uses);
 }
 
 /* Same shapes: ewadd/ewmul; an Add or a Mul by a rank-0 tensor: sadd or
