@@ -36,7 +36,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 CORPUS = "test/corpus/onnx"
-MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "fold_window", "fold_noops", "conv_bn_relu", "convs",
+MODELS = ["fold_conv_bn", "fold_conv_bias", "fold_matmul3", "fold_cse_opaque", "fold_window", "fold_noops", "fold_neutral", "conv_bn_relu", "convs",
           "attention", "inception", "mixed", "old_opset", "opaque", "reg_ir3"]
 TOL = 1e-4
 # op types that must be gone after the rewrites (fold_conv_bn: no Add
@@ -49,6 +49,7 @@ GONE = {"fold_conv_bn": {"BatchNormalization", "Identity", "Add"},
 # opaque nodes merged, random and differing ones kept)
 LEFT = {"fold_cse_opaque": {"Greater": 3, "Where": 1, "Hardmax": 2, "RandomUniformLike": 2},
         "fold_noops": {"Pad": 2, "Slice": 1, "Cast": 1, "Expand": 0},
+        "fold_neutral": {"Add": 3, "Mul": 0, "Div": 0, "Sub": 0},
         "fold_shared_weight": {"Transpose": 1, "Mul": 2}}
 # models whose file must not grow by a folded copy of a weight (bytes of slack)
 NO_GROWTH = {"fold_shared_weight": 65536}

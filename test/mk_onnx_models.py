@@ -715,6 +715,31 @@ def fold_noops():
                   ints("pads_in", [0, 0, 0, 0, 0, 0])])
 
 
+def fold_neutral():
+    """Arithmetic by a neutral constant (removed): x + 0 (a scalar, as
+    MobileOne's exports add the literal 0 its branch sums start from),
+    0 + x and x * 1 by a full tensor, x / 1, x - 0; the zero shared by two
+    nodes (not viewed as a scalar). And look-alikes (kept): x + 0.5, a zero
+    that broadcasts x to a larger shape, and x + a zero that is a graph
+    input's default (a feed may replace it)."""
+    n = [N("Add", ["x", "zero"], "a0"),
+         N("Mul", ["a0", "one"], "m0"),
+         N("Div", ["m0", "one_b"], "d0"),
+         N("Add", ["zeros", "d0"], "e0"),
+         N("Mul", ["ones", "e0"], "f0"),
+         N("Sub", ["f0", "zero_s"], "s0"),
+         N("Add", ["s0", "zero_s"], "t0"),
+         N("Relu", ["t0"], "y"),
+         N("Add", ["x", "half"], "k1"),
+         N("Add", ["x", "zeros_big"], "k2"),
+         N("Add", ["x", "zero_in"], "k3")]
+    return model(n, "fold_neutral", [vi("x", [2, 3, 4]), vi("zero_in", [])],
+                 [vi("y", [2, 3, 4]), vi("k1", [2, 3, 4]), vi("k2", [5, 2, 3, 4]), vi("k3", [2, 3, 4])],
+                 [f32("zero", 0.0), f32("one", 1.0), f32("one_b", [1.0]), f32("zeros", np.zeros([2, 3, 4])),
+                  f32("ones", np.ones([3, 4])), f32("zero_s", [0.0]), f32("half", 0.5),
+                  f32("zeros_big", np.zeros([5, 2, 3, 4])), f32("zero_in", 0.0)])
+
+
 def shapes_op9():
     """The attribute forms: Slice (before 10), Squeeze/Unsqueeze axes,
     Pad pads, Split sizes, ReduceMean axes; Upsample scales input."""
@@ -1094,7 +1119,7 @@ MODELS = {
     "reg_opset30": reg_opset30,
     "fold_conv_bn": fold_conv_bn, "fold_conv_bias": fold_conv_bias, "fold_matmul3": fold_matmul3,
     "fold_cse_opaque": fold_cse_opaque,
-    "shapes_op17": shapes_op17, "fold_window": fold_window, "fold_noops": fold_noops, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
+    "shapes_op17": shapes_op17, "fold_window": fold_window, "fold_noops": fold_noops, "fold_neutral": fold_neutral, "shapes_op9": shapes_op9, "shapes_op18": shapes_op18,
     "shapes_op21": shapes_op21,
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,

@@ -400,6 +400,26 @@ static void test_builtin_matmul(void **state) {
     eg_free(g);
 }
 
+/* Arithmetic by a neutral constant is the value it is applied to, in
+ * every form the import leaves it (a scalar op, a same-shape one, a model
+ * op, an opaque Sub); the look-alikes stay. The values are compared in
+ * onnxruntime by engine_fold_test.py (the C evaluator has no Sub). */
+static void test_builtin_neutral(void **state) {
+    (void)state;
+    eg_graph *g = load_ok(CORPUS "fold_neutral.onnx");
+    eg_builtin_stats st = {0};
+    char err[EG_ERRLEN] = "";
+    int n = g->n_nodes;
+    assert_int_equal(eg_builtin_pre(g, &st, err, sizeof err), EG_OK);
+    assert_int_equal(st.identity_removed, 7);
+    assert_int_equal(g->n_nodes, n - 7);
+    int y = g->output[0], r = g->tensor[y].producer;
+    assert_true(r >= 0);
+    assert_int_equal(g->node[r].in[0], g->input[0]); /* y = relu(x) */
+    assert_valid(g);
+    eg_free(g);
+}
+
 /* opaque.onnx has operators without a kernel, so its values cannot be
  * compared; nothing applies to it, and the graph is the same computation
  * (structural hash) afterwards. */
@@ -431,5 +451,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_bn);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_matmul);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_noop);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_builtin_neutral);
     return _cmocka_run_group_tests("engine_fold", tests, n, NULL, NULL);
 }

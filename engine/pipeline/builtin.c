@@ -158,13 +158,56 @@ static eg_status emit_conv_bias(eg_graph *g, const eg_attrs *a, int x, int w, fl
 
 /* ================= before the search ================= */
 
-/* The input whose value node n's one output is: an Identity's, or an
+/* 1 when t is a float initializer whose every value is v (not a graph
+ * input's default, which a feed may replace). */
+static int all_values(const eg_graph *g, int t, float v) {
+    if (!float_init(g, t) || (g->tensor[t].flags & EG_TF_INPUT)) return 0;
+    int64_t n = eg_shape_numel(&g->tensor[t].shape);
+    for (int64_t i = 0; i < n; i++)
+        if (g->tensor[t].data[i] != v) return 0;
+    return 1;
+}
+
+/* The input x of an arithmetic node that gives x back: x + 0, 0 + x,
+ * x - 0, x * 1, 1 * x or x / 1 by a float constant, whichever form the
+ * import left it in (MobileOne's branches start their sum from the
+ * Python literal 0, so every block of its export adds a constant zero).
+ * Adding zero turns -0 into +0 and nothing else. The rules cannot say
+ * it: they have no constants. The caller checks that the shape is x's
+ * (a zero of a larger shape broadcasts). Else -1. */
+static int neutral_input(const eg_graph *g, const eg_node *n) {
+    if (n->n_in != 2 || n->in[1] < 0) return -1;
+    int a = n->in[0], b = n->in[1];
+    int add = 0, mul = 0, both = 0; /* what it is; both: either side may be the constant */
+    if (n->kind == EG_KIND_OPS) {
+        add = n->op == OP_SADD || n->op == OP_EWADD, mul = n->op == OP_SMUL || n->op == OP_SDIV || n->op == OP_EWMUL;
+        both = n->op == OP_EWADD || n->op == OP_EWMUL;
+    } else if (n->kind == EG_KIND_MODEL) {
+        add = n->mop == EG_MOP_ADD, mul = n->mop == EG_MOP_MUL || n->mop == EG_MOP_DIV;
+        both = n->mop != EG_MOP_DIV;
+    } else if (n->kind == EG_KIND_OPAQUE && !n->n_implicit && eg_default_domain(n->domain)) {
+        eg_xop op = eg_xop_of(n->op_type);
+        add = op == EG_X_ADD || op == EG_X_SUB, mul = op == EG_X_MUL || op == EG_X_DIV;
+        both = op == EG_X_ADD || op == EG_X_MUL;
+    }
+    if (!add && !mul) return -1;
+    float v = add ? 0.0f : 1.0f;
+    return all_values(g, b, v) ? a : both && all_values(g, a, v) ? b : -1;
+}
+
+/* The input whose value node n's one output is: an Identity's, an
+ * arithmetic node's by a neutral constant (neutral_input), or an
  * opaque node's that moves nothing (exports write them where a size
  * happens to need no change: a Swin window that divides the image): a
  * Cast to the same type, a Pad by zeros, a Slice with steps forward or an
  * Expand that keeps the shape. Else -1. */
 static int noop_input(const eg_graph *g, const eg_node *n) {
     if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0) return -1;
+    int kept = neutral_input(g, n);
+    if (kept >= 0) {
+        const eg_tensor *tk = &g->tensor[kept], *ty = &g->tensor[n->out[0]];
+        return tk->dtype && tk->dtype == ty->dtype && shape_eq(&tk->shape, &ty->shape) ? kept : -1;
+    }
     if (n->kind == EG_KIND_MODEL) return n->mop == EG_MOP_IDENTITY ? n->in[0] : -1;
     if (n->kind != EG_KIND_OPAQUE || n->n_implicit || !eg_default_domain(n->domain)) return -1;
     const eg_tensor *x = &g->tensor[n->in[0]], *y = &g->tensor[n->out[0]];
