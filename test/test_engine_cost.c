@@ -764,6 +764,40 @@ static void test_cpu_conv_measures(void **state) {
     eg_free(g);
 }
 
+/* The price of a node not timed yet, for the e-graph's thousands of
+ * e-nodes: the analytic price, in the measuring backend's scale (timed /
+ * analytic of the kernels of its class timed so far, else of every class),
+ * timing and memoising nothing; a timed kernel's memo as it is. */
+static void test_estimate_scaled(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+    int xa = tensor(g, "xa", 4, (int64_t[]){1, 16, 16, 16}, EG_TF_INPUT);
+    int wa = tensor(g, "wa", 4, (int64_t[]){16, 16, 1, 1}, EG_TF_INPUT);
+    int xb = tensor(g, "xb", 4, (int64_t[]){1, 32, 16, 16}, EG_TF_INPUT);
+    int wb = tensor(g, "wb", 4, (int64_t[]){64, 32, 1, 1}, EG_TF_INPUT);
+    int wc = tensor(g, "wc", 4, (int64_t[]){16, 16, 3, 3}, EG_TF_INPUT);
+    int na = ops_node(g, OP_CONV2D, p, xa, wa, "ya"), nb = ops_node(g, OP_CONV2D, p, xb, wb, "yb");
+    int nc = ops_node(g, OP_CONV2D, p, xa, wc, "yc");
+    index_ok(g);
+    eg_cost *an = cost_new(EG_COST_ANALYTIC_CPU, NULL), *c = cost_new(EG_COST_CPU, NULL);
+    double aa = eg_cost_node(an, g, na), ab = eg_cost_node(an, g, nb), ac = eg_cost_node(an, g, nc);
+    assert_true(eg_cost_node_estimate(an, g, nb) == ab); /* an analytic cost is its own estimate */
+    assert_true(eg_cost_node_estimate(c, g, nb) == ab);  /* nothing timed yet: no scale */
+    assert_int_equal(eg_cost_size(c), 0);
+    assert_int_equal(eg_cost_measured(c), 0);
+    double ta = eg_cost_node(c, g, na), scale = ta / aa;
+    assert_true(ta > 0 && ta != aa);
+    assert_true(fabs(eg_cost_node_estimate(c, g, nb) - ab * scale) <= 1e-9 * ab * scale); /* conv1's scale */
+    assert_true(fabs(eg_cost_node_estimate(c, g, nc) - ac * scale) <= 1e-9 * ac * scale); /* no conv timed: all */
+    assert_true(eg_cost_node_estimate(c, g, na) == ta);
+    assert_int_equal(eg_cost_size(c), 1);
+    assert_int_equal(eg_cost_measured(c), 1);
+    eg_cost_free(an);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
 /* ================= cache file ================= */
 
 /* Cost every table row on the cpu backend, save, reload: the same costs
@@ -1022,6 +1056,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_dynamic_batch);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_merge_matmuls);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cpu_conv_measures);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_estimate_scaled);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_written_inside);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_layernorm_charged_once);

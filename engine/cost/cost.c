@@ -29,6 +29,7 @@ struct entry {
     size_t len;
     double us;
     int traced; /* written to the trace (eg_cost_trace) */
+    int scaled; /* counted in the scale of its class (eg_cost_node_estimate) */
 };
 
 struct eg_cost {
@@ -53,6 +54,9 @@ struct eg_cost {
     FILE *trace;         /* eg_cost_trace: each kernel group timed, each
                             judgment's two deltas */
     eg_cost *shadow;     /* with trace: analytic-cpu, to compare with */
+    double scale_log[EG_CAL_COUNT]; /* per kernel class: the sum of log(timed /
+                                       analytic) over the kernels timed or read */
+    int scale_n[EG_CAL_COUNT];
 };
 
 typedef eg_cost_ctx graph_ctx;
@@ -223,10 +227,14 @@ static eg_status insert(eg_cost *c, uint64_t h, const uint8_t *key, size_t len, 
     uint8_t *k = malloc(len ? len : 1);
     if (!k) return EG_ENOMEM;
     memcpy(k, key, len);
-    c->ent[c->n_ent] = (struct entry){h, k, len, us, 0};
+    c->ent[c->n_ent] = (struct entry){h, k, len, us, 0, 0};
     place(c, c->n_ent++);
     return EG_OK;
 }
+
+static int measuring_kind(eg_cost_kind k) { return k == EG_COST_CPU || k == EG_COST_CUDA || k == EG_COST_ORT; }
+
+static int cpu_kind(eg_cost_kind k) { return k == EG_COST_CPU || k == EG_COST_ORT || k == EG_COST_ANALYTIC_CPU; }
 
 static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_group,
                       const unsigned char *wo) {
@@ -257,8 +265,7 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
         return t;
     }
     if (measuring && k.cls != EG_KC_FREE) c->fallbacks++;
-    int cpu = c->kind == EG_COST_CPU || c->kind == EG_COST_ORT || c->kind == EG_COST_ANALYTIC_CPU;
-    return eg_cost_kern_us(&k, cpu);
+    return eg_cost_kern_us(&k, cpu_kind(c->kind));
 }
 
 static int fused_follower(const eg_cost *c, const eg_graph *g, const graph_ctx *x, int j);
@@ -328,6 +335,23 @@ void eg_cost_trace_pair(eg_cost *c, double d, double d_shadow, double before, do
         fprintf(c->trace, "pair %.17g %.17g %.17g %.17g %u\n", d, d_shadow, before, before_shadow, (unsigned)rule);
 }
 
+/* Count memo entry e, the time of node j of g (alone: a group's time is
+ * its head's, as the graph's costs charge it), in the scale of its
+ * kernel class, once: what eg_cost_node_estimate multiplies analytic
+ * prices by. An entry equal to its analytic price was estimated, not
+ * timed, and says nothing of the scale. */
+static void count_scale(eg_cost *c, const eg_graph *g, int j, long e) {
+    eg_cost_kern k;
+    if (!measuring_kind(c->kind) || e < 0 || c->ent[e].scaled) return;
+    c->ent[e].scaled = 1;
+    const eg_node *n = &g->node[j];
+    if (n->kind == EG_KIND_OPAQUE || !eg_cost_kern_of(g, n, &k)) return;
+    int cls = eg_cost_cal_of(&k);
+    double a = eg_cost_kern_us(&k, cpu_kind(c->kind)), us = c->ent[e].us;
+    if (cls < 0 || !(a > 0) || !(us > 0) || us == a || !isfinite(us)) return;
+    c->scale_log[cls] += log(us / a), c->scale_n[cls]++;
+}
+
 static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx *x) {
     int nodes[MAX_GROUP], n = group_of(c, g, x, node, nodes);
     const unsigned char *wo = x ? x->wo : NULL;
@@ -340,6 +364,7 @@ static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx
     if (e >= 0) {
         c->hits++;
         if (c->trace) trace_kernel(c, g, nodes, n, e);
+        count_scale(c, g, node, e);
         return c->ent[e].us;
     }
     c->misses++;
@@ -348,7 +373,26 @@ static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx
      * the memo. */
     if (insert(c, h, c->kbuf, c->klen, us) == EG_OK) e = (long)c->n_ent - 1;
     if (c->trace && e >= 0) trace_kernel(c, g, nodes, n, e);
+    count_scale(c, g, node, e);
     return us;
+}
+
+double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node) {
+    const eg_node *n = &g->node[node];
+    eg_cost_kern k;
+    if (!measuring_kind(c->kind)) return eg_cost_node(c, g, node);
+    if (build_key(c, g, &node, 1)) {
+        long e = find(c, XXH3_64bits(c->kbuf, c->klen), c->kbuf, c->klen);
+        if (e >= 0) return c->hits++, c->ent[e].us;
+    }
+    if (n->kind == EG_KIND_OPAQUE) return eg_cost_opaque_us(g, n);
+    if (!eg_cost_kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
+    int cls = eg_cost_cal_of(&k), m = 0;
+    double sum = 0;
+    if (cls >= 0 && c->scale_n[cls]) sum = c->scale_log[cls], m = c->scale_n[cls];
+    for (int i = 0; !m && i < EG_CAL_COUNT; i++) sum += c->scale_log[i], m += c->scale_n[i];
+    double a = eg_cost_kern_us(&k, cpu_kind(c->kind));
+    return m ? a * exp(sum / m) : a;
 }
 
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node) { return node_cost(c, g, node, NULL); }

@@ -230,6 +230,19 @@ void eg_cost_join_stats(eg_cost *c, const eg_cost *fork);
  * @pre 0 <= node < g->n_nodes; its tensor ids are valid. */
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node);
 
+/* What eg_cost_node would answer for node `node` of g without timing
+ * anything (the e-graph prices thousands of e-nodes so, which a measuring
+ * backend could not time within a search's limit): the memo when a kernel
+ * of its key was timed or read from the cache file; else, for a measuring
+ * backend, the analytic price times the geometric mean of timed / analytic
+ * over the kernels of its class timed or read so far (of every class when
+ * none of its own was), so that it is in the backend's microseconds and
+ * not the roofline's: priced unscaled, every new node looked cheaper than
+ * the timed ones it replaced; the analytic costs answer as eg_cost_node.
+ * Nothing is memoised: eg_cost_node times the node later.
+ * @pre as eg_cost_node. */
+double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node);
+
 /* Sum of eg_cost_node over the nodes that are not weight-only
  * (eg_mark_weight_only), which cost 0: they are folded to initializers.
  * @pre as eg_mark_weight_only (topological order, producers indexed). */

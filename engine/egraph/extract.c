@@ -62,7 +62,7 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
         memcpy(d->param, n->param, sizeof d->param);
         for (int k = 0; k < n->n_kid; k++) d->in[k] = ee_find(E, ee_kids(E, e)[k]);
         d->out[0] = ee_find(E, n->cls);
-        nc[e] = eg_cost_node(c, s, id);
+        nc[e] = eg_cost_node_estimate(c, s, id);
     }
     eg_free(s);
     return rc;
