@@ -381,10 +381,6 @@ double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node) {
     const eg_node *n = &g->node[node];
     eg_cost_kern k;
     if (!measuring_kind(c->kind)) return eg_cost_node(c, g, node);
-    if (build_key(c, g, &node, 1)) {
-        long e = find(c, XXH3_64bits(c->kbuf, c->klen), c->kbuf, c->klen);
-        if (e >= 0) return c->hits++, c->ent[e].us;
-    }
     if (n->kind == EG_KIND_OPAQUE) return eg_cost_opaque_us(g, n);
     if (!eg_cost_kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
     int cls = eg_cost_cal_of(&k), m = 0;

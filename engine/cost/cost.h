@@ -230,16 +230,18 @@ void eg_cost_join_stats(eg_cost *c, const eg_cost *fork);
  * @pre 0 <= node < g->n_nodes; its tensor ids are valid. */
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node);
 
-/* What eg_cost_node would answer for node `node` of g without timing
- * anything (the e-graph prices thousands of e-nodes so, which a measuring
- * backend could not time within a search's limit): the memo when a kernel
- * of its key was timed or read from the cache file; else, for a measuring
- * backend, the analytic price times the geometric mean of timed / analytic
- * over the kernels of its class timed or read so far (of every class when
- * none of its own was), so that it is in the backend's microseconds and
- * not the roofline's: priced unscaled, every new node looked cheaper than
- * the timed ones it replaced; the analytic costs answer as eg_cost_node.
- * Nothing is memoised: eg_cost_node times the node later.
+/* A price for node `node` of g without timing anything (the e-graph
+ * prices thousands of e-nodes so, which a measuring backend could not
+ * time within a search's limit). For a measuring backend: the analytic
+ * price times the geometric mean of timed / analytic over the kernels of
+ * its class that eg_cost_node answered so far, timed or read from the
+ * cache file (of every class when none of its own was), so that it is in
+ * the backend's microseconds and not the roofline's: priced unscaled,
+ * every new node looked cheaper than the timed ones it replaced. Never
+ * the memo, even where it has the key: a kernel timed late in a first run
+ * is in the cache file from the start of the second, which then prices
+ * differently, searches differently and times what the first did not.
+ * Nothing is memoised. The analytic costs answer as eg_cost_node.
  * @pre as eg_cost_node. */
 double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node);
 
