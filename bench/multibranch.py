@@ -19,9 +19,11 @@ collapsed by hand):
   nets    timm models at 1x3x224x224, random weights (pretrained=False,
           eval mode; torch.manual_seed(0), then every BatchNorm's running
           mean/var and affine weight/bias randomised so no BN is the
-          identity): repvgg_a0, mobileone_s0 (depthwise multi-branch) and
+          identity): repvgg_a0, mobileone_s0 (depthwise multi-branch),
           repghostnet_050 (a batchnorm-only branch beside a depthwise conv
-          of the same conv output).
+          of the same conv output), repvit_m1 (RepViT: depthwise 3x3 +
+          1x1 + identity, summed) and fastvit_t8 (FastViT: MobileOne
+          blocks, a layer scale by a parameter on each mixer).
           TRAIN: the model as built; REF: timm.utils.model.
           reparameterize_model(model) (which calls each block's
           reparameterize()). Both exported with the TorchScript exporter
@@ -77,7 +79,8 @@ sys.path.insert(0, os.path.join(ROOT, "test"))
 sys.path.insert(0, os.path.join(ROOT, "engine", "verify"))
 import report  # noqa: E402 (after the path)
 
-NETS = {"repvgg_a0": "repvgg_a0", "mobileone_s0": "mobileone_s0", "repghostnet_050": "repghostnet_050"}
+NETS = {"repvgg_a0": "repvgg_a0", "mobileone_s0": "mobileone_s0", "repghostnet_050": "repghostnet_050",
+        "repvit_m1": "repvit_m1", "fastvit_t8": "fastvit_t8"}
 CONV_OPS = ("Conv", "FusedConv")
 TARGET = 0.95
 
