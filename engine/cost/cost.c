@@ -244,10 +244,10 @@ static double compute(eg_cost *c, const eg_graph *g, const int *nodes, int n_gro
     if (!eg_cost_kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
     double t = -1, t0 = eg_now_s();
     int measurable = k.cls != EG_KC_FREE && k.bytes <= EG_COST_MAX_MEASURE;
-    int measuring = 1; /* a backend that times kernels (else a roofline) */
+    int measuring = measuring_kind(c->kind); /* a backend that times kernels (else a roofline) */
     switch (c->kind) {
     case EG_COST_ANALYTIC:
-    case EG_COST_ANALYTIC_CPU: measuring = 0; break;
+    case EG_COST_ANALYTIC_CPU: break;
     case EG_COST_CPU:
         if (measurable) t = eg_cost_cpu_time(c->cpu, &k);
         break;

@@ -71,14 +71,22 @@ const char *eo_tname(const octx *c, int t) { return t >= 0 ? c->g->tensor[t].nam
 
 /* ================= values ================= */
 
+/* The array arr of n elements used of *cap, each size bytes, with room
+ * for one more (grown by doubling, 8 at first). @return it, moved or
+ * not, or NULL out of memory (arr is then unchanged). */
+static void *room_for_one(void *arr, int n, int *cap, size_t size) {
+    if (arr && n < *cap) return arr;
+    int nc = *cap ? 2 * *cap : 8;
+    void *q = realloc(arr, size * (size_t)nc);
+    if (q) *cap = nc;
+    return q;
+}
+
 eg_status eo_note_added(octx *c, const char *name, int dtype, const eg_shape *s, int tensor) {
     if (c->g->ir_version >= 4) return EG_OK;
-    if (c->n_added == c->cap_added) {
-        int nc = c->cap_added ? 2 * c->cap_added : 8;
-        new_value *p = realloc(c->added, sizeof *p * (size_t)nc);
-        if (!p) return EG_ENOMEM;
-        c->added = p, c->cap_added = nc;
-    }
+    new_value *va = room_for_one(c->added, c->n_added, &c->cap_added, sizeof *va);
+    if (!va) return EG_ENOMEM;
+    c->added = va;
     new_value *v = &c->added[c->n_added];
     v->name = strdup(name);
     if (!v->name) return EG_ENOMEM;
@@ -155,12 +163,9 @@ char *eo_put_ints(octx *c, const char *base, const char *tag, const int64_t *v, 
     for (int k = 0; k < c->n_ints; k++)
         if (c->ints[k].n == n && memcmp(c->ints[k].raw, raw, 8 * (size_t)n) == 0)
             return strdup(c->ints[k].name);
-    if (c->n_ints == c->cap_ints) {
-        int nc = c->cap_ints ? 2 * c->cap_ints : 8;
-        new_ints *p = realloc(c->ints, sizeof *p * (size_t)nc);
-        if (!p) return NULL;
-        c->ints = p, c->cap_ints = nc;
-    }
+    new_ints *vi = room_for_one(c->ints, c->n_ints, &c->cap_ints, sizeof *vi);
+    if (!vi) return NULL;
+    c->ints = vi;
     char *name = eo_fresh_name(c, base, tag);
     if (!name) return NULL;
     if (eo_put_value(c, name, EG_DT_INT64, &s, raw, 8 * (size_t)n, 1, -1) != EG_OK ||
@@ -195,24 +200,22 @@ char *eo_put_fill(octx *c, const char *base, const char *tag, float v, const eg_
     for (int k = 0; k < c->n_fills; k++)
         if (c->fills[k].rank == s->rank && c->fills[k].numel == n && !memcmp(&c->fills[k].v, &v, sizeof v))
             return strdup(c->fills[k].name);
-    if (c->n_fills == c->cap_fills) {
-        int nc = c->cap_fills ? 2 * c->cap_fills : 8;
-        new_fill *p = realloc(c->fills, sizeof *p * (size_t)nc);
-        if (!p) return NULL;
-        c->fills = p, c->cap_fills = nc;
-    }
+    new_fill *vf = room_for_one(c->fills, c->n_fills, &c->cap_fills, sizeof *vf);
+    if (!vf) return NULL;
+    c->fills = vf;
     uint8_t *raw = malloc(4 * (size_t)(n > 0 ? n : 1));
     char *name = raw ? eo_fresh_name(c, base, tag) : NULL;
     uint32_t bits;
     memcpy(&bits, &v, 4);
     for (int64_t k = 0; raw && k < n; k++)
         for (int b = 0; b < 4; b++) raw[4 * k + b] = (uint8_t)(bits >> (8 * b));
+    new_fill *f = &c->fills[c->n_fills];
     if (name && (eo_put_value(c, name, EG_DT_FLOAT, s, raw, 4 * (size_t)n, 1, -1) != EG_OK ||
-                 !(c->fills[c->n_fills].name = strdup(name)))) {
+                 !(f->name = strdup(name)))) {
         free(name);
         name = NULL;
     }
-    if (name) c->fills[c->n_fills].v = v, c->fills[c->n_fills].rank = s->rank, c->fills[c->n_fills++].numel = n;
+    if (name) f->v = v, f->rank = s->rank, f->numel = n, c->n_fills++;
     free(raw);
     return name;
 }
