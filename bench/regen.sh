@@ -3,17 +3,21 @@
 # classes, candidates, proved, rules, wall and CPU time, peak RSS per step,
 # then `prove --check` of the result. Writes bench/results/regen.md.
 #
-#   bench/regen.sh [--bin DIR]
+#   bench/regen.sh [--bin DIR] [--keep DIR]
 #
 # Runs prove/regen.sh (the recipe `ninja ruledb` uses) into a scratch
 # file and compares it with the shipped ruledb: they must be identical.
+# With --keep, the two files made and the logs are kept in DIR (to ship
+# them after a change of the recipe: copy DIR's default.tasodb and
+# pruned.tasodb into ruledb/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=out/bin
+bin=out/bin keep=
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) bin=$2; shift ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --keep) keep=$2; shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/regen.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -21,7 +25,12 @@ done
 for p in synth prove ruledb; do
     [ -x "$bin/$p" ] || { echo "bench/regen.sh: no $bin/$p (run ninja)" >&2; exit 2; }
 done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+if [ -n "$keep" ]; then
+    tmp=$keep
+    mkdir -p "$tmp"
+else
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fi
 mkdir -p "$tmp/logs" bench/results
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s.%N)
@@ -33,7 +42,7 @@ cmp -s "$tmp/pruned.tasodb" ruledb/pruned.tasodb && same="$same (and the pruned 
     same="$same (the pruned set DIFFERS from ruledb/pruned.tasodb)"
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)
-"${timer[@]}" "$bin/prove" --check ruledb/default.tasodb >"$tmp/logs/check.log" 2>&1 || true
+"${timer[@]}" "$bin/prove" --check "$tmp/default.tasodb" >"$tmp/logs/check.log" 2>&1 || true
 
 tf() { grep -m1 "$2" "$1" 2>/dev/null | awk -F': ' '{print $2}'; }
 wall() { # /usr/bin/time's h:mm:ss or m:ss.cc as seconds
@@ -56,7 +65,7 @@ syn() { # graphs classes candidates
     echo
     echo "| step | graphs | classes | candidates | proved | rules | wall s | CPU s | peak RSS MB |"
     echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
-    for s in synth-d3 synth-d4mm synth-d4lin synth-d4conv; do
+    for s in synth-d3 synth-d4mm synth-d4lin synth-d4conv synth-d3id; do
         read -r g c k <<<"$(syn "$tmp/logs/$s.log")"
         echo "| $s | $g | $c | $k | | | $(wall "$tmp/logs/$s.log") | $(cpu "$tmp/logs/$s.log") | $(rss "$tmp/logs/$s.log") |"
     done
@@ -69,7 +78,7 @@ syn() { # graphs classes candidates
     ul=$tmp/logs/prune.log
     echo "| prune by derivability (equations kept = rules in ruledb/pruned.tasodb) | | | $(grep -m1 -oE '[0-9]+ equations' "$ul" | cut -d' ' -f1) | | $(grep -m1 -oE 'holds [0-9]+ rules' "$ul" | cut -d' ' -f2) | $(wall "$ul") | $(cpu "$ul") | $(rss "$ul") |"
     cl=$tmp/logs/check.log
-    echo "| prove --check of the shipped ruledb | | | | $(grep -m1 -oE 'all [0-9]+ rules re-proved' "$cl" | cut -d' ' -f2) | | $(wall "$cl") | $(cpu "$cl") | $(rss "$cl") |"
+    echo "| prove --check of the made ruledb | | | | $(grep -m1 -oE 'all [0-9]+ rules re-proved' "$cl" | cut -d' ' -f2) | | $(wall "$cl") | $(cpu "$cl") | $(rss "$cl") |"
     echo
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "Whole regeneration (synth, merge, prove): %.1f s wall.\n", b - a }'
     echo

@@ -11,9 +11,11 @@
 # an input, and of the biases after them, need four operators on their
 # right side. And depth 3 over conv2d with groups 1 and 2 (the channels of
 # the activations, so 2 is depthwise), the identity kernels iconv and
-# dwiconv at 3x3 and 1x1, and scale: a per-channel scale (a batchnorm-only
-# branch) as a conv, dense or depthwise (prove generalizes the group count),
-# that a block's other convs can merge with. Only there: identity kernels
+# dwiconv at 3x3 and 1x1, scale, ewadd and ewsub, over activations, vectors
+# and a depthwise 3x3 kernel (the opt-in pool type dw3x3): a per-channel
+# scale (a batchnorm-only branch) or the bare input (RepViT's x + dwconv(x),
+# FastViT's dwconv(x) - bn(x)) as a conv, dense or depthwise (prove
+# generalizes the group count), that a block's other convs can merge with. Only there: identity kernels
 # wrapped around every relu and add of the depth-3 run would give the
 # backtracking search a plateau of near-free 1x1 and depthwise convs. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
@@ -45,8 +47,8 @@ step synth-d4mm "$bin/synth" --no-timings --max-ops 4 --ops matmul,concat,split0
     -o "$work/candidates-d4mm.tasodb"
 step synth-d4lin "$bin/synth" --no-timings --max-ops 4 --ops linear,bias,scale,concat,split0,split1 \
     --types seq,matrix,vec3 --seed 1 -o "$work/candidates-d4lin.tasodb"
-step synth-d3id "$bin/synth" --no-timings --max-ops 3 --ops conv2d,iconv,dwiconv,scale --groups2 --kernels1x1 \
-    --types act,vec2 --seed 1 -o "$work/candidates-d3id.tasodb"
+step synth-d3id "$bin/synth" --no-timings --max-ops 3 --ops conv2d,iconv,dwiconv,scale,ewadd,ewsub --groups2 \
+    --kernels1x1 --types act,vec2,dw3x3 --seed 1 -o "$work/candidates-d3id.tasodb"
 step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,split0,split1 \
     --types act,w1x1,w3x3 --seed 1 -o "$work/candidates-d4conv.tasodb"
 "$bin/ruledb" merge -o "$work/candidates.tasodb" "$work/candidates-d3.tasodb" \

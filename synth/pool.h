@@ -27,10 +27,14 @@ typedef struct {
     ten_shape shape;
     int kind;  /* dom_kind_t */
     int count; /* variables of this type a graph may use */
+    int opt_in; /* used only when named (--types): not in the default set */
 } pool_type_info;
 
 extern const pool_type_info pool_types[];
 extern const int pool_n_types;
+/* The types a run uses when none are named: every type but the opt-in
+ * ones (bit t for type t). */
+uint32_t pool_default_types(void);
 
 typedef struct {
     int n_types, n_vars;
@@ -45,15 +49,17 @@ typedef struct {
 } pool;
 
 /* Build the pool and draw its tensors from seed (splitmix64, in table
- * order), so equal seeds give equal tensors.
+ * order, the opt-in types' after all the others'), so equal seeds give
+ * equal tensors, and an opt-in type added to the table leaves the default
+ * types' tensors, and so the default runs' candidates, as they were.
  * @return 0, or -1 when out of memory (p is then freed). */
 int pool_init(pool *p, uint64_t seed);
 
 /* Free the tensors; a zeroed pool is fine. */
 void pool_free(pool *p);
 
-/* "scalar[]x2,matrix[3,3]x4,..." into buf (for the file's notes).
- * @return buf */
-char *pool_describe(char *buf, size_t len);
+/* "scalar[]x2,matrix[3,3]x4,..." into buf (for the file's notes): the
+ * default types, and the opt-in ones among types. @return buf */
+char *pool_describe(char *buf, size_t len, uint32_t types);
 
 #endif

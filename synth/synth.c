@@ -56,7 +56,7 @@ void syn_options_init(syn_options *o) {
     memset(o, 0, sizeof *o);
     o->max_ops = 3;
     o->ops = OPS_SET_ALL;
-    o->types = (1u << pool_n_types) - 1;
+    o->types = pool_default_types();
     o->seed = 1;
     o->shard_n = 1;
 }
@@ -504,8 +504,8 @@ void syn_fill_generator(rdb_generator *g, const syn_options *o, const syn_stats 
     }
     snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "conv_groups=%s", o->groups2 ? "1,2" : "1");
     if (o->kernels1x1) snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "constant_kernels=3x3,1x1");
-    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text));
-    if (o->types != (1u << pool_n_types) - 1) {
+    snprintf(g->notes[g->n_notes++], RDB_NOTE_LEN, "pool=%s", pool_describe(pool_text, sizeof pool_text, o->types));
+    if (o->types != pool_default_types()) {
         char t[RDB_NOTE_LEN - 8];
         size_t n = 0;
         t[0] = 0;

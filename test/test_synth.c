@@ -506,6 +506,25 @@ static void test_identities(void **state) {
     for (int i = 0; i < n_runs; i++) rdb_free(runs[i].f);
 }
 
+/* I16: dw3x3 is opt-in: not in the default types (so the default runs
+ * keep their pool), and named, it gives the depthwise weight that
+ * x + dwconv(x, w) = dwconv(x, w + dwiconv) needs (RepViT's RepVggDw). */
+static void depthwise_run(syn_options *o) { o->groups2 = 1, o->test_combo = one_conv; }
+
+static void test_opt_in_type(void **state) {
+    (void)state;
+    syn_options o;
+    syn_options_init(&o);
+    int dw = type_named("dw3x3");
+    assert_int_equal(o.types >> dw & 1, 0);
+    assert_int_equal(o.types | 1u << dw, (1u << pool_n_types) - 1);
+    rdb_file *f = run_synth(3, "conv2d,ewadd,dwiconv/act,dw3x3", 2, depthwise_run);
+    const char *const want[] = {"[1,2,4,4]", "[2,1,3,3]"};
+    assert_true(same_class_shaped(f, "(ewadd x0 (conv2d 1 SAME NONE 2 x0 x1))",
+                                  "(conv2d 1 SAME NONE 2 x0 (ewadd x1 (dwiconv 3x3 x0)))", want));
+    rdb_free(f);
+}
+
 /* ================= P / R: pruning and whole runs ================= */
 
 /* P01: no class pairs a graph with itself, and members are distinct. */
@@ -726,6 +745,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ignored_variable, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_incremental_equals_whole, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_identities, fx_setup, fx_teardown),
+        cmocka_unit_test(test_opt_in_type),
         cmocka_unit_test(test_never_self),
         cmocka_unit_test(test_pruning_subset),
         cmocka_unit_test(test_threads_same_bytes),

@@ -13,7 +13,7 @@
  * Shapes. Rules are symbolic and the e-graph is not: an instance gives
  * every rule input a shape, the first in a small pool (synth's own input
  * types: matrices, NCHW activations, 3x3 and 1x1 kernels, vectors, token
- * sequences, scalars) that makes both sides well shaped, found by
+ * sequences, scalars, a depthwise kernel) that makes both sides well shaped, found by
  * backtracking over the inputs with each node checked as soon as what it
  * reads is bound. A derivation at one instance may use a coincidence of
  * its dims (square matrices, equal channel counts), so the rule must also
@@ -41,6 +41,7 @@
 static const ten_shape pool[] = {
     {2, {3, 3}},       {4, {1, 2, 4, 4}}, {4, {2, 2, 3, 3}}, {4, {2, 2, 1, 1}}, {3, {1, 2, 3}},
     {1, {2}},          {1, {3}},          {0, {0}},          {4, {2, 2, 1, 3}}, {4, {2, 2, 3, 1}},
+    {4, {2, 1, 3, 3}}, /* last: a depthwise kernel, for the rules no dense one fits */
 };
 #define N_POOL ((int)(sizeof pool / sizeof pool[0]))
 
