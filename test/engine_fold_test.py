@@ -258,7 +258,8 @@ def check_eval(driver, name, m, tmp):
 # a model onnxruntime computes the same with (opset 7 and up: onnxruntime
 # has no Add or Mul of opset 6 for a rewrite to write)
 WALK_MODELS = ["attention", "transformer", "convs", "inception", "mixed", "conv_bn_relu", "fold_window",
-               "legal_dense", "legal_acts", "legal_gemm", "legal_ceil", "post_ln", "kmul_inputs", "shapes_op17"]
+               "legal_dense", "legal_acts", "legal_gemm", "legal_ceil", "post_ln", "kmul_inputs", "shapes_op17",
+               "legal_layer_scale"]
 WALK_SEEDS, WALK_STEPS = 3, 10
 
 

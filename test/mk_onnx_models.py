@@ -932,6 +932,21 @@ def legal_affine():
                  opset=17)
 
 
+def legal_layer_scale():
+    """A layer scale of equal values in every block, as a TorchScript export
+    of a random init writes it: one [C,1,1] initializer read by two Muls,
+    one of them through an Identity -> scale(1) for each, each reading a
+    vector copy of its own (the shared value stays as it was)."""
+    n = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+         helper.make_node("Identity", ["gamma"], ["gamma_id"], name="share"),
+         helper.make_node("Mul", ["c", "gamma_id"], ["m"], name="ls_a"),
+         helper.make_node("Relu", ["m"], ["r"], name="relu"),
+         helper.make_node("Mul", ["gamma", "r"], ["q"], name="ls_b"),
+         helper.make_node("Add", ["q", "x"], ["y"], name="res")]
+    return model(n, "legal_layer_scale", [vi("x", [1, 4, 6, 6])], [vi("y", [1, 4, 6, 6])],
+                 [weight("w", 4, 4, 1, 1), weight("gamma", 4, 1, 1)], opset=17)
+
+
 def legal_sum6():
     """Sum-6 of four equal shapes (opset 6, no broadcasting) -> Adds."""
     n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
@@ -1124,7 +1139,7 @@ MODELS = {
     "transformer": transformer, "bad_broadcast": bad_broadcast,
     "legal_dropout": legal_dropout, "legal_dropout7": legal_dropout7,
     "legal_dropout6": legal_dropout6, "legal_sum": legal_sum, "legal_sum6": legal_sum6,
-    "legal_affine": legal_affine, "legal_bn_branch": legal_bn_branch,
+    "legal_affine": legal_affine, "legal_bn_branch": legal_bn_branch, "legal_layer_scale": legal_layer_scale,
     "legal_ceil": legal_ceil, "legal_legacy6": legal_legacy6, "legal_acts": legal_acts,
     "legal_dense": legal_dense, "legal_gemm": legal_gemm, "legal_nanzero": legal_nanzero,
     "legal_noop_reshape": legal_noop_reshape, "legal_heads_shared": legal_heads_shared,

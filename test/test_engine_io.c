@@ -281,6 +281,10 @@ static const lower_case lower_cases[] = {
      "bn_branch", EG_KIND_OPS, OP_SCALE, {1}},
     {"L53 BatchNormalization that alone reads a Conv's output stays for folding", "legal_bn_branch.onnx",
      "bn_fold", EG_KIND_MODEL, EG_MOP_BATCHNORM, {0}},
+    {"L54 Mul by a [C,1,1] initializer read twice (once through an Identity) -> scale(1)",
+     "legal_layer_scale.onnx", "ls_a", EG_KIND_OPS, OP_SCALE, {1}},
+    {"L55 ... the other Mul too (its operands swapped)", "legal_layer_scale.onnx", "ls_b", EG_KIND_OPS,
+     OP_SCALE, {1}},
 };
 #define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
 

@@ -126,9 +126,11 @@ static int lower_pool(const eg_graph *g, eg_node *n, ops_op op) {
 
 /* numpy's broadcast of v [d, 1, ..., 1] against y along the axis where
  * d sits: a per-channel vector. @return the axis, or -1. A value read
- * only here with 1s around d may be viewed as [d] (*view set: the caller
+ * only here with 1s around d may be viewed as [d] (*view 1: the caller
  * does it with view_vector once it lowers; export puts the trailing 1s
- * back, out_ops.c's eo_plan_channels); anything else must be rank 1. */
+ * back, out_ops.c's eo_plan_channels); one read elsewhere too is copied
+ * to a vector of the reader's own (*view 2: vector_copy); anything else
+ * must be rank 1. */
 typedef struct {
     int *of; /* readers per tensor, counted before lowering */
     int n;   /* tensors then: later ones are the lowering's own */
@@ -143,6 +145,44 @@ static int viewable(const eg_graph *g, int v, const uses_t *uses) {
            !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED | EG_TF_BORROWED));
 }
 
+/* v's shape without its 1s: [d]. */
+static void view_vector(eg_graph *g, int v) {
+    eg_shape *s = &g->tensor[v].shape;
+    int64_t d = 1;
+    for (int k = 0; k < s->rank; k++)
+        if (s->dim[k] != 1) d = s->dim[k];
+    s->dim[0] = d, s->rank = 1;
+}
+
+/* 1 when v is a float initializer with data that no name outside the
+ * graph's nodes pins: readers beyond one (torch shares a layer scale of
+ * equal values across blocks through Identity nodes) then get a copy of
+ * their own to view. */
+static int copyable(const eg_graph *g, int v) {
+    const eg_tensor *t = &g->tensor[v];
+    return t->data && (t->flags & EG_TF_INIT) && !t->dim_name &&
+           !(t->flags & (EG_TF_INPUT | EG_TF_OUTPUT | EG_TF_PINNED));
+}
+
+/* A fresh initializer "<v>_vec<k>" holding v's values as a vector [d]
+ * (v is [.., d, 1, ..]: a per-channel vector some other node reads too). */
+static eg_status vector_copy(eg_graph *g, int v, int *id) {
+    eg_shape s = g->tensor[v].shape;
+    int64_t numel = eg_shape_numel(&s);
+    float *data = malloc(sizeof(float) * (size_t)(numel > 0 ? numel : 1));
+    if (!data) return EG_ENOMEM;
+    eg_status rc = new_tensor(g, v, "vec", 0, EG_DT_FLOAT, &s, id);
+    if (rc != EG_OK) {
+        free(data);
+        return rc;
+    }
+    eg_tensor *t = &g->tensor[*id];
+    memcpy(data, g->tensor[v].data, sizeof(float) * (size_t)numel);
+    t->data = data, t->flags |= EG_TF_INIT;
+    view_vector(g, *id);
+    return EG_OK;
+}
+
 static int channel_axis(const eg_graph *g, int v, int y, const uses_t *uses, int *view) {
     const eg_tensor *t = &g->tensor[v];
     *view = 0;
@@ -155,19 +195,15 @@ static int channel_axis(const eg_graph *g, int v, int y, const uses_t *uses, int
     for (int k = f + 1; k < t->shape.rank; k++)
         if (t->shape.dim[k] != 1) return -1;
     if (t->shape.rank == 1) return axis;
-    if (!viewable(g, v, uses)) return -1;
-    *view = 1;
+    if (viewable(g, v, uses)) {
+        *view = 1;
+        return axis;
+    }
+    if (!copyable(g, v)) return -1;
+    *view = 2;
     return axis;
 }
 
-/* v's shape without its 1s: [d]. */
-static void view_vector(eg_graph *g, int v) {
-    eg_shape *s = &g->tensor[v].shape;
-    int64_t d = 1;
-    for (int k = 0; k < s->rank; k++)
-        if (s->dim[k] != 1) d = s->dim[k];
-    s->dim[0] = d, s->rank = 1;
-}
 
 /* 1 when v, a float initializer of one element and rank 1..rank(y), is
  * read only by the node making y, so it may be viewed as a scalar. */
@@ -199,8 +235,11 @@ static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) 
         int view;
         int32_t cp[OPS_MAX_PARAMS] = {channel_axis(g, in[1], y, uses, &view)};
         if (cp[0] < 0) continue;
-        if (view) view_vector(g, in[1]);
-        if (ops_fits(g, ch, cp, in, y)) {
+        if (view) view_vector(g, in[1]); /* a copy: viewed in place to try the fit, then put back */
+        int fits = ops_fits(g, ch, cp, in, y);
+        if (view == 2) g->tensor[in[1]].shape = keep;
+        if (fits && view == 2 && vector_copy(g, in[1], &in[1]) != EG_OK) fits = 0; /* left a model op */
+        if (fits) {
             set_ops(n, ch, cp, in, y);
             return 1;
         }
