@@ -1692,6 +1692,37 @@ static void test_egraph_block(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* Commutation is never banned: x + bias(dwconv(x)) becomes one depthwise
+ * conv through an add commuted, the bias moved out, the add commuted again
+ * and x + dwconv(x, w) = dwconv(x, w + dwiconv) (RepViT's RepVggDw). With
+ * a match limit of 1 every other rule with two matches in a round sits
+ * out; commutation matching every add in the third round must not, or the
+ * chain stops one step short. */
+static void test_egraph_commutation(void **state) {
+    (void)state;
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC_CPU, NULL, &c, err, sizeof err), EG_OK);
+    eg_ruleset *rs = rules("(ewadd x0 x1) => (ewadd x1 x0)|"
+                           "(ewadd x1 (bias 1 x0 x2)) => (bias 1 (ewadd x0 x1) x2)|"
+                           "(ewadd x0 (conv2d 1 SAME NONE g0 x0 x1)) => "
+                           "(conv2d 1 SAME NONE g0 x0 (ewadd x1 (dwiconv 3x3 x0)))");
+    eg_graph *g = build("in x 1 4 6 6; init w 4 1 3 3; init b 4; d = conv2d 1 0 0 4 x w; y = bias 1 d b; "
+                        "a = ewadd y x; out a");
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 20000, o.match_limit = 1, o.passes = 1;
+    eg_graph *best = NULL;
+    eg_search_result r;
+    if (eg_saturate(g, rs, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("eg_saturate: %s", err);
+    ec_check(g, best, "saturated");
+    assert_int_equal(count_op(best, OP_EWADD), 0);
+    assert_int_equal(count_op(best, OP_CONV2D), 1);
+    eg_search_result_free(&r), eg_free(best), eg_free(g);
+    eg_ruleset_free(rs);
+    eg_cost_free(c);
+}
+
 /* The stop reasons: saturated (a rule set with nothing left to add), the
  * rounds, the e-node limit; each result whole and equal in value. A rule
  * that puts a value in the class of its own input (relu relu x = relu x)
@@ -1888,6 +1919,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stop);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_nonfinite);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_block);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_commutation);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_limits);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_congruence);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_derives);

@@ -59,12 +59,33 @@ static int flooding_rule(const eg_ruleset *rs, size_t i) {
     return only || (r->src.n_outputs == 1 && slices_in(&r->dst) > slices_in(&r->src) && r->dst.n_nodes > r->src.n_nodes);
 }
 
+/* 1 when rule i is f(x0, x1) => f(x1, x0) for a commutative f. It is
+ * never banned: it can at most double the e-nodes of f (its result is
+ * hash-consed once), so it cannot flood an e-graph, and the chains that
+ * pay need it between their steps. On RepViT-M1, x + bias(dwconv(x)) is
+ * one conv once the bias moves out (a rule whose add reads the other way
+ * round) and the add is commuted again for x + dwconv(x) = dwconv(x, w +
+ * dwiconv); with commutation banned from the third round on (over the
+ * match limit on a model of 500 nodes), that chain was cut in every
+ * block. */
+static int commutation_rule(const eg_ruleset *rs, size_t i) {
+    const rdb_rule *r = eg_ruleset_rule(rs, i);
+    const rg_node *a = &r->src.node[0], *b = &r->dst.node[0];
+    return r->src.n_nodes == 1 && r->dst.n_nodes == 1 && r->src.n_outputs == 1 && a->op == b->op &&
+           (ops_table[a->op].flags & OPF_COMMUTATIVE) && ops_table[a->op].arity == 2 &&
+           !memcmp(a->param, b->param, sizeof a->param) && a->in[0] == b->in[1] && a->in[1] == b->in[0] &&
+           a->in[0] != a->in[1];
+}
+
 static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit) {
     s->limit = malloc(sizeof *s->limit * (n + 1)), s->count = calloc(n + 1, sizeof *s->count);
     s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
     s->off = calloc(n + 1, 1), s->pass = calloc(n + 1, 1);
     if (!s->limit || !s->count || !s->banned || !s->until || !s->off || !s->pass) return EG_ENOMEM;
-    for (size_t i = 0; i < n; i++) s->limit[i] = flooding_rule(rs, i) ? (limit / 16 > 16 ? limit / 16 : 16) : limit;
+    for (size_t i = 0; i < n; i++)
+        s->limit[i] = commutation_rule(rs, i) ? UINT32_MAX
+                      : flooding_rule(rs, i)  ? (limit / 16 > 16 ? limit / 16 : 16)
+                                              : limit;
     return EG_OK;
 }
 
