@@ -51,12 +51,28 @@ static int slices_in(const rg_graph *side) {
  * the merges that pay were chained; a merge into concatenations that adds
  * no node, two convs summed as one conv of concatenated inputs, is not
  * one, nor a rule of several outputs, which runs in the first rounds only
- * and merges the projections of one input). They get a sixteenth of the match
- * limit, so they are banned before they crowd out the rest. */
-static int flooding_rule(const eg_ruleset *rs, size_t i) {
+ * and merges the projections of one input). With heavy set, so is a
+ * rule of one output that adds a conv or a matmul (a conv of a sum as a
+ * sum of convs: on RepViT-M1 it copied the conv after every residual sum,
+ * the merges of two convs of one weight paired the copies, and the
+ * e-nodes ran out before x + bias(dwconv(x)) became one conv in half the
+ * blocks; its reverse, which saves a conv, is not one). They get a
+ * sixteenth of the match limit, so they are banned before they crowd out
+ * the rest. */
+static int heavy_op(ops_op op) { return op == OP_CONV2D || op == OP_MATMUL || op == OP_BMM || op == OP_LINEAR; }
+
+static int heavy_in(const rg_graph *side) {
+    int n = 0;
+    for (int j = 0; j < side->n_nodes; j++) n += heavy_op(side->node[j].op);
+    return n;
+}
+
+static int flooding_rule(const eg_ruleset *rs, size_t i, int heavy) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
     int only = slices_in(&r->src) == r->src.n_nodes && slices_in(&r->dst) == r->dst.n_nodes;
-    return only || (r->src.n_outputs == 1 && slices_in(&r->dst) > slices_in(&r->src) && r->dst.n_nodes > r->src.n_nodes);
+    int one = r->src.n_outputs == 1;
+    return only || (one && slices_in(&r->dst) > slices_in(&r->src) && r->dst.n_nodes > r->src.n_nodes) ||
+           (heavy && one && heavy_in(&r->dst) > heavy_in(&r->src));
 }
 
 /* 1 when rule i is f(x0, x1) => f(x1, x0) for a commutative f. It is
@@ -77,14 +93,18 @@ static int commutation_rule(const eg_ruleset *rs, size_t i) {
            a->in[0] != a->in[1];
 }
 
-static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit) {
+/* heavy: the search's passes over a model (flooding_rule); a derivation
+ * (ee_saturate_until: a rule's two sides under a small e-node bound, where
+ * nothing crowds out anything) runs without it, as the shipped ruledb's
+ * pruning was decided. */
+static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit, int heavy) {
     s->limit = malloc(sizeof *s->limit * (n + 1)), s->count = calloc(n + 1, sizeof *s->count);
     s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
     s->off = calloc(n + 1, 1), s->pass = calloc(n + 1, 1);
     if (!s->limit || !s->count || !s->banned || !s->until || !s->off || !s->pass) return EG_ENOMEM;
     for (size_t i = 0; i < n; i++)
         s->limit[i] = commutation_rule(rs, i) ? UINT32_MAX
-                      : flooding_rule(rs, i)  ? (limit / 16 > 16 ? limit / 16 : 16)
+                      : flooding_rule(rs, i, heavy) ? (limit / 16 > 16 ? limit / 16 : 16)
                                               : limit;
     return EG_OK;
 }
@@ -189,7 +209,7 @@ static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost 
     if (!r->applied) rc = EG_ENOMEM;
     if (rc == EG_OK) rc = eg_mark_nonfinite(marked); /* a rule that adds zeros refuses those values */
     if (rc == EG_OK) rc = ee_build(&E, marked);
-    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit);
+    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit, 1);
     r->cost_before = eg_cost_graph(c, g);
     r->stop = EG_STOP_ITERATIONS;
     double t_extract = 0;
@@ -324,7 +344,7 @@ eg_status ee_saturate_until(ee_graph *E, const eg_ruleset *rs, const unsigned ch
     sched s = {0};
     uint64_t added = 0;
     int round = 0;
-    eg_status rc = sched_new(&s, rs, nr, o->match_limit);
+    eg_status rc = sched_new(&s, rs, nr, o->match_limit, 0);
     s.enabled = enabled;
     for (; rc == EG_OK && round < o->iterations; round++) {
         if (done(E, arg)) break;
