@@ -33,6 +33,7 @@ else
 fi
 mkdir -p "$tmp/logs" bench/results
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+commit=$(git rev-parse --short HEAD) # at the start: the recipe that runs
 t0=$(date +%s.%N)
 prove/regen.sh "$bin" "$tmp/work" "$tmp/default.tasodb" "$tmp/pruned.tasodb" "$tmp/logs"
 t1=$(date +%s.%N)
@@ -59,7 +60,7 @@ syn() { # graphs classes candidates
 {
     echo "# Regenerating the shipped ruledb"
     echo
-    echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), $(nproc) cores; load average at start: $load0 (other work on the machine slows every time)."
+    echo "$(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $(nproc) cores; load average at start: $load0 (other work on the machine slows every time)."
     echo "\`bench/regen.sh\` runs prove/regen.sh, the recipe \`ninja ruledb\` uses; the result is $same."
     echo "Operators: $("$bin/ruledb" info ruledb/default.tasodb | sed -n 's/^ops: *//p')."
     echo
