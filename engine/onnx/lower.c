@@ -204,7 +204,6 @@ static int channel_axis(const eg_graph *g, int v, int y, const uses_t *uses, int
     return axis;
 }
 
-
 /* 1 when v, a float initializer of one element and rank 1..rank(y), is
  * read only by the node making y, so it may be viewed as a scalar. */
 static int one_element_view(const eg_graph *g, int v, int y, const uses_t *uses) {
@@ -235,7 +234,7 @@ static int lower_binary(eg_graph *g, eg_node *n, ops_op ew, const uses_t *uses) 
         int view;
         int32_t cp[OPS_MAX_PARAMS] = {channel_axis(g, in[1], y, uses, &view)};
         if (cp[0] < 0) continue;
-        if (view) view_vector(g, in[1]); /* a copy: viewed in place to try the fit, then put back */
+        if (view) view_vector(g, in[1]); /* view 2: in place only to try the fit, then put back */
         int fits = ops_fits(g, ch, cp, in, y);
         if (view == 2) g->tensor[in[1]].shape = keep;
         if (fits && view == 2 && vector_copy(g, in[1], &in[1]) != EG_OK) fits = 0; /* left a model op */
