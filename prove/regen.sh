@@ -15,9 +15,10 @@
 # and a depthwise 3x3 kernel (the opt-in pool type dw3x3): a per-channel
 # scale (a batchnorm-only branch) or the bare input (RepViT's x + dwconv(x),
 # FastViT's dwconv(x) - bn(x)) as a conv, dense or depthwise (prove
-# generalizes the group count), that a block's other convs can merge with. Only there: identity kernels
-# wrapped around every relu and add of the depth-3 run would give the
-# backtracking search a plateau of near-free 1x1 and depthwise convs. Merged, then proved with a fixed
+# generalizes the group count), that a block's other convs can merge
+# with. Only there: identity kernels wrapped around every relu and add of
+# the depth-3 run would give the backtracking search a plateau of
+# near-free 1x1 and depthwise convs. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
 # check (the same bytes on any machine and with any --jobs): OUT, every
 # proved rule, the file the engine ships. Then pruned by derivability

@@ -13,9 +13,9 @@
  * Shapes. Rules are symbolic and the e-graph is not: an instance gives
  * every rule input a shape, the first in a small pool (synth's own input
  * types: matrices, NCHW activations, 3x3 and 1x1 kernels, vectors, token
- * sequences, scalars, a depthwise kernel) that makes both sides well shaped, found by
- * backtracking over the inputs with each node checked as soon as what it
- * reads is bound. A derivation at one instance may use a coincidence of
+ * sequences, scalars, a depthwise kernel) that makes both sides well
+ * shaped, found by backtracking over the inputs with each node checked as
+ * soon as what it reads is bound. A derivation at one instance may use a coincidence of
  * its dims (square matrices, equal channel counts), so the rule must also
  * be derived at DERIVE_VARIANTS more instances whose distinct dims were
  * given other values (prove's stage 2 does the same to refute). A rule
