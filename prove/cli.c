@@ -60,7 +60,7 @@ static const char usage_text[] =
     "                 each: ID CLASS[: WHY] (for comparing runs)\n"
     "  --derive-rounds N  saturation rounds per instance, for --prune-derivable\n"
     "                 (default 4) and --derive (default: the most SHIPPED was\n"
-    "                 pruned with, its notes, else 4)\n"
+    "                 pruned with, its notes, else 4; the same for the mode)\n"
     "  --derive-nodes N   e-nodes at most per instance (default 2000; for\n"
     "                 --derive, as the rounds)\n"
     "  --derive-by M  how a rule counts as derived: equation (default: its two\n"
@@ -72,6 +72,9 @@ static const char usage_text[] =
     "                 meet (the two sides meet under any rules: a search may\n"
     "                 not reach it)\n"
     "  --two-sided    the same as --derive-by meet\n"
+    "  --from PRUNED  with --prune-derivable: prune again PRUNED, a file already\n"
+    "                 pruned from RULEDB: only its rules may be kept, and each\n"
+    "                 rule of RULEDB is checked against the file written\n"
     "  --every N      with --derive: check every Nth rule FULL holds and\n"
     "                 SHIPPED lacks, a sample (default 1: every one)\n"
     "  -q             no progress or summary\n"
@@ -179,13 +182,14 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--two-sided")) a->d.mode = 1;
     else if (!strcmp(s, "--no-hygiene")) a->no_hygiene = 1;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong") ||
-              !strcmp(s, "--sample")) &&
+              !strcmp(s, "--sample") || !strcmp(s, "--from")) &&
              !next)
         return usage_error("missing value for", s);
     else if (!strcmp(s, "-o")) a->output = argv[++*i];
     else if (!strcmp(s, "--axioms")) a->o.axioms_path = argv[++*i];
     else if (!strcmp(s, "--wrong")) a->wrong = argv[++*i];
     else if (!strcmp(s, "--sample")) a->sample = argv[++*i];
+    else if (!strcmp(s, "--from")) a->d.from = argv[++*i];
     else if (s[0] == '-' && s[1]) return usage_error("unknown option", s);
     else if (a->input) a->more[a->n_more++] = argv[*i];
     else a->input = s;
@@ -314,10 +318,12 @@ static int run_prune(const args *a) {
     if (!a->d.quiet)
         fprintf(stderr,
                 "prove: %s: %zu rules, %zu not matchable (dropped), %zu equations (a rule and its reverse once): "
-                "%zu kept, %zu derived by the others, %.1f s (%zu kept again after %d check(s) against the file "
-                "as the engine reads it); %s holds %zu rules, one per equation kept\n",
-                a->input, r.in, r.skipped, r.equations, r.kept, r.derived, r.seconds, r.restored, r.passes,
-                a->output, r.kept);
+                "%zu kept%s%s, %zu derived by the others (rounds %d, e-nodes %d, by %s), %.1f s (%zu kept again "
+                "after %d check(s) against the file as the engine reads it); %s holds %zu rules, one per equation "
+                "kept\n",
+                a->input, r.in, r.skipped, r.equations, r.kept, a->d.from ? " of those in " : "",
+                a->d.from ? a->d.from : "", r.derived, r.rounds, r.nodes, pv_derive_mode_names[r.mode], r.seconds,
+                r.restored, r.passes, a->output, r.kept);
     return EXIT_OK;
 }
 

@@ -12,33 +12,37 @@
 #include "workers.h"
 
 void pv_derive_defaults(pv_derive_options *o) {
-    o->rounds = 0, o->nodes = 0, o->mode = EG_DERIVE_EQUATION, o->every = 1, o->quiet = 0, o->jobs = 0;
+    o->rounds = 0, o->nodes = 0, o->mode = -1, o->every = 1, o->quiet = 0, o->jobs = 0, o->from = NULL;
 }
 
 #define PRUNED_NOTE "pruned by derivability:"
 
-/* d with its bounds not given (0) filled: the most a note of f says the
- * file was pruned with (a file pruned in passes names each pass's), else
- * the defaults. So `prove --derive` checks a pruned file at the bounds it
- * was made with. */
+const char *const pv_derive_mode_names[PV_DERIVE_MODES] = {"reach", "meet", "equation", "detours"};
+
+/* d with its bounds and mode not given (0, -1) filled: the most a note of
+ * f says the file was pruned with (a file pruned in passes names each
+ * pass's) and the last pass's mode, else the defaults. So `prove
+ * --derive` checks a pruned file as it was made. */
 static pv_derive_options bounds_of(const pv_derive_options *d, const rdb_file *f) {
     pv_derive_options b = *d;
-    int rounds = 0, nodes = 0;
+    int rounds = 0, nodes = 0, mode = -1;
     for (int k = 0; f && k < f->gen.n_notes; k++) {
         const char *at = strstr(f->gen.notes[k], "(rounds ");
+        char by[16] = "";
         int r, n;
         if (strncmp(f->gen.notes[k], PRUNED_NOTE, strlen(PRUNED_NOTE)) || !at ||
-            sscanf(at, "(rounds %d, e-nodes %d", &r, &n) != 2)
+            sscanf(at, "(rounds %d, e-nodes %d, by %15[a-z]", &r, &n, by) < 2)
             continue;
         if (r > rounds) rounds = r;
         if (n > nodes) nodes = n;
+        for (int m = 0; m < PV_DERIVE_MODES; m++)
+            if (!strcmp(by, pv_derive_mode_names[m])) mode = m;
     }
     if (!b.rounds) b.rounds = rounds > 0 ? rounds : PV_DERIVE_ROUNDS;
     if (!b.nodes) b.nodes = nodes > 0 ? nodes : PV_DERIVE_NODES;
+    if (b.mode < 0) b.mode = mode >= 0 ? mode : EG_DERIVE_EQUATION;
     return b;
 }
-
-const char *const pv_derive_mode_names[PV_DERIVE_MODES] = {"reach", "meet", "equation", "detours"};
 
 static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
     eg_search_opts_init(o);
@@ -209,18 +213,21 @@ static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg)
 int pv_prune_file(const char *in, const char *out, const pv_derive_options *given, pv_prune_report *r, char *err,
                   size_t errlen) {
     const pv_derive_options bounds = bounds_of(given, NULL), *d = &bounds;
-    rdb_file *f = NULL, *g = NULL;
+    rdb_file *f = NULL, *g = NULL, *from = NULL;
     eg_ruleset *rs = NULL;
-    unsigned char *keep = NULL;
+    unsigned char *keep = NULL, *candidates = NULL;
     size_t *rs_of_f = NULL;
+    rdb_delta delta = {0};
     eg_search_opts o;
     eg_prune_stats st;
     char why[EG_ERRLEN] = "";
     int rc = PV_OK;
     double t0 = eg_now_s();
     memset(r, 0, sizeof *r);
+    r->rounds = d->rounds, r->nodes = d->nodes, r->mode = d->mode;
     engine_opts(d, &o);
     if ((rc = pv_read_kind(in, RDB_RULES, &f, err, errlen)) != PV_OK) return rc;
+    if (d->from && (rc = pv_read_kind(d->from, RDB_RULES, &from, err, errlen)) != PV_OK) return rdb_free(f), rc;
     if (eg_ruleset_from_rdb(f, &rs, why, sizeof why) != EG_OK) {
         snprintf(err, errlen, "%s: %s", in, why);
         rc = PV_EINPUT;
@@ -228,16 +235,28 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
     size_t n = rs ? eg_ruleset_count(rs) : 0;
     if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(rs_of_f = malloc(sizeof *rs_of_f * (f->n_rules + 1)))))
         rc = PV_ENOMEM;
-    if (rc == PV_OK && eg_prune_derivable(rs, &o, (eg_derive_mode)d->mode, keep, &st, d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
-        snprintf(err, errlen, "%s: %s", in, why);
-        rc = PV_ENOMEM;
-    }
     if (rc == PV_OK) {
         for (size_t j = 0; j < f->n_rules; j++) rs_of_f[j] = SIZE_MAX;
         for (size_t i = 0; i < n; i++) {
             const rdb_rule *x = eg_ruleset_reversed(rs, i) ? NULL : by_id(f, eg_ruleset_rule(rs, i)->id);
             if (x) rs_of_f[x - f->rules] = i;
         }
+    }
+    /* with --from, only the equations of that file may be kept: the rules
+     * of f it lacks are what it was pruned of */
+    if (rc == PV_OK && from && (!(candidates = malloc(n + 1)) || rdb_diff(f, from, &delta) != RDB_OK)) rc = PV_ENOMEM;
+    if (rc == PV_OK && from) {
+        memset(candidates, 1, n);
+        for (size_t k = 0; k < delta.n_only_a; k++)
+            if (rs_of_f[delta.only_a[k]] != SIZE_MAX) candidates[rs_of_f[delta.only_a[k]]] = 0;
+        for (size_t i = 0; i < n; i++) /* a reverse the engine made reads its rule's */
+            if (eg_ruleset_reversed(rs, i) && eg_ruleset_mate(rs, i) != EG_NO_MATE)
+                candidates[i] = candidates[eg_ruleset_mate(rs, i)];
+    }
+    if (rc == PV_OK && eg_prune_derivable(rs, &o, (eg_derive_mode)d->mode, candidates, keep, &st,
+                                          d->quiet ? NULL : progress, NULL, why, sizeof why) != EG_OK) {
+        snprintf(err, errlen, "%s: %s", in, why);
+        rc = PV_ENOMEM;
     }
     /* Each dropped rule is checked against the file as the engine reads it
      * and kept when not derived, until a pass keeps none (then prove
@@ -271,9 +290,10 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
     }
     if (rc == PV_OK && rdb_write(out, g, err, errlen) != RDB_OK) rc = PV_EIO;
     r->seconds = eg_now_s() - t0;
-    free(keep), free(rs_of_f);
+    free(keep), free(rs_of_f), free(candidates);
+    rdb_delta_free(&delta);
     eg_ruleset_free(rs);
-    rdb_free(f), rdb_free(g);
+    rdb_free(f), rdb_free(g), rdb_free(from);
     return rc;
 }
 

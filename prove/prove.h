@@ -263,13 +263,17 @@ typedef struct {
                    --derive, the most the SHIPPED file was pruned with (its
                    notes), else PV_DERIVE_ROUNDS */
     int nodes;  /* e-nodes at most per instance; 0: the same, PV_DERIVE_NODES */
-    int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation
-                   (default), 3 detours */
+    int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation,
+                   3 detours; -1 (the default): for --derive, the mode
+                   SHIPPED was pruned by (its notes), else equation */
     int every;  /* --derive: check every Nth rule of FULL the shipped set
                    lacks (default 1: all) */
     int jobs;   /* threads deciding the checks of --derive and of the
                    pruning's file (0, the default: all cores) */
     int quiet;
+    const char *from; /* --prune-derivable --from: a file already pruned
+                         from the input; only its rules may be kept, and
+                         the checks are against the input (NULL: none) */
 } pv_derive_options;
 
 void pv_derive_defaults(pv_derive_options *o);
@@ -285,6 +289,7 @@ typedef struct {
     size_t kept, derived; /* equations; a kept one is written as one rule */
     size_t restored; /* of kept: dropped first, not derived from the final set */
     int passes;      /* checks of the dropped rules against the final set */
+    int rounds, nodes, mode; /* the bounds and the mode it ran with */
     double seconds;
 } pv_prune_report;
 

@@ -21,11 +21,11 @@
 # near-free 1x1 and depthwise convs. Merged, then proved with a fixed
 # seed, no timings in the file, so only the deterministic budgets decide a
 # check (the same bytes on any machine and with any --jobs): OUT, every
-# proved rule, the file the engine ships. Then pruned by derivability
-# (equations, a rule and its reverse, each dropped when the smaller ones
-# kept derive it in the engine's e-graph, bounded by rounds and e-nodes,
-# never by time): PRUNED, one rule per equation kept (the engine reads
-# each rule both ways), the set built into the engine. With LOGDIR,
+# proved rule. Then pruned by derivability (equations, a rule and its
+# reverse, each dropped when the smaller ones kept derive it in the
+# engine's e-graph, bounded by rounds and e-nodes, never by time), in
+# three steps: PRUNED, one rule per equation kept (the engine reads each
+# rule both ways), the set built into the engine. With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
@@ -56,4 +56,12 @@ step synth-d4conv "$bin/synth" --no-timings --max-ops 4 --ops conv2d,concat,spli
     "$work/candidates-d4mm.tasodb" "$work/candidates-d4conv.tasodb" "$work/candidates-d4lin.tasodb" \
     "$work/candidates-d3id.tasodb"
 step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out"
-step prune "$bin/prove" --prune-derivable "$out" -o "$pruned"
+# The pruning: by equation from the smallest up, then twice again over
+# what the previous step kept (--from) by detours (a rule that only
+# writes a split of a concat or a product with ones around what the others
+# derive goes), each time every rule of OUT checked against the file
+# written and kept when not derived (prove/derive.c; docs/rules.md).
+step prune "$bin/prove" --prune-derivable "$out" -o "$work/pruned-1.tasodb"
+step prune-2 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-1.tasodb" --derive-by detours \
+    -o "$work/pruned-2.tasodb"
+step prune-3 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-2.tasodb" --derive-by detours -o "$pruned"

@@ -1838,12 +1838,40 @@ static void test_prune_derivable(void **state) {
     assert_int_equal(derived, 1);
     unsigned char keep[7];
     eg_prune_stats st;
-    assert_int_equal(eg_prune_derivable(rs, &o, 0, keep, &st, NULL, NULL, err, sizeof err), EG_OK);
+    assert_int_equal(eg_prune_derivable(rs, &o, 0, NULL, keep, &st, NULL, NULL, err, sizeof err), EG_OK);
     unsigned char want[7] = {1, 1, 0, 1, 1, 1, 0}; /* rule 2 and its reverse: commute and associate */
     for (size_t i = 0; i < 7; i++) assert_int_equal(keep[i], want[i]);
     assert_int_equal(st.rules, 4); /* equations */
     assert_int_equal(st.kept, 3);
     assert_int_equal(st.derived, 1);
+    eg_ruleset_free(rs);
+}
+
+/* Of two rules of one size, the general one is decided first: the rule
+ * with two inputs made one is its instance, derived in one step (both
+ * were kept when the instance came first, as its place in the file puts
+ * it); with candidates, the equations not named are dropped unchecked. */
+static void test_prune_general_first(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(concat 1 x0 (concat 1 x1 x0)) => (concat 1 (concat 1 x0 x1) x0)|"
+                           "(concat 1 x0 (concat 1 x1 x2)) => (concat 1 (concat 1 x0 x1) x2)");
+    assert_int_equal(eg_ruleset_count(rs), 4); /* the two, then their reverses */
+    assert_int_equal(eg_ruleset_mate(rs, 0), 2);
+    assert_int_equal(eg_ruleset_mate(rs, 1), 3);
+    char err[EG_ERRLEN];
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4;
+    unsigned char keep[4], only_instance[4] = {1, 0, 1, 0};
+    eg_prune_stats st;
+    assert_int_equal(eg_prune_derivable(rs, &o, EG_DERIVE_EQUATION, NULL, keep, &st, NULL, NULL, err, sizeof err), EG_OK);
+    unsigned char want[4] = {0, 1, 0, 1};
+    for (size_t i = 0; i < 4; i++) assert_int_equal(keep[i], want[i]);
+    assert_int_equal(st.kept, 1);
+    assert_int_equal(st.derived, 1);
+    assert_int_equal(eg_prune_derivable(rs, &o, EG_DERIVE_EQUATION, only_instance, keep, &st, NULL, NULL, err, sizeof err),
+                     EG_OK);
+    for (size_t i = 0; i < 4; i++) assert_int_equal(keep[i], only_instance[i]);
     eg_ruleset_free(rs);
 }
 
@@ -1924,5 +1952,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_congruence);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_derives);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_prune_derivable);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_prune_general_first);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }

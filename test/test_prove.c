@@ -856,6 +856,47 @@ static void test_prune_derivable_file(void **state) {
     rdb_free(f);
 }
 
+/* prove --prune-derivable --from prunes a pruned file again, by another
+ * mode: a rule that writes a detour around commutation goes, the rules of
+ * the first file not kept stay out, every rule of the full set is checked
+ * against the result; --derive then reads the mode from the file's note. */
+static void test_prune_again_from(void **state) {
+    (void)state;
+    static const char full_text[] = "(ewadd x0 x1) => (ewadd x1 x0)|"
+                                    "(split0 1 (dim 1 x0) (concat 1 x0 x1)) => x0|"
+                                    "(split1 1 (dim 1 x0) (concat 1 x0 x1)) => x1|"
+                                    "(ewadd x0 x1) => (split0 1 (dim 1 x0) (concat 1 (ewadd x1 x0) x1))";
+    char full[300], first[300], again[300], err[PV_ERRLEN];
+    rdb_file *f = rules_of(full_text), *g = NULL;
+    pv_derive_options d;
+    pv_prune_report pr;
+    pv_derive_report dr;
+    pv_derive_defaults(&d);
+    d.quiet = 1;
+    snprintf(full, sizeof full, "%s/full2.tasodb", scratch);
+    snprintf(first, sizeof first, "%s/first.tasodb", scratch);
+    snprintf(again, sizeof again, "%s/again.tasodb", scratch);
+    write_file(full, f);
+    assert_int_equal(pv_prune_file(full, first, &d, &pr, err, sizeof err), PV_OK);
+    assert_int_equal(pr.kept, 4); /* by equation, the detour is not derived */
+    d.from = first, d.mode = 3; /* detours */
+    assert_int_equal(pv_prune_file(full, again, &d, &pr, err, sizeof err), PV_OK);
+    assert_int_equal(pr.kept, 3);
+    assert_int_equal(pr.restored, 0);
+    assert_int_equal(pv_read_kind(again, RDB_RULES, &g, err, sizeof err), PV_OK);
+    assert_int_equal(g->n_rules, 3);
+    rdb_free(g);
+    d.from = NULL, d.mode = -1; /* the file's own mode: detours */
+    assert_int_equal(pv_derive_file(again, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.neither, 0);
+    d.mode = 2; /* equation */
+    assert_int_equal(pv_derive_file(again, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.neither, 1);
+    d.mode = -1, d.from = "/nonexistent.tasodb";
+    assert_int_equal(pv_prune_file(full, again, &d, &pr, err, sizeof err), PV_EINPUT);
+    rdb_free(f);
+}
+
 static void expect_input_error(const char *cands, const char *axioms_path, const char *what) {
     pv_options o;
     pv_stats st;
@@ -1023,6 +1064,7 @@ int main(int argc, char **argv) {
     ADD("C02 bad inputs are input errors", test_bad_inputs);
     ADD("C03 cli usage", test_cli_usage);
     ADD("C04 pruning by derivability, and the proof nothing was lost", test_prune_derivable_file);
+    ADD("C04b pruning a pruned file again by another mode (--from)", test_prune_again_from);
 #undef ADD
     int rc = _cmocka_run_group_tests("prove", tests, n, make_scratch, drop_scratch);
     tg_free(&plan);

@@ -285,13 +285,19 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *fi
 /* ---- the pruning ---- */
 
 typedef struct {
-    int size;
+    int size, inputs;
     size_t i;
 } by_size;
 
+/* Smallest first; of equal size, the one with more inputs first: a rule
+ * of the same size with fewer inputs is at most an instance of it (two
+ * inputs made one, as `(concat (ewadd x0 x1) (ewadd x0 x1))` is of
+ * `(concat (ewadd x0 x1) (ewadd x2 x3))`), which the general rule derives
+ * in one step and never the reverse. */
 static int size_cmp(const void *a, const void *b) {
     const by_size *x = a, *y = b;
     if (x->size != y->size) return x->size < y->size ? -1 : 1;
+    if (x->inputs != y->inputs) return x->inputs > y->inputs ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
@@ -336,8 +342,9 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
     return rc;
 }
 
-eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode, unsigned char *keep,
-                             eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen) {
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode,
+                             const unsigned char *candidates, unsigned char *keep, eg_prune_stats *st,
+                             eg_prune_progress progress, void *arg, char *err, size_t errlen) {
     size_t n = eg_ruleset_count(rs), units = 0;
     by_size *order = malloc(sizeof *order * (n + 1));
     double t0 = eg_now_s();
@@ -348,14 +355,16 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_d
     for (size_t i = 0; i < n; i++) {
         const rdb_rule *r = eg_ruleset_rule(rs, i);
         keep[i] = 0;
-        if (mate_of(rs, i) >= i) order[units++] = (by_size){r->src.n_nodes + r->dst.n_nodes, i};
+        if (mate_of(rs, i) >= i)
+            order[units++] = (by_size){r->src.n_nodes + r->dst.n_nodes, r->src.n_inputs, i};
     }
     st->rules = units;
     qsort(order, units, sizeof *order, size_cmp);
     eg_status rc = EG_OK;
     for (size_t q = 0; rc == EG_OK && q < units; q++) {
-        int derived = 0;
-        rc = eg_derive_equation(rs, order[q].i, keep, o, mode, 1, &derived, err, errlen);
+        size_t i = order[q].i;
+        int derived = candidates && !candidates[i] && !candidates[mate_of(rs, i)]; /* dropped unchecked */
+        if (!derived) rc = eg_derive_equation(rs, i, keep, o, mode, 1, &derived, err, errlen);
         keep[order[q].i] = keep[mate_of(rs, order[q].i)] = !derived;
         st->kept += !derived, st->derived += derived;
         if (progress) progress(q + 1, units, st, arg);

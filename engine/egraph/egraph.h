@@ -115,8 +115,13 @@ typedef void (*eg_prune_progress)(size_t done, size_t total, const eg_prune_stat
  * Bounded saturation is not monotone (more rules kept, more matches fill
  * the e-nodes sooner), so a dropped rule may not be derived from the
  * final set: prove's pv_prune_file checks them against the file it writes.
+ * Of equal size, the rule with more inputs goes first (an instance never
+ * derives the general rule). candidates (NULL: all) names the equations
+ * that may be kept: the others are dropped unchecked (pruning again a set
+ * already pruned from rs, whose other rules it derived).
  * @return EG_OK or EG_ENOMEM. */
-eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode, unsigned char *keep,
-                             eg_prune_stats *st, eg_prune_progress progress, void *arg, char *err, size_t errlen);
+eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_derive_mode mode,
+                             const unsigned char *candidates, unsigned char *keep, eg_prune_stats *st,
+                             eg_prune_progress progress, void *arg, char *err, size_t errlen);
 
 #endif
