@@ -867,16 +867,16 @@ static void test_prune_again_from(void **state) {
                                     "(split1 1 (dim 1 x0) (concat 1 x0 x1)) => x1|"
                                     "(ewadd x0 x1) => (split0 1 (dim 1 x0) (concat 1 (ewadd x1 x0) x1))";
     char full[300], first[300], again[300], err[PV_ERRLEN];
-    rdb_file *f = rules_of(full_text), *g = NULL;
-    pv_derive_options d;
-    pv_prune_report pr;
-    pv_derive_report dr;
-    pv_derive_defaults(&d);
-    d.quiet = 1;
     snprintf(full, sizeof full, "%s/full2.tasodb", scratch);
     snprintf(first, sizeof first, "%s/first.tasodb", scratch);
     snprintf(again, sizeof again, "%s/again.tasodb", scratch);
+    rdb_file *f = rules_of(full_text), *g = NULL;
     write_file(full, f);
+    pv_prune_report pr;
+    pv_derive_report dr;
+    pv_derive_options d;
+    pv_derive_defaults(&d);
+    d.quiet = 1;
     assert_int_equal(pv_prune_file(full, first, &d, &pr, err, sizeof err), PV_OK);
     assert_int_equal(pr.kept, 4); /* by equation, the detour is not derived */
     d.from = first, d.mode = 3; /* detours */
