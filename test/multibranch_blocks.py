@@ -78,6 +78,12 @@ reference, b: its bias, s = scale / sqrt(var + eps), t = bias - mean * s):
   five_dwconvs_sum  four depthwise 3x3 convs and a depthwise 1x1, summed
                     left to right (MobileOne's depthwise branches, as torch
                     folds their BNs): exact; a chain of four merges.
+  repmixer          FastViT's RepMixer, depthwise: x + gamma * (mixer(x) -
+                    norm(x)), the mixer dw_multibranch's three branches
+                    summed, the norm a BN identity, gamma a [C,1,1] layer
+                    scale (Mul by an initializer). K = delta + gamma *
+                    (K_mixer - K_norm), b = gamma * (b_mixer - b_norm):
+                    exact, every branch centred and linear.
 """
 import os
 import sys
@@ -94,7 +100,7 @@ EPS = 1e-5
 FORMS = ("bn", "ts")
 FAMILIES = ["repvgg", "repvgg_s2", "acnet", "dw_multibranch", "conv1x1_then_kxk", "avgpool_branch",
             "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum", "two_dwconvs_sum_1x1",
-            "grouped_convs_sum_1x1", "five_dwconvs_sum"]
+            "grouped_convs_sum_1x1", "five_dwconvs_sum", "repmixer"]
 NEAR_MISSES = ["conv1x1_bias_then_kxk", "avgpool_branch_bn_first"]
 TOL = 1e-4
 
@@ -279,6 +285,29 @@ def _avgpool(B, x, bn_first):
     return [o, a]
 
 
+def _repmixer(B, x):
+    """FastViT's RepMixer: x + gamma * (mixer(x) - norm(x)), the mixer a
+    depthwise 3x3 conv+BN, a depthwise 1x1 conv+BN and a BN-only branch
+    summed, the norm a BN-only branch, gamma a per-channel layer scale
+    (a [C,1,1] initializer)."""
+    a, w3, b3 = B.conv_bn(x, B.weight(C, 1, 3, 3), P1)
+    B.add_kernel(w3, b3)
+    c, w1, b1 = B.conv_bn(x, B.weight(C, 1, 1, 1), P0)
+    B.add_kernel(w1, b1)
+    mixer = B.node("Add", [B.node("Add", [a, c]), B.bn_identity(x)])
+    k_mix, b_mix = B.K.copy(), B.b.copy()
+    B.K[:], B.b[:] = 0.0, 0.0
+    norm = B.bn_identity(x)
+    gamma = B.rng.normal(1.0, 0.3, C)
+    scaled = B.node("Mul", [B.node("Sub", [mixer, norm]), B.init("gamma", gamma.reshape(C, 1, 1))])
+    k = gamma[:, None, None, None] * (k_mix - B.K)
+    B.b = gamma * (b_mix - B.b)
+    B.K[:] = 0.0
+    B.K[:, 0, 1, 1] = 1.0  # the residual x, depthwise
+    B.K += k
+    return [x, scaled]
+
+
 def _convs(B, x, ks):
     """One conv with a bias per kernel size in ks, all of x."""
     out = []
@@ -306,6 +335,7 @@ _BUILDERS = {
     "two_dwconvs_sum_1x1": (dict(group=C), lambda B, x: _two_convs(B, x, 1)),
     "grouped_convs_sum_1x1": (dict(group=4), lambda B, x: _two_convs(B, x, 1)),
     "five_dwconvs_sum": (dict(group=C), lambda B, x: _convs(B, x, (3, 3, 3, 3, 1))),
+    "repmixer": (dict(group=C), _repmixer),
     "conv1x1_bias_then_kxk": (dict(), lambda B, x: _conv1x1_then_kxk(B, x, True)),
     "avgpool_branch_bn_first": (dict(), lambda B, x: _avgpool(B, x, True)),
 }

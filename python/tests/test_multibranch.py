@@ -7,7 +7,8 @@ collapse is (depthwise and grouped convs too: their rules hold for any
 group count; a depthwise block's batchnorm-only branch through the
 depthwise identity kernel; a pool branch through the pool kernel and a 1x1
 conv taken into the kernel before it; a conv of a bias-free 1x1 conv as
-one kernel). The near misses (not one conv at the border) are held to
+one kernel; FastViT's RepMixer, a batchnorm-only branch subtracted and a
+layer scale, through the biases of a difference made one). The near misses (not one conv at the border) are held to
 their values only."""
 import sys
 
@@ -22,7 +23,7 @@ import multibranch_blocks as mb  # noqa: E402
 
 COLLAPSED = ["repvgg", "repvgg_s2", "acnet", "two_convs_sum", "two_convs_sum_1x1", "two_dwconvs_sum",
              "two_dwconvs_sum_1x1", "grouped_convs_sum_1x1", "five_dwconvs_sum", "dw_multibranch",
-             "avgpool_branch", "conv1x1_then_kxk"]
+             "avgpool_branch", "conv1x1_then_kxk", "repmixer"]
 CASES = [(n, f) for f in mb.FORMS for n in mb.FAMILIES + mb.NEAR_MISSES if f == "bn" or mb.has_ts_form(n)]
 
 
