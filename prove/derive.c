@@ -20,8 +20,8 @@ void pv_derive_defaults(pv_derive_options *o) {
 const char *const pv_derive_mode_names[PV_DERIVE_MODES] = {"reach", "meet", "equation", "detours"};
 
 /* d with its bounds and mode not given (0, -1) filled: the most a note of
- * f says the file was pruned with (a file pruned in passes names each
- * pass's) and the last pass's mode, else the defaults. So `prove
+ * f says the file was pruned with (an older file pruned in passes names
+ * each pass's) and the last note's mode, else the defaults. So `prove
  * --derive` checks a pruned file as it was made. */
 static pv_derive_options bounds_of(const pv_derive_options *d, const rdb_file *f) {
     pv_derive_options b = *d;

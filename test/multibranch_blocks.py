@@ -300,11 +300,9 @@ def _repmixer(B, x):
     norm = B.bn_identity(x)
     gamma = B.rng.normal(1.0, 0.3, C)
     scaled = B.node("Mul", [B.node("Sub", [mixer, norm]), B.init("gamma", gamma.reshape(C, 1, 1))])
-    k = gamma[:, None, None, None] * (k_mix - B.K)
+    B.K = gamma[:, None, None, None] * (k_mix - B.K)
+    B.K[:, 0, 1, 1] += 1.0  # the residual x, depthwise
     B.b = gamma * (b_mix - B.b)
-    B.K[:] = 0.0
-    B.K[:, 0, 1, 1] = 1.0  # the residual x, depthwise
-    B.K += k
     return [x, scaled]
 
 

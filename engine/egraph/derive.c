@@ -365,7 +365,7 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_d
         size_t i = order[q].i;
         int derived = candidates && !candidates[i] && !candidates[mate_of(rs, i)]; /* dropped unchecked */
         if (!derived) rc = eg_derive_equation(rs, i, keep, o, mode, 1, &derived, err, errlen);
-        keep[order[q].i] = keep[mate_of(rs, order[q].i)] = !derived;
+        keep[i] = keep[mate_of(rs, i)] = !derived;
         st->kept += !derived, st->derived += derived;
         if (progress) progress(q + 1, units, st, arg);
     }
