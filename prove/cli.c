@@ -75,6 +75,12 @@ static const char usage_text[] =
     "  --from PRUNED  with --prune-derivable: prune again PRUNED, a file already\n"
     "                 pruned from RULEDB: only its rules may be kept, and each\n"
     "                 rule of RULEDB is checked against the file written\n"
+    "  --known RULEDB  when proving: a pair (after the evaluations) whose two\n"
+    "                 sides the rules of RULEDB derive (--derive-by equation,\n"
+    "                 detours or meet, with its bounds; default: RULEDB's\n"
+    "                 notes) is true and redundant: counted as derived, not\n"
+    "                 given to Z3, no rule made (a deeper run pruned against\n"
+    "                 the shipped set as it goes; the merge needs the same)\n"
     "  --every N      with --derive: check every Nth rule FULL holds and\n"
     "                 SHIPPED lacks, a sample (default 1: every one)\n"
     "  -q             no progress or summary\n"
@@ -182,7 +188,7 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--two-sided")) a->d.mode = 1;
     else if (!strcmp(s, "--no-hygiene")) a->no_hygiene = 1;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--axioms") || !strcmp(s, "--wrong") ||
-              !strcmp(s, "--sample") || !strcmp(s, "--from")) &&
+              !strcmp(s, "--sample") || !strcmp(s, "--from") || !strcmp(s, "--known")) &&
              !next)
         return usage_error("missing value for", s);
     else if (!strcmp(s, "-o")) a->output = argv[++*i];
@@ -190,6 +196,7 @@ static int parse_one(args *a, int argc, char **argv, int *i) {
     else if (!strcmp(s, "--wrong")) a->wrong = argv[++*i];
     else if (!strcmp(s, "--sample")) a->sample = argv[++*i];
     else if (!strcmp(s, "--from")) a->d.from = argv[++*i];
+    else if (!strcmp(s, "--known")) a->o.known = argv[++*i];
     else if (s[0] == '-' && s[1]) return usage_error("unknown option", s);
     else if (a->input) a->more[a->n_more++] = argv[*i];
     else a->input = s;
@@ -201,7 +208,9 @@ static int run_prove(const args *a) {
     char err[PV_ERRLEN];
     if (!a->input || !a->output) return usage_error("need CANDIDATES and -o RULEDB", NULL);
     if (a->n_more) return usage_error("more than one input file", a->more[0]);
-    int rc = pv_prove_file(a->input, a->output, &a->o, &st, err, sizeof err);
+    pv_options o = a->o;
+    o.known_bounds = a->d; /* --derive-rounds, --derive-nodes, --derive-by */
+    int rc = pv_prove_file(a->input, a->output, &o, &st, err, sizeof err);
     pv_stats_free(&st);
     if (rc == PV_OK) return EXIT_OK;
     fprintf(stderr, "prove: %s\n", err);
@@ -215,7 +224,8 @@ static int check_status(const pv_check_result *res) {
     int status = EXIT_OK;
     for (size_t i = 0; i < res->n_rules; i++) {
         switch (res->pair[i].reason) {
-        case DC_PROVED: break;
+        case DC_PROVED:
+        case DC_DERIVED: break;
         case DC_REFUTED:
         case DC_UNKNOWN:
         case DC_BUDGET:
@@ -277,7 +287,9 @@ static int run_merge(const args *a) {
     char err[PV_ERRLEN];
     if (!a->input || !a->output || a->n_more < 2)
         return usage_error("--merge needs CANDIDATES, -o RULEDB and the shards' files", NULL);
-    int rc = pv_merge_shards_file(a->input, a->more, a->n_more, a->output, &a->o, &st, err, sizeof err);
+    pv_options o = a->o;
+    o.known_bounds = a->d;
+    int rc = pv_merge_shards_file(a->input, a->more, a->n_more, a->output, &o, &st, err, sizeof err);
     pv_stats_free(&st);
     if (rc == PV_OK) return EXIT_OK;
     fprintf(stderr, "prove: %s\n", err);

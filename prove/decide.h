@@ -16,7 +16,9 @@
  *     evaluations (DC_EVALS) keeps it cheap; finding no variant says
  *     nothing. (axcheck's backtracking search over all shapes, used for
  *     the axioms, costs ~100x more per pair.)
- *  3. Z3 (z3enc.h): PROVED, UNKNOWN or TIMEOUT.
+ *  3. with a known-pairs test (prove --known: the pair is derived from
+ *     rules already proved), PROVED as DC_DERIVED without Z3; else
+ *     Z3 (z3enc.h): PROVED, UNKNOWN or TIMEOUT.
  * Stage 3 does not depend on shapes and stage 2 only starts from them, so
  * a pair that occurs in several classes (synth makes one class per input
  * shapes) needs them once. A ruledb rule has no shapes: stage 1 and 2 need
@@ -38,17 +40,25 @@
 #define DC_MAX_CELLS 4096 /* stage 2: skip variants with a larger value */
 #define DC_RECYCLE 512         /* checks per Z3 context before a fresh one */
 
+/* A pair already known to hold (prove --known: derived from a ruledb's
+ * rules), tested before Z3 runs; called from worker threads, so it reads
+ * arg only. @return 1 known, 0 not, -1 out of memory. */
+typedef int (*dc_known_fn)(const void *arg, const rg_graph *a, const rg_graph *b);
+
 typedef struct {
     const ax_set *axioms;
     const tg_plan *plan;
     ze_limits lim;
-    int general; /* run stage 2 (when shapes are given) */
+    int general;         /* run stage 2 (when shapes are given) */
+    dc_known_fn known;   /* NULL: none */
+    const void *known_arg;
 } dc_config;
 
 /* What a verdict means for a user, finer than rdb_proof (which the file
  * format fixes): the action differs by class. */
 typedef enum {
     DC_PROVED,  /* not a failure */
+    DC_DERIVED, /* PROVED by dc_config.known, not by Z3: it needs no rule */
     DC_REFUTED, /* refuted by evaluation: the sides differ on concrete tensors */
     DC_UNKNOWN, /* Z3 found no proof (E-matching saturated), or no shapes fit */
     DC_BUDGET,  /* a deterministic budget ran out (--max-instances, --rlimit) */

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph/egraph.h"
-#include "prove.h"
+#include "derive.h"
 #include "sys/sys.h"
 #include "workers.h"
 
@@ -23,7 +22,7 @@ const char *const pv_derive_mode_names[PV_DERIVE_MODES] = {"reach", "meet", "equ
  * f says the file was pruned with (an older file pruned in passes names
  * each pass's) and the last note's mode, else the defaults. So `prove
  * --derive` checks a pruned file as it was made. */
-static pv_derive_options bounds_of(const pv_derive_options *d, const rdb_file *f) {
+pv_derive_options pv_derive_bounds(const pv_derive_options *d, const rdb_file *f) {
     pv_derive_options b = *d;
     int rounds = 0, nodes = 0, mode = -1;
     for (int k = 0; f && k < f->gen.n_notes; k++) {
@@ -44,7 +43,7 @@ static pv_derive_options bounds_of(const pv_derive_options *d, const rdb_file *f
     return b;
 }
 
-static void engine_opts(const pv_derive_options *d, eg_search_opts *o) {
+void pv_derive_engine_opts(const pv_derive_options *d, eg_search_opts *o) {
     eg_search_opts_init(o);
     o->egraph = 1, o->iterations = d->rounds, o->max_nodes = d->nodes;
     o->time_limit = 60; /* a safety net: the rounds and nodes decide */
@@ -111,7 +110,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     int rc = PV_OK;
     double t0 = eg_now_s();
     memset(r, 0, sizeof *r);
-    engine_opts(d, &o);
+    pv_derive_engine_opts(d, &o);
     if (rdb_diff(f, s, &delta) != RDB_OK) rc = PV_ENOMEM;
     /* the shipped rules, then those of full it lacks: one ruleset, the
      * shipped ones enabled */
@@ -212,7 +211,7 @@ static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg)
 
 int pv_prune_file(const char *in, const char *out, const pv_derive_options *given, pv_prune_report *r, char *err,
                   size_t errlen) {
-    const pv_derive_options bounds = bounds_of(given, NULL), *d = &bounds;
+    const pv_derive_options bounds = pv_derive_bounds(given, NULL), *d = &bounds;
     rdb_file *f = NULL, *g = NULL, *from = NULL;
     eg_ruleset *rs = NULL;
     unsigned char *keep = NULL, *candidates = NULL;
@@ -225,7 +224,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
     double t0 = eg_now_s();
     memset(r, 0, sizeof *r);
     r->rounds = d->rounds, r->nodes = d->nodes, r->mode = d->mode;
-    engine_opts(d, &o);
+    pv_derive_engine_opts(d, &o);
     if ((rc = pv_read_kind(in, RDB_RULES, &f, err, errlen)) != PV_OK) return rc;
     if (d->from && (rc = pv_read_kind(d->from, RDB_RULES, &from, err, errlen)) != PV_OK) return rdb_free(f), rc;
     if (eg_ruleset_from_rdb(f, &rs, why, sizeof why) != EG_OK) {
@@ -311,7 +310,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     int rc = pv_read_kind(shipped, RDB_RULES, &s, err, errlen);
     if (rc == PV_OK) rc = pv_read_kind(full, RDB_RULES, &f, err, errlen);
     if (rc == PV_OK) {
-        pv_derive_options b = bounds_of(d, s);
+        pv_derive_options b = pv_derive_bounds(d, s);
         rc = derive_against(s, f, full, &b, r, neither ? print_missed : NULL, neither, err, errlen);
         r->rounds = b.rounds, r->nodes = b.nodes;
     }

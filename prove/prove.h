@@ -112,6 +112,27 @@ typedef enum {
     PV_ENOMEM
 } pv_status;
 
+#define PV_DERIVE_ROUNDS 4    /* saturation rounds per instance, when not given */
+#define PV_DERIVE_NODES 2000  /* e-nodes at most per instance, when not given */
+
+typedef struct {
+    int rounds; /* saturation rounds per instance; 0 (the default): for
+                   --derive, the most the SHIPPED file was pruned with (its
+                   notes), else PV_DERIVE_ROUNDS */
+    int nodes;  /* e-nodes at most per instance; 0: the same, PV_DERIVE_NODES */
+    int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation,
+                   3 detours; -1 (the default): for --derive, the mode
+                   SHIPPED was pruned by (its notes), else equation */
+    int every;  /* --derive: check every Nth rule of FULL the shipped set
+                   lacks (default 1: all) */
+    int jobs;   /* threads deciding the checks of --derive and of the
+                   pruning's file (0, the default: all cores) */
+    int quiet;
+    const char *from; /* --prune-derivable --from: a file already pruned
+                         from the input; only its rules may be kept, and
+                         the checks are against the input (NULL: none) */
+} pv_derive_options;
+
 typedef struct {
     const char *axioms_path; /* PV_DEFAULT_AXIOMS */
     unsigned timeout_ms;     /* wall clock per Z3 check; 0 none (default) */
@@ -132,6 +153,11 @@ typedef struct {
                                 the axioms that took their instances
                                 (default PV_DEFAULT_PROFILE_CHECKS; 0 off) */
     FILE *log;               /* progress and summary; NULL: stderr */
+    const char *known;       /* --known RULEDB: a pair its rules derive
+                                (known.h) is counted as derived, neither
+                                given to Z3 nor made a rule; NULL: none */
+    pv_derive_options known_bounds; /* rounds, nodes, mode of those
+                                derivations (0, 0, -1: RULEDB's notes) */
 } pv_options;
 
 /* One decided candidate pair. */
@@ -149,6 +175,8 @@ typedef struct {
     size_t classes, candidates;
     size_t distinct;       /* candidates up to renaming: the Z3 questions */
     size_t proved, refuted, unknown, timeout, errors;
+    size_t derived;        /* with options.known: pairs its rules derive
+                              (not in proved: they give no rule) */
     size_t refuted_at[4];  /* refutations by stage (index 1..3) */
     size_t kernel1_retried, kernel1_proved; /* pairs decided again with
                                                1x1-kernel guards (kernel1.h);
@@ -254,27 +282,6 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
                          size_t errlen);
 
 /* ---- derive.c: pruning by derivability (the engine's saturation) ---- */
-
-#define PV_DERIVE_ROUNDS 4    /* saturation rounds per instance, when not given */
-#define PV_DERIVE_NODES 2000  /* e-nodes at most per instance, when not given */
-
-typedef struct {
-    int rounds; /* saturation rounds per instance; 0 (the default): for
-                   --derive, the most the SHIPPED file was pruned with (its
-                   notes), else PV_DERIVE_ROUNDS */
-    int nodes;  /* e-nodes at most per instance; 0: the same, PV_DERIVE_NODES */
-    int mode;   /* eg_derive_mode (egraph.h): 0 reach, 1 meet, 2 equation,
-                   3 detours; -1 (the default): for --derive, the mode
-                   SHIPPED was pruned by (its notes), else equation */
-    int every;  /* --derive: check every Nth rule of FULL the shipped set
-                   lacks (default 1: all) */
-    int jobs;   /* threads deciding the checks of --derive and of the
-                   pruning's file (0, the default: all cores) */
-    int quiet;
-    const char *from; /* --prune-derivable --from: a file already pruned
-                         from the input; only its rules may be kept, and
-                         the checks are against the input (NULL: none) */
-} pv_derive_options;
 
 void pv_derive_defaults(pv_derive_options *o);
 

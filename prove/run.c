@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "gsym.h"
 #include "kernel1.h"
+#include "known.h"
 #include "reduce.h"
 #include "runfile.h"
 #include "shard.h"
@@ -34,6 +35,7 @@ void pv_defaults(pv_options *o) {
     o->seed = PV_DEFAULT_SEED;
     o->general = 1;
     o->profile_checks = PV_DEFAULT_PROFILE_CHECKS;
+    pv_derive_defaults(&o->known_bounds);
 }
 
 int pv_load_axioms(const char *path, ax_set *out, char *err, size_t errlen) {
@@ -217,6 +219,10 @@ static void tally(const run_ctx *r, size_t n, pv_stats *st) {
         const dc_result *d = &r->res[i];
         switch (d->status) {
         case RDB_PROVED:
+            if (d->cls == DC_DERIVED) {
+                st->derived++;
+                break;
+            }
             st->proved++;
             st->kernel1_proved += r->k1_of[i] != SIZE_MAX;
             break;
@@ -328,7 +334,7 @@ static int emit_rules(const run_ctx *r, size_t n, em_rule **rules, size_t *n_rul
         for (j = i; j < n && r->items[j].cls == c && rc == 0; j++) {
             size_t m = r->items[j].member;
             at[m] = j;
-            proved[m] = r->res[j].status == RDB_PROVED;
+            proved[m] = r->res[j].status == RDB_PROVED && r->res[j].cls != DC_DERIVED; /* a derived pair needs no rule */
             memset(&pv[m], 0, sizeof pv[m]);
             snprintf(pv[m].name, sizeof pv[m].name, "z3");
             snprintf(pv[m].version, sizeof pv[m].version, "%s", ze_version());
@@ -355,7 +361,7 @@ static void note(rdb_generator *g, const char *fmt, ...) {
 }
 
 static void fill_generator(const rdb_file *in, const pv_options *o, const pv_stats *st,
-                           rdb_generator *g) {
+                           const kn_set *known, rdb_generator *g) {
     snprintf(g->tool, sizeof g->tool, "prove");
     snprintf(g->version, sizeof g->version, "%s", PV_VERSION);
     g->max_ops = in->gen.max_ops;
@@ -375,6 +381,12 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
     note(g, "candidates=%zu distinct=%zu proved=%zu refuted=%zu unknown=%zu timeout=%zu",
          st->candidates, st->distinct, st->proved, st->refuted, st->unknown, st->timeout);
     note(g, "kernel1 retried=%zu proved=%zu", st->kernel1_retried, st->kernel1_proved);
+    if (known && known->rs) {
+        char k[RDB_NOTE_LEN];
+        kn_note(known, k, sizeof k);
+        note(g, "%s", k);
+        note(g, PV_DERIVED_NOTE, st->derived);
+    }
     note(g, "groups tried=%zu any_count=%zu", st->gsym.tried, st->gsym.generalized);
     note(g, "rules emitted=%zu after_dup=%zu after_rename=%zu after_input=%zu after_output=%zu",
          st->prune.emitted, st->prune.after_dup, st->prune.after_rename, st->prune.after_input,
@@ -388,10 +400,10 @@ static void fill_generator(const rdb_file *in, const pv_options *o, const pv_sta
 }
 
 int pv_rules_file(const rdb_file *in, const pv_options *o, const em_rule *rules, size_t n,
-                  const pv_stats *st, rdb_file **out) {
+                  const pv_stats *st, const kn_set *known, rdb_file **out) {
     rdb_file *f = rdb_new(RDB_RULES);
     if (!f) return -1;
-    fill_generator(in, o, st, &f->gen);
+    fill_generator(in, o, st, known, &f->gen);
     for (size_t i = 0; i < n; i++) {
         if (rdb_add_rule(f, &rules[i].src, &rules[i].dst, &rules[i].prover) != RDB_OK) {
             rdb_free(f);
@@ -412,6 +424,9 @@ void pv_summary(const pv_options *o, const pv_stats *st) {
             st->candidates, st->classes, st->distinct, st->proved, st->refuted,
             st->refuted_at[1], st->refuted_at[2], st->unknown, st->timeout);
     if (st->errors) fprintf(l, ", %zu internal errors", st->errors);
+    if (o->known)
+        fprintf(l, "\nprove: %zu pairs derived from the rules of %s (true; neither given to Z3 nor made rules)",
+                st->derived, o->known);
     if (st->hogs.checks) {
         fprintf(l, "\nprove: the axioms behind the budget: of the instances in the first %zu "
                    "checks out of budget,",
@@ -446,19 +461,23 @@ void pv_copy_counts(const rd_counts *c, pv_stats *st) {
 int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, rdb_file **out,
              pv_stats *st, char *err, size_t errlen) {
     run_ctx r;
+    kn_set known;
     em_rule *rules = NULL;
     size_t n = 0, n_rules = 0;
     rd_counts pc;
     int rc = PV_ENOMEM;
     memset(&r, 0, sizeof r);
+    memset(&known, 0, sizeof known);
     memset(st, 0, sizeof *st);
     *out = NULL;
+    if (o->known && (rc = kn_open(o->known, &o->known_bounds, &known, err, errlen)) != PV_OK) return rc;
+    rc = PV_ENOMEM;
     r.cands = cands;
     r.o = o;
     r.t0 = mono_ms();
     if (tg_plan_axioms(axioms, &r.plan) != 0 || make_pairs(&r, &n) != 0) goto cleanup;
     r.cfg = (dc_config){axioms, &r.plan, {o->timeout_ms, o->max_instances, o->rlimit},
-                        o->general};
+                        o->general, o->known ? kn_derives : NULL, &known};
     if (decide_all(&r, n) != 0 || retry_kernel1(&r, n, &st->kernel1_retried) != 0) goto cleanup;
     tally(&r, n, st);
     profile_budget(&r, n, st);
@@ -480,7 +499,7 @@ int pv_prove(const rdb_file *cands, const ax_set *axioms, const pv_options *o, r
         snprintf(err, errlen, "a class or member number too large for a shard's rule ids");
         goto cleanup;
     }
-    if (pv_rules_file(cands, o, rules, n_rules, st, out) != 0) goto cleanup;
+    if (pv_rules_file(cands, o, rules, n_rules, st, &known, out) != 0) goto cleanup;
     if (!o->quiet) pv_summary(o, st);
     rc = PV_OK;
 cleanup:
@@ -493,6 +512,7 @@ cleanup:
     free(r.k1_graphs);
     free(r.k1_pairs);
     tg_free(&r.plan);
+    kn_close(&known);
     return rc;
 }
 

@@ -55,13 +55,20 @@ static int add_counts(const rdb_generator *g, pv_stats *st) {
     st->candidates += v[0], st->distinct += v[1], st->proved += v[2];
     st->refuted += v[3], st->unknown += v[4], st->timeout += v[5];
     st->kernel1_retried += w[0], st->kernel1_proved += w[1];
+    const char *d = find_note(g, "known derived=");
+    size_t derived = 0;
+    if (d && sscanf(d, PV_DERIVED_NOTE, &derived) != 1) return -1;
+    st->derived += derived;
     st->wall_ms += g->timings.wall_ms, st->cpu_ms += g->timings.cpu_ms;
     return 0;
 }
 
-/* Every shard once, from this candidates file and these prover options. */
-static int check_parts(merge *m, char *const *paths, const pv_options *o, pv_stats *st) {
-    char want[RDB_NOTE_LEN], input[RDB_NOTE_LEN];
+/* Every shard once, from this candidates file and these prover options
+ * (with --known, the same file and bounds: known is that set opened, or
+ * an unopened one). */
+static int check_parts(merge *m, char *const *paths, const pv_options *o, const kn_set *known, pv_stats *st) {
+    char want[RDB_NOTE_LEN], input[RDB_NOTE_LEN], known_want[RDB_NOTE_LEN] = "";
+    if (known->rs) kn_note(known, known_want, sizeof known_want);
     uint32_t seen = 0, n_of = 0;
     snprintf(want, sizeof want, "z3=%s timeout_ms=%u max_instances=%u rlimit=%u general=%d",
              ze_version(), o->timeout_ms, o->max_instances, o->rlimit, o->general);
@@ -80,6 +87,10 @@ static int check_parts(merge *m, char *const *paths, const pv_options *o, pv_sta
         if (!z || strcmp(z, want) != 0)
             return mfail(m, PV_EINPUT, "%s: proved with other options (%s; this merge: %s)", paths[i],
                          z ? z : "none", want);
+        const char *kn = find_note(g, "known xxh64=");
+        if (strcmp(kn ? kn : "", known_want) != 0)
+            return mfail(m, PV_EINPUT, "%s: proved with other --known rules (%s; this merge: %s)", paths[i],
+                         kn ? kn : "none", known_want[0] ? known_want : "none");
         if (add_counts(g, st) != 0) return mfail(m, PV_EINPUT, "%s: counts missing from its notes", paths[i]);
         n_of = n, seen |= 1u << k;
     }
@@ -125,13 +136,13 @@ static int load(merge *m, const char *cands_path, char *const *parts) {
 }
 
 /* The merged file: the undivided run's generator and notes. */
-static int write_merged(merge *m, const char *out_path, const pv_options *o, pv_stats *st) {
+static int write_merged(merge *m, const char *out_path, const pv_options *o, const kn_set *known, pv_stats *st) {
     rdb_file *out = NULL;
     char werr[RDB_ERRLEN];
     uint64_t h;
     pv_options whole = *o;
     whole.shard_k = 0, whole.shard_n = 1;
-    int rc = pv_rules_file(m->cands, &whole, m->rules, m->n_rules, st, &out) ? PV_ENOMEM : PV_OK;
+    int rc = pv_rules_file(m->cands, &whole, m->rules, m->n_rules, st, known, &out) ? PV_ENOMEM : PV_OK;
     if (rc == PV_OK && pv_file_digest(o->axioms_path, &h) == 0 && out->gen.n_notes < RDB_MAX_NOTES)
         snprintf(out->gen.notes[out->gen.n_notes++], RDB_NOTE_LEN, "axioms=%s xxh64=%016llx",
                  o->axioms_path, (unsigned long long)h);
@@ -145,17 +156,20 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
                          const char *out_path, const pv_options *o, pv_stats *st, char *err,
                          size_t errlen) {
     merge m;
+    kn_set known;
     rd_counts pc;
     uint64_t cpu0;
     long rss;
     memset(&m, 0, sizeof m);
+    memset(&known, 0, sizeof known);
     memset(st, 0, sizeof *st);
     m.err = err, m.errlen = errlen, m.n = n_parts;
     pv_resources(&cpu0, &rss);
     int rc = n_parts < 2 || n_parts > BT_LANES ? mfail(&m, PV_EINPUT, "need 2..%d shard files", BT_LANES) : PV_OK;
     if (rc == PV_OK && !(m.part = calloc((size_t)n_parts, sizeof *m.part))) rc = mfail(&m, PV_ENOMEM, "out of memory");
     if (rc == PV_OK) rc = load(&m, cands_path, parts);
-    if (rc == PV_OK) rc = check_parts(&m, parts, o, st);
+    if (rc == PV_OK && o->known) rc = kn_open(o->known, &o->known_bounds, &known, err, errlen);
+    if (rc == PV_OK) rc = check_parts(&m, parts, o, &known, st);
     if (rc == PV_OK) rc = gather(&m);
     if (rc == PV_OK && rd_prune(m.rules, &m.n_rules, &pc) != 0) rc = mfail(&m, PV_ENOMEM, "out of memory");
     if (rc == PV_OK) {
@@ -165,11 +179,12 @@ int pv_merge_shards_file(const char *cands_path, char *const *parts, int n_parts
         pv_resources(&cpu, &st->peak_rss_kb);
         st->cpu_ms += cpu - cpu0;
         if (o->no_timings) st->wall_ms = st->cpu_ms = 0;
-        rc = write_merged(&m, out_path, o, st);
+        rc = write_merged(&m, out_path, o, &known, st);
     }
     if (rc == PV_OK && !o->quiet) pv_summary(o, st);
     for (int i = 0; m.part && i < n_parts; i++) rdb_free(m.part[i]);
     free(m.part), free(m.rules);
     rdb_free(m.cands);
+    kn_close(&known);
     return rc;
 }

@@ -897,6 +897,84 @@ static void test_prune_again_from(void **state) {
     rdb_free(f);
 }
 
+/* prove --known: a pair the known rules derive (commutation and
+ * associativity reorder a sum) is counted as derived and makes no rule;
+ * a pair they cannot derive (a product commuted) is proved by Z3 as
+ * before; a false pair is still refuted. A divided run with --known
+ * merges to the undivided run's bytes, and a merge without it refuses the
+ * shards. */
+static const class_case known_sum = {
+    "K01 sum reordered", {"(ewadd x0 (ewadd x1 x2))", "(ewadd (ewadd x2 x1) x0)"}, "[2,3] [2,3] [2,3]"};
+static const class_case known_mul = {"K02 product commuted", {"(ewmul x0 x1)", "(ewmul x1 x0)"}, "[2,3] [2,3]"};
+static const class_case known_false = {"K03 false", {"(ewadd x0 x1)", "(ewmul x0 x1)"}, "[2,3] [2,3]"};
+
+static void test_known_rules(void **state) {
+    (void)state;
+    const class_case *cases[] = {&known_sum, &known_mul, &known_false};
+    rdb_file *f = make_cands(cases, 3), *known = rules_of("(ewadd x0 x1) => (ewadd x1 x0)|"
+                                                         "(ewadd (ewadd x0 x1) x2) => (ewadd x0 (ewadd x1 x2))");
+    rdb_file *with = NULL, *without = NULL;
+    char kpath[300], cpath[300], whole[300], parts[2][300], merged[300], err[PV_ERRLEN];
+    pv_options o;
+    pv_stats st;
+    snprintf(kpath, sizeof kpath, "%s/known.tasodb", scratch);
+    snprintf(cpath, sizeof cpath, "%s/known-cands.tasodb", scratch);
+    write_file(kpath, known);
+    write_file(cpath, f);
+    quiet_options(&o);
+    run(f, &o, &without, &st);
+    assert_int_equal(st.proved, 2);
+    assert_int_equal(st.derived, 0);
+    pv_stats_free(&st);
+    o.known = kpath;
+    run(f, &o, &with, &st);
+    assert_int_equal(st.derived, 1);
+    assert_int_equal(st.proved, 1);
+    assert_int_equal(st.refuted, 1);
+    assert_int_equal(st.pair[0].reason, DC_DERIVED);
+    assert_int_equal(st.pair[0].status, RDB_PROVED);
+    assert_int_equal(st.pair[1].reason, DC_PROVED);
+    pv_stats_free(&st);
+    /* only the product's rules are left; without --known the sum has its own */
+    assert_true(with->n_rules > 0 && with->n_rules < without->n_rules);
+    for (size_t i = 0; i < with->n_rules; i++) assert_int_equal(with->rules[i].src.node[0].op, OP_EWMUL);
+    /* divided: the shards merge to the undivided bytes, with the same --known only */
+    snprintf(whole, sizeof whole, "%s/known-whole.tasodb", scratch);
+    snprintf(merged, sizeof merged, "%s/known-merged.tasodb", scratch);
+    assert_int_equal(pv_prove_file(cpath, whole, &o, &st, err, sizeof err), PV_OK);
+    pv_stats_free(&st);
+    char *part_list[2] = {parts[0], parts[1]};
+    for (unsigned k = 0; k < 2; k++) {
+        snprintf(parts[k], sizeof parts[k], "%s/known-part%u.tasodb", scratch, k);
+        o.shard_k = k, o.shard_n = 2;
+        assert_int_equal(pv_prove_file(cpath, parts[k], &o, &st, err, sizeof err), PV_OK);
+        pv_stats_free(&st);
+    }
+    o.shard_k = 0, o.shard_n = 1;
+    assert_int_equal(pv_merge_shards_file(cpath, part_list, 2, merged, &o, &st, err, sizeof err), PV_OK);
+    assert_int_equal(st.derived, 1);
+    pv_stats_free(&st);
+    rdb_file *a = NULL, *b = NULL;
+    assert_int_equal(pv_read_kind(whole, RDB_RULES, &a, err, sizeof err), PV_OK);
+    assert_int_equal(pv_read_kind(merged, RDB_RULES, &b, err, sizeof err), PV_OK);
+    size_t la, lb;
+    uint8_t *ba = encode(a, &la), *bb = encode(b, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(ba, bb, la);
+    free(ba), free(bb);
+    rdb_free(a), rdb_free(b);
+    o.known = NULL;
+    assert_int_equal(pv_merge_shards_file(cpath, part_list, 2, merged, &o, &st, err, sizeof err), PV_EINPUT);
+    assert_non_null(strstr(err, "--known"));
+    /* a file that is not there, and mode reach, are input errors */
+    o.known = "/nonexistent.tasodb";
+    assert_int_equal(pv_prove_file(cpath, whole, &o, &st, err, sizeof err), PV_EINPUT);
+    o.known = kpath, o.known_bounds.mode = 0;
+    assert_int_equal(pv_prove_file(cpath, whole, &o, &st, err, sizeof err), PV_EINPUT);
+    assert_non_null(strstr(err, "reach"));
+    rdb_free(with), rdb_free(without), rdb_free(known), rdb_free(f);
+}
+
 static void expect_input_error(const char *cands, const char *axioms_path, const char *what) {
     pv_options o;
     pv_stats st;
@@ -1065,6 +1143,7 @@ int main(int argc, char **argv) {
     ADD("C03 cli usage", test_cli_usage);
     ADD("C04 pruning by derivability, and the proof nothing was lost", test_prune_derivable_file);
     ADD("C04b pruning a pruned file again by another mode (--from)", test_prune_again_from);
+    ADD("C05 pairs the known rules derive need no Z3 and no rule (--known)", test_known_rules);
 #undef ADD
     int rc = _cmocka_run_group_tests("prove", tests, n, make_scratch, drop_scratch);
     tg_free(&plan);

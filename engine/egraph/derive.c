@@ -203,19 +203,18 @@ static eg_status sides_graph(const rg_graph *const *sides, int n_sides, int n_in
 
 typedef struct {
     const eg_ruleset *rs;
-    size_t rule;
+    size_t rule; /* the rule whose right side is looked up (one-sided) */
     const ten_shape *in;
     ten_shape shape[RG_MAX_REFS]; /* dst's */
     const int *in_t;
     int (*out_t)[RG_MAX_OUTPUTS]; /* [side][output] */
-    int n_in;
+    int n_in, n_out;
 } probe;
 
 /* Both sides in the graph: 1 when each output's two classes are one. */
 static int sides_met(ee_graph *E, void *arg) {
     const probe *p = arg;
-    const rg_graph *dst = &eg_ruleset_rule(p->rs, p->rule)->dst;
-    for (int k = 0; k < dst->n_outputs; k++)
+    for (int k = 0; k < p->n_out; k++)
         if (ee_find(E, E->tensor_cls[p->out_t[0][k]]) != ee_find(E, E->tensor_cls[p->out_t[1][k]])) return 0;
     return 1;
 }
@@ -239,47 +238,83 @@ static int right_side_there(ee_graph *E, void *arg) {
     return 1;
 }
 
-static eg_status derived_at(const eg_ruleset *rs, size_t i, int n_in, const ten_shape *in, const unsigned char *first,
-                            const unsigned char *enabled, const eg_search_opts *o, int two_sided, int *derived, char *err,
+/* What is derived: the sides of rule `rule` of rs, or (two-sided only) a
+ * pair of graphs that is no rule of it (rule NO_RULE). */
+#define NO_RULE SIZE_MAX
+typedef struct {
+    const eg_ruleset *rs;
+    size_t rule;
+    const rg_graph *sides[2];
+    unsigned divisors, kernel1;
+    int two_sided;
+} equation;
+
+static eg_status derived_at(const equation *q, int n_in, const ten_shape *in, const unsigned char *first,
+                            const unsigned char *enabled, const eg_search_opts *o, int *derived, char *err,
                             size_t errlen) {
-    const rdb_rule *r = eg_ruleset_rule(rs, i);
-    const rg_graph *sides[2] = {&r->src, &r->dst};
     int in_t[RG_MAX_INPUTS], out_t[2][RG_MAX_OUTPUTS];
     eg_graph *g = NULL;
     ee_graph E;
-    probe p = {rs, i, in, {{0}}, in_t, out_t, n_in};
-    ee_done_fn done = two_sided ? sides_met : right_side_there;
+    probe p = {q->rs, q->rule, in, {{0}}, in_t, out_t, n_in, q->sides[1]->n_outputs};
+    ee_done_fn done = q->two_sided ? sides_met : right_side_there;
     memset(&E, 0, sizeof E);
     *derived = 0;
-    if (rg_infer_shapes(&r->dst, in, p.shape, NULL, 0) != RG_OK) return EG_OK;
-    eg_status rc = sides_graph(sides, two_sided ? 2 : 1, n_in, in, rs->plan[i].divisors, &g, in_t, out_t, err, errlen);
+    if (rg_infer_shapes(q->sides[1], in, p.shape, NULL, 0) != RG_OK) return EG_OK;
+    eg_status rc = sides_graph(q->sides, q->two_sided ? 2 : 1, n_in, in, q->divisors, &g, in_t, out_t, err, errlen);
     if (rc == EG_ESHAPE || rc == EG_EFORMAT) return EG_OK; /* not an instance after all: not derived */
     if (rc == EG_OK) rc = ee_build(&E, g);
-    if (rc == EG_OK && first) rc = ee_saturate_until(&E, rs, first, o, done, &p, NULL);
-    if (rc == EG_OK) rc = ee_saturate_until(&E, rs, enabled, o, done, &p, NULL);
+    if (rc == EG_OK && first) rc = ee_saturate_until(&E, q->rs, first, o, done, &p, NULL);
+    if (rc == EG_OK) rc = ee_saturate_until(&E, q->rs, enabled, o, done, &p, NULL);
     if (rc == EG_OK) *derived = done(&E, &p);
     ee_free(&E);
     eg_free(g);
     return rc;
 }
 
-eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
-                         const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
-    const rdb_rule *r = eg_ruleset_rule(rs, i);
-    search s = {&r->src, &r->dst, eg_ruleset_kernel1(rs, i), r->src.n_inputs > r->dst.n_inputs ? r->src.n_inputs : r->dst.n_inputs,
-                {{0}}, 0};
+/* q derived at an instance and DERIVE_VARIANTS more, from a variant
+ * stream of its own (salt). */
+static eg_status derived_everywhere(const equation *q, uint64_t salt, const unsigned char *first,
+                                    const unsigned char *enabled, const eg_search_opts *o, int *derived, char *err,
+                                    size_t errlen) {
+    const rg_graph *a = q->sides[0], *b = q->sides[1];
+    search s = {a, b, q->kernel1, a->n_inputs > b->n_inputs ? a->n_inputs : b->n_inputs, {{0}}, 0};
     *derived = 0;
     if (!bind_from(&s, 0)) return EG_OK; /* no instance: kept */
     ten_shape base[RG_MAX_INPUTS], v[RG_MAX_INPUTS];
     memcpy(base, s.in, sizeof base);
-    eg_status rc = derived_at(rs, i, s.n_in, base, first, enabled, o, two_sided, derived, err, errlen);
-    uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)i;
+    eg_status rc = derived_at(q, s.n_in, base, first, enabled, o, derived, err, errlen);
+    uint64_t rng = 0x9e3779b97f4a7c15ull ^ salt;
     for (int t = 0, found = 0; rc == EG_OK && *derived && found < DERIVE_VARIANTS && t < DERIVE_TRIES; t++) {
         if (!variant(&s, base, &rng, v)) continue;
         found++;
-        rc = derived_at(rs, i, s.n_in, v, first, enabled, o, two_sided, derived, err, errlen);
+        rc = derived_at(q, s.n_in, v, first, enabled, o, derived, err, errlen);
     }
     return rc;
+}
+
+eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
+                         const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
+    const rdb_rule *r = eg_ruleset_rule(rs, i);
+    equation q = {rs, i, {&r->src, &r->dst}, rs->plan[i].divisors, eg_ruleset_kernel1(rs, i), two_sided};
+    return derived_everywhere(&q, i, first, enabled, o, derived, err, errlen);
+}
+
+eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *first,
+                         const unsigned char *enabled, const eg_search_opts *o, int *derived, char *err,
+                         size_t errlen) {
+    equation q = {rs, NO_RULE, {a, b}, 0, 0, 1};
+    *derived = 0;
+    if (a->n_outputs != b->n_outputs) return EG_OK;
+    return derived_everywhere(&q, 0, first, enabled, o, derived, err, errlen);
+}
+
+void eg_derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, unsigned char *both_ways,
+                    unsigned char *erase) {
+    for (size_t k = 0, n = eg_ruleset_count(rs); k < n; k++) {
+        int on = !enabled || enabled[k];
+        both_ways[k] = on && eg_ruleset_mate(rs, k) != EG_NO_MATE;
+        if (erase) erase[k] = detours && on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
+    }
 }
 
 /* ---- the pruning ---- */
@@ -326,11 +361,7 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
          * backwards, and that is how a merge of two convs is made */
         unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
         if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
-        for (size_t k = 0; k < n; k++) {
-            int on = !enabled || enabled[k];
-            both_ways[k] = on && eg_ruleset_mate(rs, k) != EG_NO_MATE;
-            erase[k] = on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
-        }
+        eg_derive_sets(rs, enabled, 1, both_ways, erase);
         rc = eg_derive_rule(rs, i, mode == EG_DERIVE_DETOURS ? erase : NULL, both_ways, o, 1, derived, err, errlen);
         free(both_ways);
         if (rc != EG_OK || *derived) return rc;

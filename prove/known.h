@@ -1,0 +1,57 @@
+/* known.h - prove --known: the candidate pairs a ruledb's rules already
+ * derive (prefix kn_), decided in the engine's e-graph instead of by Z3.
+ *
+ * Why. A depth-4 run over every operator pairs 2.5 M candidates, most of
+ * them the shipped depth-3 rules applied twice or in a context. Proving
+ * them with Z3 costs hours (the checks Z3 cannot finish take its whole
+ * budget), and every rule they give is then pruned again because the
+ * shipped rules derive it. Tested first, such a pair is true (it follows
+ * from proved rules) and needs no rule: it is counted as derived and
+ * skipped, and Z3 only sees the pairs that may say something new. That
+ * is the depth-3 set's pruning applied to the candidates as they come.
+ *
+ * A pair is derived when its two sides, saturated together with the
+ * known rules under the bounds and the mode of pv_derive_options (mode
+ * equation: the rules the engine also reads backwards; detours: the
+ * same, after the identity detours the sides write are erased; meet:
+ * every rule), end in one class at an instance of the inputs' shapes and
+ * at variants of it (eg_derive_pair). Deterministic: it depends on the
+ * pair, the file and the bounds only, so a prove run stays independent
+ * of --jobs and of the machine's load.
+ */
+#ifndef KNOWN_H
+#define KNOWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "egraph/egraph.h"
+#include "prove.h"
+
+typedef struct {
+    eg_ruleset *rs;
+    unsigned char *first;   /* [rules] saturated alone first (detours), or NULL */
+    unsigned char *enabled; /* [rules] the rules of the saturation */
+    eg_search_opts o;
+    pv_derive_options bounds; /* as used: none left 0 */
+    uint64_t digest;        /* XXH64 of the file's bytes */
+    size_t n_rules;         /* the file's */
+} kn_set;
+
+/* Read the rules file at path for kn_derives, with d's bounds and mode
+ * (those not given: from the file's notes, as prove --derive reads a
+ * pruned file). Mode reach cannot judge a pair that is no rule.
+ * @return PV_OK, PV_EINPUT (unreadable, not a rules file, other opspecs,
+ *         mode reach) with a message naming the file, or PV_ENOMEM. */
+int kn_open(const char *path, const pv_derive_options *d, kn_set *k, char *err, size_t errlen);
+
+/* dc_known_fn (decide.h) over a kn_set: 1 when its rules derive a = b. */
+int kn_derives(const void *k, const rg_graph *a, const rg_graph *b);
+
+/* The note a rules file proved with k carries ("known xxh64=... rounds=R
+ * nodes=N by=MODE"), for the merge of a divided run to compare. */
+void kn_note(const kn_set *k, char *buf, size_t len);
+
+void kn_close(kn_set *k);
+
+#endif
