@@ -7,14 +7,6 @@
 
 /* ---- inputs ---- */
 
-uint32_t em_used_inputs(const rg_graph *g) {
-    uint32_t m = 0;
-    for (int j = 0; j < g->n_nodes; j++) m |= rg_node_inputs(&g->node[j]);
-    for (int k = 0; k < g->n_outputs; k++)
-        if (RG_IS_INPUT(g->out[k])) m |= 1u << g->out[k];
-    return m;
-}
-
 void em_key_of(const rg_graph *src, const rg_graph *dst, em_key *k) {
     size_t n = rg_encode(src, k->b);
     n += rg_encode(dst, k->b + n);
@@ -94,18 +86,11 @@ static int push(em_rule **rules, size_t *n, size_t *cap, const em_rule *r) {
     return 0;
 }
 
-/* 1 when every output of g is an operator node: a bare input as a
- * pattern would match every value of every graph. */
-static int outputs_are_nodes(const rg_graph *g) {
-    for (int k = 0; k < g->n_outputs; k++)
-        if (RG_IS_INPUT(g->out[k])) return 0;
-    return 1;
-}
 
 /* One direction src -> dst when the engine can apply it (emit.h). */
 static int emit_dir(const rg_graph *src, const rg_graph *dst, em_rule *proto, em_rule **rules,
                     size_t *n, size_t *cap) {
-    if (!outputs_are_nodes(src) || (em_used_inputs(dst) & ~em_used_inputs(src))) return 0;
+    if (!rg_can_rewrite(src, dst)) return 0;
     proto->src = *src;
     proto->dst = *dst;
     int n_in = src->n_inputs > dst->n_inputs ? src->n_inputs : dst->n_inputs;

@@ -57,9 +57,6 @@ size_t em_map_get(const em_map *m, const em_key *k);
  * @return the value now stored for k (v when it was added). */
 size_t em_map_put(em_map *m, const em_key *k, size_t v);
 
-/* Graph inputs g reads: from node inputs, outputs and symbolic sizes. */
-uint32_t em_used_inputs(const rg_graph *g);
-
 void em_key_of(const rg_graph *src, const rg_graph *dst, em_key *k);
 
 /* The key of the question "a = b?", the same for (b, a) and for any

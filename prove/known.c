@@ -2,7 +2,6 @@
 #include "known.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "derive.h"
@@ -17,10 +16,7 @@ int kn_open(const char *path, const pv_derive_options *d, kn_set *k, char *err, 
     k->bounds = pv_derive_bounds(d, f);
     k->n_rules = f->n_rules;
     pv_derive_engine_opts(&k->bounds, &k->o);
-    if (k->bounds.mode == EG_DERIVE_REACH) {
-        snprintf(err, errlen, "--known %s: mode reach needs a rule, not a pair (use equation, detours or meet)", path);
-        rc = PV_EINPUT;
-    } else if (pv_file_digest(path, &k->digest) != 0) {
+    if (pv_file_digest(path, &k->digest) != 0) {
         snprintf(err, errlen, "%s: cannot read", path);
         rc = PV_EINPUT;
     } else if (eg_ruleset_from_rdb(f, &k->rs, why, sizeof why) != EG_OK) {
@@ -28,15 +24,6 @@ int kn_open(const char *path, const pv_derive_options *d, kn_set *k, char *err, 
         rc = PV_EINPUT;
     }
     rdb_free(f);
-    size_t n = k->rs ? eg_ruleset_count(k->rs) : 0;
-    /* meet: every rule as the engine reads the file; equation: those it
-     * also reads backwards; detours: those, after the detours alone */
-    if (rc == PV_OK && k->bounds.mode != EG_DERIVE_MEET) {
-        if (!(k->enabled = malloc(2 * n + 1))) rc = PV_ENOMEM;
-        else if (k->bounds.mode == EG_DERIVE_DETOURS) k->first = k->enabled + n;
-        if (rc == PV_OK) eg_derive_sets(k->rs, NULL, k->first != NULL, k->enabled, k->first);
-    }
-    if (rc == PV_ENOMEM) snprintf(err, errlen, "out of memory");
     if (rc != PV_OK) kn_close(k);
     return rc;
 }
@@ -45,7 +32,8 @@ int kn_derives(const void *arg, const rg_graph *a, const rg_graph *b) {
     const kn_set *k = arg;
     char why[EG_ERRLEN];
     int derived = 0;
-    if (eg_derive_pair(k->rs, a, b, k->first, k->enabled, &k->o, &derived, why, sizeof why) != EG_OK) return -1;
+    if (eg_derive_pair(k->rs, a, b, NULL, &k->o, (eg_derive_mode)k->bounds.mode, &derived, why, sizeof why) != EG_OK)
+        return -1;
     return derived;
 }
 
@@ -56,6 +44,5 @@ void kn_note(const kn_set *k, char *buf, size_t len) {
 
 void kn_close(kn_set *k) {
     eg_ruleset_free(k->rs);
-    free(k->enabled);
     memset(k, 0, sizeof *k);
 }

@@ -10,14 +10,11 @@
  * skipped, and Z3 only sees the pairs that may say something new. That
  * is the depth-3 set's pruning applied to the candidates as they come.
  *
- * A pair is derived when its two sides, saturated together with the
- * known rules under the bounds and the mode of pv_derive_options (mode
- * equation: the rules the engine also reads backwards; detours: the
- * same, after the identity detours the sides write are erased; meet:
- * every rule), end in one class at an instance of the inputs' shapes and
- * at variants of it (eg_derive_pair). Deterministic: it depends on the
- * pair, the file and the bounds only, so a prove run stays independent
- * of --jobs and of the machine's load.
+ * A pair is derived as prove --prune-derivable derives a rule and its
+ * reverse (eg_derive_pair), under the bounds and the mode of
+ * pv_derive_options. Deterministic: it depends on the pair, the file and
+ * the bounds only, so a prove run stays independent of --jobs and of the
+ * machine's load.
  */
 #ifndef KNOWN_H
 #define KNOWN_H
@@ -29,9 +26,7 @@
 #include "prove.h"
 
 typedef struct {
-    eg_ruleset *rs;
-    unsigned char *first;   /* [rules] saturated alone first (detours), or NULL */
-    unsigned char *enabled; /* [rules] the rules of the saturation */
+    eg_ruleset *rs;         /* the file as the engine reads it */
     eg_search_opts o;
     pv_derive_options bounds; /* as used: none left 0 */
     uint64_t digest;        /* XXH64 of the file's bytes */
@@ -40,9 +35,9 @@ typedef struct {
 
 /* Read the rules file at path for kn_derives, with d's bounds and mode
  * (those not given: from the file's notes, as prove --derive reads a
- * pruned file). Mode reach cannot judge a pair that is no rule.
- * @return PV_OK, PV_EINPUT (unreadable, not a rules file, other opspecs,
- *         mode reach) with a message naming the file, or PV_ENOMEM. */
+ * pruned file).
+ * @return PV_OK, PV_EINPUT (unreadable, not a rules file, other opspecs)
+ *         with a message naming the file, or PV_ENOMEM. */
 int kn_open(const char *path, const pv_derive_options *d, kn_set *k, char *err, size_t errlen);
 
 /* dc_known_fn (decide.h) over a kn_set: 1 when its rules derive a = b. */

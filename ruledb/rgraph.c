@@ -112,6 +112,20 @@ uint32_t rg_node_inputs(const rg_node *n) {
     return m;
 }
 
+uint32_t rg_used_inputs(const rg_graph *g) {
+    uint32_t m = 0;
+    for (int j = 0; j < g->n_nodes; j++) m |= rg_node_inputs(&g->node[j]);
+    for (int k = 0; k < g->n_outputs; k++)
+        if (RG_IS_INPUT(g->out[k])) m |= 1u << g->out[k];
+    return m;
+}
+
+int rg_can_rewrite(const rg_graph *src, const rg_graph *dst) {
+    for (int k = 0; k < src->n_outputs; k++)
+        if (RG_IS_INPUT(src->out[k])) return 0;
+    return !(rg_used_inputs(dst) & ~rg_used_inputs(src));
+}
+
 rg_status rg_param_value(const rg_graph *g, int j, int k, const ten_shape *in,
                          int32_t *value) {
     int32_t v = g->node[j].param[k];

@@ -119,6 +119,14 @@ rg_status rg_validate(const rg_graph *g, char *err, size_t errlen);
  * of xi" reads xi's shape). @pre n is a node of a valid graph. */
 uint32_t rg_node_inputs(const rg_node *n);
 
+/* The graph inputs g reads: from node inputs, outputs and symbolic sizes. */
+uint32_t rg_used_inputs(const rg_graph *g);
+
+/* 1 when src => dst is a rewrite the engine can apply: every output of src
+ * is an operator node (a bare input as a pattern would match every value
+ * of every graph) and dst reads no input src lacks (egg's rule). */
+int rg_can_rewrite(const rg_graph *src, const rg_graph *dst);
+
 /* The concrete value of parameter k of node j given the input shapes:
  * itself, or the input dimension a symbolic size names.
  * @pre g is valid. @return RG_OK, or RG_ESHAPE when the named axis is not

@@ -1875,6 +1875,30 @@ static void test_prune_general_first(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* A rule over inputs neither side reads (synth numbers a class's inputs
+ * over all its members: here x0, x3 and x4) is derived as the same rule
+ * over x0.. is: the shapes of the unread inputs are not searched (their
+ * choices multiplied the search past its step bound, and the rule was
+ * kept as not derived). */
+static void test_derive_unused_inputs(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(split0 2 (dim 2 x0) (concat 2 x0 x1)) => x0|"
+                           "(split0 2 (dim 2 x1) (concat 2 x1 (bias 0 x2 x5))) => x1|"
+                           "(split0 2 (dim 2 x0) (concat 2 x0 (bias 0 x1 x2))) => x0");
+    assert_int_equal(eg_ruleset_count(rs), 3); /* no reverses: a bare input as a pattern */
+    char err[EG_ERRLEN];
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    unsigned char first_only[3] = {1, 0, 0};
+    for (size_t i = 1; i < 3; i++) {
+        int derived = 0;
+        assert_int_equal(eg_derive_rule(rs, i, NULL, first_only, &o, 0, &derived, err, sizeof err), EG_OK);
+        assert_int_equal(derived, 1);
+    }
+    eg_ruleset_free(rs);
+}
+
 /* Equations and identity detours: a rule whose right side writes a
  * detour (a split of a concat) around what the rules kept derive is
  * derived; a merge of two matmuls is not, though it is a detour of the
@@ -1953,5 +1977,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_derives);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_prune_derivable);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_prune_general_first);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_unused_inputs);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }

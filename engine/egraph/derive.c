@@ -76,6 +76,8 @@ typedef struct {
     const rg_graph *src, *dst;
     unsigned kernel1; /* inputs that must be 1x1 kernels */
     int n_in;
+    uint32_t used; /* the inputs either side reads (synth numbers a class's
+                      inputs over all its members, so a pair may skip some) */
     ten_shape in[RG_MAX_INPUTS];
     long steps;
 } search;
@@ -89,6 +91,10 @@ static int bind_from(search *s, int i) {
         return rg_infer_shapes(s->src, s->in, a, NULL, 0) == RG_OK && rg_infer_shapes(s->dst, s->in, b, NULL, 0) == RG_OK;
     }
     uint32_t bound = (2u << i) - 1;
+    if (!(s->used >> i & 1)) { /* read by neither side: any shape, no choice to backtrack over */
+        s->in[i] = pool[0];
+        return bind_from(s, i + 1);
+    }
     for (int q = 0; q < N_POOL && s->steps < DERIVE_STEPS; q++) {
         s->steps++;
         s->in[i] = pool[q];
@@ -201,9 +207,13 @@ static eg_status sides_graph(const rg_graph *const *sides, int n_sides, int n_in
 
 /* ---- one instance: the right side looked up after each round ---- */
 
+/* rule of a probe, an equation: none, a pair of graphs prove derives */
+#define NO_RULE SIZE_MAX
+
 typedef struct {
     const eg_ruleset *rs;
-    size_t rule; /* the rule whose right side is looked up (one-sided) */
+    size_t rule;          /* the rule whose right side is looked up, or NO_RULE */
+    const rg_graph *dst;  /* that right side */
     const ten_shape *in;
     ten_shape shape[RG_MAX_REFS]; /* dst's */
     const int *in_t;
@@ -222,13 +232,15 @@ static int sides_met(ee_graph *E, void *arg) {
 /* 1 when the e-graph holds dst with each output in the class of src's. */
 static int right_side_there(ee_graph *E, void *arg) {
     const probe *p = arg;
-    const rg_graph *dst = &eg_ruleset_rule(p->rs, p->rule)->dst;
+    const rg_graph *dst = p->dst;
     int val[RG_MAX_REFS];
     for (int i = 0; i < p->n_in; i++) val[RG_IN(i)] = E->tensor_cls[p->in_t[i]];
     for (int j = 0; j < dst->n_nodes; j++) {
         ee_node n;
         int kids[OPS_MAX_ARITY];
-        if (ee_dst_node(E, p->rs, (uint32_t)p->rule, j, NULL, p->in, p->shape, &n) != EG_OK) return 0;
+        eg_status rc = p->rule == NO_RULE ? ee_graph_node(dst, j, p->in, p->shape, &n)
+                                          : ee_dst_node(E, p->rs, (uint32_t)p->rule, j, NULL, p->in, p->shape, &n);
+        if (rc != EG_OK) return 0;
         for (int k = 0; k < n.n_kid; k++)
             if ((kids[k] = val[dst->node[j].in[k]]) < 0) return 0;
         if ((val[RG_NODE(j)] = ee_lookup(E, &n, kids)) < 0) return 0;
@@ -238,9 +250,8 @@ static int right_side_there(ee_graph *E, void *arg) {
     return 1;
 }
 
-/* What is derived: the sides of rule `rule` of rs, or (two-sided only) a
- * pair of graphs that is no rule of it (rule NO_RULE). */
-#define NO_RULE SIZE_MAX
+/* What is derived: sides[0] => sides[1], rule `rule` of rs or a pair of
+ * graphs that is no rule of it (NO_RULE); two-sided, the two sides meet. */
 typedef struct {
     const eg_ruleset *rs;
     size_t rule;
@@ -255,7 +266,7 @@ static eg_status derived_at(const equation *q, int n_in, const ten_shape *in, co
     int in_t[RG_MAX_INPUTS], out_t[2][RG_MAX_OUTPUTS];
     eg_graph *g = NULL;
     ee_graph E;
-    probe p = {q->rs, q->rule, in, {{0}}, in_t, out_t, n_in, q->sides[1]->n_outputs};
+    probe p = {q->rs, q->rule, q->sides[1], in, {{0}}, in_t, out_t, n_in, q->sides[1]->n_outputs};
     ee_done_fn done = q->two_sided ? sides_met : right_side_there;
     memset(&E, 0, sizeof E);
     *derived = 0;
@@ -277,7 +288,8 @@ static eg_status derived_everywhere(const equation *q, uint64_t salt, const unsi
                                     const unsigned char *enabled, const eg_search_opts *o, int *derived, char *err,
                                     size_t errlen) {
     const rg_graph *a = q->sides[0], *b = q->sides[1];
-    search s = {a, b, q->kernel1, a->n_inputs > b->n_inputs ? a->n_inputs : b->n_inputs, {{0}}, 0};
+    search s = {a, b, q->kernel1, a->n_inputs > b->n_inputs ? a->n_inputs : b->n_inputs,
+                rg_used_inputs(a) | rg_used_inputs(b), {{0}}, 0};
     *derived = 0;
     if (!bind_from(&s, 0)) return EG_OK; /* no instance: kept */
     ten_shape base[RG_MAX_INPUTS], v[RG_MAX_INPUTS];
@@ -299,22 +311,47 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *fi
     return derived_everywhere(&q, i, first, enabled, o, derived, err, errlen);
 }
 
-eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *first,
-                         const unsigned char *enabled, const eg_search_opts *o, int *derived, char *err,
-                         size_t errlen) {
-    equation q = {rs, NO_RULE, {a, b}, 0, 0, 1};
-    *derived = 0;
-    if (a->n_outputs != b->n_outputs) return EG_OK;
-    return derived_everywhere(&q, 0, first, enabled, o, derived, err, errlen);
-}
-
-void eg_derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, unsigned char *both_ways,
-                    unsigned char *erase) {
+/* EG_DERIVE_EQUATION's rule sets over enabled[] (NULL: all): both_ways[]
+ * the rules with a reverse in rs (a search walks them either way),
+ * erase[] (with detours, else all 0) the identity detours, rules whose
+ * right side is an input. */
+static void derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, unsigned char *both_ways,
+                        unsigned char *erase) {
     for (size_t k = 0, n = eg_ruleset_count(rs); k < n; k++) {
         int on = !enabled || enabled[k];
         both_ways[k] = on && eg_ruleset_mate(rs, k) != EG_NO_MATE;
-        if (erase) erase[k] = detours && on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
+        erase[k] = detours && on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
     }
+}
+
+eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
+                         const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen) {
+    size_t n = eg_ruleset_count(rs);
+    eg_status rc = EG_OK;
+    *derived = 0;
+    if (a->n_outputs != b->n_outputs) return EG_OK;
+    if (mode != EG_DERIVE_REACH) { /* as eg_derive_equation: the sides meet */
+        unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
+        if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
+        derive_sets(rs, enabled, mode == EG_DERIVE_DETOURS, both_ways, erase);
+        equation q = {rs, NO_RULE, {a, b}, 0, 0, 1};
+        rc = derived_everywhere(&q, 0, mode == EG_DERIVE_DETOURS ? erase : NULL,
+                                mode == EG_DERIVE_MEET ? enabled : both_ways, o, derived, err, errlen);
+        free(both_ways);
+        if (rc != EG_OK || *derived || mode == EG_DERIVE_MEET) return rc;
+    }
+    /* else each way the engine could apply as a rule reaches the other side */
+    const rg_graph *side[2] = {a, b};
+    int ways = 0;
+    *derived = 1;
+    for (int d = 0; rc == EG_OK && *derived && d < 2; d++) {
+        if (!rg_can_rewrite(side[d], side[1 - d])) continue;
+        equation q = {rs, NO_RULE, {side[d], side[1 - d]}, 0, 0, 0};
+        ways++;
+        rc = derived_everywhere(&q, (uint64_t)d, NULL, enabled, o, derived, err, errlen);
+    }
+    if (!ways) *derived = 0; /* no rule either way: nothing to derive */
+    return rc;
 }
 
 /* ---- the pruning ---- */
@@ -361,7 +398,7 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
          * backwards, and that is how a merge of two convs is made */
         unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
         if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
-        eg_derive_sets(rs, enabled, 1, both_ways, erase);
+        derive_sets(rs, enabled, 1, both_ways, erase);
         rc = eg_derive_rule(rs, i, mode == EG_DERIVE_DETOURS ? erase : NULL, both_ways, o, 1, derived, err, errlen);
         free(both_ways);
         if (rc != EG_OK || *derived) return rc;

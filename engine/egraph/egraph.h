@@ -76,24 +76,6 @@ eg_status eg_saturate_derives(const eg_graph *g, int ta, int tb, const eg_rulese
 eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
                          const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen);
 
-/* Whether the rules enabled[] (NULL: all) derive a = b, a pair of graphs
- * over the same inputs that need not be a rule of rs (prove --known: a
- * candidate pair the shipped rules already derive): both saturated
- * together end in one class, at an instance of the inputs' shapes and at
- * DERIVE_VARIANTS more, after first[] (NULL: none) ran alone, as
- * eg_derive_rule two-sided. *derived 0 on doubt.
- * @return EG_OK or EG_ENOMEM with a message. */
-eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *first,
-                         const unsigned char *enabled, const eg_search_opts *o, int *derived, char *err,
-                         size_t errlen);
-
-/* The rule sets of EG_DERIVE_EQUATION over enabled[] (NULL: all), one
- * byte per rule of rs: both_ways[] the rules with a reverse in rs (a
- * search walks them either way), erase[] (may be NULL; all 0 unless
- * detours) the identity detours, rules whose right side is an input. */
-void eg_derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, unsigned char *both_ways,
-                    unsigned char *erase);
-
 /* How a rule counts as derived from others (eg_derive_equation). */
 typedef enum {
     EG_DERIVE_REACH,    /* its left side alone, saturated, reaches its right */
@@ -114,6 +96,19 @@ typedef enum {
  * eg_derive_rule. @return EG_OK or EG_ENOMEM with a message. */
 eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
                              eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen);
+
+/* Whether the rules enabled[] (NULL: all) derive a = b, a pair of graphs
+ * over the same inputs that need not be a rule of rs (prove --known: a
+ * candidate pair the shipped rules already derive), under mode as
+ * eg_derive_equation judges a rule and its reverse: the two sides meet
+ * (MEET: under every enabled rule; EQUATION: those with a reverse; DETOURS:
+ * those, after the identity detours are erased), else (not MEET) each way
+ * the engine could apply as a rule (rg_can_rewrite) reaches the other
+ * side from its own. Each at an instance of the inputs' shapes and at
+ * DERIVE_VARIANTS more; *derived 0 on doubt.
+ * @return EG_OK or EG_ENOMEM with a message. */
+eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
+                         const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen);
 
 typedef struct {
     size_t rules, kept, derived; /* equations (eg_prune_derivable) */

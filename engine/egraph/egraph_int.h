@@ -188,6 +188,11 @@ eg_status ee_apply(ee_graph *E, const eg_ruleset *rs, const ee_match *m, int *ch
 eg_status ee_dst_node(const ee_graph *E, const eg_ruleset *rs, uint32_t rule, int j, const ee_match *m,
                       const ten_shape *in, const ten_shape *shape, ee_node *n);
 
+/* The e-node of node j of a graph g that is no rule's (a pair prove
+ * derives), its parameters from the inputs' shapes in and the values'
+ * shape; kids are left to the caller. @return EG_OK or EG_ESHAPE. */
+eg_status ee_graph_node(const rg_graph *g, int j, const ten_shape *in, const ten_shape *shape, ee_node *n);
+
 /* ---- extract.c ---- */
 
 /* The cheapest graphs, of distinct costs, cheapest first: the result and

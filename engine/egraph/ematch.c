@@ -289,24 +289,35 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
     return M->oom ? EG_ENOMEM : EG_OK;
 }
 
+/* A conv with a 1x1 kernel pads SAME, however its pattern wrote it (the
+ * two are one operator then), so equal e-nodes hash-cons. */
+static void pad_1x1(const rg_node *dn, const ten_shape *in, const ten_shape *shape, ee_node *n) {
+    const ten_shape *w = dn->op == OP_CONV2D ? (RG_IS_INPUT(dn->in[1]) ? &in[dn->in[1]] : &shape[dn->in[1]]) : NULL;
+    if (w && eg_kernel_1x1(w)) n->param[1] = OPS_PAD_SAME;
+}
+
+eg_status ee_graph_node(const rg_graph *g, int j, const ten_shape *in, const ten_shape *shape, ee_node *n) {
+    const rg_node *dn = &g->node[j];
+    int32_t gval[RG_MAX_GSYMS] = {0};
+    *n = (ee_node){.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity, .rule = -1};
+    /* as eg_dst_node_op: a group count only g writes from the shapes */
+    if (rg_node_params(g, j, in, shape, gval, n->param) != RG_OK) return EG_ESHAPE;
+    pad_1x1(dn, in, shape, n);
+    return EG_OK;
+}
+
 eg_status ee_dst_node(const ee_graph *E, const eg_ruleset *rs, uint32_t rule, int j, const ee_match *m,
                       const ten_shape *in, const ten_shape *shape, ee_node *n) {
     const rdb_rule *r = &rs->rule[rule];
     const eg_plan *p = &rs->plan[rule];
-    const rg_node *dn = &r->dst.node[j];
+    if (ee_graph_node(&r->dst, j, in, shape, n) != EG_OK) return EG_ESHAPE;
     /* the rule is counted once per application: on the node of its first output */
-    int counted = m && r->dst.out[0] == RG_NODE(j);
-    *n = (ee_node){.kind = EE_OPS, .op = dn->op, .ref = -1, .n_kid = ops_table[dn->op].arity,
-                   .rule = counted ? (int)rule : -1};
-    int32_t value[OPS_MAX_PARAMS], gval[RG_MAX_GSYMS] = {0};
-    /* as eg_dst_node_op: a group count only dst writes from the shapes */
-    if (rg_node_params(&r->dst, j, in, shape, gval, value) != RG_OK) return EG_ESHAPE;
-    for (int k = 0; k < ops_table[dn->op].n_params; k++) {
+    if (m && r->dst.out[0] == RG_NODE(j)) n->rule = (int)rule;
+    for (int k = 0; m && k < ops_table[n->op].n_params; k++) { /* a parameter src matched */
         signed char site = p->dst_site[j][k];
-        n->param[k] = site >= 0 && m ? E->n[m->node[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)] : value[k];
+        if (site >= 0) n->param[k] = E->n[m->node[EG_SITE_NODE(site)]].param[EG_SITE_PARAM(site)];
     }
-    const ten_shape *w = dn->op == OP_CONV2D ? (RG_IS_INPUT(dn->in[1]) ? &in[dn->in[1]] : &shape[dn->in[1]]) : NULL;
-    if (w && eg_kernel_1x1(w)) n->param[1] = OPS_PAD_SAME;
+    pad_1x1(&r->dst.node[j], in, shape, n);
     return EG_OK;
 }
 
