@@ -80,7 +80,7 @@ def main():
             rc, wall, mb, err = timed([prove, "--prune-derivable", a.ruledb, "-o", pruned, "--derive-rounds",
                                        str(a.rounds), "--derive-nodes", str(a.nodes), "--derive-by", a.by])
         m = re.search(r"(\d+) rules, (\d+) not matchable \(dropped\), (\d+) equations .*: (\d+) kept(?: of those in "
-                      r"\S+)?, (\d+) derived by the others(?: \([^)]*\))?, [\d.]+ s \((\d+) kept again after (\d+) check",
+                      r"\S+)?, (\d+) derived by the others(?: or left out of that file)?(?: \([^)]*\))?, [\d.]+ s \((\d+) kept again after (\d+) check",
                       err)
         if rc or not m:
             sys.exit(f"prune.py: prove --prune-derivable failed: {err.strip().splitlines()[-1:]}")

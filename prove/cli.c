@@ -330,11 +330,12 @@ static int run_prune(const args *a) {
     if (!a->d.quiet)
         fprintf(stderr,
                 "prove: %s: %zu rules, %zu not matchable (dropped), %zu equations (a rule and its reverse once): "
-                "%zu kept%s%s, %zu derived by the others (rounds %d, e-nodes %d, by %s), %.1f s (%zu kept again "
+                "%zu kept%s%s, %zu derived by the others%s (rounds %d, e-nodes %d, by %s), %.1f s (%zu kept again "
                 "after %d check(s) against the file as the engine reads it); %s holds %zu rules, one per equation "
                 "kept\n",
                 a->input, r.in, r.skipped, r.equations, r.kept, a->d.from ? " of those in " : "",
-                a->d.from ? a->d.from : "", r.derived, r.rounds, r.nodes, pv_derive_mode_names[r.mode], r.seconds,
+                a->d.from ? a->d.from : "", r.derived, a->d.from ? " or left out of that file" : "", r.rounds, r.nodes,
+                pv_derive_mode_names[r.mode], r.seconds,
                 r.restored, r.passes, a->output, r.kept);
     return EXIT_OK;
 }
