@@ -21,6 +21,10 @@ check "3 local shards: exit 0" status_is 0 drive "$BIN" "$tmp/w"
 check "... candidates byte-identical to the undivided synth" cmp -s "$tmp/w/candidates.tasodb" "$tmp/whole-cands.tasodb"
 check "... ruledb byte-identical to the undivided synth + prove" cmp -s "$tmp/w/rules.tasodb" "$tmp/whole.tasodb"
 check "... which has rules" sh -c "'$BIN/ruledb' info '$tmp/w/rules.tasodb' | grep -q '^rules: *[1-9]'"
+check "... each step's log holds its time, CPU and peak memory" sh -c "grep -q '^step.sh: used: wall .* peak RSS [0-9]* KB, exit 0' '$tmp/w/logs/synth-0.log' &&
+    grep -q '^step.sh: used: wall' '$tmp/w/logs/prove-1.log' && grep -q '^step.sh: used: wall' '$tmp/w/logs/final.log'"
+check "... bench/divided_report.py sums them by stage" sh -c "python3 '$root/bench/divided_report.py' '$tmp/w' |
+    grep -q '^| synth | 3 of 3 | 3 |'"
 check "rerun: exit 0" status_is 0 drive "$BIN" "$tmp/w"
 check "... every step skipped (11 done already)" test "$(grep -c 'done already' "$tmp/out")" -eq 11
 rm "$tmp/w/synth/shard-2.shd"
@@ -56,4 +60,14 @@ check "... shards 0 and 2 not redone" sh -c "grep -q 'synth shard 0 of 3: done a
     grep -q 'synth shard 2 of 3: done already' '$tmp/out'"
 check "... the same ruledb" cmp -s "$tmp/w3/rules.tasodb" "$tmp/whole.tasodb"
 check "bad usage (-n 1): exit 2" status_is 2 "$L" -d "$tmp/w4" -o "$tmp/x" -n 1
+
+# --known: the shards skip what the known rules derive; the merge gives
+# the undivided run's bytes.
+"$BIN/prove" -q --no-timings --jobs 1 --axioms "$ax" --known "$root/ruledb/pruned.tasodb" \
+    "$tmp/whole-cands.tasodb" -o "$tmp/whole-known.tasodb"
+check "--known in --prove-args: exit 0" status_is 0 "$L" --bin "$BIN" -d "$tmp/w5" -o "$tmp/w5/rules.tasodb" -n 3 -j 2 \
+    --no-timings --axioms "$ax" --synth-args "${SY[*]}" --prove-args "--jobs 1 --known $root/ruledb/pruned.tasodb"
+check "... ruledb byte-identical to the undivided prove --known" cmp -s "$tmp/w5/rules.tasodb" "$tmp/whole-known.tasodb"
+check "... which has fewer rules than without" test "$("$BIN/ruledb" info "$tmp/w5/rules.tasodb" | awk '/^rules:/ {print $2 + 0}')" -lt \
+    "$("$BIN/ruledb" info "$tmp/whole.tasodb" | awk '/^rules:/ {print $2 + 0}')"
 echo "1..$n"

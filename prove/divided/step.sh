@@ -34,35 +34,42 @@ fresh() {
 
 valid_rdb() { "$BIN/ruledb" info "$1" >/dev/null 2>&1; }
 
+# Each step's program runs under GNU time where the machine has it: its
+# wall time, CPU and peak memory go to the step's log ("step.sh: used:"
+# lines, which bench/divided_report.py sums per stage).
+timer=()
+[ -x /usr/bin/time ] && timer=(/usr/bin/time -a -o "$W/logs/${step}${idx:+-$idx}.log"
+    -f "step.sh: used: wall %e s, cpu %U s user + %S s sys, peak RSS %M KB, exit %x")
+
 case "$step" in
 synth)
     name="synth shard $idx of $N"
     out=$W/synth/shard-$idx.shd inputs=("$W/synth/args")
     is_valid() { "$BIN/synth" -q --verify-shard "$out" >/dev/null 2>&1; }
-    run() { "$BIN/synth" "${SYNTH_ARGS[@]}" --shard "$idx/$N" --parts "$PARTS" -o "$out"; } ;;
+    run() { "${timer[@]}" "$BIN/synth" "${SYNTH_ARGS[@]}" --shard "$idx/$N" --parts "$PARTS" -o "$out"; } ;;
 part)
     name="synth merge of part $idx of $PARTS"
     out=$W/synth/part-$idx.tasodb inputs=()
     for k in $(seq 0 $((N - 1))); do inputs+=("$W/synth/shard-$k.shd"); done
     is_valid() { valid_rdb "$out"; }
-    run() { "$BIN/synth" "${MERGE_ARGS[@]}" --merge-part "$idx" -o "$out" "${inputs[@]}"; } ;;
+    run() { "${timer[@]}" "$BIN/synth" "${MERGE_ARGS[@]}" --merge-part "$idx" -o "$out" "${inputs[@]}"; } ;;
 candidates)
     name="candidates (ruledb merge of $PARTS parts)"
     out=$W/candidates.tasodb inputs=()
     for p in $(seq 0 $((PARTS - 1))); do inputs+=("$W/synth/part-$p.tasodb"); done
     is_valid() { valid_rdb "$out"; }
-    run() { "$BIN/ruledb" merge -o "$out" "${inputs[@]}"; } ;;
+    run() { "${timer[@]}" "$BIN/ruledb" merge -o "$out" "${inputs[@]}"; } ;;
 prove)
     name="prove shard $idx of $NP"
     out=$W/prove/shard-$idx.tasodb inputs=("$W/candidates.tasodb" "$W/prove/args")
     is_valid() { valid_rdb "$out"; }
-    run() { "$BIN/prove" "${PROVE_ARGS[@]}" --shard "$idx/$NP" "$W/candidates.tasodb" -o "$out"; } ;;
+    run() { "${timer[@]}" "$BIN/prove" "${PROVE_ARGS[@]}" --shard "$idx/$NP" "$W/candidates.tasodb" -o "$out"; } ;;
 final)
     name="final merge and pruning"
     out=$OUT inputs=("$W/candidates.tasodb")
     for k in $(seq 0 $((NP - 1))); do inputs+=("$W/prove/shard-$k.tasodb"); done
     is_valid() { valid_rdb "$out"; }
-    run() { "$BIN/prove" "${PROVE_ARGS[@]}" --merge "${inputs[@]}" -o "$out"; } ;;
+    run() { "${timer[@]}" "$BIN/prove" "${PROVE_ARGS[@]}" --merge "${inputs[@]}" -o "$out"; } ;;
 *)
     echo "step.sh: unknown step '$step' (synth, part, candidates, prove, final)" >&2
     exit 2 ;;
