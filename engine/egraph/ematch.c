@@ -24,6 +24,7 @@ typedef struct {
     unsigned char *cut;   /* [rules]: off, or over its limit this round */
     unsigned long steps;  /* tree steps taken: the clock is read every 4096 */
     uint32_t *tries;      /* [tree nodes]: e-nodes tried for it (EE_TRY_LIMIT) */
+    unsigned char anchors[OP_COUNT]; /* operators of the e-nodes the walk anchors at */
     int stop;
 } ex;
 
@@ -147,13 +148,22 @@ static int valid(ex *x) {
     return 1;
 }
 
+/* alive[] below the roots of the operators the walk anchors at (those
+ * of anchors[]; the rest of the tree is never entered: a derivation's
+ * e-graph holds a few operators of a ruleset's tree of thousands). */
+static void mark_anchored(const eg_ruleset *rs, const unsigned char *cut, const unsigned char *anchors,
+                          unsigned char *alive) {
+    const eg_tree *t = &rs->tree;
+    for (int op = 0; op < OP_COUNT; op++)
+        for (uint32_t q = t->root[op]; anchors[op] && q < t->root[op] + t->n_root[op]; q++)
+            mark_alive(rs, cut, t->kids[q], alive);
+}
+
 /* Rule is over its limit: the walk leaves the tree nodes where only cut
  * rules end, so a banned rule costs no more matching this round. */
 static void cut_rule(ex *x, uint32_t rule) {
-    const eg_tree *t = &x->rs->tree;
     x->cut[rule] = 1;
-    for (int op = 0; op < OP_COUNT; op++)
-        for (uint32_t q = t->root[op]; q < t->root[op] + t->n_root[op]; q++) mark_alive(x->rs, x->cut, t->kids[q], x->alive);
+    mark_anchored(x->rs, x->cut, x->anchors, x->alive);
 }
 
 /* Record the match x has bound for rule when it passes the checks and
@@ -273,8 +283,9 @@ eg_status ee_match_all(ee_graph *E, const eg_ruleset *rs, ee_matches *M) {
         return EG_ENOMEM;
     }
     for (size_t i = 0; i < nr; i++) x.cut[i] = M->off[i] || M->count[i] > M->limit[i];
-    for (int op = 0; op < OP_COUNT; op++)
-        for (uint32_t q = t->root[op]; q < t->root[op] + t->n_root[op]; q++) mark_alive(rs, x.cut, t->kids[q], x.alive);
+    for (int a = M->anchor_from; a < E->n_nodes; a++)
+        if (!E->n[a].dead && E->n[a].kind == EE_OPS) x.anchors[E->n[a].op] = 1;
+    mark_anchored(rs, x.cut, x.anchors, x.alive);
     for (int a = M->anchor_from; a < E->n_nodes && !x.stop; a++) {
         const ee_node *n = &E->n[a];
         if (n->dead || n->kind != EE_OPS) continue;

@@ -97,13 +97,16 @@ static int commutation_rule(const eg_ruleset *rs, size_t i) {
  * (ee_saturate_until: a rule's two sides under a small e-node bound, where
  * nothing crowds out anything) runs without it, as the shipped ruledb's
  * pruning was decided. */
-static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit, int heavy) {
+static eg_status sched_new(sched *s, const eg_ruleset *rs, size_t n, uint32_t limit, int heavy,
+                           const unsigned char *enabled) {
     s->limit = malloc(sizeof *s->limit * (n + 1)), s->count = calloc(n + 1, sizeof *s->count);
     s->banned = calloc(n + 1, sizeof *s->banned), s->until = calloc(n + 1, sizeof *s->until);
     s->off = calloc(n + 1, 1), s->pass = calloc(n + 1, 1);
     if (!s->limit || !s->count || !s->banned || !s->until || !s->off || !s->pass) return EG_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        s->limit[i] = commutation_rule(rs, i) ? UINT32_MAX
+    s->enabled = enabled;
+    for (size_t i = 0; i < n; i++) /* a rule not enabled never matches: its limit is not read */
+        s->limit[i] = enabled && !enabled[i] ? 0
+                      : commutation_rule(rs, i) ? UINT32_MAX
                       : flooding_rule(rs, i, heavy) ? (limit / 16 > 16 ? limit / 16 : 16)
                                               : limit;
     return EG_OK;
@@ -209,7 +212,7 @@ static eg_status saturate_pass(const eg_graph *g, const eg_ruleset *rs, eg_cost 
     if (!r->applied) rc = EG_ENOMEM;
     if (rc == EG_OK) rc = eg_mark_nonfinite(marked); /* a rule that adds zeros refuses those values */
     if (rc == EG_OK) rc = ee_build(&E, marked);
-    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit, 1);
+    if (rc == EG_OK) rc = sched_new(&s, rs, nr, o->match_limit, 1, NULL);
     r->cost_before = eg_cost_graph(c, g);
     r->stop = EG_STOP_ITERATIONS;
     double t_extract = 0;
@@ -344,8 +347,7 @@ eg_status ee_saturate_until(ee_graph *E, const eg_ruleset *rs, const unsigned ch
     sched s = {0};
     uint64_t added = 0;
     int round = 0;
-    eg_status rc = sched_new(&s, rs, nr, o->match_limit, 0);
-    s.enabled = enabled;
+    eg_status rc = sched_new(&s, rs, nr, o->match_limit, 0, enabled);
     for (; rc == EG_OK && round < o->iterations; round++) {
         if (done(E, arg)) break;
         if (eg_now_s() - t0 > o->time_limit || E->n_live >= o->max_nodes) break;
