@@ -2,13 +2,15 @@
 """bench/known.py - prove --known on a depth-4 sample: what the pairs the
 shipped rules already derive cost, and that leaving them out loses nothing.
 
-    python3 bench/known.py [--bin out/bin] [--ops LIST] [--shards K,K,...]
+    python3 bench/known.py [--bin out/bin] [--ops LIST | --candidates FILE] [--shards K,K,...]
                            [--known ruledb/pruned.tasodb] [--work DIR] [--out bench/results/known.md]
 
 Steps, each timed with its peak memory (/usr/bin/time -v):
   1. synth at depth 4 over --ops (default eleven operators: element-wise,
      scale and bias, concat and split, transpose, matmul), one thread,
-     seed 1 (kept in --work and reused when there);
+     seed 1 (kept in --work and reused when there); or --candidates, a
+     candidates file made before (a part of the divided depth-4 run over
+     every operator, synth --merge-part: a sample of its classes);
   2. per prove shard K of 16 in --shards (a sample of the candidates: the
      Z3 lanes of prove --shard): `prove --shard K/16` without --known, then
      with it; the counts (derived, proved by Z3, refuted, unknown) and the
@@ -56,7 +58,7 @@ def counts(stderr):
                   r"(\d+) refuted .*?, (\d+) unknown, (\d+) timeout", stderr)
     if m:
         c.update(zip(("pairs", "distinct", "proved", "refuted", "unknown", "timeout"), map(int, m.groups())))
-    m = re.search(r"prove: (\d+) pairs derived from the rules of", stderr)
+    m = re.search(r"prove: (\d+) more pairs proved and derived from the rules of", stderr)
     c["derived"] = int(m.group(1)) if m else 0
     m = re.search(r"rules (\d+) emitted", stderr)
     c["rules"] = int(m.group(1)) if m else 0
@@ -67,6 +69,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--ops", default=OPS)
+    ap.add_argument("--candidates", help="a candidates file to prove instead of synth's over --ops")
     ap.add_argument("--shards", default="3,11", help="prove shards of 16 to run (default 3,11)")
     ap.add_argument("--known", default=os.path.join(ROOT, "ruledb", "pruned.tasodb"))
     ap.add_argument("--work", default=os.path.join(ROOT, "bench", "cache", "known"))
@@ -75,24 +78,27 @@ def main():
     b = lambda p: os.path.join(a.bin, p)  # noqa: E731
     axioms = os.path.join(ROOT, "opspecs", "axioms.ax")
     os.makedirs(a.work, exist_ok=True)
-    cands = os.path.join(a.work, "candidates.tasodb")
+    cands = a.candidates or os.path.join(a.work, "candidates.tasodb")
+    what = f"Candidates: {a.candidates}." if a.candidates else f"Operators: {a.ops}."
+    args = " ".join(sys.argv[1:])
     lines = [f"# prove --known on a depth-4 sample\n",
-             f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, `python3 bench/known.py --shards {a.shards}`, "
+             f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, `python3 bench/known.py {args}`, "
              f"{os.cpu_count()} cores; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}.\n",
-             f"Operators: {a.ops}. Known rules: {os.path.relpath(a.known, ROOT)}.\n"]
+             f"{what} Known rules: {os.path.relpath(a.known, ROOT)}.\n"]
+    tag = "part" if a.candidates else "shard"
     if not os.path.exists(cands):
         rc, wall, cpu, peak, err = timed([b("synth"), "--no-timings", "--max-ops", "4", "--ops", a.ops, "--seed", "1",
                                           "--threads", "1", "-o", cands])
         must(rc, "synth", err)
         lines.append(f"synth: {wall:.0f} s, {peak:.0f} MB peak.\n")
-    lines.append("| shard | --known | pairs | derived | proved by Z3 | refuted | unknown | rules written | wall s "
+    lines.append("| shard | --known | pairs | proved, derived | proved, not derived | refuted | unknown | rules written | wall s "
                  "| CPU s | peak MB |")
     lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     checks = []
     for k in [int(x) for x in a.shards.split(",")]:
         out = {}
         for known in (False, True):
-            f = os.path.join(a.work, f"shard-{k}{'-known' if known else ''}.tasodb")
+            f = os.path.join(a.work, f"{tag}-{k}{'-known' if known else ''}.tasodb")
             cmd = [b("prove"), cands, "-o", f, "--shard", f"{k}/16", "--jobs", "1", "--no-timings", "--seed", "1",
                    "--axioms", axioms] + (["--known", a.known] if known else [])
             rc, wall, cpu, peak, err = timed(cmd)
@@ -102,7 +108,7 @@ def main():
             lines.append(f"| {k} | {'yes' if known else 'no'} | {c.get('pairs', 0)} | {c['derived']} | "
                          f"{c.get('proved', 0)} | {c.get('refuted', 0)} | {c.get('unknown', 0)} | {c['rules']} | "
                          f"{wall:.1f} | {cpu:.1f} | {peak:.0f} |")
-        both = os.path.join(a.work, f"shard-{k}-known+shipped.tasodb")
+        both = os.path.join(a.work, f"{tag}-{k}-known+shipped.tasodb")
         rc, _, _, _, err = timed([b("ruledb"), "merge", "-o", both, a.known, out[True]])
         must(rc, "ruledb merge", err)
         rc, wall, cpu, peak, err = timed([b("prove"), "--derive", both, out[False], "--jobs", "1"])

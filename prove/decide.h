@@ -16,9 +16,9 @@
  *     evaluations (DC_EVALS) keeps it cheap; finding no variant says
  *     nothing. (axcheck's backtracking search over all shapes, used for
  *     the axioms, costs ~100x more per pair.)
- *  3. with a known-pairs test (prove --known: the pair is derived from
- *     rules already proved), PROVED as DC_DERIVED without Z3; else
- *     Z3 (z3enc.h): PROVED, UNKNOWN or TIMEOUT.
+ *  3. Z3 (z3enc.h): PROVED, UNKNOWN or TIMEOUT; with a known-pairs test
+ *     (prove --known: the pair is derived from rules already proved), a
+ *     PROVED pair it passes is DC_DERIVED, which needs no rule.
  * Stage 3 does not depend on shapes and stage 2 only starts from them, so
  * a pair that occurs in several classes (synth makes one class per input
  * shapes) needs them once. A ruledb rule has no shapes: stage 1 and 2 need
@@ -41,8 +41,8 @@
 #define DC_RECYCLE 512         /* checks per Z3 context before a fresh one */
 
 /* A pair already known to hold (prove --known: derived from a ruledb's
- * rules), tested before Z3 runs; called from worker threads, so it reads
- * arg only. @return 1 known, 0 not, -1 out of memory. */
+ * rules), tested on the pairs Z3 proved; called from worker threads, so
+ * it reads arg only. @return 1 known, 0 not, -1 out of memory. */
 typedef int (*dc_known_fn)(const void *arg, const rg_graph *a, const rg_graph *b);
 
 typedef struct {
@@ -58,7 +58,7 @@ typedef struct {
  * format fixes): the action differs by class. */
 typedef enum {
     DC_PROVED,  /* not a failure */
-    DC_DERIVED, /* PROVED by dc_config.known, not by Z3: it needs no rule */
+    DC_DERIVED, /* PROVED, and dc_config.known derives it: it needs no rule */
     DC_REFUTED, /* refuted by evaluation: the sides differ on concrete tensors */
     DC_UNKNOWN, /* Z3 found no proof (E-matching saturated), or no shapes fit */
     DC_BUDGET,  /* a deterministic budget ran out (--max-instances, --rlimit) */

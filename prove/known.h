@@ -2,13 +2,14 @@
  * derive (prefix kn_), decided in the engine's e-graph instead of by Z3.
  *
  * Why. A depth-4 run over every operator pairs 2.5 M candidates, most of
- * them the shipped depth-3 rules applied twice or in a context. Proving
- * them with Z3 costs hours (the checks Z3 cannot finish take its whole
- * budget), and every rule they give is then pruned again because the
- * shipped rules derive it. Tested first, such a pair is true (it follows
- * from proved rules) and needs no rule: it is counted as derived and
- * skipped, and Z3 only sees the pairs that may say something new. That
- * is the depth-3 set's pruning applied to the candidates as they come.
+ * them the shipped depth-3 rules applied twice or in a context, and every
+ * rule they give would be pruned again, by derivability over a union of
+ * hundreds of thousands of rules. Tested once Z3 has proved it, such a
+ * pair needs no rule: it is counted as derived and written nowhere, and
+ * the file holds only what may say something new. That is the depth-3
+ * set's pruning applied to the candidates as they come. (Only the pairs
+ * Z3 proved are tested: the rest give no rule anyway, and at depth 4 most
+ * are pairs Z3 cannot prove, whose derivations run to the bound.)
  *
  * A pair is derived as prove --prune-derivable derives a rule and its
  * reverse (eg_derive_pair), under the bounds and the mode of

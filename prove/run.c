@@ -425,7 +425,7 @@ void pv_summary(const pv_options *o, const pv_stats *st) {
             st->refuted_at[1], st->refuted_at[2], st->unknown, st->timeout);
     if (st->errors) fprintf(l, ", %zu internal errors", st->errors);
     if (o->known)
-        fprintf(l, "\nprove: %zu pairs derived from the rules of %s (true; neither given to Z3 nor made rules)",
+        fprintf(l, "\nprove: %zu more pairs proved and derived from the rules of %s (no rules made of them)",
                 st->derived, o->known);
     if (st->hogs.checks) {
         fprintf(l, "\nprove: the axioms behind the budget: of the instances in the first %zu "
