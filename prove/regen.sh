@@ -25,13 +25,18 @@
 # reverse, each dropped when the smaller ones kept derive it in the
 # engine's e-graph, bounded by rounds and e-nodes, never by time), in
 # three steps: PRUNED, one rule per equation kept (the engine reads each
-# rule both ways), the set built into the engine. With LOGDIR,
+# rule both ways), the set built into the engine. The pruning reads OUT
+# and, when there, ruledb/depth4.tasodb (DEPTH4 names another): depth 4
+# over every operator, the rules the divided run (prove/divided/, hours
+# on two cores, so not rerun here) proved that the shipped set did not
+# derive (prove --known; the command is in bench/results/regen.md). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
 set -euo pipefail
 [ $# -ge 4 ] || { sed -n '4p' "$0" | sed 's/^# *//' >&2; exit 2; }
 bin=$1 work=$2 out=$3 pruned=$4 logs=${5:-}
+depth4=${DEPTH4:-$(dirname "$0")/../ruledb/depth4.tasodb}
 mkdir -p "$work"
 step() { # step NAME PROGRAM ARGS...: run quietly, or logged and timed
     local name=$1; shift
@@ -59,9 +64,14 @@ step prove "$bin/prove" --no-timings --seed 1 "$work/candidates.tasodb" -o "$out
 # The pruning: by equation from the smallest up, then twice again over
 # what the previous step kept (--from) by detours (a rule that only
 # writes a split of a concat or a product with ones around what the others
-# derive goes), each time every rule of OUT checked against the file
+# derive goes), each time every rule of OUT (and of the depth-4 file) checked against the file
 # written and kept when not derived (prove/derive.c; docs/rules.md).
-step prune "$bin/prove" --prune-derivable "$out" -o "$work/pruned-1.tasodb"
-step prune-2 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-1.tasodb" --derive-by detours \
+full=$out
+if [ -f "$depth4" ]; then
+    full=$work/full.tasodb
+    "$bin/ruledb" merge -o "$full" "$out" "$depth4"
+fi
+step prune "$bin/prove" --prune-derivable "$full" -o "$work/pruned-1.tasodb"
+step prune-2 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-1.tasodb" --derive-by detours \
     -o "$work/pruned-2.tasodb"
-step prune-3 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-2.tasodb" --derive-by detours -o "$pruned"
+step prune-3 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-2.tasodb" --derive-by detours -o "$pruned"
