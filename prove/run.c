@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "batch.h"
 #include "emit.h"
@@ -38,13 +37,6 @@ void pv_defaults(pv_options *o) {
     pv_derive_defaults(&o->known_bounds);
 }
 
-int pv_load_axioms(const char *path, ax_set *out, char *err, size_t errlen) {
-    char aerr[AX_ERRLEN];
-    int rc = ax_parse_file(path, out, aerr);
-    if (rc == AX_OK) return PV_OK;
-    snprintf(err, errlen, "%s", aerr);
-    return rc == AX_ENOMEM ? PV_ENOMEM : PV_EINPUT;
-}
 
 static uint64_t mono_ms(void) {
     struct timespec t;
@@ -522,36 +514,7 @@ void pv_stats_free(pv_stats *st) {
     st->n_pairs = 0;
 }
 
-/* XXH64 of a file's bytes, for the record of which axioms were used. */
-int pv_file_digest(const char *path, uint64_t *h) {
-    FILE *f = fopen(path, "rb");
-    XXH64_state_t *s = XXH64_createState();
-    char buf[4096];
-    size_t n;
-    int rc = -1;
-    if (f && s && XXH64_reset(s, 0) == XXH_OK) {
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0) XXH64_update(s, buf, n);
-        if (!ferror(f)) *h = XXH64_digest(s), rc = 0;
-    }
-    if (f) fclose(f);
-    XXH64_freeState(s);
-    return rc;
-}
 
-int pv_read_kind(const char *path, rdb_kind kind, rdb_file **f, char *err, size_t errlen) {
-    char rerr[RDB_ERRLEN];
-    rdb_status s = rdb_read(path, f, rerr, sizeof rerr);
-    if (s != RDB_OK) {
-        snprintf(err, errlen, "%s (%s)", rerr, rdb_strerror(s));
-        return s == RDB_ENOMEM ? PV_ENOMEM : PV_EINPUT;
-    }
-    if ((*f)->kind == kind) return PV_OK;
-    snprintf(err, errlen, "%s: a %s file, not %s", path, rdb_kind_name((*f)->kind),
-             kind == RDB_RULES ? "a rules file" : "a candidates file");
-    rdb_free(*f);
-    *f = NULL;
-    return PV_EINPUT;
-}
 
 int pv_prove_file(const char *cands_path, const char *out_path, const pv_options *o,
                   pv_stats *st, char *err, size_t errlen) {

@@ -31,7 +31,7 @@ void pv_resources(uint64_t *cpu_ms, long *rss_kb);
 /* The closing summary on o's log. */
 void pv_summary(const pv_options *o, const pv_stats *st);
 
-/* XXH64 of a file's bytes. @return 0, or -1 when unreadable. */
+/* XXH64 of a file's bytes (files.c). @return 0, or -1 when unreadable. */
 int pv_file_digest(const char *path, uint64_t *h);
 
 #endif
