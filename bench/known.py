@@ -3,7 +3,8 @@
 shipped rules already derive cost, and that leaving them out loses nothing.
 
     python3 bench/known.py [--bin out/bin] [--ops LIST | --candidates FILE] [--shards K,K,...]
-                           [--known ruledb/pruned.tasodb] [--work DIR] [--out bench/results/known.md]
+                           [--known ruledb/pruned.tasodb] [--budget "PROVE OPTIONS"]
+                           [--work DIR] [--out bench/results/known.md]
 
 Steps, each timed with its peak memory (/usr/bin/time -v):
   1. synth at depth 4 over --ops (default eleven operators: element-wise,
@@ -14,7 +15,9 @@ Steps, each timed with its peak memory (/usr/bin/time -v):
   2. per prove shard K of 16 in --shards (a sample of the candidates: the
      Z3 lanes of prove --shard): `prove --shard K/16` without --known, then
      with it; the counts (derived, proved by Z3, refuted, unknown) and the
-     rules each writes;
+     rules each writes; with --budget, a third run with --known and those
+     options (smaller Z3 budgets), and whether it writes the same rules
+     (ruledb diff);
   3. the proof that nothing was lost: `prove --derive` of every rule the
      run without --known wrote, from the known rules and those the run
      with --known wrote together (ruledb merge): each is in them or
@@ -72,6 +75,8 @@ def main():
     ap.add_argument("--candidates", help="a candidates file to prove instead of synth's over --ops")
     ap.add_argument("--shards", default="3,11", help="prove shards of 16 to run (default 3,11)")
     ap.add_argument("--known", default=os.path.join(ROOT, "ruledb", "pruned.tasodb"))
+    ap.add_argument("--budget", default="", help="prove options of a third run with --known, e.g. "
+                                                 "\"--max-instances 4000 --rlimit 10000000\"")
     ap.add_argument("--work", default=os.path.join(ROOT, "bench", "cache", "known"))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "known.md"))
     a = ap.parse_args()
@@ -92,22 +97,29 @@ def main():
         must(rc, "synth", err)
         lines.append(f"synth: {wall:.0f} s, {peak:.0f} MB peak.\n")
     lines.append("| shard | --known | pairs | proved, derived | proved, not derived | refuted | unknown | rules written | wall s "
-                 "| CPU s | peak MB |")
-    lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+                 "| CPU s | peak MB | same rules as with --known |")
+    lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     checks = []
     for k in [int(x) for x in a.shards.split(",")]:
         out = {}
-        for known in (False, True):
-            f = os.path.join(a.work, f"{tag}-{k}{'-known' if known else ''}.tasodb")
+        runs = [(False, "no", []), (True, "yes", [])]
+        if a.budget:
+            runs.append(("budget", f"yes, {a.budget}", a.budget.split()))
+        for known, label, extra in runs:
+            f = os.path.join(a.work, f"{tag}-{k}{'' if not known else '-known' if known is True else '-budget'}.tasodb")
             cmd = [b("prove"), cands, "-o", f, "--shard", f"{k}/16", "--jobs", "1", "--no-timings", "--seed", "1",
-                   "--axioms", axioms] + (["--known", a.known] if known else [])
+                   "--axioms", axioms] + (["--known", a.known] if known else []) + extra
             rc, wall, cpu, peak, err = timed(cmd)
             must(rc, " ".join(cmd[1:]), err)
             c = counts(err)
             out[known] = f
-            lines.append(f"| {k} | {'yes' if known else 'no'} | {c.get('pairs', 0)} | {c['derived']} | "
+            same = ""
+            if known == "budget":
+                same = "yes" if subprocess.run([b("ruledb"), "diff", f, out[True]], capture_output=True).returncode == 0 \
+                    else "**no**"
+            lines.append(f"| {k} | {label} | {c.get('pairs', 0)} | {c['derived']} | "
                          f"{c.get('proved', 0)} | {c.get('refuted', 0)} | {c.get('unknown', 0)} | {c['rules']} | "
-                         f"{wall:.1f} | {cpu:.1f} | {peak:.0f} |")
+                         f"{wall:.1f} | {cpu:.1f} | {peak:.0f} | {same} |")
         both = os.path.join(a.work, f"{tag}-{k}-known+shipped.tasodb")
         rc, _, _, _, err = timed([b("ruledb"), "merge", "-o", both, a.known, out[True]])
         must(rc, "ruledb merge", err)
