@@ -14,7 +14,6 @@ int kn_open(const char *path, const pv_derive_options *d, kn_set *k, char *err, 
     int rc = pv_read_kind(path, RDB_RULES, &f, err, errlen);
     if (rc != PV_OK) return rc;
     k->bounds = pv_derive_bounds(d, f);
-    k->n_rules = f->n_rules;
     pv_derive_engine_opts(&k->bounds, &k->o);
     if (pv_file_digest(path, &k->digest) != 0) {
         snprintf(err, errlen, "%s: cannot read", path);

@@ -31,7 +31,6 @@ typedef struct {
     eg_search_opts o;
     pv_derive_options bounds; /* as used: none left 0 */
     uint64_t digest;        /* XXH64 of the file's bytes */
-    size_t n_rules;         /* the file's */
 } kn_set;
 
 /* Read the rules file at path for kn_derives, with d's bounds and mode
