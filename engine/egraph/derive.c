@@ -304,10 +304,15 @@ static eg_status derived_everywhere(const equation *q, uint64_t salt, const unsi
     return rc;
 }
 
+/* Rule i of rs as an equation. */
+static equation rule_equation(const eg_ruleset *rs, size_t i, int two_sided) {
+    const rdb_rule *r = eg_ruleset_rule(rs, i);
+    return (equation){rs, i, {&r->src, &r->dst}, rs->plan[i].divisors, eg_ruleset_kernel1(rs, i), two_sided};
+}
+
 eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
                          const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
-    const rdb_rule *r = eg_ruleset_rule(rs, i);
-    equation q = {rs, i, {&r->src, &r->dst}, rs->plan[i].divisors, eg_ruleset_kernel1(rs, i), two_sided};
+    equation q = rule_equation(rs, i, two_sided);
     return derived_everywhere(&q, i, first, enabled, o, derived, err, errlen);
 }
 
@@ -324,21 +329,32 @@ static void derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int 
     }
 }
 
+/* q two-sided under EG_DERIVE_EQUATION or _DETOURS (eg_derive_equation's
+ * first test): the sides meet under the enabled rules that have a
+ * reverse, with DETOURS after the identity detours ran alone. */
+static eg_status meet_both_ways(const equation *q, uint64_t salt, const unsigned char *enabled,
+                                const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen) {
+    size_t n = eg_ruleset_count(q->rs);
+    unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
+    *derived = 0;
+    if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
+    derive_sets(q->rs, enabled, mode == EG_DERIVE_DETOURS, both_ways, erase);
+    eg_status rc = derived_everywhere(q, salt, mode == EG_DERIVE_DETOURS ? erase : NULL, both_ways, o, derived, err,
+                                      errlen);
+    free(both_ways);
+    return rc;
+}
+
 eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
                          const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen) {
-    size_t n = eg_ruleset_count(rs);
+    equation meet = {rs, NO_RULE, {a, b}, 0, 0, 1};
     eg_status rc = EG_OK;
     *derived = 0;
     if (a->n_outputs != b->n_outputs) return EG_OK;
+    if (mode == EG_DERIVE_MEET) return derived_everywhere(&meet, 0, NULL, enabled, o, derived, err, errlen);
     if (mode != EG_DERIVE_REACH) { /* as eg_derive_equation: the sides meet */
-        unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
-        if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
-        derive_sets(rs, enabled, mode == EG_DERIVE_DETOURS, both_ways, erase);
-        equation q = {rs, NO_RULE, {a, b}, 0, 0, 1};
-        rc = derived_everywhere(&q, 0, mode == EG_DERIVE_DETOURS ? erase : NULL,
-                                mode == EG_DERIVE_MEET ? enabled : both_ways, o, derived, err, errlen);
-        free(both_ways);
-        if (rc != EG_OK || *derived || mode == EG_DERIVE_MEET) return rc;
+        rc = meet_both_ways(&meet, 0, enabled, o, mode, derived, err, errlen);
+        if (rc != EG_OK || *derived) return rc;
     }
     /* else each way the engine could apply as a rule reaches the other side */
     const rg_graph *side[2] = {a, b};
@@ -381,7 +397,7 @@ static size_t mate_of(const eg_ruleset *rs, size_t i) {
 
 eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
                              eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen) {
-    size_t n = eg_ruleset_count(rs), m = mate_of(rs, i);
+    size_t m = mate_of(rs, i);
     eg_status rc = EG_OK;
     *derived = 0;
     if (mode == EG_DERIVE_EQUATION || mode == EG_DERIVE_DETOURS) {
@@ -396,11 +412,8 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
          * than what it computes. Only the detours as written: erasing
          * during the saturation would let a derivation insert a detour
          * backwards, and that is how a merge of two convs is made */
-        unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
-        if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
-        derive_sets(rs, enabled, 1, both_ways, erase);
-        rc = eg_derive_rule(rs, i, mode == EG_DERIVE_DETOURS ? erase : NULL, both_ways, o, 1, derived, err, errlen);
-        free(both_ways);
+        equation q = rule_equation(rs, i, 1);
+        rc = meet_both_ways(&q, i, enabled, o, mode, derived, err, errlen);
         if (rc != EG_OK || *derived) return rc;
     }
     int two_sided = mode == EG_DERIVE_MEET;
