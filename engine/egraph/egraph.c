@@ -265,6 +265,62 @@ static int congruence_pass(ee_graph *E) {
     return merged;
 }
 
+/* A constant operator (OPF_CONST) reads only the shape of its input, and
+ * only the part of it that its own output's shape repeats (ones: all of
+ * it; imm, iconv, poolk: the channels), so two e-nodes of one such
+ * operator and parameters whose classes have one shape are one value:
+ * (ones x0) and (ones x1) when x0 and x1 have one shape. Their classes are
+ * merged and both e-nodes stay, so a pattern (ewmul x1 (ones x1)) still
+ * finds its own. @return 1 when a class merged, 0 when none did, -1 when
+ * out of memory. */
+static _Thread_local const ee_graph *shape_E; /* per thread: prove derives on several */
+static int by_const_key(const void *pa, const void *pb) {
+    const ee_node *a = &shape_E->n[*(const int *)pa], *b = &shape_E->n[*(const int *)pb];
+    if (a->op != b->op) return a->op < b->op ? -1 : 1;
+    for (int k = 0; k < ops_table[a->op].n_params; k++)
+        if (a->param[k] != b->param[k]) return a->param[k] < b->param[k] ? -1 : 1;
+    const ten_shape *sa = &shape_E->c[a->cls].shape, *sb = &shape_E->c[b->cls].shape;
+    if (sa->rank != sb->rank) return sa->rank < sb->rank ? -1 : 1;
+    for (int d = 0; d < sa->rank; d++)
+        if (sa->dim[d] != sb->dim[d]) return sa->dim[d] < sb->dim[d] ? -1 : 1;
+    int x = *(const int *)pa, y = *(const int *)pb;
+    return (x > y) - (x < y);
+}
+
+static int shape_congruence(ee_graph *E) {
+    int n = 0, merged = 0;
+    for (int e = 0; e < E->n_nodes; e++) {
+        const ee_node *d = &E->n[e];
+        const ee_class *c = &E->c[ee_find(E, d->cls)];
+        n += !d->dead && d->kind == EE_OPS && (ops_table[d->op].flags & OPF_CONST) && c->shaped && c->shape.rank >= 0;
+    }
+    if (n < 2) return 0;
+    int *list = malloc(sizeof *list * (size_t)n);
+    if (!list) return -1;
+    n = 0;
+    for (int e = 0; e < E->n_nodes; e++) {
+        ee_node *d = &E->n[e];
+        d->cls = ee_find(E, d->cls);
+        const ee_class *c = &E->c[d->cls];
+        if (!d->dead && d->kind == EE_OPS && (ops_table[d->op].flags & OPF_CONST) && c->shaped && c->shape.rank >= 0)
+            list[n++] = e;
+    }
+    shape_E = E; /* qsort has no context argument in C11 */
+    qsort(list, (size_t)n, sizeof *list, by_const_key);
+    for (int i = 1; i < n; i++) {
+        int a = list[i - 1], b = list[i];
+        E->n[a].cls = ee_find(E, E->n[a].cls); /* the comparison reads classes at their roots */
+        E->n[b].cls = ee_find(E, E->n[b].cls);
+        const ee_node *na = &E->n[a], *nb = &E->n[b];
+        int same = na->op == nb->op && ten_shape_eq(&E->c[na->cls].shape, &E->c[nb->cls].shape);
+        for (int k = 0; same && k < ops_table[na->op].n_params; k++) same = na->param[k] == nb->param[k];
+        if (same) merged |= ee_union(E, na->cls, nb->cls);
+    }
+    shape_E = NULL;
+    free(list);
+    return merged;
+}
+
 /* A class becomes weight-only when an operator over weight-only classes
  * is in it; repeated until none changes. */
 static void spread_weights(ee_graph *E) {
@@ -361,8 +417,10 @@ static eg_status lists(ee_graph *E) {
 eg_status ee_rebuild(ee_graph *E) {
     int r;
     if (hc_grow(E) != EG_OK) return EG_ENOMEM;
-    while ((r = congruence_pass(E)) > 0) {
-    }
+    do
+        while ((r = congruence_pass(E)) > 0) {
+        }
+    while (r == 0 && (r = shape_congruence(E)) > 0);
     spread_weights(E);
     for (int e = 0; e < E->n_nodes; e++) E->n[e].cls = ee_find(E, E->n[e].cls); /* matching reads them as they are */
     E->dirty = 0;
