@@ -265,6 +265,36 @@ static int congruence_pass(ee_graph *E) {
     return merged;
 }
 
+static _Thread_local ee_graph *sort_E; /* qsort has no context argument in C11; per thread:
+                                                prove derives on several */
+
+/* Constant e-nodes x and y in the order of operator, parameters and their
+ * classes' shapes: 0 when they are one value. */
+static int const_key_cmp(ee_graph *E, int x, int y) {
+    const ee_node *a = &E->n[x], *b = &E->n[y];
+    if (a->op != b->op) return a->op < b->op ? -1 : 1;
+    for (int k = 0; k < ops_table[a->op].n_params; k++)
+        if (a->param[k] != b->param[k]) return a->param[k] < b->param[k] ? -1 : 1;
+    const ten_shape *sa = &E->c[ee_find(E, a->cls)].shape, *sb = &E->c[ee_find(E, b->cls)].shape;
+    if (sa->rank != sb->rank) return sa->rank < sb->rank ? -1 : 1;
+    for (int d = 0; d < sa->rank; d++)
+        if (sa->dim[d] != sb->dim[d]) return sa->dim[d] < sb->dim[d] ? -1 : 1;
+    return 0;
+}
+
+static int by_const_key(const void *pa, const void *pb) {
+    int x = *(const int *)pa, y = *(const int *)pb, c = const_key_cmp(sort_E, x, y);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* 1 when e-node e is a live constant whose class has a shape. */
+static int shaped_constant(ee_graph *E, int e) {
+    const ee_node *d = &E->n[e];
+    if (d->dead || d->kind != EE_OPS || !(ops_table[d->op].flags & OPF_CONST)) return 0;
+    const ee_class *c = &E->c[ee_find(E, d->cls)];
+    return c->shaped && c->shape.rank >= 0;
+}
+
 /* A constant operator (OPF_CONST) reads only the shape of its input, and
  * only the part of it that its own output's shape repeats (ones: all of
  * it; imm, iconv, poolk: the channels), so two e-nodes of one such
@@ -273,50 +303,20 @@ static int congruence_pass(ee_graph *E) {
  * merged and both e-nodes stay, so a pattern (ewmul x1 (ones x1)) still
  * finds its own. @return 1 when a class merged, 0 when none did, -1 when
  * out of memory. */
-static _Thread_local const ee_graph *shape_E; /* per thread: prove derives on several */
-static int by_const_key(const void *pa, const void *pb) {
-    const ee_node *a = &shape_E->n[*(const int *)pa], *b = &shape_E->n[*(const int *)pb];
-    if (a->op != b->op) return a->op < b->op ? -1 : 1;
-    for (int k = 0; k < ops_table[a->op].n_params; k++)
-        if (a->param[k] != b->param[k]) return a->param[k] < b->param[k] ? -1 : 1;
-    const ten_shape *sa = &shape_E->c[a->cls].shape, *sb = &shape_E->c[b->cls].shape;
-    if (sa->rank != sb->rank) return sa->rank < sb->rank ? -1 : 1;
-    for (int d = 0; d < sa->rank; d++)
-        if (sa->dim[d] != sb->dim[d]) return sa->dim[d] < sb->dim[d] ? -1 : 1;
-    int x = *(const int *)pa, y = *(const int *)pb;
-    return (x > y) - (x < y);
-}
-
 static int shape_congruence(ee_graph *E) {
     int n = 0, merged = 0;
-    for (int e = 0; e < E->n_nodes; e++) {
-        const ee_node *d = &E->n[e];
-        const ee_class *c = &E->c[ee_find(E, d->cls)];
-        n += !d->dead && d->kind == EE_OPS && (ops_table[d->op].flags & OPF_CONST) && c->shaped && c->shape.rank >= 0;
-    }
+    for (int e = 0; e < E->n_nodes; e++) n += shaped_constant(E, e);
     if (n < 2) return 0;
     int *list = malloc(sizeof *list * (size_t)n);
     if (!list) return -1;
     n = 0;
-    for (int e = 0; e < E->n_nodes; e++) {
-        ee_node *d = &E->n[e];
-        d->cls = ee_find(E, d->cls);
-        const ee_class *c = &E->c[d->cls];
-        if (!d->dead && d->kind == EE_OPS && (ops_table[d->op].flags & OPF_CONST) && c->shaped && c->shape.rank >= 0)
-            list[n++] = e;
-    }
-    shape_E = E; /* qsort has no context argument in C11 */
+    for (int e = 0; e < E->n_nodes; e++)
+        if (shaped_constant(E, e)) list[n++] = e;
+    sort_E = E;
     qsort(list, (size_t)n, sizeof *list, by_const_key);
-    for (int i = 1; i < n; i++) {
-        int a = list[i - 1], b = list[i];
-        E->n[a].cls = ee_find(E, E->n[a].cls); /* the comparison reads classes at their roots */
-        E->n[b].cls = ee_find(E, E->n[b].cls);
-        const ee_node *na = &E->n[a], *nb = &E->n[b];
-        int same = na->op == nb->op && ten_shape_eq(&E->c[na->cls].shape, &E->c[nb->cls].shape);
-        for (int k = 0; same && k < ops_table[na->op].n_params; k++) same = na->param[k] == nb->param[k];
-        if (same) merged |= ee_union(E, na->cls, nb->cls);
-    }
-    shape_E = NULL;
+    sort_E = NULL;
+    for (int i = 1; i < n; i++)
+        if (const_key_cmp(E, list[i - 1], list[i]) == 0) merged |= ee_union(E, E->n[list[i - 1]].cls, E->n[list[i]].cls);
     free(list);
     return merged;
 }
@@ -341,7 +341,6 @@ static void spread_weights(ee_graph *E) {
 /* The order of a class's lists: by operator (opspecs e-nodes first), then
  * e-node id, so a matching step finds the e-nodes of one operator as a
  * run (ee_op_run). */
-static _Thread_local const ee_graph *sort_E; /* per thread: prove derives on several */
 static int op_key(const ee_graph *E, int e) { return E->n[e].kind == EE_OPS ? (int)E->n[e].op : OP_COUNT + (int)E->n[e].kind; }
 static int by_op(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b, kx = op_key(sort_E, x), ky = op_key(sort_E, y);
@@ -405,7 +404,7 @@ static eg_status lists(ee_graph *E) {
         }
     }
     free(fill);
-    sort_E = E; /* qsort has no context argument in C11 */
+    sort_E = E;
     for (int c = 0; c < E->n_cls; c++) {
         if (E->c[c].n_node > 1) qsort(E->cnode + E->c[c].node0, (size_t)E->c[c].n_node, sizeof(int), by_op);
         if (E->c[c].n_par > 1) qsort(E->cpar + E->c[c].par0, (size_t)E->c[c].n_par, sizeof(int), by_op);
