@@ -102,28 +102,30 @@ def main():
     checks = []
     for k in [int(x) for x in a.shards.split(",")]:
         out = {}
-        runs = [(False, "no", []), (True, "yes", [])]
+        # (run, the table's --known cell, prove's extra options): without
+        # --known, with it, and with it under --budget
+        runs = [("plain", "no", []), ("known", "yes", ["--known", a.known])]
         if a.budget:
-            runs.append(("budget", f"yes, {a.budget}", a.budget.split()))
-        for known, label, extra in runs:
-            f = os.path.join(a.work, f"{tag}-{k}{'' if not known else '-known' if known is True else '-budget'}.tasodb")
+            runs.append(("budget", f"yes, {a.budget}", ["--known", a.known] + a.budget.split()))
+        for run, label, extra in runs:
+            f = os.path.join(a.work, f"{tag}-{k}{'' if run == 'plain' else '-' + run}.tasodb")
             cmd = [b("prove"), cands, "-o", f, "--shard", f"{k}/16", "--jobs", "1", "--no-timings", "--seed", "1",
-                   "--axioms", axioms] + (["--known", a.known] if known else []) + extra
+                   "--axioms", axioms] + extra
             rc, wall, cpu, peak, err = timed(cmd)
             must(rc, " ".join(cmd[1:]), err)
             c = counts(err)
-            out[known] = f
+            out[run] = f
             same = ""
-            if known == "budget":
-                same = "yes" if subprocess.run([b("ruledb"), "diff", f, out[True]], capture_output=True).returncode == 0 \
+            if run == "budget":
+                same = "yes" if subprocess.run([b("ruledb"), "diff", f, out["known"]], capture_output=True).returncode == 0 \
                     else "**no**"
             lines.append(f"| {k} | {label} | {c.get('pairs', 0)} | {c['derived']} | "
                          f"{c.get('proved', 0)} | {c.get('refuted', 0)} | {c.get('unknown', 0)} | {c['rules']} | "
                          f"{wall:.1f} | {cpu:.1f} | {peak:.0f} | {same} |")
         both = os.path.join(a.work, f"{tag}-{k}-known+shipped.tasodb")
-        rc, _, _, _, err = timed([b("ruledb"), "merge", "-o", both, a.known, out[True]])
+        rc, _, _, _, err = timed([b("ruledb"), "merge", "-o", both, a.known, out["known"]])
         must(rc, "ruledb merge", err)
-        rc, wall, cpu, peak, err = timed([b("prove"), "--derive", both, out[False], "--jobs", "1"])
+        rc, wall, cpu, peak, err = timed([b("prove"), "--derive", both, out["plain"], "--jobs", "1"])
         m = re.search(r"(\d+) rules: (\d+) shipped, (\d+) the reverse of a shipped rule, (\d+) checked: (\d+) derived "
                       r"from them, (\d+) neither", err)
         if rc not in (0, 1) or not m:

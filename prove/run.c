@@ -37,7 +37,6 @@ void pv_defaults(pv_options *o) {
     pv_derive_defaults(&o->known_bounds);
 }
 
-
 static uint64_t mono_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

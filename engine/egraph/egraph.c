@@ -416,10 +416,10 @@ static eg_status lists(ee_graph *E) {
 eg_status ee_rebuild(ee_graph *E) {
     int r;
     if (hc_grow(E) != EG_OK) return EG_ENOMEM;
-    do
+    do { /* congruence closure, then shape congruence, until neither merges */
         while ((r = congruence_pass(E)) > 0) {
         }
-    while (r == 0 && (r = shape_congruence(E)) > 0);
+    } while (r == 0 && (r = shape_congruence(E)) > 0);
     spread_weights(E);
     for (int e = 0; e < E->n_nodes; e++) E->n[e].cls = ee_find(E, E->n[e].cls); /* matching reads them as they are */
     E->dirty = 0;
