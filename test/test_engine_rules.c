@@ -1929,6 +1929,54 @@ static void test_derive_shape_constants(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* Value congruence (cvalue.c): two shape constants of one value are one
+ * class whatever their operators, so an equation of them is derived from
+ * no rule, and a rule that reads one through a rule that moves it is
+ * derived from that rule; constants of other values stay apart. */
+static void test_derive_constant_values(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(transpose (tanh (imm x0))) => (tanh (imm x0))|"
+                           "(transpose (ewmul x0 x1)) => (ewmul (transpose x0) (transpose x1))|"
+                           "(ewmul (transpose x0) (transpose x1)) => (transpose (ewmul x0 x1))|"
+                           "(transpose (ewmul x0 (tanh (imm x0)))) => (ewmul (transpose x0) (tanh (imm x0)))|"
+                           "(tanh (ones x0)) => (ones x0)");
+    char err[EG_ERRLEN];
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    size_t n = eg_ruleset_count(rs);
+    assert_true(n >= 5 && n <= 16);
+    unsigned char none[16] = {0}, moves[16] = {0};
+    int seen[3] = {0};
+    for (size_t i = 0; i < n; i++) {
+        char text[512];
+        eg_ruleset_rule_text(rs, i, text, sizeof text);
+        if (strstr(text, "(transpose (ewmul x0 x1))") || strstr(text, "(transpose (transpose")) moves[i] = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char text[512];
+        eg_ruleset_rule_text(rs, i, text, sizeof text);
+        int derived = -1;
+        if (strncmp(text, "(transpose (tanh (imm x0))) =>", 30) == 0) { /* constants alone: no rule needed */
+            assert_int_equal(eg_derive_equation(rs, i, none, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
+            assert_int_equal(derived, 1);
+            seen[0]++;
+        } else if (strncmp(text, "(transpose (ewmul x0 (tanh", 26) == 0) { /* a constant read through a move */
+            assert_int_equal(eg_derive_equation(rs, i, moves, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
+            assert_int_equal(derived, 1);
+            assert_int_equal(eg_derive_equation(rs, i, none, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
+            assert_int_equal(derived, 0);
+            seen[1]++;
+        } else if (strncmp(text, "(tanh (ones x0)) =>", 19) == 0) { /* two values: never one class */
+            assert_int_equal(eg_derive_equation(rs, i, NULL, &o, EG_DERIVE_MEET, 0, &derived, err, sizeof err), EG_OK);
+            assert_int_equal(derived, 0);
+            seen[2]++;
+        }
+    }
+    assert_true(seen[0] && seen[1] && seen[2]);
+    eg_ruleset_free(rs);
+}
+
 /* Equations and identity detours: a rule whose right side writes a
  * detour (a split of a concat) around what the rules kept derive is
  * derived; a merge of two matmuls is not, though it is a detour of the
@@ -1969,6 +2017,51 @@ static void test_derive_detours(void **state) {
     eg_ruleset_free(rs);
 }
 
+/* Detours through an operator: in an equation of one output, a split of
+ * an operator over a concat that nothing else reads is erased as written
+ * by the rules that remove such a detour, so a rule that only writes one
+ * around an operator is derived; where the split's operand is read twice
+ * (the two halves of one merged matmul summed) it is a merge, and stays. */
+static void test_derive_detours_through(void **state) {
+    (void)state;
+    eg_ruleset *rs = rules("(split0 1 (dim 1 x0) (relu (concat 1 x0 x1))) => (relu x0)|"
+                           "(split0 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))) => (matmul x0 x1)|"
+                           "(split1 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))) => (matmul x0 x2)|"
+                           "(relu x0) => (split0 1 (dim 1 x0) (relu (concat 1 x0 (ewadd x0 x0))))|"
+                           "(ewadd (matmul x0 x1) (matmul x0 x2)) => "
+                           "(ewadd (split0 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))) "
+                           "(split1 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))))");
+    size_t n = eg_ruleset_count(rs);
+    assert_true(n >= 5 && n <= 16);
+    char err[EG_ERRLEN];
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    unsigned char removers[16] = {1, 1, 1};
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        char text[1024];
+        eg_ruleset_rule_text(rs, i, text, sizeof text);
+        int derived = -1;
+        if (strncmp(text, "(relu x0) =>", 12) == 0) { /* unshared: erased, then the sides are one */
+            assert_int_equal(eg_derive_equation(rs, i, removers, &o, EG_DERIVE_DETOURS, 0, &derived, err, sizeof err),
+                             EG_OK);
+            assert_int_equal(derived, 1);
+            assert_int_equal(eg_derive_equation(rs, i, removers, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err),
+                             EG_OK);
+            assert_int_equal(derived, 0);
+            seen |= 1;
+        } else if (strncmp(text, "(ewadd (matmul", 14) == 0) { /* the merged matmul is read twice: kept */
+            assert_int_equal(eg_derive_equation(rs, i, removers, &o, EG_DERIVE_DETOURS, 0, &derived, err, sizeof err),
+                             EG_OK);
+            assert_int_equal(derived, 0);
+            seen |= 2;
+        }
+    }
+    assert_int_equal(seen, 3);
+    eg_ruleset_free(rs);
+}
+
 /* ================= main ================= */
 
 
@@ -1981,6 +2074,7 @@ int main(void) {
     ADD_TABLE(tests, n, ec_models, EC_N_MODELS, test_optimize);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_stale_builtin);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_detours);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_detours_through);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_clone);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_hash_roundtrip);
@@ -2009,5 +2103,6 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_prune_general_first);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_unused_inputs);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_shape_constants);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_derive_constant_values);
     return _cmocka_run_group_tests("engine_rules", tests, n, NULL, NULL);
 }

@@ -316,16 +316,54 @@ eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *fi
     return derived_everywhere(&q, i, first, enabled, o, derived, err, errlen);
 }
 
+static int is_split(ops_op op) { return op == OP_SPLIT0 || op == OP_SPLIT1; }
+
+/* 1 when rule r removes a detour through an operator: its left side a
+ * split of what reads a concat, (split0 0 (dim 0 x0) (sadd (concat 0 x0
+ * x1) x2)) => (sadd x0 x2), its right side smaller and with no split. */
+static int removes_detour(const rdb_rule *r) {
+    const rg_graph *a = &r->src, *b = &r->dst;
+    if (a->n_outputs != 1 || RG_IS_INPUT(a->out[0]) || !is_split(a->node[RG_NODE_INDEX(a->out[0])].op) ||
+        b->n_nodes >= a->n_nodes)
+        return 0;
+    int concat = 0;
+    for (int j = 0; j < a->n_nodes; j++) concat |= a->node[j].op == OP_CONCAT;
+    for (int j = 0; j < b->n_nodes; j++)
+        if (is_split(b->node[j].op)) return 0;
+    return concat;
+}
+
+/* 1 when g has one output and each split in it is the only reader of
+ * what it splits: a detour there computes a part nothing uses. A split
+ * that shares what it reads (the two halves of one product read by two
+ * consumers) is a merge, which the search pays for and erasing would
+ * undo. */
+static int detours_unshared(const rg_graph *g) {
+    if (g->n_outputs != 1) return 0;
+    for (int j = 0; j < g->n_nodes; j++) {
+        if (!is_split(g->node[j].op)) continue;
+        rg_ref x = g->node[j].in[0];
+        int readers = g->out[0] == x;
+        for (int i = 0; i < g->n_nodes; i++)
+            for (int k = 0; k < ops_table[g->node[i].op].arity; k++) readers += g->node[i].in[k] == x;
+        if (readers > 1) return 0;
+    }
+    return 1;
+}
+
 /* EG_DERIVE_EQUATION's rule sets over enabled[] (NULL: all): both_ways[]
  * the rules with a reverse in rs (a search walks them either way),
  * erase[] (with detours, else all 0) the identity detours, rules whose
- * right side is an input. */
-static void derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, unsigned char *both_ways,
-                        unsigned char *erase) {
+ * right side is an input, and, when `through` (an equation of one output
+ * whose detours are unshared), the rules that remove a detour through an
+ * operator. */
+static void derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, int through,
+                        unsigned char *both_ways, unsigned char *erase) {
     for (size_t k = 0, n = eg_ruleset_count(rs); k < n; k++) {
         int on = !enabled || enabled[k];
+        const rdb_rule *r = eg_ruleset_rule(rs, k);
         both_ways[k] = on && eg_ruleset_mate(rs, k) != EG_NO_MATE;
-        erase[k] = detours && on && eg_ruleset_rule(rs, k)->dst.n_nodes == 0;
+        erase[k] = detours && on && (r->dst.n_nodes == 0 || (through && removes_detour(r)));
     }
 }
 
@@ -338,7 +376,8 @@ static eg_status meet_both_ways(const equation *q, uint64_t salt, const unsigned
     unsigned char *both_ways = malloc(2 * n + 1), *erase = both_ways + n;
     *derived = 0;
     if (!both_ways) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
-    derive_sets(q->rs, enabled, mode == EG_DERIVE_DETOURS, both_ways, erase);
+    int through = detours_unshared(q->sides[0]) && detours_unshared(q->sides[1]);
+    derive_sets(q->rs, enabled, mode == EG_DERIVE_DETOURS, through, both_ways, erase);
     eg_status rc = derived_everywhere(q, salt, mode == EG_DERIVE_DETOURS ? erase : NULL, both_ways, o, derived, err,
                                       errlen);
     free(both_ways);

@@ -6,14 +6,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-int ee_find(ee_graph *E, int a) {
-    while (E->c[a].uf != a) {
-        E->c[a].uf = E->c[E->c[a].uf].uf;
-        a = E->c[a].uf;
-    }
-    return a;
-}
-
 /* ---- hash-consing ---- */
 
 /* The key of e-node n with kids k: what makes two e-nodes the same. */
@@ -151,6 +143,8 @@ int ee_union(ee_graph *E, int a, int b) {
     r->flags |= o->flags;
     if (!r->shaped && o->shaped) r->shape = o->shape, r->shaped = 1;
     if (r->init < 0) r->init = o->init;
+    if (!r->value) r->value = o->value, o->value = NULL;
+    free(o->value), o->value = NULL; /* one value a class: the root's */
     if (r->home < 0 || (!named(E->g, r->home) && named(E->g, o->home) && o->home >= 0)) r->home = o->home;
     E->dirty = 1;
     return 1;
@@ -232,6 +226,7 @@ eg_status ee_build(ee_graph *E, const eg_graph *g) {
 }
 
 void ee_free(ee_graph *E) {
+    for (int c = 0; c < E->n_cls; c++) free(E->c[c].value);
     free(E->n), free(E->kids), free(E->c), free(E->hc), free(E->cnode), free(E->cpar);
     free(E->op_start), free(E->op_list), free(E->tensor_cls), free(E->node_en);
     memset(E, 0, sizeof *E);
@@ -319,6 +314,22 @@ static int shape_congruence(ee_graph *E) {
         if (const_key_cmp(E, list[i - 1], list[i]) == 0) merged |= ee_union(E, E->n[list[i - 1]].cls, E->n[list[i]].cls);
     free(list);
     return merged;
+}
+
+/* Value congruence: the classes of shape constants of one value
+ * (cvalue.c) merged. @return as shape_congruence. */
+static int value_congruence(ee_graph *E) {
+    int *pairs, n = ee_equal_values(E, &pairs), merged = 0;
+    for (int i = 0; i < n; i++) merged |= ee_union(E, pairs[2 * i], pairs[2 * i + 1]);
+    free(pairs);
+    return n < 0 ? -1 : merged;
+}
+
+/* Shape congruence, then value congruence when it merged nothing.
+ * @return as shape_congruence. */
+static int constant_congruence(ee_graph *E) {
+    int r = shape_congruence(E);
+    return r != 0 ? r : value_congruence(E);
 }
 
 /* A class becomes weight-only when an operator over weight-only classes
@@ -416,10 +427,10 @@ static eg_status lists(ee_graph *E) {
 eg_status ee_rebuild(ee_graph *E) {
     int r;
     if (hc_grow(E) != EG_OK) return EG_ENOMEM;
-    do { /* congruence closure, then shape congruence, until neither merges */
+    do { /* congruence closure, then shape and value congruence, until none merges */
         while ((r = congruence_pass(E)) > 0) {
         }
-    } while (r == 0 && (r = shape_congruence(E)) > 0);
+    } while (r == 0 && (r = constant_congruence(E)) > 0);
     spread_weights(E);
     for (int e = 0; e < E->n_nodes; e++) E->n[e].cls = ee_find(E, E->n[e].cls); /* matching reads them as they are */
     E->dirty = 0;

@@ -60,6 +60,7 @@ typedef struct {
     int home;         /* the input graph's tensor this class writes when it
                          must keep a name (graph output, pinned), else the
                          first tensor of the input graph in it, or -1 */
+    float *value;     /* a shape constant's value (cvalue.c), or NULL */
     /* at a root, after ee_rebuild: */
     int n_node, node0; /* its live e-nodes: E->cnode[node0 .. node0 + n_node) */
     int n_par, par0;   /* live e-nodes reading it: E->cpar[par0 .. par0 + n_par) */
@@ -82,8 +83,15 @@ typedef struct {
     int dirty;         /* a union since the last rebuild */
 } ee_graph;
 
-/* The root of class a (path halving). */
-int ee_find(ee_graph *E, int a);
+/* The root of class a (path halving). Inline: every file of the e-graph
+ * reads it, and cvalue.c must not call back into egraph.c. */
+static inline int ee_find(ee_graph *E, int a) {
+    while (E->c[a].uf != a) {
+        E->c[a].uf = E->c[E->c[a].uf].uf;
+        a = E->c[a].uf;
+    }
+    return a;
+}
 
 /* The e-graph of g: every tensor's value a class, every node an e-node.
  * @return EG_OK or EG_ENOMEM. */
@@ -127,6 +135,18 @@ static inline int ee_kid_new(const int *k, int i) {
  * and (refs not NULL) how many picked e-nodes and outputs read each, a
  * reader once per class (stack: scratch, a class each). */
 void ee_reached(ee_graph *E, const int *pick, unsigned char *in, int *refs, int *stack);
+
+/* ---- cvalue.c ---- */
+
+/* Cells a shape constant may have for its value to be computed. */
+#define EE_VALUE_CELLS 4096
+
+/* The shape constants' values: each class that computes a tensor from
+ * shapes alone (of at most EE_VALUE_CELLS cells) gets its value (the
+ * why: cvalue.c), and *pairs (malloc'd, NULL when none) the pairs of
+ * classes of one shape and bitwise-equal value, a pair as two ints, for
+ * value congruence to merge. @return the pairs, or -1 out of memory. */
+int ee_equal_values(ee_graph *E, int **pairs);
 
 /* ---- saturate.c ---- */
 
