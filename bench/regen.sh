@@ -38,9 +38,9 @@ t0=$(date +%s.%N)
 prove/regen.sh "$bin" "$tmp/work" "$tmp/default.tasodb" "$tmp/pruned.tasodb" "$tmp/logs"
 t1=$(date +%s.%N)
 same="identical to ruledb/default.tasodb"
-"$bin/ruledb" diff "$tmp/default.tasodb" ruledb/default.tasodb >/dev/null || same="DIFFERS from ruledb/default.tasodb"
+"$bin/ruledb" diff "$tmp/default.tasodb" ruledb/default.tasodb >/dev/null || same="DIFFERENT from ruledb/default.tasodb"
 cmp -s "$tmp/pruned.tasodb" ruledb/pruned.tasodb && same="$same (and the pruned set identical to ruledb/pruned.tasodb)" ||
-    same="$same (the pruned set DIFFERS from ruledb/pruned.tasodb)"
+    same="$same (the pruned set DIFFERENT from ruledb/pruned.tasodb)"
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)
 "${timer[@]}" "$bin/prove" --check "$tmp/default.tasodb" >"$tmp/logs/check.log" 2>&1 || true

@@ -12,7 +12,11 @@
  * the matrices; conv weights OIHW with C = O = 2 so convolutions chain; H = W = 4 so a
  * 3x3 VALID window fits; vectors of each of those dims for biases and
  * per-channel scales. Counts bound the variables of one type in a graph
- * (matmul chains of 4 operands need 4 matrices). dw3x3 is a depthwise
+ * (matmul chains of 4 operands need 4 matrices; a concat pulled out of a
+ * sum, (ewadd (concat 2 x0 x1) (concat 2 x2 x3)), and a batched matmul
+ * of concats along the axis it sums over need 4 activations or 4
+ * sequences: with 3 and 2, the depth-4 run wrote those rules only as
+ * instances with inputs repeated, one rule each). dw3x3 is a depthwise
  * kernel of the 2-channel activations (conv groups 2, --groups2): opt-in,
  * for the identity-kernel family alone (prove/regen.sh synth-d3id), where
  * x + dwconv(x, w) = dwconv(x, w + dwiconv) needs a depthwise weight; in
@@ -20,14 +24,14 @@
 const pool_type_info pool_types[] = {
     {"scalar", {0, {0}}, DOM_SCALAR, 2},
     {"matrix", {2, {3, 3}}, DOM_MATRIX, 4},
-    {"act", {4, {1, 2, 4, 4}}, DOM_ACT, 3},
+    {"act", {4, {1, 2, 4, 4}}, DOM_ACT, 4},
     {"w3x3", {4, {2, 2, 3, 3}}, DOM_WEIGHT, 2},
     {"w1x1", {4, {2, 2, 1, 1}}, DOM_WEIGHT, 2},
     {"w1x3", {4, {2, 2, 1, 3}}, DOM_WEIGHT, 1},
     {"w3x1", {4, {2, 2, 3, 1}}, DOM_WEIGHT, 1},
     {"vec2", {1, {2}}, DOM_VECTOR, 2}, /* per channel of act, per O of the weights */
     {"vec3", {1, {3}}, DOM_VECTOR, 2}, /* per row or column of a matrix */
-    {"seq", {3, {1, 2, 3}}, DOM_ACT, 2}, /* [b,m,k] tokens: linear by a matrix */
+    {"seq", {3, {1, 2, 3}}, DOM_ACT, 4}, /* [b,m,k] tokens: linear by a matrix */
     {"dw3x3", {4, {2, 1, 3, 3}}, DOM_WEIGHT, 2, 1},
 };
 const int pool_n_types = (int)(sizeof pool_types / sizeof pool_types[0]);

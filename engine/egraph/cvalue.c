@@ -87,7 +87,10 @@ int ee_equal_values(ee_graph *E, int **pairs) {
     for (int c = 0; c < E->n_cls; c++) n += E->c[c].uf == c && E->c[c].value;
     if (n < 2) return 0;
     int *list = malloc(sizeof *list * (size_t)n), *out = malloc(sizeof *out * 2 * (size_t)n);
-    if (!list || !out) return free(list), free(out), -1;
+    if (!list || !out) {
+        free(list), free(out);
+        return -1;
+    }
     n = 0;
     for (int c = 0; c < E->n_cls; c++)
         if (E->c[c].uf == c && E->c[c].value) list[n++] = c;

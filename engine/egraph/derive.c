@@ -333,17 +333,16 @@ static int removes_detour(const rdb_rule *r) {
     return concat;
 }
 
-/* 1 when g has one output and each split in it is the only reader of
- * what it splits: a detour there computes a part nothing uses. A split
- * that shares what it reads (the two halves of one product read by two
- * consumers) is a merge, which the search pays for and erasing would
- * undo. */
+/* 1 when each split in g is the only reader of what it splits: a detour
+ * there computes a part nothing uses. A split that shares what it reads
+ * (the two halves of one product, two outputs of a merge) is a merge,
+ * which the search pays for and erasing would undo. */
 static int detours_unshared(const rg_graph *g) {
-    if (g->n_outputs != 1) return 0;
     for (int j = 0; j < g->n_nodes; j++) {
         if (!is_split(g->node[j].op)) continue;
         rg_ref x = g->node[j].in[0];
-        int readers = g->out[0] == x;
+        int readers = 0;
+        for (int k = 0; k < g->n_outputs; k++) readers += g->out[k] == x;
         for (int i = 0; i < g->n_nodes; i++)
             for (int k = 0; k < ops_table[g->node[i].op].arity; k++) readers += g->node[i].in[k] == x;
         if (readers > 1) return 0;
@@ -354,8 +353,8 @@ static int detours_unshared(const rg_graph *g) {
 /* EG_DERIVE_EQUATION's rule sets over enabled[] (NULL: all): both_ways[]
  * the rules with a reverse in rs (a search walks them either way),
  * erase[] (with detours, else all 0) the identity detours, rules whose
- * right side is an input, and, when `through` (an equation of one output
- * whose detours are unshared), the rules that remove a detour through an
+ * right side is an input, and, when `through` (an equation whose
+ * detours are unshared), the rules that remove a detour through an
  * operator. */
 static void derive_sets(const eg_ruleset *rs, const unsigned char *enabled, int detours, int through,
                         unsigned char *both_ways, unsigned char *erase) {
