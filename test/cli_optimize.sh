@@ -191,7 +191,7 @@ PY
 printf '#!/bin/sh\nshift 2\nexec python3 "%s" "$@"\n' "$tmp/runner.py" >"$tmp/py_runner"
 chmod +x "$tmp/py_runner"
 check "--verify, a runner-up of the search measured fastest: it is written, and it is a sound model" \
-    eval "TASOC_PYTHON='$tmp/py_runner' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/ru.onnx' -q --verify --budget 2 $BT && grep -q '^verify: runner-up 1 ' '$tmp/out' && grep -q '^verify: writing the runner-up 1' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/ru.onnx'"
+    eval "TASOC_PYTHON='$tmp/py_runner' status_is 0 '$E' optimize '$corpus/attention.onnx' -o '$tmp/ru.onnx' -q --verify --budget 20 $BT && grep -q '^verify: runner-up 1 ' '$tmp/out' && grep -q '^verify: writing the runner-up 1' '$tmp/out' && python3 '$tmp/same.py' '$corpus/attention.onnx' '$tmp/ru.onnx'"
 check "--verify without the interpreter: exit 2, says so, no output" \
     eval "TASOC_PYTHON='$tmp/none' status_is 2 '$E' optimize '$corpus/convs.onnx' -o '$tmp/n.onnx' -q --cost analytic --verify && grep -q 'not found' '$tmp/err' && test ! -e '$tmp/n.onnx'"
 check "--verify without onnxruntime: exit 2 with the helper's advice" \

@@ -121,6 +121,15 @@ static eg_graph *build(const char *text) {
 }
 
 /* A ruleset from "src => dst" lines separated by '|' (all proved). */
+/* The e-graph options of a saturation or a derivation: `iterations`
+ * rounds, at most `max_nodes` e-nodes, no clock. */
+static eg_search_opts derive_opts(int iterations, int max_nodes) {
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = iterations, o.max_nodes = max_nodes;
+    return o;
+}
+
 static eg_ruleset *rules(const char *text) {
     rdb_file *f = rdb_new(RDB_RULES);
     assert_non_null(f);
@@ -1641,9 +1650,7 @@ static int count_op(const eg_graph *g, ops_op op) {
  * computes (ec_check) and costs no more than g. */
 static eg_graph *saturate(const eg_graph *g, const eg_ruleset *rs, eg_cost *c, int iterations, int max_nodes,
                           eg_search_result *r) {
-    eg_search_opts o;
-    eg_search_opts_init(&o);
-    o.egraph = 1, o.time_limit = 1e9, o.iterations = iterations, o.max_nodes = max_nodes;
+    eg_search_opts o = derive_opts(iterations, max_nodes);
     eg_graph *best = NULL;
     char err[EG_ERRLEN] = "";
     if (eg_saturate(g, rs, c, &o, &best, r, err, sizeof err) != EG_OK) fail_msg("eg_saturate: %s", err);
@@ -1887,9 +1894,7 @@ static void test_derive_unused_inputs(void **state) {
                            "(split0 2 (dim 2 x0) (concat 2 x0 (bias 0 x1 x2))) => x0");
     assert_int_equal(eg_ruleset_count(rs), 3); /* no reverses: a bare input as a pattern */
     char err[EG_ERRLEN];
-    eg_search_opts o;
-    eg_search_opts_init(&o);
-    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    eg_search_opts o = derive_opts(4, 2000);
     unsigned char first_only[3] = {1, 0, 0};
     for (size_t i = 1; i < 3; i++) {
         int derived = 0;
@@ -1910,9 +1915,7 @@ static void test_derive_shape_constants(void **state) {
                            "(ewsub x0 (imm x1)) => (ewsub x0 (imm x0))|"
                            "(ewsub x0 (ones x1)) => (ewsub x0 (ewmul x1 x1))");
     char err[EG_ERRLEN];
-    eg_search_opts o;
-    eg_search_opts_init(&o);
-    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    eg_search_opts o = derive_opts(4, 2000);
     size_t n = eg_ruleset_count(rs);
     unsigned char none[16] = {0};
     assert_true(n <= 16);
@@ -1941,9 +1944,7 @@ static void test_derive_constant_values(void **state) {
                            "(transpose (ewmul x0 (tanh (imm x0)))) => (ewmul (transpose x0) (tanh (imm x0)))|"
                            "(tanh (ones x0)) => (ones x0)");
     char err[EG_ERRLEN];
-    eg_search_opts o;
-    eg_search_opts_init(&o);
-    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    eg_search_opts o = derive_opts(4, 2000);
     size_t n = eg_ruleset_count(rs);
     assert_true(n >= 5 && n <= 16);
     unsigned char none[16] = {0}, moves[16] = {0};
@@ -2034,9 +2035,7 @@ static void test_derive_detours_through(void **state) {
     size_t n = eg_ruleset_count(rs);
     assert_true(n >= 5 && n <= 16);
     char err[EG_ERRLEN];
-    eg_search_opts o;
-    eg_search_opts_init(&o);
-    o.egraph = 1, o.time_limit = 1e9, o.iterations = 4, o.max_nodes = 2000;
+    eg_search_opts o = derive_opts(4, 2000);
     unsigned char removers[16] = {1, 1, 1};
     int seen = 0;
     for (size_t i = 0; i < n; i++) {
