@@ -120,6 +120,14 @@ uint32_t rg_used_inputs(const rg_graph *g) {
     return m;
 }
 
+static_assert(OP_COUNT <= 64, "rg_ops_written holds one bit per operator");
+
+uint64_t rg_ops_written(const rg_graph *g) {
+    uint64_t m = 0;
+    for (int j = 0; j < g->n_nodes; j++) m |= 1ull << g->node[j].op;
+    return m;
+}
+
 int rg_can_rewrite(const rg_graph *src, const rg_graph *dst) {
     for (int k = 0; k < src->n_outputs; k++)
         if (RG_IS_INPUT(src->out[k])) return 0;

@@ -383,8 +383,8 @@ static eg_status meet_both_ways(const equation *q, uint64_t salt, const unsigned
     return rc;
 }
 
-eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
-                         const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen) {
+static eg_status pair_under(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
+                            const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen) {
     equation meet = {rs, NO_RULE, {a, b}, 0, 0, 1};
     eg_status rc = EG_OK;
     *derived = 0;
@@ -433,8 +433,9 @@ static size_t mate_of(const eg_ruleset *rs, size_t i) {
     return m == EG_NO_MATE ? i : m;
 }
 
-eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
-                             eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen) {
+static eg_status equation_under(const eg_ruleset *rs, size_t i, const unsigned char *enabled,
+                                const eg_search_opts *o, eg_derive_mode mode, int with_mate, int *derived, char *err,
+                                size_t errlen) {
     size_t m = mate_of(rs, i);
     eg_status rc = EG_OK;
     *derived = 0;
@@ -458,6 +459,55 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
     rc = eg_derive_rule(rs, i, NULL, enabled, o, two_sided, derived, err, errlen);
     if (rc == EG_OK && *derived && with_mate && m != i)
         rc = eg_derive_rule(rs, m, NULL, enabled, o, two_sided, derived, err, errlen);
+    return rc;
+}
+
+/* ---- first under the rules over the equation's own operators ---- */
+
+/* enabled[] (NULL: all) narrowed to the rules that write no operator
+ * outside ops, in *narrow (NULL when that leaves out no enabled rule).
+ * Why: a bounded saturation under every rule spends its e-nodes where
+ * rules bring in operators neither side writes (a sum as a matmul of
+ * concats, a product through ones), and each of those opens more rules;
+ * a derivation that needs none of them is cut by the bound before it
+ * ends. Narrowed, every e-node is over the equation's own operators.
+ * @return EG_OK or EG_ENOMEM with a message. */
+static eg_status narrowed(const eg_ruleset *rs, const unsigned char *enabled, uint64_t ops, unsigned char **narrow,
+                          char *err, size_t errlen) {
+    size_t n = eg_ruleset_count(rs);
+    int fewer = 0;
+    *narrow = malloc(n + 1);
+    if (!*narrow) return eg_errf(err, errlen, EG_ENOMEM, "derive: out of memory");
+    for (size_t k = 0; k < n; k++) {
+        int on = !enabled || enabled[k];
+        (*narrow)[k] = on && !(rs->plan[k].ops & ~ops);
+        fewer |= on && !(*narrow)[k];
+    }
+    if (!fewer) free(*narrow), *narrow = NULL;
+    return EG_OK;
+}
+
+/* A rule or pair is derived under the narrowed rules or, failing that,
+ * under all enabled[]: either is a derivation from the rules kept. */
+eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
+                             eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen) {
+    unsigned char *narrow = NULL;
+    *derived = 0;
+    eg_status rc = narrowed(rs, enabled, rs->plan[i].ops, &narrow, err, errlen);
+    if (rc == EG_OK && narrow) rc = equation_under(rs, i, narrow, o, mode, with_mate, derived, err, errlen);
+    if (rc == EG_OK && !*derived) rc = equation_under(rs, i, enabled, o, mode, with_mate, derived, err, errlen);
+    free(narrow);
+    return rc;
+}
+
+eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
+                         const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen) {
+    unsigned char *narrow = NULL;
+    *derived = 0;
+    eg_status rc = narrowed(rs, enabled, rg_ops_written(a) | rg_ops_written(b), &narrow, err, errlen);
+    if (rc == EG_OK && narrow) rc = pair_under(rs, a, b, narrow, o, mode, derived, err, errlen);
+    if (rc == EG_OK && !*derived) rc = pair_under(rs, a, b, enabled, o, mode, derived, err, errlen);
+    free(narrow);
     return rc;
 }
 

@@ -371,6 +371,7 @@ static int admit(eg_ruleset *rs, const rdb_rule *r, uint8_t guard, uint8_t rever
     p->keeps_paths = (uint8_t)keeps_paths(r);
     p->adds_zeros = zero_makers(&r->dst) > zero_makers(&r->src);
     p->divisors = p->adds_zeros ? divisor_inputs(&r->dst) : 0;
+    p->ops = rg_ops_written(&r->src) | rg_ops_written(&r->dst);
     for (int k = 0; k < p->n_steps; k++) rs->has_scan |= p->step[k].kind == EG_STEP_SCAN;
     rs->reversed[rs->n] = reversed;
     rs->mate[rs->n] = EG_NO_MATE;

@@ -49,6 +49,9 @@ typedef struct {
     /* with adds_zeros, bit i: dst divides by rule input xi, which must be
      * an initializer without zeros (else x / 0 = inf meets the zeros) */
     uint8_t divisors;
+    /* src's and dst's operators (rg_ops_written): derive.c narrows a
+     * derivation to the rules over an equation's own operators */
+    uint64_t ops;
 } eg_plan;
 
 /* Plans as a tree: routes (a rule's src found step by step from one of
