@@ -21,7 +21,9 @@
  * given other values (prove's stage 2 does the same to refute). A rule
  * with no instance, or one not derived at every instance within the
  * bounds, is kept: the bounds make the answer "not derived", never
- * "not derivable". Deterministic: the pool, the variants' values and the
+ * "not derivable". Each derivation runs first under the rules over the
+ * equation's own operators (the bound is not spent on rules that bring
+ * in others), then under all the rules it may use. Deterministic: the pool, the variants' values and the
  * rounds depend on nothing but the rule and the options.
  */
 #include "egraph/egraph_int.h"

@@ -93,7 +93,9 @@ typedef enum {
 
 /* Whether the rules enabled[] (NULL: all) derive rule i of rs (and with
  * with_mate its reverse in rs too, eg_ruleset_mate) under mode, by
- * eg_derive_rule. @return EG_OK or EG_ENOMEM with a message. */
+ * eg_derive_rule: first under the enabled rules that write no operator
+ * outside the rule's own, then, if not derived, under all of them.
+ * @return EG_OK or EG_ENOMEM with a message. */
 eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
                              eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen);
 
@@ -104,8 +106,9 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
  * (MEET: under every enabled rule; EQUATION: those with a reverse; DETOURS:
  * those, after the identity detours are erased), else (not MEET) each way
  * the engine could apply as a rule (rg_can_rewrite) reaches the other
- * side from its own. Each at an instance of the inputs' shapes and at
- * DERIVE_VARIANTS more; *derived 0 on doubt.
+ * side from its own; first under the enabled rules over the two sides'
+ * operators, as eg_derive_equation. Each at an instance of the inputs'
+ * shapes and at DERIVE_VARIANTS more; *derived 0 on doubt.
  * @return EG_OK or EG_ENOMEM with a message. */
 eg_status eg_derive_pair(const eg_ruleset *rs, const rg_graph *a, const rg_graph *b, const unsigned char *enabled,
                          const eg_search_opts *o, eg_derive_mode mode, int *derived, char *err, size_t errlen);
