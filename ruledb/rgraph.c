@@ -120,11 +120,9 @@ uint32_t rg_used_inputs(const rg_graph *g) {
     return m;
 }
 
-static_assert(OP_COUNT <= 64, "rg_ops_written holds one bit per operator");
-
-uint64_t rg_ops_written(const rg_graph *g) {
-    uint64_t m = 0;
-    for (int j = 0; j < g->n_nodes; j++) m |= 1ull << g->node[j].op;
+ops_set rg_ops_written(const rg_graph *g) {
+    ops_set m = 0;
+    for (int j = 0; j < g->n_nodes; j++) m |= OPS_SET_BIT(g->node[j].op);
     return m;
 }
 

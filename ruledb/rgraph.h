@@ -122,8 +122,8 @@ uint32_t rg_node_inputs(const rg_node *n);
 /* The graph inputs g reads: from node inputs, outputs and symbolic sizes. */
 uint32_t rg_used_inputs(const rg_graph *g);
 
-/* The operators g's nodes write, as a bit mask (bit op). */
-uint64_t rg_ops_written(const rg_graph *g);
+/* The operators g's nodes write. */
+ops_set rg_ops_written(const rg_graph *g);
 
 /* 1 when src => dst is a rewrite the engine can apply: every output of src
  * is an operator node (a bare input as a pattern would match every value

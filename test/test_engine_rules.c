@@ -130,6 +130,16 @@ static eg_search_opts derive_opts(int iterations, int max_nodes) {
     return o;
 }
 
+/* Whether the rules enabled[] derive rule i of rs under mode
+ * (eg_derive_equation, without its reverse); the test fails on an error. */
+static int derives(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
+                   eg_derive_mode mode) {
+    char err[EG_ERRLEN];
+    int derived = -1;
+    assert_int_equal(eg_derive_equation(rs, i, enabled, o, mode, 0, &derived, err, sizeof err), EG_OK);
+    return derived;
+}
+
 /* The rule of rs whose text (left side first) starts with `start`; the
  * test fails when there is none. */
 static size_t rule_starting(const eg_ruleset *rs, const char *start) {
@@ -1955,7 +1965,6 @@ static void test_derive_constant_values(void **state) {
                            "(ewmul (transpose x0) (transpose x1)) => (transpose (ewmul x0 x1))|"
                            "(transpose (ewmul x0 (tanh (imm x0)))) => (ewmul (transpose x0) (tanh (imm x0)))|"
                            "(tanh (ones x0)) => (ones x0)");
-    char err[EG_ERRLEN];
     eg_search_opts o = derive_opts(4, 2000);
     assert_true(eg_ruleset_count(rs) <= 16);
     unsigned char none[16] = {0}, moves[16] = {0};
@@ -1964,18 +1973,13 @@ static void test_derive_constant_values(void **state) {
     size_t alone = rule_starting(rs, "(transpose (tanh (imm x0))) =>"),
            through = rule_starting(rs, "(transpose (ewmul x0 (tanh (imm x0)))) =>"),
            apart = rule_starting(rs, "(tanh (ones x0)) =>");
-    int derived = -1;
     /* constants alone: no rule needed */
-    assert_int_equal(eg_derive_equation(rs, alone, none, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 1);
+    assert_int_equal(derives(rs, alone, none, &o, EG_DERIVE_EQUATION), 1);
     /* a constant read through a move: derived from the move, not from nothing */
-    assert_int_equal(eg_derive_equation(rs, through, moves, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 1);
-    assert_int_equal(eg_derive_equation(rs, through, none, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, through, moves, &o, EG_DERIVE_EQUATION), 1);
+    assert_int_equal(derives(rs, through, none, &o, EG_DERIVE_EQUATION), 0);
     /* two values: never one class */
-    assert_int_equal(eg_derive_equation(rs, apart, NULL, &o, EG_DERIVE_MEET, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, apart, NULL, &o, EG_DERIVE_MEET), 0);
     eg_ruleset_free(rs);
 }
 
@@ -1994,28 +1998,21 @@ static void test_derive_detours(void **state) {
                            R_MERGE);
     size_t n = eg_ruleset_count(rs);
     assert_true(n >= 6 && n <= 16);
-    char err[EG_ERRLEN];
     eg_search_opts o;
     eg_search_opts_init(&o);
     o.egraph = 1, o.time_limit = 1e9, o.iterations = 4;
     unsigned char first4[16] = {1, 1, 1, 1, 0, 0};
     for (size_t i = 6; i < n; i++) first4[i] = eg_ruleset_reversed(rs, i) && eg_ruleset_mate(rs, i) == 3;
-    int derived = -1;
     /* the detour around a commuted add: erased as written, then the sides meet */
-    assert_int_equal(eg_derive_equation(rs, 4, first4, &o, EG_DERIVE_DETOURS, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 1);
+    assert_int_equal(derives(rs, 4, first4, &o, EG_DERIVE_DETOURS), 1);
     /* not as an equation alone: no reversible step erases it */
-    assert_int_equal(eg_derive_equation(rs, 4, first4, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, 4, first4, &o, EG_DERIVE_EQUATION), 0);
     /* the same rule is not reached: its concat is never built from the left */
-    assert_int_equal(eg_derive_equation(rs, 4, first4, &o, EG_DERIVE_REACH, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, 4, first4, &o, EG_DERIVE_REACH), 0);
     /* the merge stays: its detour is made, not written */
-    assert_int_equal(eg_derive_equation(rs, 5, first4, &o, EG_DERIVE_DETOURS, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, 5, first4, &o, EG_DERIVE_DETOURS), 0);
     /* two sides meeting under any rules would drop it: MEET is not a search */
-    assert_int_equal(eg_derive_equation(rs, 5, first4, &o, EG_DERIVE_MEET, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 1);
+    assert_int_equal(derives(rs, 5, first4, &o, EG_DERIVE_MEET), 1);
     eg_ruleset_free(rs);
 }
 
@@ -2034,22 +2031,17 @@ static void test_derive_detours_through(void **state) {
                            "(ewadd (split0 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))) "
                            "(split1 1 (dim 1 x1) (matmul x0 (concat 1 x1 x2))))");
     assert_true(eg_ruleset_count(rs) <= 16);
-    char err[EG_ERRLEN];
     eg_search_opts o = derive_opts(4, 2000);
     unsigned char removers[16] = {0};
     removers[rule_starting(rs, "(split0 1 (dim 1 x0) (relu")] = 1;
     removers[rule_starting(rs, "(split0 1 (dim 1 x1) (matmul")] = 1;
     removers[rule_starting(rs, "(split1 1 (dim 1 x1) (matmul")] = 1;
     size_t relu = rule_starting(rs, "(relu x0) =>"), merge = rule_starting(rs, "(ewadd (matmul");
-    int derived = -1;
     /* unshared: erased, then the sides are one; not as an equation alone */
-    assert_int_equal(eg_derive_equation(rs, relu, removers, &o, EG_DERIVE_DETOURS, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 1);
-    assert_int_equal(eg_derive_equation(rs, relu, removers, &o, EG_DERIVE_EQUATION, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, relu, removers, &o, EG_DERIVE_DETOURS), 1);
+    assert_int_equal(derives(rs, relu, removers, &o, EG_DERIVE_EQUATION), 0);
     /* the merged matmul is read twice: kept */
-    assert_int_equal(eg_derive_equation(rs, merge, removers, &o, EG_DERIVE_DETOURS, 0, &derived, err, sizeof err), EG_OK);
-    assert_int_equal(derived, 0);
+    assert_int_equal(derives(rs, merge, removers, &o, EG_DERIVE_DETOURS), 0);
     eg_ruleset_free(rs);
 }
 

@@ -474,7 +474,7 @@ static eg_status equation_under(const eg_ruleset *rs, size_t i, const unsigned c
  * a derivation that needs none of them is cut by the bound before it
  * ends. Narrowed, every e-node is over the equation's own operators.
  * @return EG_OK or EG_ENOMEM with a message. */
-static eg_status narrowed(const eg_ruleset *rs, const unsigned char *enabled, uint64_t ops, unsigned char **narrow,
+static eg_status narrowed(const eg_ruleset *rs, const unsigned char *enabled, ops_set ops, unsigned char **narrow,
                           char *err, size_t errlen) {
     size_t n = eg_ruleset_count(rs);
     int fewer = 0;

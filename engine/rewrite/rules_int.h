@@ -51,7 +51,7 @@ typedef struct {
     uint8_t divisors;
     /* src's and dst's operators (rg_ops_written): derive.c narrows a
      * derivation to the rules over an equation's own operators */
-    uint64_t ops;
+    ops_set ops;
 } eg_plan;
 
 /* Plans as a tree: routes (a rule's src found step by step from one of
