@@ -336,6 +336,9 @@ static int run_prune(const args *a) {
                 a->d.from ? a->d.from : "", r.derived, a->d.from ? " or left out of that file" : "", r.rounds, r.nodes,
                 pv_derive_mode_names[r.mode], r.seconds,
                 r.restored, r.passes, a->output, r.kept);
+    if (!r.converged) /* even quiet: the file is not one prove --derive finds complete */
+        fprintf(stderr, "prove: %s: warning: the checks did not end in %d passes (the last still kept rules); "
+                        "prove --derive names the rules it does not derive\n", a->output, r.passes);
     return EXIT_OK;
 }
 

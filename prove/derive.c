@@ -64,6 +64,12 @@ static const rdb_rule *by_id(const rdb_file *f, uint64_t id) {
     return NULL;
 }
 
+/* The rule of f that rule i of rs, read from s and the rules of f it
+ * lacks (derive_against), is one of those it lacks. */
+static size_t f_rule(const eg_ruleset *rs, size_t i, const rdb_file *s, const rdb_delta *delta) {
+    return delta->only_a[eg_ruleset_rule(rs, i)->id - s->n_rules];
+}
+
 /* Called for each rule of FULL checked and not derived: rs holds it as
  * rule i, and it is rule fi of FULL. */
 typedef void (*missed_fn)(const eg_ruleset *rs, size_t i, size_t fi, void *arg);
@@ -77,7 +83,7 @@ typedef struct {
     const eg_search_opts *o;
     eg_derive_mode mode;
     const size_t *rule;    /* [n] the rule of rs each item checks */
-    signed char *derived;  /* [n] 1 derived, 0 not, -1 out of memory */
+    signed char *derived;  /* [n] EG_DERIVED_OWN or _ALL, 0 not, -1 out of memory */
     int quiet;
 } checks;
 
@@ -98,9 +104,13 @@ static void check_tick(void *ctx, size_t done, size_t total) {
  * from s's rules as the engine reads the file s (its rules, then their
  * reverses: bounded saturation depends on that order); every d->every'th
  * of the rules to derive is checked, each one not derived passed to
- * missed. @return PV_OK or PV_ENOMEM / PV_EINPUT with a message. */
+ * missed. settled (NULL: none), one per rule of f: on entry, 1 for a rule
+ * derived before under the rules over its own operators, none of which
+ * has changed since, taken as derived unchecked; on return, 1 for each
+ * rule so derived. @return PV_OK or PV_ENOMEM / PV_EINPUT with a message. */
 static int derive_against(const rdb_file *s, const rdb_file *f, const char *name, const pv_derive_options *d,
-                          pv_derive_report *r, missed_fn missed, void *arg, char *err, size_t errlen) {
+                          unsigned char *settled, pv_derive_report *r, missed_fn missed, void *arg, char *err,
+                          size_t errlen) {
     rdb_file *both = NULL;
     eg_ruleset *rs = NULL;
     unsigned char *enabled = NULL;
@@ -139,22 +149,26 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     size_t *rule = NULL;
     signed char *derived = NULL;
     if (rc == PV_OK && (!(rule = malloc(sizeof *rule * (n + 1))) || !(derived = malloc(n + 1)))) rc = PV_ENOMEM;
+    size_t checking = 0;
     for (size_t i = 0, k = 0; rc == PV_OK && i < n; i++) {
         if (enabled[i] || eg_ruleset_reversed(rs, i)) continue; /* the rules of full only */
         if (k++ % (size_t)d->every) continue;                  /* a sample */
-        rule[r->checked++] = i;
+        r->checked++;
+        if (settled && settled[f_rule(rs, i, s, &delta)]) r->derived++, r->settled++;
+        else rule[checking++] = i;
     }
     checks c = {rs, enabled, &o, (eg_derive_mode)d->mode, rule, derived, d->quiet};
-    if (rc == PV_OK && r->checked) wk_run(r->checked, d->jobs, check_one, check_tick, 10000, &c);
-    for (size_t k = 0; rc == PV_OK && k < r->checked; k++) { /* in order: missed() sees the same sequence */
+    if (rc == PV_OK && checking) wk_run(checking, d->jobs, check_one, check_tick, 10000, &c);
+    for (size_t k = 0; rc == PV_OK && k < checking; k++) { /* in order: missed() sees the same sequence */
         if (derived[k] < 0) {
             snprintf(err, errlen, "%s: out of memory deriving a rule", name);
             rc = PV_ENOMEM;
             break;
         }
-        r->derived += (size_t)derived[k];
-        size_t i = rule[k];
-        if (!derived[k] && missed) missed(rs, i, delta.only_a[eg_ruleset_rule(rs, i)->id - s->n_rules], arg);
+        size_t i = rule[k], fi = f_rule(rs, i, s, &delta);
+        r->derived += derived[k] != 0;
+        if (settled) settled[fi] = derived[k] == EG_DERIVED_OWN;
+        if (!derived[k] && missed) missed(rs, i, fi, arg);
     }
     free(rule), free(derived);
     r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
@@ -170,6 +184,9 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
 /* The file pv_prune_file writes: in f's order, one rule per equation kept
  * (keep[] over rs, read from f); the engine reads it both ways, so its
  * reverse (in f or made) is not written. */
+/* The operators of rule r's two sides (the engine's narrowing reads them). */
+static ops_set ops_of(const rdb_rule *r) { return rg_ops_written(&r->src) | rg_ops_written(&r->dst); }
+
 static int kept_file(const rdb_file *f, const eg_ruleset *rs, const unsigned char *keep, rdb_file **out) {
     rdb_file *g = rdb_new(RDB_RULES);
     if (!g) return PV_ENOMEM;
@@ -185,16 +202,21 @@ static int kept_file(const rdb_file *f, const eg_ruleset *rs, const unsigned cha
     return PV_OK;
 }
 
-/* checks of the dropped rules against the file: each one keeps a few (a
- * rule kept changes what the bounded saturations reach: 26, 3, 1 and 1 on
- * the shipped set), so they go on to a check that keeps none */
-#define PRUNE_PASSES 8
+/* Checks of the dropped rules against the file: each one keeps a few (a
+ * rule kept changes what the bounded saturations reach), so they go on
+ * until one keeps none; each keeps at least one rule, so they end. This
+ * many is a safety net against a set that grows by a rule a check: the
+ * file is then written as it stands and prove --derive names the rules
+ * left (the report says so). */
+#define PRUNE_PASSES 200
 
 typedef struct {
     const eg_ruleset *rs; /* the pruning's, read from f */
     size_t *rs_of_f;      /* f's rule -> its index in rs (SIZE_MAX: skipped) */
     unsigned char *keep;
     size_t restored;
+    ops_set *now;   /* [n_now] the operators of each rule kept by this check */
+    size_t n_now;
 } restore;
 
 /* A rule of f the file does not derive: its equation is kept after all. */
@@ -207,6 +229,20 @@ static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg)
     x->keep[k] = 1;
     if (m != EG_NO_MATE) x->keep[m] = 1;
     x->restored++;
+    x->now[x->n_now++] = ops_of(eg_ruleset_rule(x->rs, k));
+}
+
+/* After a check: a rule settled under the rules over its own operators
+ * is checked again when a rule just kept is over those operators (it is
+ * among them now); the others' verdicts stand (eg_derive_equation). */
+static void unsettle(const rdb_file *f, restore *x, unsigned char *settled) {
+    for (size_t j = 0; j < f->n_rules; j++) {
+        if (!settled[j]) continue;
+        ops_set own = ops_of(&f->rules[j]);
+        for (size_t k = 0; k < x->n_now && settled[j]; k++)
+            if (!(x->now[k] & ~own)) settled[j] = 0;
+    }
+    x->n_now = 0;
 }
 
 int pv_prune_file(const char *in, const char *out, const pv_derive_options *given, pv_prune_report *r, char *err,
@@ -214,8 +250,9 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
     const pv_derive_options bounds = pv_derive_bounds(given, NULL), *d = &bounds;
     rdb_file *f = NULL, *g = NULL, *from = NULL;
     eg_ruleset *rs = NULL;
-    unsigned char *keep = NULL, *candidates = NULL;
+    unsigned char *keep = NULL, *candidates = NULL, *settled = NULL;
     size_t *rs_of_f = NULL;
+    ops_set *now = NULL;
     rdb_delta delta = {0};
     eg_search_opts o;
     eg_prune_stats st;
@@ -232,7 +269,8 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
         rc = PV_EINPUT;
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
-    if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(rs_of_f = malloc(sizeof *rs_of_f * (f->n_rules + 1)))))
+    if (rc == PV_OK && (!(keep = malloc(n + 1)) || !(rs_of_f = malloc(sizeof *rs_of_f * (f->n_rules + 1))) ||
+                        !(settled = calloc(f->n_rules + 1, 1)) || !(now = malloc(sizeof *now * (f->n_rules + 1)))))
         rc = PV_ENOMEM;
     if (rc == PV_OK) {
         for (size_t j = 0; j < f->n_rules; j++) rs_of_f[j] = SIZE_MAX;
@@ -258,21 +296,28 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
         rc = PV_ENOMEM;
     }
     /* Each dropped rule is checked against the file as the engine reads it
-     * and kept when not derived, until a pass keeps none (then prove
-     * --derive finds every dropped rule derived) or PRUNE_PASSES passes
-     * (prove --derive then names the rules left). */
-    restore x = {rs, rs_of_f, keep, 0};
-    for (int pass = 0; rc == PV_OK && pass < PRUNE_PASSES; pass++) {
+     * and kept when not derived, until a check keeps none: then prove
+     * --derive finds every dropped rule derived. A check after the first
+     * takes the verdicts that cannot have changed (unsettle) from the one
+     * before; the last one, which keeps none, checks every rule. */
+    restore x = {rs, rs_of_f, keep, 0, now, 0};
+    for (int pass = 0, whole = 1; rc == PV_OK && pass < PRUNE_PASSES; pass++) {
         pv_derive_report dr;
         size_t before = x.restored;
         rdb_free(g), g = NULL;
+        if (whole) memset(settled, 0, f->n_rules);
         if ((rc = kept_file(f, rs, keep, &g)) == PV_OK)
-            rc = derive_against(g, f, in, d, &dr, restore_missed, &x, err, errlen);
-        r->passes = pass + 1;
+            rc = derive_against(g, f, in, d, settled, &dr, restore_missed, &x, err, errlen);
+        r->passes = pass + 1, r->settled += dr.settled;
         if (!d->quiet && rc == PV_OK)
-            fprintf(stderr, "prove: derivability: check %d against the file: %zu derived, %zu not: kept after all\n",
-                    pass + 1, dr.derived, x.restored - before);
-        if (rc != PV_OK || x.restored == before) break;
+            fprintf(stderr,
+                    "prove: derivability: check %d against the file: %zu derived (%zu of them as before), %zu not: "
+                    "kept after all\n",
+                    pass + 1, dr.derived, dr.settled, x.restored - before);
+        if (rc == PV_OK && x.restored == before && whole) r->converged = 1;
+        if (rc != PV_OK || r->converged) break;
+        whole = x.restored == before; /* none kept by a partial check: once more, every rule */
+        unsettle(f, &x, settled);
     }
     if (rc == PV_OK && x.restored) { /* the last pass restored some: the file with them */
         rdb_free(g), g = NULL;
@@ -289,7 +334,7 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *give
     }
     if (rc == PV_OK && rdb_write(out, g, err, errlen) != RDB_OK) rc = PV_EIO;
     r->seconds = eg_now_s() - t0;
-    free(keep), free(rs_of_f), free(candidates);
+    free(keep), free(rs_of_f), free(candidates), free(settled), free(now);
     rdb_delta_free(&delta);
     eg_ruleset_free(rs);
     rdb_free(f), rdb_free(g), rdb_free(from);
@@ -311,7 +356,7 @@ int pv_derive_file(const char *shipped, const char *full, const pv_derive_option
     if (rc == PV_OK) rc = pv_read_kind(full, RDB_RULES, &f, err, errlen);
     if (rc == PV_OK) {
         pv_derive_options b = pv_derive_bounds(d, s);
-        rc = derive_against(s, f, full, &b, r, neither ? print_missed : NULL, neither, err, errlen);
+        rc = derive_against(s, f, full, &b, NULL, r, neither ? print_missed : NULL, neither, err, errlen);
         r->rounds = b.rounds, r->nodes = b.nodes;
     }
     rdb_free(s), rdb_free(f);

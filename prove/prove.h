@@ -296,6 +296,9 @@ typedef struct {
     size_t kept, derived; /* equations; a kept one is written as one rule */
     size_t restored; /* of kept: dropped first, not derived from the final set */
     int passes;      /* checks of the dropped rules against the final set */
+    int converged;   /* 1 when the last check kept none (else prove --derive
+                        names the rules left) */
+    size_t settled;  /* verdicts a check took from the one before, summed */
     int rounds, nodes, mode; /* the bounds and the mode it ran with */
     double seconds;
 } pv_prune_report;
@@ -317,6 +320,7 @@ typedef struct {
                         engine reads a rule both ways, so these are shipped */
     size_t checked; /* the rest (with every > 1, a sample of them) */
     size_t derived; /* of those, derived from the shipped rules */
+    size_t settled; /* of derived, taken from an earlier check (pruning) */
     size_t neither; /* neither shipped nor derived */
     size_t skipped; /* of neither: not matchable by the engine */
     int rounds, nodes; /* the bounds it ran with */

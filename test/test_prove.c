@@ -897,6 +897,43 @@ static void test_prune_again_from(void **state) {
     rdb_free(f);
 }
 
+/* The checks of a pruned file go on until one keeps none: a rule the
+ * file --from does not derive is kept after all; the next check takes the
+ * verdict of a rule derived under the adds alone from the check before
+ * (the rule kept writes no add), and a last one checks every rule. */
+static void test_prune_checks_converge(void **state) {
+    (void)state;
+    static const char full_text[] = "(ewadd x0 x1) => (ewadd x1 x0)|"
+                                    "(ewadd (ewadd x0 x1) x2) => (ewadd x0 (ewadd x1 x2))|"
+                                    "(ewadd (ewadd x0 x1) x2) => (ewadd x1 (ewadd x0 x2))|"
+                                    "(relu (relu x0)) => (relu x0)";
+    static const char from_text[] = "(ewadd x0 x1) => (ewadd x1 x0)|"
+                                    "(ewadd (ewadd x0 x1) x2) => (ewadd x0 (ewadd x1 x2))";
+    char full[300], from[300], out[300], err[PV_ERRLEN];
+    snprintf(full, sizeof full, "%s/full3.tasodb", scratch);
+    snprintf(from, sizeof from, "%s/from3.tasodb", scratch);
+    snprintf(out, sizeof out, "%s/out3.tasodb", scratch);
+    rdb_file *f = rules_of(full_text), *g = rules_of(from_text);
+    write_file(full, f);
+    write_file(from, g);
+    pv_prune_report pr;
+    pv_derive_report dr;
+    pv_derive_options d;
+    pv_derive_defaults(&d);
+    d.quiet = 1, d.from = from;
+    assert_int_equal(pv_prune_file(full, out, &d, &pr, err, sizeof err), PV_OK);
+    assert_int_equal(pr.restored, 1); /* relu's */
+    assert_int_equal(pr.kept, 3);
+    assert_int_equal(pr.converged, 1);
+    assert_int_equal(pr.passes, 3); /* kept one; kept none, one verdict as before; every rule, none */
+    assert_int_equal(pr.settled, 1);
+    d.from = NULL;
+    assert_int_equal(pv_derive_file(out, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.neither, 0);
+    assert_int_equal(dr.settled, 0); /* --derive decides every rule */
+    rdb_free(f), rdb_free(g);
+}
+
 /* prove --known: a pair Z3 proves and the known rules derive (commutation
  * and associativity reorder a sum; a split through a relu, reached only
  * with a rule that has no reverse) is counted as derived and makes no
@@ -1148,6 +1185,7 @@ int main(int argc, char **argv) {
     ADD("C03 cli usage", test_cli_usage);
     ADD("C04 pruning by derivability, and the proof nothing was lost", test_prune_derivable_file);
     ADD("C04b pruning a pruned file again by another mode (--from)", test_prune_again_from);
+    ADD("C04c the checks of a pruned file go on until one keeps none", test_prune_checks_converge);
     ADD("C05 proved pairs the known rules derive make no rule (--known)", test_known_rules);
 #undef ADD
     int rc = _cmocka_run_group_tests("prove", tests, n, make_scratch, drop_scratch);

@@ -312,10 +312,20 @@ static equation rule_equation(const eg_ruleset *rs, size_t i, int two_sided) {
     return (equation){rs, i, {&r->src, &r->dst}, rs->plan[i].divisors, eg_ruleset_kernel1(rs, i), two_sided};
 }
 
+/* The variant stream of q: of its two sides, not of where the rule sits
+ * in rs. A rule is pruned in a ruleset read from one file and checked in
+ * one read from another (the rules kept, then the rest), where its index
+ * differs and moves with every rule kept: a verdict that read the index
+ * would change from one check to the next with nothing derived changed. */
+static uint64_t salt_of(const equation *q) {
+    uint64_t a = rg_hash(q->sides[0]), b = rg_hash(q->sides[1]);
+    return a ^ (b << 31 | b >> 33);
+}
+
 eg_status eg_derive_rule(const eg_ruleset *rs, size_t i, const unsigned char *first, const unsigned char *enabled,
                          const eg_search_opts *o, int two_sided, int *derived, char *err, size_t errlen) {
     equation q = rule_equation(rs, i, two_sided);
-    return derived_everywhere(&q, i, first, enabled, o, derived, err, errlen);
+    return derived_everywhere(&q, salt_of(&q), first, enabled, o, derived, err, errlen);
 }
 
 static int is_split(ops_op op) { return op == OP_SPLIT0 || op == OP_SPLIT1; }
@@ -391,9 +401,9 @@ static eg_status pair_under(const eg_ruleset *rs, const rg_graph *a, const rg_gr
     eg_status rc = EG_OK;
     *derived = 0;
     if (a->n_outputs != b->n_outputs) return EG_OK;
-    if (mode == EG_DERIVE_MEET) return derived_everywhere(&meet, 0, NULL, enabled, o, derived, err, errlen);
+    if (mode == EG_DERIVE_MEET) return derived_everywhere(&meet, salt_of(&meet), NULL, enabled, o, derived, err, errlen);
     if (mode != EG_DERIVE_REACH) { /* as eg_derive_equation: the sides meet */
-        rc = meet_both_ways(&meet, 0, enabled, o, mode, derived, err, errlen);
+        rc = meet_both_ways(&meet, salt_of(&meet), enabled, o, mode, derived, err, errlen);
         if (rc != EG_OK || *derived) return rc;
     }
     /* else each way the engine could apply as a rule reaches the other side */
@@ -404,7 +414,7 @@ static eg_status pair_under(const eg_ruleset *rs, const rg_graph *a, const rg_gr
         if (!rg_can_rewrite(side[d], side[1 - d])) continue;
         equation q = {rs, NO_RULE, {side[d], side[1 - d]}, 0, 0, 0};
         ways++;
-        rc = derived_everywhere(&q, (uint64_t)d, NULL, enabled, o, derived, err, errlen);
+        rc = derived_everywhere(&q, salt_of(&q), NULL, enabled, o, derived, err, errlen);
     }
     if (!ways) *derived = 0; /* no rule either way: nothing to derive */
     return rc;
@@ -454,7 +464,7 @@ static eg_status equation_under(const eg_ruleset *rs, size_t i, const unsigned c
          * during the saturation would let a derivation insert a detour
          * backwards, and that is how a merge of two convs is made */
         equation q = rule_equation(rs, i, 1);
-        rc = meet_both_ways(&q, i, enabled, o, mode, derived, err, errlen);
+        rc = meet_both_ways(&q, salt_of(&q), enabled, o, mode, derived, err, errlen);
         if (rc != EG_OK || *derived) return rc;
     }
     int two_sided = mode == EG_DERIVE_MEET;
@@ -497,7 +507,11 @@ eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char
     *derived = 0;
     eg_status rc = narrowed(rs, enabled, rs->plan[i].ops, &narrow, err, errlen);
     if (rc == EG_OK && narrow) rc = equation_under(rs, i, narrow, o, mode, with_mate, derived, err, errlen);
-    if (rc == EG_OK && !*derived) rc = equation_under(rs, i, enabled, o, mode, with_mate, derived, err, errlen);
+    if (rc == EG_OK && *derived) *derived = EG_DERIVED_OWN;
+    if (rc == EG_OK && !*derived) {
+        rc = equation_under(rs, i, enabled, o, mode, with_mate, derived, err, errlen);
+        if (*derived) *derived = narrow ? EG_DERIVED_ALL : EG_DERIVED_OWN; /* none left out: all are its own */
+    }
     free(narrow);
     return rc;
 }
@@ -537,7 +551,7 @@ eg_status eg_prune_derivable(const eg_ruleset *rs, const eg_search_opts *o, eg_d
         int derived = candidates && !candidates[i] && !candidates[mate_of(rs, i)]; /* dropped unchecked */
         if (!derived) rc = eg_derive_equation(rs, i, keep, o, mode, 1, &derived, err, errlen);
         keep[i] = keep[mate_of(rs, i)] = !derived;
-        st->kept += !derived, st->derived += derived;
+        st->kept += !derived, st->derived += derived != 0;
         if (progress) progress(q + 1, units, st, arg);
     }
     st->seconds = eg_now_s() - t0;

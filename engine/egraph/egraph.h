@@ -91,10 +91,17 @@ typedef enum {
                            but for those) */
 } eg_derive_mode;
 
+/* What eg_derive_equation found: *derived 0 when not derived, else which
+ * try derived it. A verdict of EG_DERIVED_OWN stands while no rule over
+ * the rule's own operators is enabled or disabled (prove's checks of a
+ * file that grows skip it). */
+enum { EG_DERIVED_OWN = 1, EG_DERIVED_ALL = 2 };
+
 /* Whether the rules enabled[] (NULL: all) derive rule i of rs (and with
  * with_mate its reverse in rs too, eg_ruleset_mate) under mode, by
  * eg_derive_rule: first under the enabled rules that write no operator
- * outside the rule's own, then, if not derived, under all of them.
+ * outside the rule's own (*derived EG_DERIVED_OWN), then, if not derived
+ * and that left some out, under all of them (EG_DERIVED_ALL).
  * @return EG_OK or EG_ENOMEM with a message. */
 eg_status eg_derive_equation(const eg_ruleset *rs, size_t i, const unsigned char *enabled, const eg_search_opts *o,
                              eg_derive_mode mode, int with_mate, int *derived, char *err, size_t errlen);
