@@ -24,16 +24,13 @@
 # proved rule. Then pruned by derivability (equations, a rule and its
 # reverse, each dropped when the smaller ones kept derive it in the
 # engine's e-graph, bounded by rounds and e-nodes, never by time), in
-# three steps: PRUNED, one rule per equation kept (the engine reads each
-# rule both ways), the set built into the engine. When there,
-# ruledb/depth4.tasodb (DEPTH4 names another) is pruned in with two more
-# steps: depth 4 over every operator, the rules the divided run
-# (prove/divided/, hours on two cores, so not rerun here) proved that the
-# shipped set did not derive (prove --known; the command is in
-# bench/results/regen.md). It is not in ruledb/: with it the set would be
-# 2,571 rules (2,103 after a step at 8 rounds; bench/results/regen.md),
-# past the 2,000 of issue 38;
-# bench/results/depth4/rules-d4.tasodb is that file. With LOGDIR,
+# three steps over OUT, then ruledb/depth4.tasodb (DEPTH4 names another;
+# without it the third step writes PRUNED) pruned in with three more:
+# depth 4 over every operator, the rules the divided run (prove/divided/,
+# hours on two cores, so not rerun here) proved that the depth-3 set did
+# not derive (prove --known; the command is in bench/results/regen.md).
+# PRUNED, one rule per equation kept (the engine reads each rule both
+# ways), is the set built into the engine. With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
@@ -76,17 +73,22 @@ step prune "$bin/prove" --prune-derivable "$out" -o "$work/pruned-1.tasodb"
 step prune-2 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-1.tasodb" --derive-by detours \
     -o "$work/pruned-2.tasodb"
 step prune-3 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-2.tasodb" --derive-by detours -o "$third"
-# With the depth-4 file, twice more over OUT and the depth-4 rules merged,
-# from the set pruned so: the first keeps every depth-4 rule that set does
-# not derive (its checks against the file), the second prunes those and
-# the set together, smallest first. (The first step over the merged file
-# from nothing took an hour here: it keeps many times more before its
-# checks.)
+# With the depth-4 file, three times more over OUT and the depth-4 rules
+# merged, from the set pruned so: the first keeps every depth-4 rule that
+# set does not derive (its checks against the file), the next two prune
+# those and the set together, smallest first. (The first step over the
+# merged file from nothing took an hour here: it keeps many times more
+# before its checks.) Not at larger bounds: a rule derived only in more
+# rounds than one of the engine's search passes runs (5) is one the
+# search may not find in a model (bench/results/regen.md: at 8 rounds the
+# set is 1,958 rules, and two Transposes around a Relu stay).
 if [ -f "$depth4" ]; then
     full=$work/full.tasodb
     "$bin/ruledb" merge -o "$full" "$out" "$depth4"
     step prune-4 "$bin/prove" --prune-derivable "$full" --from "$third" --derive-by detours \
         -o "$work/pruned-4.tasodb"
     step prune-5 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-4.tasodb" --derive-by detours \
+        -o "$work/pruned-5.tasodb"
+    step prune-6 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-5.tasodb" --derive-by detours \
         -o "$pruned"
 fi
