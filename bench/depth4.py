@@ -4,7 +4,7 @@
 the rules neither shipped nor derived are.
 
     python3 bench/depth4.py [--bin out/bin] [--shipped ruledb/pruned.tasodb]
-                            [--depth4 ruledb/depth4.tasodb]
+                            [--depth4 bench/results/depth4/rules-d4.tasodb]
                             [--every 50] [--bounds 4:2000,8:20000]
                             [--out bench/results/depth4/derive.md]
 
@@ -121,7 +121,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "out", "bin"))
     ap.add_argument("--shipped", default="ruledb/pruned.tasodb")
-    ap.add_argument("--depth4", default="ruledb/depth4.tasodb")
+    ap.add_argument("--depth4", default="bench/results/depth4/rules-d4.tasodb")
     ap.add_argument("--every", type=int, default=50)
     ap.add_argument("--bounds", default="4:2000,8:20000")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "depth4", "derive.md"))

@@ -24,13 +24,17 @@
 # proved rule. Then pruned by derivability (equations, a rule and its
 # reverse, each dropped when the smaller ones kept derive it in the
 # engine's e-graph, bounded by rounds and e-nodes, never by time), in
-# three steps over OUT, then ruledb/depth4.tasodb (DEPTH4 names another;
-# without it the third step writes PRUNED) pruned in with three more:
-# depth 4 over every operator, the rules the divided run (prove/divided/,
-# hours on two cores, so not rerun here) proved that the depth-3 set did
-# not derive (prove --known; the command is in bench/results/regen.md).
-# PRUNED, one rule per equation kept (the engine reads each rule both
-# ways), is the set built into the engine. With LOGDIR,
+# three steps over OUT: PRUNED, one rule per equation kept (the engine
+# reads each rule both ways), the set built into the engine. When there,
+# ruledb/depth4.tasodb (DEPTH4 names another) is pruned in with three
+# more: depth 4 over every operator, the rules the divided run
+# (prove/divided/, hours on two cores, so not rerun here) proved that the
+# depth-3 set did not derive (prove --known; the command is in
+# bench/results/regen.md). It is not in ruledb/: the union prunes to 2,416
+# rules, every depth-4 rule shipped or derived, but with them the e-graph
+# search ends dearer on two multi-branch training forms (FastViT 8%,
+# RepViT 2.6%; bench/results/depth4/prune_union.md);
+# bench/results/depth4/rules-d4.tasodb is that file. With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.

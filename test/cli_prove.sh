@@ -206,9 +206,6 @@ check "ruledb/pruned.tasodb: --check exit 0, every rule proved" sh -c "
 check "ruledb/default.tasodb against ruledb/pruned.tasodb: every ${every}th rule not in it is derived (--derive --every $every)" sh -c "
     '$prove' --derive ruledb/pruned.tasodb ruledb/default.tasodb --every $every 2>'$tmp/derive.err' &&
     grep -qE ': [0-9]+ rules: [0-9]+ shipped, [0-9]+ the reverse of a shipped rule, [1-9][0-9]* \(a sample\) checked: [0-9]+ derived from them, 0 neither' '$tmp/derive.err'"
-check "ruledb/depth4.tasodb against ruledb/pruned.tasodb: every ${every}th rule not in it is derived (--derive --every $every)" sh -c "
-    '$prove' --derive ruledb/pruned.tasodb ruledb/depth4.tasodb --every $every 2>'$tmp/derive4.err' &&
-    grep -qE ': [0-9]+ rules: [0-9]+ shipped, [0-9]+ the reverse of a shipped rule, [1-9][0-9]* \(a sample\) checked: [0-9]+ derived from them, 0 neither' '$tmp/derive4.err'"
 check "the pruned set is the shipped set pruned: fewer rules, said so" sh -c "
     test \$('$BIN/ruledb' info ruledb/pruned.tasodb | sed -n 's/^rules: *\([0-9]*\).*/\1/p') -lt \
         \$('$BIN/ruledb' info ruledb/default.tasodb | sed -n 's/^rules: *\([0-9]*\).*/\1/p') &&
