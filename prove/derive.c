@@ -64,32 +64,10 @@ static const rdb_rule *by_id(const rdb_file *f, uint64_t id) {
     return NULL;
 }
 
-/* A rule in its canonical form (rg_canon_rule), ordered. */
-typedef struct {
-    rg_graph src, dst;
-} canon;
-
-static int canon_cmp(const void *a, const void *b) {
-    const canon *x = a, *y = b;
-    int c = rg_compare(&x->src, &y->src);
-    return c ? c : rg_compare(&x->dst, &y->dst);
-}
-
-/* The reverses of s's rules, canonical and sorted (NULL on no memory). */
-static canon *reverses_of(const rdb_file *s) {
-    canon *c = malloc(sizeof *c * (s->n_rules + 1));
-    if (!c) return NULL;
-    for (size_t i = 0; i < s->n_rules; i++) rg_canon_rule(&s->rules[i].dst, &s->rules[i].src, &c[i].src, &c[i].dst);
-    qsort(c, s->n_rules, sizeof *c, canon_cmp);
-    return c;
-}
-
-/* 1 when rule x is, renamed, the reverse of one of s's rules (rev:
- * reverses_of(s)). */
-static int is_reverse(const canon *rev, const rdb_file *s, const rdb_rule *x) {
-    canon k;
-    rg_canon_rule(&x->src, &x->dst, &k.src, &k.dst);
-    return bsearch(&k, rev, s->n_rules, sizeof k, canon_cmp) != NULL;
+/* The rule of f that rule i of rs, read from s and the rules of f it
+ * lacks (derive_against), is one of those it lacks. */
+static size_t f_rule(const eg_ruleset *rs, size_t i, const rdb_file *s, const rdb_delta *delta) {
+    return delta->only_a[eg_ruleset_rule(rs, i)->id - s->n_rules];
 }
 
 /* Called for each rule of FULL checked and not derived: rs holds it as
@@ -136,8 +114,6 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     rdb_file *both = NULL;
     eg_ruleset *rs = NULL;
     unsigned char *enabled = NULL;
-    size_t *f_of = NULL; /* both's rule past s's -> its rule of f */
-    canon *rev = NULL;
     rdb_delta delta = {0};
     eg_search_opts o;
     char why[EG_ERRLEN] = "";
@@ -145,27 +121,15 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     double t0 = eg_now_s();
     memset(r, 0, sizeof *r);
     pv_derive_engine_opts(d, &o);
-    if (rdb_diff(f, s, &delta) != RDB_OK || !(rev = reverses_of(s)) ||
-        !(f_of = malloc(sizeof *f_of * (delta.n_only_a + 1))))
-        rc = PV_ENOMEM;
-    /* the shipped rules, then those of full it lacks but the reverses of
-     * shipped ones: one ruleset, the shipped rules and the reverses the
-     * engine makes of them (of the same id) enabled, in the order the
-     * engine reads the file s, whatever full holds (bounded saturation
-     * depends on that order: a reverse taken from full would sit among
-     * full's rules instead) */
+    if (rdb_diff(f, s, &delta) != RDB_OK) rc = PV_ENOMEM;
+    /* the shipped rules, then those of full it lacks: one ruleset, the
+     * shipped ones enabled */
     if (rc == PV_OK && !(both = rdb_new(RDB_RULES))) rc = PV_ENOMEM;
     if (rc == PV_OK) memcpy(both->digest, s->digest, sizeof both->digest);
     for (size_t i = 0; rc == PV_OK && i < s->n_rules; i++)
         if (rdb_add_rule(both, &s->rules[i].src, &s->rules[i].dst, &s->rules[i].prover) != RDB_OK) rc = PV_ENOMEM;
-    size_t extra = 0;
     for (size_t i = 0; rc == PV_OK && i < delta.n_only_a; i++) {
         const rdb_rule *x = &f->rules[delta.only_a[i]];
-        if (is_reverse(rev, s, x)) {
-            r->reversed++;
-            continue;
-        }
-        f_of[extra++] = delta.only_a[i];
         if (rdb_add_rule(both, &x->src, &x->dst, &x->prover) != RDB_OK) rc = PV_ENOMEM;
     }
     if (rc == PV_OK && eg_ruleset_from_rdb(both, &rs, why, sizeof why) != EG_OK) {
@@ -174,7 +138,13 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
     if (rc == PV_OK && !(enabled = malloc(n + 1))) rc = PV_ENOMEM;
+    /* a shipped rule, its reverse (made by the engine, of the same id) and a
+     * rule of full that is that reverse are what the engine applies */
     for (size_t i = 0; rc == PV_OK && i < n; i++) enabled[i] = eg_ruleset_rule(rs, i)->id < s->n_rules;
+    for (size_t i = 0; rc == PV_OK && i < n; i++) {
+        size_t m = eg_ruleset_mate(rs, i);
+        if (!enabled[i] && m != EG_NO_MATE && eg_ruleset_rule(rs, m)->id < s->n_rules) enabled[i] = 1, r->reversed++;
+    }
     if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a;
     size_t *rule = NULL;
     signed char *derived = NULL;
@@ -184,7 +154,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
         if (enabled[i] || eg_ruleset_reversed(rs, i)) continue; /* the rules of full only */
         if (k++ % (size_t)d->every) continue;                  /* a sample */
         r->checked++;
-        if (settled && settled[f_of[eg_ruleset_rule(rs, i)->id - s->n_rules]]) r->derived++, r->settled++;
+        if (settled && settled[f_rule(rs, i, s, &delta)]) r->derived++, r->settled++;
         else rule[checking++] = i;
     }
     checks c = {rs, enabled, &o, (eg_derive_mode)d->mode, rule, derived, d->quiet};
@@ -195,7 +165,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
             rc = PV_ENOMEM;
             break;
         }
-        size_t i = rule[k], fi = f_of[eg_ruleset_rule(rs, i)->id - s->n_rules];
+        size_t i = rule[k], fi = f_rule(rs, i, s, &delta);
         r->derived += derived[k] != 0;
         if (settled) settled[fi] = derived[k] == EG_DERIVED_OWN;
         if (!derived[k] && missed) missed(rs, i, fi, arg);
@@ -204,7 +174,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
     r->neither = r->checked - r->derived; /* (the skipped ones are neither too) */
     r->seconds = eg_now_s() - t0;
-    free(enabled), free(f_of), free(rev);
+    free(enabled);
     eg_ruleset_free(rs);
     rdb_delta_free(&delta);
     rdb_free(both);
@@ -249,13 +219,17 @@ typedef struct {
     size_t n_now;
 } restore;
 
-/* A rule of f the file does not derive: its equation is kept after all. */
+/* A rule of f the file does not derive: its equation is kept after all.
+ * Not when its mate is kept already: the file holds the equation (f may
+ * hold one rule twice, once with a unit enlarge written out, which the
+ * engine strips, the two sharing one reverse). */
 static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg) {
     (void)rs, (void)i;
     restore *x = arg;
     size_t k = x->rs_of_f[fi];
     if (k == SIZE_MAX || x->keep[k]) return;
     size_t m = eg_ruleset_mate(x->rs, k);
+    if (m != EG_NO_MATE && x->keep[m]) return;
     x->keep[k] = 1;
     if (m != EG_NO_MATE) x->keep[m] = 1;
     x->restored++;
