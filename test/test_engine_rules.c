@@ -1752,6 +1752,39 @@ static void test_egraph_commutation(void **state) {
     eg_cost_free(c);
 }
 
+/* A rule of two outputs that batches two divisions by one scalar along
+ * an axis grows slices and merges no conv or matmul: it gets a sixteenth
+ * of the match limit (at least 16), so with five divisions of one scalar
+ * (20 ordered pairs in the first round) it is banned and adds nothing,
+ * where three (6 pairs) are batched. Its depth-4 kin, one per operator and
+ * axis, filled FastViT-T8's e-graph before its merges were chained. */
+static void test_egraph_batching_banned(void **state) {
+    (void)state;
+    eg_cost *c = NULL;
+    char err[EG_ERRLEN];
+    assert_int_equal(eg_cost_new(EG_COST_ANALYTIC_CPU, NULL, &c, err, sizeof err), EG_OK);
+    eg_ruleset *rs = rules("(sdiv x0 x1), (sdiv x2 x1) => (split0 0 (dim 0 x0) (sdiv (concat 0 x0 x2) x1)), "
+                           "(split1 0 (dim 0 x0) (sdiv (concat 0 x0 x2) x1))");
+    const char *five = "in a 2 4; in b 2 4; in d 2 4; in e 2 4; in f 2 4; init s; p = sdiv a s; q = sdiv b s; "
+                       "r = sdiv d s; t = sdiv e s; u = sdiv f s; out p; out q; out r; out t; out u";
+    const char *three = "in a 2 4; in b 2 4; in d 2 4; init s; p = sdiv a s; q = sdiv b s; r = sdiv d s; "
+                        "out p; out q; out r";
+    eg_search_opts o;
+    eg_search_opts_init(&o);
+    o.egraph = 1, o.time_limit = 1e9, o.iterations = 2, o.max_nodes = 20000, o.match_limit = 256, o.passes = 1;
+    for (int k = 0; k < 2; k++) {
+        eg_graph *g = build(k ? three : five), *best = NULL;
+        eg_search_result r;
+        if (eg_saturate(g, rs, c, &o, &best, &r, err, sizeof err) != EG_OK) fail_msg("eg_saturate: %s", err);
+        ec_check(g, best, "saturated");
+        if (k) assert_true(r.generated > 0);
+        else assert_int_equal((int)r.generated, 0);
+        eg_search_result_free(&r), eg_free(best), eg_free(g);
+    }
+    eg_ruleset_free(rs);
+    eg_cost_free(c);
+}
+
 /* The stop reasons: saturated (a rule set with nothing left to add), the
  * rounds, the e-node limit; each result whole and equal in value. A rule
  * that puts a value in the class of its own input (relu relu x = relu x)
@@ -2114,6 +2147,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_nonfinite);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_block);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_commutation);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_batching_banned);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_limits);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_congruence);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_egraph_derives);

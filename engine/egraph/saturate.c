@@ -56,7 +56,11 @@ static int slices_in(const rg_graph *side) {
  * sum of convs: on RepViT-M1 it copied the conv after every residual sum,
  * the merges of two convs of one weight paired the copies, and the
  * e-nodes ran out before x + bias(dwconv(x)) became one conv in half the
- * blocks; its reverse, which saves a conv, is not one). They get a
+ * blocks; its reverse, which saves a conv, is not one), and a rule of
+ * several outputs that grows slices without merging a conv or a matmul
+ * (two divisions, scales or biases of one operand batched along an axis:
+ * with the depth-4 rules, one per operator and axis filled FastViT-T8's
+ * e-graph in its second round, bench/results/schedule.md). They get a
  * sixteenth of the match limit, so they are banned before they crowd out
  * the rest. */
 static int heavy_op(ops_op op) { return op == OP_CONV2D || op == OP_MATMUL || op == OP_BMM || op == OP_LINEAR; }
@@ -71,8 +75,9 @@ static int flooding_rule(const eg_ruleset *rs, size_t i, int heavy) {
     const rdb_rule *r = eg_ruleset_rule(rs, i);
     int only = slices_in(&r->src) == r->src.n_nodes && slices_in(&r->dst) == r->dst.n_nodes;
     int one = r->src.n_outputs == 1;
-    return only || (one && slices_in(&r->dst) > slices_in(&r->src) && r->dst.n_nodes > r->src.n_nodes) ||
-           (heavy && one && heavy_in(&r->dst) > heavy_in(&r->src));
+    int grows = slices_in(&r->dst) > slices_in(&r->src) && r->dst.n_nodes > r->src.n_nodes;
+    return only || (one && grows) || (heavy && one && heavy_in(&r->dst) > heavy_in(&r->src)) ||
+           (heavy && !one && grows && heavy_in(&r->dst) >= heavy_in(&r->src));
 }
 
 /* 1 when rule i is f(x0, x1) => f(x1, x0) for a commutative f. It is
