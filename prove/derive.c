@@ -64,10 +64,10 @@ static const rdb_rule *by_id(const rdb_file *f, uint64_t id) {
     return NULL;
 }
 
-/* The rule of f that rule i of rs, read from s and the rules of f it
- * lacks (derive_against), is one of those it lacks. */
-static size_t f_rule(const eg_ruleset *rs, size_t i, const rdb_file *s, const rdb_delta *delta) {
-    return delta->only_a[eg_ruleset_rule(rs, i)->id - s->n_rules];
+/* The rule of f that rule i of rs, read from s and the rules of f to
+ * check (derive_against, f_of[k]: the k-th of those), is. */
+static size_t f_rule(const eg_ruleset *rs, size_t i, const rdb_file *s, const size_t *f_of) {
+    return f_of[eg_ruleset_rule(rs, i)->id - s->n_rules];
 }
 
 /* Called for each rule of FULL checked and not derived: rs holds it as
@@ -102,7 +102,10 @@ static void check_tick(void *ctx, size_t done, size_t total) {
 
 /* Every rule of f is in s, the reverse of one of its rules, or derived
  * from s's rules as the engine reads the file s (its rules, then their
- * reverses: bounded saturation depends on that order); every d->every'th
+ * reverses: bounded saturation depends on that order, so a rule of f that
+ * is one of them as the engine reads it, a twin with a unit enlarge
+ * written out or a reverse, is counted so and not added: the order and
+ * the verdicts are then those of s alone, whatever f holds); every d->every'th
  * of the rules to derive is checked, each one not derived passed to
  * missed. settled (NULL: none), one per rule of f: on entry, 1 for a rule
  * derived before under the rules over its own operators, none of which
@@ -112,7 +115,9 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
                           unsigned char *settled, pv_derive_report *r, missed_fn missed, void *arg, char *err,
                           size_t errlen) {
     rdb_file *both = NULL;
-    eg_ruleset *rs = NULL;
+    eg_ruleset *rs = NULL, *engine = NULL;
+    eg_rule_index *ix = NULL;
+    size_t *f_of = NULL, n_f = 0, same = 0, reverse = 0;
     unsigned char *enabled = NULL;
     rdb_delta delta = {0};
     eg_search_opts o;
@@ -128,8 +133,22 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     if (rc == PV_OK) memcpy(both->digest, s->digest, sizeof both->digest);
     for (size_t i = 0; rc == PV_OK && i < s->n_rules; i++)
         if (rdb_add_rule(both, &s->rules[i].src, &s->rules[i].dst, &s->rules[i].prover) != RDB_OK) rc = PV_ENOMEM;
+    /* the rules of full the engine reads from s already: not checked */
+    if (rc == PV_OK && eg_ruleset_from_rdb(s, &engine, why, sizeof why) != EG_OK) {
+        snprintf(err, errlen, "%s: %s", name, why);
+        rc = PV_EINPUT;
+    }
+    if (rc == PV_OK && (eg_rule_index_new(engine, &ix) != EG_OK || !(f_of = malloc(sizeof *f_of * (delta.n_only_a + 1)))))
+        rc = PV_ENOMEM;
     for (size_t i = 0; rc == PV_OK && i < delta.n_only_a; i++) {
         const rdb_rule *x = &f->rules[delta.only_a[i]];
+        size_t e = eg_rule_index_find(ix, x);
+        if (e != EG_NO_MATE) {
+            if (eg_ruleset_reversed(engine, e)) reverse++;
+            else same++;
+            continue;
+        }
+        f_of[n_f++] = delta.only_a[i];
         if (rdb_add_rule(both, &x->src, &x->dst, &x->prover) != RDB_OK) rc = PV_ENOMEM;
     }
     if (rc == PV_OK && eg_ruleset_from_rdb(both, &rs, why, sizeof why) != EG_OK) {
@@ -145,7 +164,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
         size_t m = eg_ruleset_mate(rs, i);
         if (!enabled[i] && m != EG_NO_MATE && eg_ruleset_rule(rs, m)->id < s->n_rules) enabled[i] = 1, r->reversed++;
     }
-    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a;
+    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a + same, r->reversed += reverse;
     size_t *rule = NULL;
     signed char *derived = NULL;
     if (rc == PV_OK && (!(rule = malloc(sizeof *rule * (n + 1))) || !(derived = malloc(n + 1)))) rc = PV_ENOMEM;
@@ -154,7 +173,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
         if (enabled[i] || eg_ruleset_reversed(rs, i)) continue; /* the rules of full only */
         if (k++ % (size_t)d->every) continue;                  /* a sample */
         r->checked++;
-        if (settled && settled[f_rule(rs, i, s, &delta)]) r->derived++, r->settled++;
+        if (settled && settled[f_rule(rs, i, s, f_of)]) r->derived++, r->settled++;
         else rule[checking++] = i;
     }
     checks c = {rs, enabled, &o, (eg_derive_mode)d->mode, rule, derived, d->quiet};
@@ -165,7 +184,7 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
             rc = PV_ENOMEM;
             break;
         }
-        size_t i = rule[k], fi = f_rule(rs, i, s, &delta);
+        size_t i = rule[k], fi = f_rule(rs, i, s, f_of);
         r->derived += derived[k] != 0;
         if (settled) settled[fi] = derived[k] == EG_DERIVED_OWN;
         if (!derived[k] && missed) missed(rs, i, fi, arg);
@@ -174,8 +193,9 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     r->skipped = rs ? eg_ruleset_skipped(rs) : 0;
     r->neither = r->checked - r->derived; /* (the skipped ones are neither too) */
     r->seconds = eg_now_s() - t0;
-    free(enabled);
-    eg_ruleset_free(rs);
+    free(enabled), free(f_of);
+    eg_rule_index_free(ix);
+    eg_ruleset_free(rs), eg_ruleset_free(engine);
     rdb_delta_free(&delta);
     rdb_free(both);
     return rc;
@@ -238,11 +258,16 @@ static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg)
 
 /* After a check: a rule settled under the rules over its own operators
  * is checked again when a rule just kept is over those operators (it is
- * among them now); the others' verdicts stand (eg_derive_equation). */
+ * among them now); the others' verdicts stand (eg_derive_equation). Both
+ * as the engine reads them, unit enlarges stripped. */
 static void unsettle(const rdb_file *f, restore *x, unsigned char *settled) {
     for (size_t j = 0; j < f->n_rules; j++) {
         if (!settled[j]) continue;
-        ops_set own = ops_of(&f->rules[j]);
+        if (x->rs_of_f[j] == SIZE_MAX) { /* skipped by the engine: never settled, kept as it is */
+            settled[j] = 0;
+            continue;
+        }
+        ops_set own = ops_of(eg_ruleset_rule(x->rs, x->rs_of_f[j]));
         for (size_t k = 0; k < x->n_now && settled[j]; k++)
             if (!(x->now[k] & ~own)) settled[j] = 0;
     }

@@ -618,6 +618,16 @@ static void reorder_nodes(rg_graph *g) {
     *g = out;
 }
 
+void rg_canon_inputs(const rg_graph *src, const rg_graph *dst, int map[RG_MAX_INPUTS]) {
+    renaming r;
+    for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
+    for (int i = 0; i < RG_MAX_GSYMS; i++) r.gmap[i] = -1;
+    r.next = r.gnext = 0;
+    visit_graph(src, &r);
+    visit_graph(dst, &r);
+    memcpy(map, r.map, sizeof r.map);
+}
+
 void rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst) {
     renaming r;
     for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;

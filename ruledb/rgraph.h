@@ -219,4 +219,8 @@ uint64_t rg_hash(const rg_graph *g);
  * get the source's input count. @pre both graphs valid. */
 void rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst);
 
+/* The renaming of inputs rg_canon_rule applies to src -> dst: map[i] is
+ * input i's canonical index, -1 when neither side reads it. */
+void rg_canon_inputs(const rg_graph *src, const rg_graph *dst, int map[RG_MAX_INPUTS]);
+
 #endif

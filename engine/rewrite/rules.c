@@ -434,6 +434,62 @@ static eg_status add_reverses(eg_ruleset *rs) {
     return rc;
 }
 
+struct eg_rule_index {
+    rule_set t;
+    uint8_t *guard; /* [rules] their 1x1 guards, on the canonical inputs */
+};
+
+/* Guard bits of src -> dst's inputs as bits of its canonical inputs. */
+static uint8_t canon_guard(const rg_graph *src, const rg_graph *dst, uint8_t guard) {
+    int map[RG_MAX_INPUTS];
+    uint8_t g = 0;
+    rg_canon_inputs(src, dst, map);
+    for (int i = 0; i < RG_MAX_INPUTS; i++)
+        if ((guard >> i & 1) && map[i] >= 0) g |= (uint8_t)(1u << map[i]);
+    return g;
+}
+
+eg_status eg_rule_index_new(const eg_ruleset *rs, eg_rule_index **out) {
+    size_t n = rs->n, cap = 16;
+    while (cap < 2 * n + 2) cap *= 2;
+    eg_rule_index *x = calloc(1, sizeof *x);
+    if (x) {
+        x->t = (rule_set){malloc(sizeof *x->t.key * (n ? n : 1)), calloc(cap, sizeof *x->t.slot), cap - 1};
+        x->guard = malloc(n ? n : 1);
+    }
+    if (!x || !x->t.key || !x->t.slot || !x->guard) return eg_rule_index_free(x), *out = NULL, EG_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        rule_put(&x->t, &rs->rule[i], (uint32_t)i);
+        x->guard[i] = canon_guard(&rs->rule[i].src, &rs->rule[i].dst, rs->plan[i].kernel1);
+    }
+    *out = x;
+    return EG_OK;
+}
+
+/* A rule of the index covers r when it is r renamed, both read with their
+ * unit enlarges stripped, and needs 1x1 kernels of no input r does not:
+ * it applies wherever r does. */
+size_t eg_rule_index_find(const eg_rule_index *x, const rdb_rule *r) {
+    rdb_rule k = *r, c;
+    uint8_t guard = 0;
+    if (rg_validate(&k.src, NULL, 0) != RG_OK || rg_validate(&k.dst, NULL, 0) != RG_OK) return EG_NO_MATE;
+    strip_unit_enlarges(&k.src, &guard), strip_unit_enlarges(&k.dst, &guard);
+    uint8_t want = canon_guard(&k.src, &k.dst, guard);
+    rg_canon_rule(&k.src, &k.dst, &c.src, &c.dst);
+    for (size_t h = rule_hash(&c) & x->t.mask;; h = (h + 1) & x->t.mask) {
+        uint32_t v = x->t.slot[h];
+        if (!v) return EG_NO_MATE;
+        if (rg_equal(&x->t.key[v - 1].src, &c.src) && rg_equal(&x->t.key[v - 1].dst, &c.dst) &&
+            !(x->guard[v - 1] & ~want))
+            return v - 1;
+    }
+}
+
+void eg_rule_index_free(eg_rule_index *x) {
+    if (!x) return;
+    free(x->t.key), free(x->t.slot), free(x->guard), free(x);
+}
+
 eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen) {
     uint8_t ours[16];
     *out = NULL;

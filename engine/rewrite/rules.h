@@ -109,6 +109,20 @@ int eg_ruleset_keeps_paths(const eg_ruleset *rs, size_t i);
 int eg_ruleset_reversed(const eg_ruleset *rs, size_t i);
 size_t eg_ruleset_mate(const eg_ruleset *rs, size_t i);
 
+/* An index of a ruleset's rules, the reverses it made included, by their
+ * canonical form: which rule of it covers a rule of another file as the
+ * engine reads that rule (its unit enlarges stripped, renamed), needing
+ * 1x1 kernels of no input that rule does not (so it applies wherever that
+ * rule does). prove --derive counts a rule of FULL so covered by the
+ * shipped ruleset as shipped, whatever FULL holds beside it.
+ * eg_rule_index_find: the index in rs, or EG_NO_MATE.
+ * @return EG_OK and *out (free with eg_rule_index_free, before rs), or
+ * EG_ENOMEM. */
+typedef struct eg_rule_index eg_rule_index;
+eg_status eg_rule_index_new(const eg_ruleset *rs, eg_rule_index **out);
+size_t eg_rule_index_find(const eg_rule_index *x, const rdb_rule *r);
+void eg_rule_index_free(eg_rule_index *x);
+
 /* Rules of the source file left out (not proved, or not matchable). */
 size_t eg_ruleset_skipped(const eg_ruleset *rs);
 
