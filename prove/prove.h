@@ -315,7 +315,8 @@ int pv_prune_file(const char *in, const char *out, const pv_derive_options *o, p
 
 typedef struct {
     size_t full;    /* rules of the full ruledb */
-    size_t shipped; /* of them, in the shipped one too */
+    size_t shipped; /* of them, in the shipped one too, as the engine reads
+                       it (renamed, unit enlarges stripped: eg_rule_index) */
     size_t reversed; /* of the others, the reverse of a shipped rule: the
                         engine reads a rule both ways, so these are shipped */
     size_t checked; /* the rest (with every > 1, a sample of them) */

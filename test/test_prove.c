@@ -856,6 +856,47 @@ static void test_prune_derivable_file(void **state) {
     rdb_free(f);
 }
 
+/* --derive reads FULL against the shipped file as the engine reads that
+ * file: a rule of FULL that one of its rules covers (renamed, a unit
+ * enlarge written out, the reverse) counts as shipped and is not checked,
+ * so what else FULL holds cannot change the order of the rules a check
+ * saturates with; a rule the shipped one covers only for 1x1 kernels
+ * (the same, bare) is checked. */
+static void test_derive_reads_as_engine(void **state) {
+    (void)state;
+    static const char bare[] = "(conv2d 1 SAME NONE 1 (conv2d 1 SAME NONE 1 x0 x1) x2) => "
+                               "(conv2d 1 SAME NONE 1 x0 (kmul x2 x1))";
+    static const char unit[] = "(conv2d 1 SAME NONE 1 (conv2d 1 SAME NONE 1 x1 x0) (enlarge 1x1 x2)) => "
+                               "(conv2d 1 SAME NONE 1 x1 (kmul (enlarge 1x1 x2) x0))";
+    static const char unit_back[] = "(conv2d 1 SAME NONE 1 x0 (kmul (enlarge 1x1 x1) x2)) => "
+                                    "(conv2d 1 SAME NONE 1 (conv2d 1 SAME NONE 1 x0 x2) (enlarge 1x1 x1))";
+    char shipped[300], full[300], text[1200], err[PV_ERRLEN];
+    pv_derive_options d;
+    pv_derive_report dr;
+    pv_derive_defaults(&d);
+    d.quiet = 1;
+    snprintf(shipped, sizeof shipped, "%s/engine-shipped.tasodb", scratch);
+    snprintf(full, sizeof full, "%s/engine-full.tasodb", scratch);
+    rdb_file *s = rules_of(bare), *f = NULL;
+    write_file(shipped, s);
+    rdb_free(s);
+    snprintf(text, sizeof text, "%s|%s|%s", bare, unit, unit_back);
+    write_file(full, f = rules_of(text));
+    rdb_free(f);
+    assert_int_equal(pv_derive_file(shipped, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.full, 3);
+    assert_int_equal(dr.shipped, 2); /* itself, and its twin for 1x1 kernels */
+    assert_int_equal(dr.reversed, 1);
+    assert_int_equal(dr.checked, 0);
+    s = rules_of(unit); /* shipped for 1x1 kernels only: the bare rule reaches further */
+    write_file(shipped, s);
+    rdb_free(s);
+    assert_int_equal(pv_derive_file(shipped, full, &d, &dr, NULL, err, sizeof err), PV_OK);
+    assert_int_equal(dr.shipped, 1);
+    assert_int_equal(dr.reversed, 1);
+    assert_int_equal(dr.checked, 1);
+}
+
 /* prove --prune-derivable --from prunes a pruned file again, by another
  * mode: a rule that writes a detour around commutation goes, the rules of
  * the first file not kept stay out, every rule of the full set is checked
@@ -1184,6 +1225,7 @@ int main(int argc, char **argv) {
     ADD("C02 bad inputs are input errors", test_bad_inputs);
     ADD("C03 cli usage", test_cli_usage);
     ADD("C04 pruning by derivability, and the proof nothing was lost", test_prune_derivable_file);
+    ADD("C04d prove --derive reads FULL against the shipped file as the engine reads it", test_derive_reads_as_engine);
     ADD("C04b pruning a pruned file again by another mode (--from)", test_prune_again_from);
     ADD("C04c the checks of a pruned file go on until one keeps none", test_prune_checks_converge);
     ADD("C05 proved pairs the known rules derive make no rule (--known)", test_known_rules);
