@@ -104,10 +104,7 @@ def main():
                               nodes=int(m.group(7)))
         print(f"prune.py: derive: {derive}", flush=True)
         rows = []
-        for path in searches.models():
-            name = os.path.basename(path)[:-5]
-            if a.only and name not in a.only:
-                continue
+        for name, path in searches.named_models(a.only):
             r = {"model": name}
             for s in searches.SEARCHES:
                 for label, extra in (("full", ["--ruledb", a.ruledb]), ("pruned", ["--ruledb", pruned])):

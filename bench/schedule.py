@@ -63,10 +63,7 @@ def main():
             ap.error(f"--run {spec}: LABEL=ENGINE:RULEDB")
         runs.append((label, engine, ruledb))
     rows = []
-    for path in searches.models():
-        name = os.path.basename(path)[:-5]
-        if a.only and name not in a.only:
-            continue
+    for name, path in searches.named_models(a.only):
         r = {"model": name}
         with tempfile.TemporaryDirectory() as tmp:
             for label, engine, ruledb in runs:

@@ -56,6 +56,15 @@ def models():
     return models_of(["bench/cache/*.onnx", "bench/cache/unseen/*.onnx", "bench/cache/multibranch/*_train.onnx"])
 
 
+def named_models(only=()):
+    """(name, path) of each of models() whose name (the file name without
+    .onnx) is in only, or of every one when only is empty."""
+    for path in models():
+        name = os.path.basename(path)[:-5]
+        if not only or name in only:
+            yield name, path
+
+
 def session(path):
     return ort_session(path, 1, rewrite=False)
 

@@ -618,23 +618,25 @@ static void reorder_nodes(rg_graph *g) {
     *g = out;
 }
 
+/* The renaming of src -> dst's inputs and group symbols, in order of first
+ * appearance in src then dst. */
+static void canon_renaming(const rg_graph *src, const rg_graph *dst, renaming *r) {
+    for (int i = 0; i < RG_MAX_INPUTS; i++) r->map[i] = -1;
+    for (int i = 0; i < RG_MAX_GSYMS; i++) r->gmap[i] = -1;
+    r->next = r->gnext = 0;
+    visit_graph(src, r);
+    visit_graph(dst, r);
+}
+
 void rg_canon_inputs(const rg_graph *src, const rg_graph *dst, int map[RG_MAX_INPUTS]) {
     renaming r;
-    for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
-    for (int i = 0; i < RG_MAX_GSYMS; i++) r.gmap[i] = -1;
-    r.next = r.gnext = 0;
-    visit_graph(src, &r);
-    visit_graph(dst, &r);
+    canon_renaming(src, dst, &r);
     memcpy(map, r.map, sizeof r.map);
 }
 
 void rg_canon_rule(const rg_graph *src, const rg_graph *dst, rg_graph *csrc, rg_graph *cdst) {
     renaming r;
-    for (int i = 0; i < RG_MAX_INPUTS; i++) r.map[i] = -1;
-    for (int i = 0; i < RG_MAX_GSYMS; i++) r.gmap[i] = -1;
-    r.next = r.gnext = 0;
-    visit_graph(src, &r);
-    visit_graph(dst, &r);
+    canon_renaming(src, dst, &r);
     apply_renaming(src, &r, csrc);
     apply_renaming(dst, &r, cdst);
     reorder_nodes(csrc);
