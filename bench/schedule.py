@@ -3,15 +3,16 @@
 sets, side by side: what a change to its scheduler, or a larger rule set,
 does to the final cost and the search's time on every model at hand.
 
-    python3 bench/schedule.py --run LABEL=ENGINE:RULEDB [--run ...]
+    python3 bench/schedule.py --run LABEL=ENGINE:RULEDB[:OPTIONS] [--run ...]
                               [--only NAME]... [--out bench/results/schedule.md]
 
 Each --run is an engine binary (a build of another commit copied aside,
-or out/bin/engine) and a ruledb. For each model (bench/searches.py's: the
+or out/bin/engine), a ruledb and, after a second colon, more engine
+options (as one word: "--egraph-nodes 100000"). For each model (bench/searches.py's: the
 bench set, bench/unseen.py's exports, the multi-branch training forms) and
 each run, in turn: `ENGINE optimize MODEL --deterministic --search egraph
---ruledb RULEDB` (analytic-cpu costs: the answer does not depend on the
-machine's load); its final cost, the search's seconds, why it stopped and
+--ruledb RULEDB OPTIONS` (analytic-cpu costs: the answer does not depend
+on the machine's load); its final cost, the search's seconds, why it stopped and
 the rounds. The first run is the reference: the summary counts, for every
 other run, the models it ends cheaper, dearer and the same on, and the
 search's seconds in total.
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -36,9 +38,10 @@ AFTER = re.compile(r"cost after: ([0-9.]+) us")
 SAT = re.compile(r"saturation: ([0-9.]+) s \(stopped: ([a-z -]+); (\d+) rounds")
 
 
-def run_one(engine, ruledb, model, tmp):
+def run_one(engine, ruledb, options, model, tmp):
     out = os.path.join(tmp, "out.onnx")
     cmd = [engine, "optimize", model, "-o", out, "--deterministic", "--search", "egraph", "--ruledb", ruledb, "-q"]
+    cmd += shlex.split(options)
     p = subprocess.run(cmd, capture_output=True, text=True)
     row = {"rc": p.returncode}
     a, s = AFTER.search(p.stdout + p.stderr), SAT.search(p.stdout + p.stderr)
@@ -51,25 +54,26 @@ def run_one(engine, ruledb, model, tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--run", action="append", required=True, help="LABEL=ENGINE:RULEDB")
+    ap.add_argument("--run", action="append", required=True, help="LABEL=ENGINE:RULEDB[:OPTIONS]")
     ap.add_argument("--only", action="append", default=[], help="model name (file name without .onnx)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "schedule.md"))
     a = ap.parse_args()
     runs = []
     for spec in a.run:
         label, _, rest = spec.partition("=")
-        engine, _, ruledb = rest.partition(":")
+        engine, _, rest = rest.partition(":")
+        ruledb, _, options = rest.partition(":")
         if not label or not engine or not ruledb:
-            ap.error(f"--run {spec}: LABEL=ENGINE:RULEDB")
-        runs.append((label, engine, ruledb))
+            ap.error(f"--run {spec}: LABEL=ENGINE:RULEDB[:OPTIONS]")
+        runs.append((label, engine, ruledb, options))
     rows = []
     for name, path in searches.named_models(a.only):
         r = {"model": name}
         with tempfile.TemporaryDirectory() as tmp:
-            for label, engine, ruledb in runs:
-                r[label] = run_one(engine, ruledb, path, tmp)
+            for label, engine, ruledb, options in runs:
+                r[label] = run_one(engine, ruledb, options, path, tmp)
         print("schedule.py: " + name + ": " + ", ".join(
-            f"{lb} {r[lb].get('after', float('nan')):.1f} us {r[lb].get('seconds', 0):.1f} s" for lb, _, _ in runs),
+            f"{lb} {r[lb].get('after', float('nan')):.1f} us {r[lb].get('seconds', 0):.1f} s" for lb, *_ in runs),
             flush=True)
         rows.append(r)
     write(a, runs, rows)
@@ -78,11 +82,11 @@ def main():
 def write(a, runs, rows):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    labels = [lb for lb, _, _ in runs]
+    labels = [lb for lb, *_ in runs]
     lines = ["# The e-graph search under several engines and rule sets", "",
-             f"`python3 bench/schedule.py {' '.join('--run ' + s for s in a.run)}` at {commit}, "
+             f"`python3 bench/schedule.py {' '.join('--run ' + shlex.quote(s) for s in a.run)}` at {commit}, "
              f"{time.strftime('%Y-%m-%d')}, 2 cores, load average at the end {os.getloadavg()[0]:.2f}. Each: "
-             "`ENGINE optimize MODEL --deterministic --search egraph --ruledb RULEDB` (analytic-cpu costs). "
+             "`ENGINE optimize MODEL --deterministic --search egraph --ruledb RULEDB OPTIONS` (analytic-cpu costs). "
              "Final cost in us; s: the search's seconds (saturation and extraction); stop and rounds.", "",
              "| model | " + " | ".join(f"{lb} us | {lb} s, stop" for lb in labels) + " |",
              "|---|" + "--:|---|" * len(labels)]
