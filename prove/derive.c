@@ -157,14 +157,11 @@ static int derive_against(const rdb_file *s, const rdb_file *f, const char *name
     }
     size_t n = rs ? eg_ruleset_count(rs) : 0;
     if (rc == PV_OK && !(enabled = malloc(n + 1))) rc = PV_ENOMEM;
-    /* a shipped rule, its reverse (made by the engine, of the same id) and a
-     * rule of full that is that reverse are what the engine applies */
+    /* a shipped rule and its reverse (made by the engine, of the same id)
+     * are what the engine applies; no rule of full is their mate, since
+     * those the index finds are left out */
     for (size_t i = 0; rc == PV_OK && i < n; i++) enabled[i] = eg_ruleset_rule(rs, i)->id < s->n_rules;
-    for (size_t i = 0; rc == PV_OK && i < n; i++) {
-        size_t m = eg_ruleset_mate(rs, i);
-        if (!enabled[i] && m != EG_NO_MATE && eg_ruleset_rule(rs, m)->id < s->n_rules) enabled[i] = 1, r->reversed++;
-    }
-    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a + same, r->reversed += reverse;
+    if (rc == PV_OK) r->full = f->n_rules, r->shipped = f->n_rules - delta.n_only_a + same, r->reversed = reverse;
     size_t *rule = NULL;
     signed char *derived = NULL;
     if (rc == PV_OK && (!(rule = malloc(sizeof *rule * (n + 1))) || !(derived = malloc(n + 1)))) rc = PV_ENOMEM;

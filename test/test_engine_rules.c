@@ -1804,7 +1804,8 @@ static rdb_rule one_rule(const char *text) {
  * rule that is it renamed, or by the reverse the engine made, read with
  * unit enlarges stripped, when that rule needs no 1x1 kernel the other
  * does not. prove --derive counts such rules shipped, so its verdicts do
- * not hang on what else FULL holds. */
+ * not hang on what else FULL holds. A rule's reverse in the file is one
+ * for the same 1x1 kernels. */
 static void test_rule_index(void **state) {
     (void)state;
     eg_ruleset *rs = rules("(conv2d 1 SAME NONE 1 (conv2d 1 SAME NONE 1 x0 x1) (enlarge 1x1 x2)) => "
@@ -1837,6 +1838,17 @@ static void test_rule_index(void **state) {
                  "(conv2d 1 SAME NONE 1 x0 (kmul (enlarge 1x1 x2) x1))");
     assert_int_equal(eg_rule_index_find(ix, &r), 0);
     eg_rule_index_free(ix);
+    eg_ruleset_free(rs);
+    /* a file holding a rule for 1x1 kernels and its reverse for any
+     * kernel: not one equation, each rule is read both ways */
+    rs = rules("(conv2d 1 SAME NONE 1 (conv2d 1 SAME NONE 1 x0 x1) (enlarge 1x1 x2)) => "
+               "(conv2d 1 SAME NONE 1 x0 (kmul (enlarge 1x1 x2) x1))|"
+               "(conv2d 1 SAME NONE 1 x0 (kmul x2 x1)) => (conv2d 1 SAME NONE 1 (conv2d 1 SAME NONE 1 x0 x1) x2)");
+    assert_int_equal(eg_ruleset_count(rs), 4);
+    for (size_t i = 0; i < 2; i++) {
+        assert_true(eg_ruleset_reversed(rs, eg_ruleset_mate(rs, i)));
+        assert_int_equal(eg_ruleset_kernel1(rs, eg_ruleset_mate(rs, i)), eg_ruleset_kernel1(rs, i));
+    }
     eg_ruleset_free(rs);
 }
 

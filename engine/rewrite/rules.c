@@ -380,64 +380,28 @@ static int admit(eg_ruleset *rs, const rdb_rule *r, uint8_t guard, uint8_t rever
 }
 
 /* An open-addressing set of rules by their canonical form (rgraph.h:
- * rg_canon_rule), to find a rule's reverse among the file's rules: prove
- * writes each direction in its own canonical form, so the reverse of a
- * rule is in the file renamed. */
+ * rg_canon_rule) and their 1x1 guards, to find a rule's reverse among the
+ * file's rules: prove writes each direction in its own canonical form, so
+ * the reverse of a rule is in the file renamed. */
 typedef struct {
-    rdb_rule *key; /* canonical src, dst of each file rule */
+    rdb_rule *key;  /* canonical src, dst of each file rule */
+    uint8_t *guard; /* its 1x1 guards, on the canonical inputs */
     uint32_t *slot; /* key index + 1; 0 empty */
     size_t mask;
 } rule_set;
 
+static eg_status rule_set_new(rule_set *t, size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n + 2) cap *= 2;
+    *t = (rule_set){malloc(sizeof *t->key * (n ? n : 1)), malloc(n ? n : 1), calloc(cap, sizeof *t->slot), cap - 1};
+    return t->key && t->guard && t->slot ? EG_OK : EG_ENOMEM;
+}
+
+static void rule_set_free(rule_set *t) { free(t->key), free(t->guard), free(t->slot); }
+
 static uint64_t rule_hash(const rdb_rule *k) {
     return rg_hash(&k->src) * 0x9e3779b97f4a7c15ull ^ rg_hash(&k->dst);
 }
-
-/* The file rule that is src -> dst renamed, or EG_NO_MATE. */
-static size_t rule_find(const rule_set *t, const rg_graph *src, const rg_graph *dst) {
-    rdb_rule k;
-    rg_canon_rule(src, dst, &k.src, &k.dst);
-    for (size_t h = rule_hash(&k) & t->mask;; h = (h + 1) & t->mask) {
-        uint32_t v = t->slot[h];
-        if (!v) return EG_NO_MATE;
-        if (rg_equal(&t->key[v - 1].src, &k.src) && rg_equal(&t->key[v - 1].dst, &k.dst)) return v - 1;
-    }
-}
-
-static void rule_put(rule_set *t, const rdb_rule *r, uint32_t i) {
-    rg_canon_rule(&r->src, &r->dst, &t->key[i].src, &t->key[i].dst);
-    size_t h = rule_hash(&t->key[i]) & t->mask;
-    while (t->slot[h]) h = (h + 1) & t->mask;
-    t->slot[h] = i + 1;
-}
-
-/* A proved rule is an equation: the engine also reads it right to left,
- * where that is a rule it can match (no output of the new left side is an
- * input, every input it needs is read there) and the file does not hold
- * that reverse already. The reverses follow the file's rules, in their
- * order, so a file that holds both directions gives the same ruleset as
- * before and a pruned file may hold one direction of each equation.
- * mate[] pairs the two directions. */
-static eg_status add_reverses(eg_ruleset *rs) {
-    size_t n = rs->n, cap = 16;
-    while (cap < 2 * n + 2) cap *= 2;
-    rule_set t = {malloc(sizeof *t.key * (n ? n : 1)), calloc(cap, sizeof *t.slot), cap - 1};
-    eg_status rc = t.key && t.slot ? EG_OK : EG_ENOMEM;
-    for (size_t i = 0; rc == EG_OK && i < n; i++) rule_put(&t, &rs->rule[i], (uint32_t)i);
-    for (size_t i = 0; rc == EG_OK && i < n; i++) {
-        rdb_rule r = {rs->rule[i].id, rs->rule[i].dst, rs->rule[i].src, rs->rule[i].prover};
-        size_t j = rule_find(&t, &r.src, &r.dst);
-        if (j != EG_NO_MATE) rs->mate[i] = j;
-        else if (admit(rs, &r, rs->plan[i].kernel1, 1)) rs->mate[i] = rs->n - 1, rs->mate[rs->n - 1] = i;
-    }
-    free(t.key), free(t.slot);
-    return rc;
-}
-
-struct eg_rule_index {
-    rule_set t;
-    uint8_t *guard; /* [rules] their 1x1 guards, on the canonical inputs */
-};
 
 /* Guard bits of src -> dst's inputs as bits of its canonical inputs. */
 static uint8_t canon_guard(const rg_graph *src, const rg_graph *dst, uint8_t guard) {
@@ -449,19 +413,62 @@ static uint8_t canon_guard(const rg_graph *src, const rg_graph *dst, uint8_t gua
     return g;
 }
 
+/* The first rule of t that is src -> dst renamed and needs 1x1 kernels
+ * of exactly the inputs `guard` names (covering 0), or of no input it
+ * does not name (covering 1), or EG_NO_MATE. */
+static size_t rule_find(const rule_set *t, const rg_graph *src, const rg_graph *dst, uint8_t guard, int covering) {
+    rdb_rule k;
+    uint8_t want = canon_guard(src, dst, guard);
+    rg_canon_rule(src, dst, &k.src, &k.dst);
+    for (size_t h = rule_hash(&k) & t->mask;; h = (h + 1) & t->mask) {
+        uint32_t v = t->slot[h];
+        if (!v) return EG_NO_MATE;
+        uint8_t have = t->guard[v - 1];
+        if (rg_equal(&t->key[v - 1].src, &k.src) && rg_equal(&t->key[v - 1].dst, &k.dst) &&
+            (covering ? !(have & ~want) : have == want))
+            return v - 1;
+    }
+}
+
+static void rule_put(rule_set *t, const rdb_rule *r, uint8_t guard, uint32_t i) {
+    rg_canon_rule(&r->src, &r->dst, &t->key[i].src, &t->key[i].dst);
+    t->guard[i] = canon_guard(&r->src, &r->dst, guard);
+    size_t h = rule_hash(&t->key[i]) & t->mask;
+    while (t->slot[h]) h = (h + 1) & t->mask;
+    t->slot[h] = i + 1;
+}
+
+/* A proved rule is an equation: the engine also reads it right to left,
+ * where that is a rule it can match (no output of the new left side is an
+ * input, every input it needs is read there) and the file does not hold
+ * that reverse already, for the same 1x1 kernels (a twin that holds for
+ * any kernel is another rule). The reverses follow the file's rules, in
+ * their order, so a file that holds both directions gives the same
+ * ruleset as before and a pruned file may hold one direction of each
+ * equation. mate[] pairs the two directions. */
+static eg_status add_reverses(eg_ruleset *rs) {
+    size_t n = rs->n;
+    rule_set t;
+    eg_status rc = rule_set_new(&t, n);
+    for (size_t i = 0; rc == EG_OK && i < n; i++) rule_put(&t, &rs->rule[i], rs->plan[i].kernel1, (uint32_t)i);
+    for (size_t i = 0; rc == EG_OK && i < n; i++) {
+        rdb_rule r = {rs->rule[i].id, rs->rule[i].dst, rs->rule[i].src, rs->rule[i].prover};
+        size_t j = rule_find(&t, &r.src, &r.dst, rs->plan[i].kernel1, 0);
+        if (j != EG_NO_MATE) rs->mate[i] = j;
+        else if (admit(rs, &r, rs->plan[i].kernel1, 1)) rs->mate[i] = rs->n - 1, rs->mate[rs->n - 1] = i;
+    }
+    rule_set_free(&t);
+    return rc;
+}
+
+struct eg_rule_index {
+    rule_set t;
+};
+
 eg_status eg_rule_index_new(const eg_ruleset *rs, eg_rule_index **out) {
-    size_t n = rs->n, cap = 16;
-    while (cap < 2 * n + 2) cap *= 2;
     eg_rule_index *x = calloc(1, sizeof *x);
-    if (x) {
-        x->t = (rule_set){malloc(sizeof *x->t.key * (n ? n : 1)), calloc(cap, sizeof *x->t.slot), cap - 1};
-        x->guard = malloc(n ? n : 1);
-    }
-    if (!x || !x->t.key || !x->t.slot || !x->guard) return eg_rule_index_free(x), *out = NULL, EG_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        rule_put(&x->t, &rs->rule[i], (uint32_t)i);
-        x->guard[i] = canon_guard(&rs->rule[i].src, &rs->rule[i].dst, rs->plan[i].kernel1);
-    }
+    if (!x || rule_set_new(&x->t, rs->n) != EG_OK) return eg_rule_index_free(x), *out = NULL, EG_ENOMEM;
+    for (size_t i = 0; i < rs->n; i++) rule_put(&x->t, &rs->rule[i], rs->plan[i].kernel1, (uint32_t)i);
     *out = x;
     return EG_OK;
 }
@@ -470,24 +477,16 @@ eg_status eg_rule_index_new(const eg_ruleset *rs, eg_rule_index **out) {
  * unit enlarges stripped, and needs 1x1 kernels of no input r does not:
  * it applies wherever r does. */
 size_t eg_rule_index_find(const eg_rule_index *x, const rdb_rule *r) {
-    rdb_rule k = *r, c;
+    rdb_rule k = *r;
     uint8_t guard = 0;
     if (rg_validate(&k.src, NULL, 0) != RG_OK || rg_validate(&k.dst, NULL, 0) != RG_OK) return EG_NO_MATE;
     strip_unit_enlarges(&k.src, &guard), strip_unit_enlarges(&k.dst, &guard);
-    uint8_t want = canon_guard(&k.src, &k.dst, guard);
-    rg_canon_rule(&k.src, &k.dst, &c.src, &c.dst);
-    for (size_t h = rule_hash(&c) & x->t.mask;; h = (h + 1) & x->t.mask) {
-        uint32_t v = x->t.slot[h];
-        if (!v) return EG_NO_MATE;
-        if (rg_equal(&x->t.key[v - 1].src, &c.src) && rg_equal(&x->t.key[v - 1].dst, &c.dst) &&
-            !(x->guard[v - 1] & ~want))
-            return v - 1;
-    }
+    return rule_find(&x->t, &k.src, &k.dst, guard, 1);
 }
 
 void eg_rule_index_free(eg_rule_index *x) {
     if (!x) return;
-    free(x->t.key), free(x->t.slot), free(x->guard), free(x);
+    rule_set_free(&x->t), free(x);
 }
 
 eg_status eg_ruleset_from_rdb(const rdb_file *f, eg_ruleset **out, char *err, size_t errlen) {
