@@ -30,10 +30,10 @@
 # more: depth 4 over every operator, the rules the divided run
 # (prove/divided/, hours on two cores, so not rerun here) proved that the
 # depth-3 set did not derive (prove --known; the command is in
-# bench/results/regen.md). It is not in ruledb/: the union prunes to 2,415
-# rules, but with them the e-graph
-# search ends dearer on two multi-branch training forms (FastViT 8%,
-# RepViT 2.6%; bench/results/depth4/prune_union.md);
+# bench/results/regen.md). It is not in ruledb/: the union prunes to 2,414
+# rules, but with them the e-graph search needs more e-nodes to end as
+# cheap on the multi-branch training forms (FastViT, RepViT;
+# bench/results/schedule.md, docs/rules.md);
 # bench/results/depth4/rules-d4.tasodb is that file. With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
