@@ -237,9 +237,10 @@ typedef struct {
 } restore;
 
 /* A rule of f the file does not derive: its equation is kept after all.
- * Not when its mate is kept already: the file holds the equation (f may
- * hold one rule twice, once with a unit enlarge written out, which the
- * engine strips, the two sharing one reverse). */
+ * Not when its mate is kept already: the file holds the equation. (Since
+ * a reverse pairs only for the same 1x1 guards, twins that differ by a
+ * unit enlarge no longer share one; the case stays for two rules of f
+ * the engine reads as one, which prove's dedup does not merge.) */
 static void restore_missed(const eg_ruleset *rs, size_t i, size_t fi, void *arg) {
     (void)rs, (void)i;
     restore *x = arg;
