@@ -32,6 +32,12 @@ struct entry {
     int scaled; /* counted in the scale of its class (eg_cost_node_estimate) */
 };
 
+/* A kernel timed or read from the cache file: log of its analytic price
+ * and log(timed / analytic). */
+struct scale_pt {
+    double la, lr;
+};
+
 struct eg_cost {
     eg_cost_kind kind;
     char *path;
@@ -54,9 +60,11 @@ struct eg_cost {
     FILE *trace;         /* eg_cost_trace: each kernel group timed, each
                             judgment's two deltas */
     eg_cost *shadow;     /* with trace: analytic-cpu, to compare with */
-    double scale_log[EG_CAL_COUNT]; /* per kernel class: the sum of log(timed /
-                                       analytic) over the kernels timed or read */
-    int scale_n[EG_CAL_COUNT];
+    struct scale_pt *scale[EG_CAL_COUNT]; /* per kernel class, the kernels timed
+                                             or read (eg_cost_node_estimate) */
+    int scale_n[EG_CAL_COUNT], scale_cap[EG_CAL_COUNT];
+    double scale_log; /* the sum of every point's lr */
+    int scale_all;    /* and their number */
 };
 
 typedef eg_cost_ctx graph_ctx;
@@ -349,7 +357,39 @@ static void count_scale(eg_cost *c, const eg_graph *g, int j, long e) {
     int cls = eg_cost_cal_of(&k);
     double a = eg_cost_kern_us(&k, cpu_kind(c->kind)), us = c->ent[e].us;
     if (cls < 0 || !(a > 0) || !(us > 0) || us == a || !isfinite(us)) return;
-    c->scale_log[cls] += log(us / a), c->scale_n[cls]++;
+    if (c->scale_n[cls] == c->scale_cap[cls]) {
+        int cap = c->scale_cap[cls] ? 2 * c->scale_cap[cls] : 16;
+        struct scale_pt *p = realloc(c->scale[cls], sizeof *p * (size_t)cap);
+        if (!p) return; /* the estimate goes on without this kernel */
+        c->scale[cls] = p, c->scale_cap[cls] = cap;
+    }
+    struct scale_pt pt = {log(a), log(us / a)};
+    c->scale[cls][c->scale_n[cls]++] = pt;
+    c->scale_log += pt.lr, c->scale_all++;
+}
+
+/* log(timed / analytic) at analytic price exp(la) in class cls: between
+ * the kernels timed nearest below and above it in analytic price,
+ * interpolated in la (their mean where several share one price; the
+ * nearest one's beyond the ends). @pre scale_n[cls] > 0. */
+static double scale_at(const eg_cost *c, int cls, double la) {
+    double lo = -INFINITY, hi = INFINITY, sum_lo = 0, sum_hi = 0;
+    int n_lo = 0, n_hi = 0;
+    for (int i = 0; i < c->scale_n[cls]; i++) {
+        const struct scale_pt *p = &c->scale[cls][i];
+        if (p->la <= la && p->la >= lo) {
+            if (p->la > lo) lo = p->la, sum_lo = 0, n_lo = 0;
+            sum_lo += p->lr, n_lo++;
+        }
+        if (p->la >= la && p->la <= hi) {
+            if (p->la < hi) hi = p->la, sum_hi = 0, n_hi = 0;
+            sum_hi += p->lr, n_hi++;
+        }
+    }
+    if (!n_lo) return sum_hi / n_hi;
+    if (!n_hi) return sum_lo / n_lo;
+    double r_lo = sum_lo / n_lo, r_hi = sum_hi / n_hi;
+    return hi > lo ? r_lo + (r_hi - r_lo) * (la - lo) / (hi - lo) : r_lo;
 }
 
 static double node_cost(eg_cost *c, const eg_graph *g, int node, const graph_ctx *x) {
@@ -383,12 +423,11 @@ double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node) {
     if (!measuring_kind(c->kind)) return eg_cost_node(c, g, node);
     if (n->kind == EG_KIND_OPAQUE) return eg_cost_opaque_us(g, n);
     if (!eg_cost_kern_of(g, n, &k)) return EG_COST_UNKNOWN_US;
-    int cls = eg_cost_cal_of(&k), m = 0;
-    double sum = 0;
-    if (cls >= 0 && c->scale_n[cls]) sum = c->scale_log[cls], m = c->scale_n[cls];
-    for (int i = 0; !m && i < EG_CAL_COUNT; i++) sum += c->scale_log[i], m += c->scale_n[i];
+    int cls = eg_cost_cal_of(&k);
     double a = eg_cost_kern_us(&k, cpu_kind(c->kind));
-    return m ? a * exp(sum / m) : a;
+    if (!(a > 0)) return a;
+    if (cls >= 0 && c->scale_n[cls]) return a * exp(scale_at(c, cls, log(a)));
+    return c->scale_all ? a * exp(c->scale_log / c->scale_all) : a;
 }
 
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node) { return node_cost(c, g, node, NULL); }
@@ -950,5 +989,6 @@ void eg_cost_free(eg_cost *c) {
     if (c->cuda) eg_cost_cuda_free(c->cuda);
     eg_cost_ort_free(c->ort);
     eg_cost_free(c->shadow);
+    for (int i = 0; i < EG_CAL_COUNT; i++) free(c->scale[i]);
     free(c);
 }

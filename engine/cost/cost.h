@@ -61,8 +61,9 @@
  *             fixed cost of a call from Python. A kernel the helper cannot
  *             run gets analytic-cpu's figure.
  *   cuda      the same measured on a CUDA device (cuDNN convolution with
- *             the algorithm cuDNN ranks first, cuBLAS sgemm, a copy kernel
- *             for the rest; cudaEvent timing, median of 15). Needs a device
+ *             the fastest algorithm found by trying each, cuBLAS sgemm, a
+ *             copy kernel for the rest; cudaEvent timing, median of 15; a
+ *             split0/split1 view its copy less an empty launch). Needs a device
  *             at eg_cost_new time; a kernel it cannot run gets the analytic
  *             figure.
  *
@@ -81,7 +82,7 @@
  *
  * line 1: the magic word, format version 1, the backend name
  * (eg_cost_kind_name) and the machine id (analytic: "any"; cpu: the CPU
- * model name from /proc/cpuinfo; cuda: the device name; ort: "onnxruntime
+ * model name from /proc/cpuinfo; cuda: the device name and ", views without a launch"; ort: "onnxruntime
  * VERSION, T thread(s), CPU MODEL"), one space each,
  * the machine id running to the end of the line. Then per key: the
  * canonical key in lowercase hex (an even number of digits, at most
@@ -233,11 +234,16 @@ double eg_cost_node(eg_cost *c, const eg_graph *g, int node);
 /* A price for node `node` of g without timing anything (the e-graph
  * prices thousands of e-nodes so, which a measuring backend could not
  * time within a search's limit). For a measuring backend: the analytic
- * price times the geometric mean of timed / analytic over the kernels of
- * its class that eg_cost_node answered so far, timed or read from the
- * cache file (of every class when none of its own was), so that it is in
- * the backend's microseconds and not the roofline's: priced unscaled,
- * every new node looked cheaper than the timed ones it replaced. Never
+ * price a times timed / analytic of the kernels of its class that
+ * eg_cost_node answered so far (timed or read from the cache file)
+ * nearest to a in analytic price, interpolated in log a between the one
+ * below and the one above (the geometric mean over every class when none
+ * of its own was answered), so that it is in the backend's microseconds
+ * and not the roofline's: priced unscaled, every new node looked cheaper
+ * than the timed ones it replaced; scaled by one mean for the class, a
+ * merged [768,2304] projection was priced at twice its time on an H200
+ * (the roofline's flops weigh more there than the GPU's), and BERT's Q/K/V
+ * merge was never picked. Never
  * the memo, even where it has the key: a kernel timed late in a first run
  * is in the cache file from the start of the second, which then prices
  * differently, searches differently and times what the first did not.
