@@ -197,13 +197,18 @@ static eg_graph *ops_graph(const ops_case *t) {
 }
 
 /* Check one node's cost on a backend: finite, positive (0 for the
- * constants), the same from a fresh model, a hit the second time. */
+ * constants; on cuda a split view of a few bytes may cost 0, its copy no
+ * longer than an empty launch), the same from a fresh model, a hit the
+ * second time. */
 static void check_node(eg_cost_kind kind, eg_graph *g, int is_const) {
     eg_cost *c1 = cost_new(kind, NULL);
     uint64_t hits, misses;
     double t1 = eg_cost_node(c1, g, 0);
+    const eg_node *n = &g->node[0];
+    int view = n->kind == EG_KIND_OPS && ops_table[n->op].form == OPS_FORM_SPLIT;
     assert_true(isfinite(t1));
     if (is_const) assert_true(t1 == 0);
+    else if (kind == EG_COST_CUDA && view) assert_true(t1 >= 0);
     else assert_true(t1 > 0);
     eg_cost_stats(c1, &hits, &misses);
     assert_int_equal(hits, 0);
