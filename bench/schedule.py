@@ -5,6 +5,7 @@ does to the final cost and the search's time on every model at hand.
 
     python3 bench/schedule.py --run LABEL=ENGINE:RULEDB[:OPTIONS] [--run ...]
                               [--only NAME]... [--out bench/results/schedule.md]
+                              [--measured CACHE]
 
 Each --run is an engine binary (a build of another commit copied aside,
 or out/bin/engine), a ruledb and, after a second colon, more engine
@@ -17,6 +18,15 @@ the rounds. The first run is the reference: the summary counts, for every
 other run, the models it ends cheaper, dearer and the same on, and the
 search's seconds in total.
 
+--measured CACHE: onnxruntime's measured costs instead (`--cost ort
+--no-verify --time-limit 600 --cost-cache COPY`), for a change to how a
+measuring backend prices what it has not timed. COPY is a copy of CACHE (a
+cost cache file; missing: an empty one) that every run shares, so every
+engine is charged the same time for a kernel; each model's runs go twice
+and the second round is reported, when every kernel the first round timed
+is read from COPY. Measured costs depend on the machine, so compare runs of
+one invocation only.
+
 Writes --out (markdown) and the same name with .jsonl.
 """
 import argparse
@@ -24,6 +34,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,9 +49,10 @@ AFTER = re.compile(r"cost after: ([0-9.]+) us")
 SAT = re.compile(r"saturation: ([0-9.]+) s \(stopped: ([a-z -]+); (\d+) rounds")
 
 
-def run_one(engine, ruledb, options, model, tmp):
+def run_one(engine, ruledb, options, model, tmp, cache=None):
     out = os.path.join(tmp, "out.onnx")
-    cmd = [engine, "optimize", model, "-o", out, "--deterministic", "--search", "egraph", "--ruledb", ruledb, "-q"]
+    cost = ["--cost", "ort", "--no-verify", "--time-limit", "600", "--cost-cache", cache] if cache else ["--deterministic"]
+    cmd = [engine, "optimize", model, "-o", out] + cost + ["--search", "egraph", "--ruledb", ruledb, "-q"]
     cmd += shlex.split(options)
     p = subprocess.run(cmd, capture_output=True, text=True)
     row = {"rc": p.returncode}
@@ -57,6 +69,7 @@ def main():
     ap.add_argument("--run", action="append", required=True, help="LABEL=ENGINE:RULEDB[:OPTIONS]")
     ap.add_argument("--only", action="append", default=[], help="model name (file name without .onnx)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "schedule.md"))
+    ap.add_argument("--measured", metavar="CACHE", help="onnxruntime's measured costs from a copy of CACHE")
     a = ap.parse_args()
     runs = []
     for spec in a.run:
@@ -67,16 +80,27 @@ def main():
             ap.error(f"--run {spec}: LABEL=ENGINE:RULEDB[:OPTIONS]")
         runs.append((label, engine, ruledb, options))
     rows = []
-    for name, path in searches.named_models(a.only):
-        r = {"model": name}
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as shared:
+        cache = None
+        if a.measured:
+            cache = os.path.join(shared, "costs.txt")
+            if os.path.exists(a.measured):
+                shutil.copyfile(a.measured, cache)
+        for name, path in searches.named_models(a.only):
+            rows.append(run_model(name, path, runs, cache))
+    write(a, runs, rows)
+
+
+def run_model(name, path, runs, cache):
+    r = {"model": name}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(2 if cache else 1):
             for label, engine, ruledb, options in runs:
-                r[label] = run_one(engine, ruledb, options, path, tmp)
+                r[label] = run_one(engine, ruledb, options, path, tmp, cache)
         print("schedule.py: " + name + ": " + ", ".join(
             f"{lb} {r[lb].get('after', float('nan')):.1f} us {r[lb].get('seconds', 0):.1f} s" for lb, *_ in runs),
             flush=True)
-        rows.append(r)
-    write(a, runs, rows)
+    return r
 
 
 def write(a, runs, rows):
@@ -84,9 +108,13 @@ def write(a, runs, rows):
                             text=True).stdout.strip()
     labels = [lb for lb, *_ in runs]
     lines = ["# The e-graph search under several engines and rule sets", "",
-             f"`python3 bench/schedule.py {' '.join('--run ' + shlex.quote(s) for s in a.run)}` at {commit}, "
-             f"{time.strftime('%Y-%m-%d')}, 2 cores, load average at the end {os.getloadavg()[0]:.2f}. Each: "
-             "`ENGINE optimize MODEL --deterministic --search egraph --ruledb RULEDB OPTIONS` (analytic-cpu costs). "
+             f"`python3 bench/schedule.py {' '.join('--run ' + shlex.quote(s) for s in a.run)}"
+             f"{' --measured ' + shlex.quote(a.measured) if a.measured else ''}` at {commit}, "
+             f"{time.strftime('%Y-%m-%d')}, 2 cores, load average at the end {os.getloadavg()[0]:.2f}. Each: " + (
+                 "`ENGINE optimize MODEL --cost ort --no-verify --time-limit 600 --cost-cache COPY --search egraph "
+                 "--ruledb RULEDB OPTIONS` (onnxruntime's measured costs, a copy of " + os.path.basename(a.measured) +
+                 " shared by every run; the second of two rounds). " if a.measured else
+                 "`ENGINE optimize MODEL --deterministic --search egraph --ruledb RULEDB OPTIONS` (analytic-cpu costs). ") +
              "Final cost in us; s: the search's seconds (saturation and extraction); stop and rounds.", "",
              "| model | " + " | ".join(f"{lb} us | {lb} s, stop" for lb in labels) + " |",
              "|---|" + "--:|---|" * len(labels)]
