@@ -430,6 +430,8 @@ double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node) {
     return c->scale_all ? a * exp(c->scale_log / c->scale_all) : a;
 }
 
+uint64_t eg_cost_estimate_epoch(const eg_cost *c) { return (uint64_t)c->scale_all; }
+
 double eg_cost_node(eg_cost *c, const eg_graph *g, int node) { return node_cost(c, g, node, NULL); }
 
 /* 1 when node j is a convolution (conv2d without a fused activation, or a

@@ -251,6 +251,12 @@ double eg_cost_node(eg_cost *c, const eg_graph *g, int node);
  * @pre as eg_cost_node. */
 double eg_cost_node_estimate(eg_cost *c, const eg_graph *g, int node);
 
+/* A number that changes whenever eg_cost_node_estimate may answer a node
+ * differently than before (a measuring backend timed or read a kernel
+ * that moves its scale); the same for the whole life of an analytic
+ * one. Whoever keeps estimates keeps them while it stays the same. */
+uint64_t eg_cost_estimate_epoch(const eg_cost *c);
+
 /* Sum of eg_cost_node over the nodes that are not weight-only
  * (eg_mark_weight_only), which cost 0: they are folded to initializers.
  * @pre as eg_mark_weight_only (topological order, producers indexed). */

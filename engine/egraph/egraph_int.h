@@ -81,6 +81,15 @@ typedef struct {
     int *tensor_cls;   /* the class of each tensor of g (-1: none) */
     int *node_en;      /* the e-node of each node of g */
     int dirty;         /* a union since the last rebuild */
+    /* Each e-node's own price as extract.c's prices() last made it, kept
+     * while the cost model's estimates stay the same (price_epoch) and
+     * the classes it reads and writes have their shapes: every round is
+     * extracted, and pricing every e-node anew each time was a third of
+     * the search. */
+    double *price;
+    unsigned char *priced; /* [e]: price[e] holds */
+    int cap_price;
+    uint64_t price_epoch;
 } ee_graph;
 
 /* The root of class a (path halving). Inline: every file of the e-graph

@@ -31,40 +31,84 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each live e-node's own price into nc[]. @return EG_OK or EG_ENOMEM. */
+/* Room in E's price memo for every e-node, the memo emptied when the
+ * cost model's estimates moved. @return EG_OK or EG_ENOMEM. */
+static eg_status price_memo(ee_graph *E, eg_cost *c) {
+    uint64_t epoch = eg_cost_estimate_epoch(c);
+    if (E->cap_price < E->n_nodes) {
+        int cap = E->n_nodes + E->n_nodes / 2 + 16;
+        double *p = realloc(E->price, sizeof *p * (size_t)cap);
+        if (p) E->price = p;
+        unsigned char *q = p ? realloc(E->priced, (size_t)cap) : NULL;
+        if (!q) return EG_ENOMEM;
+        E->priced = q;
+        memset(E->priced + E->cap_price, 0, (size_t)(cap - E->cap_price));
+        E->cap_price = cap;
+    }
+    if (epoch != E->price_epoch) memset(E->priced, 0, (size_t)E->cap_price), E->price_epoch = epoch;
+    return EG_OK;
+}
+
+/* 1 when e-node e's class and the classes it reads have their shapes (its
+ * price no longer changes with them). */
+static int shapes_known(ee_graph *E, int e) {
+    const ee_node *n = &E->n[e];
+    if (!E->c[ee_find(E, n->cls)].shaped) return 0;
+    for (int k = 0; k < n->n_kid; k++)
+        if (!E->c[ee_find(E, ee_kids(E, e)[k])].shaped) return 0;
+    return 1;
+}
+
+/* The tensor of class k in the scratch graph s, made at first use
+ * (cls_ten[k] < 0). @return EG_OK or EG_ENOMEM. */
+static eg_status scratch_tensor(ee_graph *E, eg_graph *s, int *cls_ten, int k, int *t) {
+    if (cls_ten[k] >= 0) return *t = cls_ten[k], EG_OK;
+    char name[32];
+    snprintf(name, sizeof name, "c%d", k);
+    eg_status rc = eg_add_tensor(s, name, t);
+    if (rc != EG_OK) return rc;
+    const ee_class *cl = &E->c[k];
+    s->tensor[*t].dtype = EG_DT_FLOAT;
+    s->tensor[*t].shape.rank = -1;
+    if (cl->shaped) eg_from_ten_shape(&cl->shape, &s->tensor[*t].shape);
+    if (cl->flags & EE_WEIGHT) s->tensor[*t].flags |= EG_TF_INIT;
+    cls_ten[k] = *t;
+    return EG_OK;
+}
+
+/* Each live e-node's own price into nc[], from E's memo where it holds.
+ * @return EG_OK or EG_ENOMEM. */
 static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
     eg_graph *s = eg_graph_new();
-    eg_status rc = s ? EG_OK : EG_ENOMEM;
-    char name[32];
-    for (int k = 0; rc == EG_OK && k < E->n_cls; k++) {
-        int t;
-        snprintf(name, sizeof name, "c%d", k);
-        rc = eg_add_tensor(s, name, &t);
-        if (rc != EG_OK) break;
-        const ee_class *cl = &E->c[ee_find(E, k)];
-        s->tensor[t].dtype = EG_DT_FLOAT;
-        s->tensor[t].shape.rank = -1;
-        if (cl->shaped) eg_from_ten_shape(&cl->shape, &s->tensor[t].shape);
-        if (cl->flags & EE_WEIGHT) s->tensor[t].flags |= EG_TF_INIT;
-    }
+    int *cls_ten = malloc(sizeof *cls_ten * (size_t)(E->n_cls + 1));
+    eg_status rc = s && cls_ten ? price_memo(E, c) : EG_ENOMEM;
+    for (int k = 0; rc == EG_OK && k < E->n_cls; k++) cls_ten[k] = -1;
     for (int e = 0; rc == EG_OK && e < E->n_nodes; e++) {
         const ee_node *n = &E->n[e];
         nc[e] = 0;
         if (n->dead || n->kind == EE_LEAF || n->kind == EE_PROJ) continue;
-        if (n->kind == EE_NODE) {
-            nc[e] = eg_cost_node(c, E->g, n->ref);
+        if (E->priced[e]) {
+            nc[e] = E->price[e];
             continue;
         }
-        int id;
-        if ((rc = eg_add_node(s, EG_KIND_OPS, "", n->n_kid, 0, 1, &id)) != EG_OK) break;
-        eg_node *d = &s->node[id];
-        d->op = n->op;
-        memcpy(d->param, n->param, sizeof d->param);
-        for (int k = 0; k < n->n_kid; k++) d->in[k] = ee_find(E, ee_kids(E, e)[k]);
-        d->out[0] = ee_find(E, n->cls);
-        nc[e] = eg_cost_node_estimate(c, s, id);
+        if (n->kind == EE_NODE) {
+            nc[e] = eg_cost_node(c, E->g, n->ref);
+        } else {
+            int id, t;
+            if ((rc = eg_add_node(s, EG_KIND_OPS, "", n->n_kid, 0, 1, &id)) != EG_OK) break;
+            s->node[id].op = n->op;
+            memcpy(s->node[id].param, n->param, sizeof s->node[id].param);
+            for (int k = 0; rc == EG_OK && k < n->n_kid; k++)
+                if ((rc = scratch_tensor(E, s, cls_ten, ee_find(E, ee_kids(E, e)[k]), &t)) == EG_OK) s->node[id].in[k] = t;
+            if (rc == EG_OK && (rc = scratch_tensor(E, s, cls_ten, ee_find(E, n->cls), &t)) == EG_OK) s->node[id].out[0] = t;
+            if (rc != EG_OK) break;
+            nc[e] = eg_cost_node_estimate(c, s, id);
+        }
+        if (eg_cost_estimate_epoch(c) == E->price_epoch && shapes_known(E, e))
+            E->price[e] = nc[e], E->priced[e] = 1;
     }
     eg_free(s);
+    free(cls_ten);
     return rc;
 }
 
