@@ -30,6 +30,7 @@ one invocation only.
 Writes --out (markdown) and the same name with .jsonl.
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -56,6 +57,9 @@ def run_one(engine, ruledb, options, model, tmp, cache=None):
     cmd += shlex.split(options)
     p = subprocess.run(cmd, capture_output=True, text=True)
     row = {"rc": p.returncode}
+    if p.returncode == 0 and os.path.exists(out):
+        with open(out, "rb") as f:
+            row["sha256"] = hashlib.sha256(f.read()).hexdigest()
     a, s = AFTER.search(p.stdout + p.stderr), SAT.search(p.stdout + p.stderr)
     if a:
         row["after"] = float(a.group(1))
@@ -136,9 +140,10 @@ def write(a, runs, rows):
         cheaper = sum(r[lb]["after"] < r[ref]["after"] * (1 - 1e-6) for r in both)
         dearer = sum(r[lb]["after"] > r[ref]["after"] * (1 + 1e-6) for r in both)
         failed = len(rows) - len(both)
+        same_bytes = sum("sha256" in r[ref] and r[lb].get("sha256") == r[ref]["sha256"] for r in rows)
         lines.append(f"- {lb} against {ref}: cheaper on {cheaper}, dearer on {dearer}, the same on "
                      f"{len(both) - cheaper - dearer} of {len(rows)}" + (f" ({failed} failed)" if failed else "") +
-                     f"; search seconds in total {total:.1f}.")
+                     f" (the same output bytes on {same_bytes}); search seconds in total {total:.1f}.")
     with open(a.out + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(a.out + ".tmp", a.out)

@@ -813,6 +813,43 @@ static void test_estimate_scaled(void **state) {
     eg_free(g);
 }
 
+/* With two kernels of a class timed, a node between them in analytic
+ * price takes a scale between theirs, interpolated in the logarithm of
+ * the price; one beyond them takes the nearest one's; and the estimate's
+ * epoch moves with each kernel timed (an analytic one's never). */
+static void test_estimate_interpolated(void **state) {
+    (void)state;
+    eg_graph *g = eg_graph_new();
+    int32_t p[OPS_MAX_PARAMS] = {1, OPS_PAD_SAME, OPS_ACT_NONE, 1};
+    int sizes[4] = {8, 32, 96, 160}, node[4];
+    for (int i = 0; i < 4; i++) {
+        char x[8], w[8], y[8];
+        snprintf(x, sizeof x, "x%d", i), snprintf(w, sizeof w, "w%d", i), snprintf(y, sizeof y, "y%d", i);
+        int xi = tensor(g, x, 4, (int64_t[]){1, sizes[i], 16, 16}, EG_TF_INPUT);
+        int wi = tensor(g, w, 4, (int64_t[]){sizes[i], sizes[i], 1, 1}, EG_TF_INPUT);
+        node[i] = ops_node(g, OP_CONV2D, p, xi, wi, y);
+    }
+    index_ok(g);
+    eg_cost *an = cost_new(EG_COST_ANALYTIC_CPU, NULL), *c = cost_new(EG_COST_CPU, NULL);
+    double a[4];
+    for (int i = 0; i < 4; i++) a[i] = eg_cost_node(an, g, node[i]);
+    assert_true(a[0] < a[1] && a[1] < a[2] && a[2] < a[3]);
+    assert_true(eg_cost_estimate_epoch(an) == 0);
+    uint64_t e0 = eg_cost_estimate_epoch(c);
+    double t0 = eg_cost_node(c, g, node[0]);
+    uint64_t e1 = eg_cost_estimate_epoch(c);
+    double t2 = eg_cost_node(c, g, node[2]);
+    assert_true(e1 != e0 && eg_cost_estimate_epoch(c) != e1);
+    double r0 = log(t0 / a[0]), r2 = log(t2 / a[2]);
+    double r1 = r0 + (r2 - r0) * (log(a[1]) - log(a[0])) / (log(a[2]) - log(a[0]));
+    double want1 = a[1] * exp(r1), want3 = a[3] * t2 / a[2];
+    assert_true(fabs(eg_cost_node_estimate(c, g, node[1]) - want1) <= 1e-9 * want1);
+    assert_true(fabs(eg_cost_node_estimate(c, g, node[3]) - want3) <= 1e-9 * want3);
+    eg_cost_free(an);
+    eg_cost_free(c);
+    eg_free(g);
+}
+
 /* ================= cache file ================= */
 
 /* Cost every table row on the cpu backend, save, reload: the same costs
@@ -1072,6 +1109,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_merge_matmuls);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cpu_conv_measures);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_estimate_scaled);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_estimate_interpolated);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_corpus);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_written_inside);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_layernorm_charged_once);

@@ -66,10 +66,12 @@ static double price_of(ee_graph *E, const double *np, const double *share, const
 eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const unsigned char *paid, double *best,
                       int *pick) {
     int *left = malloc(sizeof *left * (size_t)(E->n_nodes + 1));
+    int *cls_of = malloc(sizeof *cls_of * (size_t)(E->n_nodes + 1)); /* each e-node's root class: read
+                                                                        compactly in the loop below */
     cand *h = malloc(sizeof *h * (size_t)(E->n_nodes + E->n_cls + 1));
     unsigned char *done = calloc((size_t)E->n_cls + 1, 1);
     long nh = 0;
-    if (!left || !h || !done) return free(left), free(h), free(done), EG_ENOMEM;
+    if (!left || !cls_of || !h || !done) return free(left), free(cls_of), free(h), free(done), EG_ENOMEM;
     for (int c = 0; c < E->n_cls; c++) {
         best[c] = DBL_MAX;
         if (paid && paid[c]) best[c] = 0, done[c] = 1;
@@ -78,13 +80,13 @@ eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const 
     for (int e = 0; e < E->n_nodes; e++) {
         const ee_node *n = &E->n[e];
         const int *k = ee_kids(E, e);
+        int c = cls_of[e] = ee_find(E, n->cls);
         left[e] = 0;
         if (n->dead) continue;
         for (int i = 0; i < n->n_kid; i++) {
             int dup = !ee_kid_new(k, i);
             if (!dup && !done[k[i]]) left[e]++;
         }
-        int c = ee_find(E, n->cls);
         if (!left[e] && !done[c]) heap_push(h, &nh, (cand){price_of(E, np, share, best, pick, e), c, e});
     }
     while (nh) {
@@ -92,12 +94,12 @@ eg_status ee_pick_all(ee_graph *E, const double *np, const double *share, const 
         if (done[x.c]) continue;
         done[x.c] = 1, pick[x.c] = x.e, best[x.c] = x.cost;
         for (int i = 0; i < E->c[x.c].n_par; i++) {
-            int e = E->cpar[E->c[x.c].par0 + i], c = ee_find(E, E->n[e].cls);
+            int e = E->cpar[E->c[x.c].par0 + i], c = cls_of[e];
             if (--left[e] == 0 && !done[c])
                 heap_push(h, &nh, (cand){price_of(E, np, share, best, pick, e), c, e});
         }
     }
-    free(left), free(h), free(done);
+    free(left), free(cls_of), free(h), free(done);
     return EG_OK;
 }
 
