@@ -55,7 +55,7 @@ static int shapes_known(ee_graph *E, int e) {
     const ee_node *n = &E->n[e];
     if (!E->c[ee_find(E, n->cls)].shaped) return 0;
     for (int k = 0; k < n->n_kid; k++)
-        if (!E->c[ee_find(E, ee_kids(E, e)[k])].shaped) return 0;
+        if (ee_kids(E, e)[k] >= 0 && !E->c[ee_find(E, ee_kids(E, e)[k])].shaped) return 0;
     return 1;
 }
 
@@ -98,8 +98,11 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
             if ((rc = eg_add_node(s, EG_KIND_OPS, "", n->n_kid, 0, 1, &id)) != EG_OK) break;
             s->node[id].op = n->op;
             memcpy(s->node[id].param, n->param, sizeof s->node[id].param);
-            for (int k = 0; rc == EG_OK && k < n->n_kid; k++)
-                if ((rc = scratch_tensor(E, s, cls_ten, ee_find(E, ee_kids(E, e)[k]), &t)) == EG_OK) s->node[id].in[k] = t;
+            for (int k = 0; rc == EG_OK && k < n->n_kid; k++) { /* a kid < 0: an input left out */
+                int kid = ee_kids(E, e)[k];
+                s->node[id].in[k] = -1;
+                if (kid >= 0 && (rc = scratch_tensor(E, s, cls_ten, ee_find(E, kid), &t)) == EG_OK) s->node[id].in[k] = t;
+            }
             if (rc == EG_OK && (rc = scratch_tensor(E, s, cls_ten, ee_find(E, n->cls), &t)) == EG_OK) s->node[id].out[0] = t;
             if (rc != EG_OK) break;
             nc[e] = eg_cost_node_estimate(c, s, id);
