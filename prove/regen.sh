@@ -85,7 +85,10 @@ step prune-3 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-2.tasodb
 # before its checks.) Not at larger bounds: a rule derived only in more
 # rounds than one of the engine's search passes runs (5) is one the
 # search may not find in a model (bench/results/regen.md: at 8 rounds the
-# set is 1,958 rules, and two Transposes around a Relu stay).
+# set is 1,958 rules, and two Transposes around a Relu stay). At 6 rounds
+# a seventh step keeps 1,996, but the search needs 6 rounds a pass and
+# 100,000 e-nodes to end as cheap with it, 1.6x the time
+# (bench/results/depth4/schedule_r6.md).
 if [ -f "$depth4" ]; then
     full=$work/full.tasodb
     "$bin/ruledb" merge -o "$full" "$out" "$depth4"

@@ -229,7 +229,7 @@ void ee_free(ee_graph *E) {
     for (int c = 0; c < E->n_cls; c++) free(E->c[c].value);
     free(E->n), free(E->kids), free(E->c), free(E->hc), free(E->cnode), free(E->cpar);
     free(E->op_start), free(E->op_list), free(E->tensor_cls), free(E->node_en);
-    free(E->price), free(E->priced);
+    free(E->price);
     memset(E, 0, sizeof *E);
 }
 

@@ -86,8 +86,7 @@ typedef struct {
      * the classes it reads and writes have their shapes: every round is
      * extracted, and pricing every e-node anew each time was a third of
      * the search. */
-    double *price;
-    unsigned char *priced; /* [e]: price[e] holds */
+    double *price; /* [e]: its price, < 0 when none is kept */
     int cap_price;
     uint64_t price_epoch;
 } ee_graph;

@@ -31,21 +31,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Room in E's price memo for every e-node, the memo emptied when the
- * cost model's estimates moved. @return EG_OK or EG_ENOMEM. */
+/* Room in E's price memo for every e-node (a price < 0: none kept), the
+ * memo emptied when the cost model's estimates moved.
+ * @return EG_OK or EG_ENOMEM. */
 static eg_status price_memo(ee_graph *E, eg_cost *c) {
     uint64_t epoch = eg_cost_estimate_epoch(c);
     if (E->cap_price < E->n_nodes) {
         int cap = E->n_nodes + E->n_nodes / 2 + 16;
         double *p = realloc(E->price, sizeof *p * (size_t)cap);
-        if (p) E->price = p;
-        unsigned char *q = p ? realloc(E->priced, (size_t)cap) : NULL;
-        if (!q) return EG_ENOMEM;
-        E->priced = q;
-        memset(E->priced + E->cap_price, 0, (size_t)(cap - E->cap_price));
-        E->cap_price = cap;
+        if (!p) return EG_ENOMEM;
+        for (int e = E->cap_price; e < cap; e++) p[e] = -1;
+        E->price = p, E->cap_price = cap;
     }
-    if (epoch != E->price_epoch) memset(E->priced, 0, (size_t)E->cap_price), E->price_epoch = epoch;
+    if (epoch != E->price_epoch)
+        for (int e = 0; e < E->cap_price; e++) E->price[e] = -1;
+    E->price_epoch = epoch;
     return EG_OK;
 }
 
@@ -87,7 +87,7 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
         const ee_node *n = &E->n[e];
         nc[e] = 0;
         if (n->dead || n->kind == EE_LEAF || n->kind == EE_PROJ) continue;
-        if (E->priced[e]) {
+        if (E->price[e] >= 0) {
             nc[e] = E->price[e];
             continue;
         }
@@ -108,7 +108,7 @@ static eg_status prices(ee_graph *E, eg_cost *c, double *nc) {
             nc[e] = eg_cost_node_estimate(c, s, id);
         }
         if (eg_cost_estimate_epoch(c) == E->price_epoch && shapes_known(E, e))
-            E->price[e] = nc[e], E->priced[e] = 1;
+            E->price[e] = nc[e];
     }
     eg_free(s);
     free(cls_ten);
