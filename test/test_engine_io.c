@@ -285,6 +285,10 @@ static const lower_case lower_cases[] = {
      "legal_layer_scale.onnx", "ls_a", EG_KIND_OPS, OP_SCALE, {1}},
     {"L55 ... the other Mul too (its operands swapped)", "legal_layer_scale.onnx", "ls_b", EG_KIND_OPS,
      OP_SCALE, {1}},
+    /* found by fuzz_onnx: export could not write it (opset 3 has no numpy
+     * broadcasting); the reader of an opaque two-input Sin of [4,1,1] */
+    {"L56 opset 3 Add of [4,1,1] and [1,4,6,6] without broadcast = 1 stays opaque",
+     "fuzz_legacy_unequal.onnx", "res", EG_KIND_OPAQUE, 0, {0}},
 };
 #define N_LOWER_CASES (sizeof lower_cases / sizeof lower_cases[0])
 
@@ -483,6 +487,10 @@ static const err_case err_cases[] = {
      * holds a truncated varint; onnx cannot load it, so neither may we */
     {"E27 a node's metadata_props is not protobuf", SRC_CORPUS, "bad_node_metadata.onnx", {0},
      EG_EFORMAT, {"not a valid ONNX model", "truncated varint"}},
+    /* found by fuzz_onnx: a Slice with a negative step of an empty axis
+     * was one element long, and the folder read past the empty value */
+    {"E28 pads folded from a Slice of an empty value", SRC_CORPUS, "fuzz_slice_empty.onnx", {0},
+     EG_ESHAPE, {"node 'y' (Pad)", "0 pads for 4 axes"}},
 };
 #define N_ERR_CASES (sizeof err_cases / sizeof err_cases[0])
 
@@ -943,6 +951,24 @@ static void test_fold_window(void **state) {
     eg_free(g);
 }
 
+/* Found by fuzz_onnx. A Sum of int constants folds as the Adds import
+ * lowers it to (else export wrote Adds that the next import folded: not
+ * a fixed point); a Not of a float constant (not valid ONNX) is left to
+ * the runtime instead of read as ints. */
+static void test_fold_fuzzed(void **state) {
+    (void)state;
+    eg_graph *g = load_ok("fuzz_sum_folds.onnx");
+    assert_false(has_node(g, "w_hm"));
+    const eg_tensor *t = &g->tensor[eg_find_tensor(g, "pads")];
+    assert_true(t->flags & EG_TF_INIT);
+    int64_t pads[8] = {0, 0, 0, 0, 0, 2, 1, 0}; /* (7 - (5 + 7)) mod 7 = 2, as Mod(5, 7) gave */
+    for (int i = 0; i < 8; i++) assert_int_equal(int_at(t, i), pads[i]);
+    eg_free(g);
+    g = load_ok("fuzz_not_float.onnx");
+    assert_true(has_node(g, "mod_f"));
+    eg_free(g);
+}
+
 /* ================= main ================= */
 
 
@@ -957,6 +983,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_cofs);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_transformer);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_window);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fold_fuzzed);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_sorted);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pieces_in_place);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_smul_split);

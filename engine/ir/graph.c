@@ -821,6 +821,13 @@ int eg_shape_known(const eg_shape *s) {
     return 1;
 }
 
+int eg_shape_equal(const eg_shape *a, const eg_shape *b) {
+    if (a->rank != b->rank) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i]) return 0;
+    return 1;
+}
+
 const eg_tensor *eg_node_in(const eg_graph *g, const eg_node *n, int k) {
     if (k >= n->n_in || n->in[k] < 0) return NULL;
     return &g->tensor[n->in[k]];

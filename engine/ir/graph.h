@@ -427,6 +427,9 @@ int64_t eg_shape_numel(const eg_shape *s);
 int64_t eg_param_count(const eg_graph *g);
 /* 1 when the rank and every dim are known. */
 int eg_shape_known(const eg_shape *s);
+/* 1 when a and b have the same rank and the same dims (unknown ones -1
+ * alike). */
+int eg_shape_equal(const eg_shape *a, const eg_shape *b);
 /* Input k of node n: its tensor, or NULL when omitted; its shape, or an
  * unknown one when omitted (the accessors every shape rule starts with). */
 const eg_tensor *eg_node_in(const eg_graph *g, const eg_node *n, int k);

@@ -551,10 +551,25 @@ static eg_status legacy_channel(ictx *c, int j) {
     return EG_OK;
 }
 
+/* Before opset 7 an Add/Mul/Div without broadcast = 1 reads equal shapes
+ * (the export writes no attribute then). Known shapes that differ (a file
+ * not valid there) keep the node opaque, as the file wrote it. */
+static int legacy_unequal(const eg_graph *g, const eg_node *n) {
+    if (g->opset >= 7 || (n->attr.flags & EG_AF_LEGACY_BCAST) || n->n_in != 2 || n->in[0] < 0 || n->in[1] < 0 ||
+        (n->mop != EG_MOP_ADD && n->mop != EG_MOP_MUL && n->mop != EG_MOP_DIV))
+        return 0;
+    const eg_shape *a = &g->tensor[n->in[0]].shape, *b = &g->tensor[n->in[1]].shape;
+    return eg_shape_known(a) && eg_shape_known(b) && !eg_shape_equal(a, b);
+}
+
 /* Model node j's shapes, kept opaque when outside its model op. */
 static eg_status infer_model(ictx *c, int j, char *msg, size_t len) {
     eg_node *n = &c->g->node[j];
     if (n->kind != EG_KIND_MODEL) return EG_OK;
+    if (legacy_unequal(c->g, n)) {
+        demote(c, n);
+        return EG_OK;
+    }
     eg_status rc = legacy_channel(c, j);
     if (rc != EG_OK) return rc;
     rc = eg_infer_node(c->g, j, msg, len);

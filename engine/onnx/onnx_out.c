@@ -46,10 +46,6 @@ static eg_status split_attrs(octx *c, const eg_node *n, nbuild *b) {
     return EG_OK;
 }
 
-static int same_shape(const eg_shape *a, const eg_shape *b) {
-    return a->rank == b->rank && !memcmp(a->dim, b->dim, sizeof(int64_t) * (size_t)(a->rank > 0 ? a->rank : 0));
-}
-
 /* Reshape: the target an input from opset 5, the attribute "shape" before
  * (Reshape-1), whichever form the node holds it in. */
 static eg_status reshape_attrs(octx *c, const eg_node *n, nbuild *b) {
@@ -84,7 +80,7 @@ static eg_status model_attrs(octx *c, const eg_node *n, nbuild *b) {
         eo_nb_int(b, "transA", (a->flags & EG_AF_TRANS_A) != 0);
         eo_nb_int(b, "transB", (a->flags & EG_AF_TRANS_B) != 0);
         if (c->g->opset < 7 && n->n_in > 2 && n->in[2] >= 0 &&
-            !same_shape(&c->g->tensor[n->in[2]].shape, &c->g->tensor[n->out[0]].shape))
+            !eg_shape_equal(&c->g->tensor[n->in[2]].shape, &c->g->tensor[n->out[0]].shape))
             eo_nb_int(b, "broadcast", 1); /* a C other than [M, N] (numpy-equal: infer.c) */
         break;
     case EG_MOP_CONCAT:

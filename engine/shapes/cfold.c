@@ -33,13 +33,6 @@ static eg_status cval_store(const cval *v, eg_tensor *t) {
     return EG_OK;
 }
 
-static int same_shape(const eg_shape *a, const eg_shape *b) {
-    if (a->rank != b->rank) return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dim[i] != b->dim[i]) return 0;
-    return 1;
-}
-
 /* Offset into a value of shape vs broadcast (right-aligned) to os of the
  * flat index of os. */
 static int64_t boff(const eg_shape *vs, const eg_shape *os, int64_t flat) {
@@ -161,6 +154,7 @@ static int f_cmp(eg_xop op, const cval *a, const cval *b, cval *o) {
 }
 
 static int f_unary(eg_xop op, const cval *x, cval *o) {
+    if (op == EG_X_NOT && (x->isf || o->isf)) return -1; /* Not of a float: not valid ONNX, left to the runtime */
     for (int64_t k = 0; k < o->n; k++) {
         if (op == EG_X_NOT) {
             o->i[k] = !x->i[k];
@@ -302,7 +296,7 @@ static int f_constant(const cctx *c, cval *o) {
 /* Do the inputs whose elements become the output's hold the same kind
  * (integer or floating) as the output? Cast alone converts. */
 static int kinds_match(fold f, const cval *in, int nin, const cval *o) {
-    int first = f == F_WHERE ? 1 : 0, last = f == F_BIN ? 2 : f == F_WHERE ? 3 : f == F_CONCAT ? nin : 1;
+    int first = f == F_WHERE ? 1 : 0, last = f == F_BIN ? 2 : f == F_WHERE ? 3 : f == F_CONCAT || f == F_SUM ? nin : 1;
     if (f == F_CAST || f == F_CMP || f == F_SHAPE || f == F_SIZE || f == F_COFS || f == F_CONSTANT ||
         f == F_REDPROD)
         return 1;
@@ -339,7 +333,7 @@ static int bcast_to(const cctx *c, const cval *in, int nin, const cval *o) {
 static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
     const eg_shape *x = cf_in_s(c, 0);
     fold f = cf_xop_table[c->op].fold;
-    if ((f == F_BIN || f == F_CMP || f == F_WHERE || f == F_EXPAND) && !bcast_to(c, in, nin, o))
+    if ((f == F_BIN || f == F_SUM || f == F_CMP || f == F_WHERE || f == F_EXPAND) && !bcast_to(c, in, nin, o))
         return -1;
     if (!kinds_match(f, in, nin, o)) return -1;
     if ((f == F_UNARY && (nin < 1 || in[0].n != o->n)) ||
@@ -382,6 +376,12 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
         return 0;
     }
     case F_BIN: return nin < 2 ? -1 : f_bin(c->op, (int)cf_a_int(c, "fmod", 0), &in[0], &in[1], o);
+    case F_SUM: /* as import lowers it, Add(Add(x0, x1), x2)..., each sum rounded */
+        if (nin < 1 || (o->n && !in[0].n)) return -1;
+        for (int64_t k = 0; k < o->n; k++) cv_copy(o, k, &in[0], boff(&in[0].s, &o->s, k));
+        for (int k = 1; k < nin; k++)
+            if (f_bin(EG_X_ADD, 0, o, &in[k], o)) return -1;
+        return 0;
     case F_TRANSPOSE: return f_transpose(c, &in[0], o);
     case F_CMP: return nin < 2 ? -1 : f_cmp(c->op, &in[0], &in[1], o);
     case F_WHERE:
@@ -424,7 +424,7 @@ static int fold_ready(const cctx *c) {
         if (u && (!(u->flags & EG_TF_INIT) || !cf_foldable_dt(u->dtype) || !eg_shape_known(&u->shape)))
             return 0;
         /* legacy broadcasting is not numpy's: fold only equal shapes */
-        if (u && cf_legacy_bcast(c) && !same_shape(&u->shape, &t->shape)) return 0;
+        if (u && cf_legacy_bcast(c) && !eg_shape_equal(&u->shape, &t->shape)) return 0;
     }
     return 1;
 }

@@ -77,8 +77,8 @@ int cf_slice_plan(const cctx *c, const eg_shape *x, int64_t *start, int64_t *ste
         if (s == INT64_MIN) s = -INT64_MAX;
         int64_t d = x->dim[a], b = st[k], e = en[k];
         step[a] = s;
-        if (d < 0) {
-            len[a] = -1;
+        if (d <= 0) { /* unknown, or empty: no clamp range for a negative step */
+            len[a] = d;
             continue;
         }
         if (b < 0) b += d;

@@ -249,8 +249,7 @@ static eg_status infer_sum(const ictx *c) {
     for (int k = 0; k < c->n->n_in; k++) {
         const eg_shape *s = in_s(c, k);
         if (!in_t(c, k)) return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "input %d is omitted", k);
-        if (c->g->opset < 8 && (!eg_shape_known(s) || !eg_shape_known(&o) || s->rank != o.rank ||
-                                memcmp(s->dim, o.dim, sizeof(int64_t) * (size_t)o.rank)))
+        if (c->g->opset < 8 && (!eg_shape_known(s) || !eg_shape_known(&o) || !eg_shape_equal(s, &o)))
             return eg_node_errf(c->err, c->errlen, EG_EUNSUPPORTED, c->n, "opset %d Sum needs equal known shapes", c->g->opset);
         if (eg_shape_broadcast(&o, s, &t))
             return eg_node_errf(c->err, c->errlen, EG_ESHAPE, c->n, "shapes %s and %s do not broadcast", eg_shape_str(&o, NULL, sa, sizeof sa), eg_shape_str(s, NULL, sb, sizeof sb));
