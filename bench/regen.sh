@@ -76,9 +76,9 @@ syn() { # graphs classes candidates
     proved=$(grep -m1 'candidates in' "$pl" | sed -E 's/.*: ([0-9]+) proved.*/\1/')
     rules=$(grep -m1 '^prove: rules' "$pl" | sed -E 's/.* ([0-9]+) after output-side context.*/\1/')
     echo "| prove (merged candidates) | | $cls | $cand | $proved | $rules | $(wall "$pl") | $(cpu "$pl") | $(rss "$pl") |"
-    for s in prune prune-2 prune-3 prune-4 prune-5 prune-6; do # equations in, rules kept (the last: ruledb/pruned.tasodb)
+    for s in prune prune-2 prune-3 prune-4 prune-5 prune-6 prune-7; do # equations in, rules kept (the last: ruledb/pruned.tasodb)
         ul=$tmp/logs/$s.log
-        [ -f "$ul" ] || continue # the last three only with the depth-4 file
+        [ -f "$ul" ] || continue # the last four only with the depth-4 file
         echo "| $s by derivability ($(grep -m1 -oE 'rounds [0-9]+, e-nodes [0-9]+, by [a-z]+' "$ul")) | | | $(grep -m1 -oE '[0-9]+ equations' "$ul" | cut -d' ' -f1) | | $(grep -m1 -oE 'holds [0-9]+ rules' "$ul" | cut -d' ' -f2) | $(wall "$ul") | $(cpu "$ul") | $(rss "$ul") |"
     done
     cl=$tmp/logs/check.log

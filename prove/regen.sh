@@ -26,15 +26,13 @@
 # engine's e-graph, bounded by rounds and e-nodes, never by time), in
 # three steps over OUT: PRUNED, one rule per equation kept (the engine
 # reads each rule both ways), the set built into the engine. When there,
-# ruledb/depth4.tasodb (DEPTH4 names another) is pruned in with three
+# ruledb/depth4.tasodb (DEPTH4 names another) is pruned in with four
 # more: depth 4 over every operator, the rules the divided run
 # (prove/divided/, hours on two cores, so not rerun here) proved that the
 # depth-3 set did not derive (prove --known; the command is in
-# bench/results/regen.md). It is not in ruledb/: the union prunes to 2,414
-# rules, but with them the e-graph search needs more e-nodes to end as
-# cheap on the multi-branch training forms (FastViT, RepViT;
-# bench/results/schedule.md, docs/rules.md);
-# bench/results/depth4/rules-d4.tasodb is that file. With LOGDIR,
+# bench/results/regen.md). The last step derives at 6 rounds and 20,000
+# e-nodes: 1,996 rules, and the engine's search runs 6 rounds a pass and
+# 100,000 e-nodes to end as cheap with them (docs/rules.md). With LOGDIR,
 # each step's summary goes to LOGDIR/STEP.log (bench/regen.sh reads them)
 # and its counts to stdout, a line or two per step; without it the steps
 # are quiet.
@@ -77,18 +75,18 @@ step prune "$bin/prove" --prune-derivable "$out" -o "$work/pruned-1.tasodb"
 step prune-2 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-1.tasodb" --derive-by detours \
     -o "$work/pruned-2.tasodb"
 step prune-3 "$bin/prove" --prune-derivable "$out" --from "$work/pruned-2.tasodb" --derive-by detours -o "$third"
-# With the depth-4 file, three times more over OUT and the depth-4 rules
+# With the depth-4 file, four times more over OUT and the depth-4 rules
 # merged, from the set pruned so: the first keeps every depth-4 rule that
 # set does not derive (its checks against the file), the next two prune
-# those and the set together, smallest first. (The first step over the
-# merged file from nothing took an hour here: it keeps many times more
-# before its checks.) Not at larger bounds: a rule derived only in more
-# rounds than one of the engine's search passes runs (5) is one the
-# search may not find in a model (bench/results/regen.md: at 8 rounds the
-# set is 1,958 rules, and two Transposes around a Relu stay). At 6 rounds
-# a seventh step keeps 1,996, but the search needs 6 rounds a pass and
-# 100,000 e-nodes to end as cheap with it, 1.6x the time
-# (bench/results/depth4/schedule_r6.md).
+# those and the set together, smallest first, and the last once more at
+# 6 rounds and 20,000 e-nodes. (The first step over the merged file from
+# nothing took an hour here: it keeps many times more before its checks.)
+# The last step's rounds are the engine's search's rounds a pass (6): a
+# rule derived only in more is one the search may not find in a model
+# (bench/results/regen.md: at 8 rounds two Transposes around a Relu
+# stay). At 4 rounds the union keeps 2,414 rules; at 6, 1,996, and the
+# search needs 100,000 e-nodes a pass to end as cheap with them as with
+# the depth-3 set alone (bench/results/depth4/schedule_r6.md).
 if [ -f "$depth4" ]; then
     full=$work/full.tasodb
     "$bin/ruledb" merge -o "$full" "$out" "$depth4"
@@ -97,5 +95,7 @@ if [ -f "$depth4" ]; then
     step prune-5 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-4.tasodb" --derive-by detours \
         -o "$work/pruned-5.tasodb"
     step prune-6 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-5.tasodb" --derive-by detours \
-        -o "$pruned"
+        -o "$work/pruned-6.tasodb"
+    step prune-7 "$bin/prove" --prune-derivable "$full" --from "$work/pruned-6.tasodb" --derive-by detours \
+        --derive-rounds 6 --derive-nodes 20000 -o "$pruned"
 fi

@@ -76,8 +76,8 @@ typedef struct {
     const char *search;     /* "egraph" (NULL: the default): equality
                                saturation, or "backtrack" (engine optimize
                                --search) */
-    int egraph_iters;       /* with "egraph": rounds at most (0: 5) */
-    int egraph_nodes;       /* with "egraph": e-nodes at most (0: 50000) */
+    int egraph_iters;       /* with "egraph": rounds at most (0: 6) */
+    int egraph_nodes;       /* with "egraph": e-nodes at most (0: 100000) */
     int egraph_passes;      /* with "egraph": passes at most (0: 6) */
     int no_second_opinion;  /* 1: verify times no second opinion, the search
                                again under the analytic cost that it does

@@ -91,8 +91,8 @@ void eg_search_opts_init(eg_search_opts *o) {
     o->threads = 2;
     o->second_opinion = 1;
     o->egraph = 0;
-    o->iterations = 5;
-    o->max_nodes = 50000;
+    o->iterations = 6;
+    o->max_nodes = 100000;
     o->passes = 6;
     o->match_limit = 2000;
     o->ban_rounds = 2;

@@ -92,8 +92,8 @@ typedef struct {
     int progress;      /* 1: a progress line on stderr every second */
     int egraph;        /* 1: search by equality saturation (egraph/egraph.h)
                           instead; 0 (default): this backtracking search */
-    int iterations;    /* saturation: rounds of match and apply (default 5) */
-    int max_nodes;     /* saturation: e-nodes at most (default 50000) */
+    int iterations;    /* saturation: rounds of match and apply (default 6) */
+    int max_nodes;     /* saturation: e-nodes at most (default 100000) */
     int passes;        /* saturation: passes at most (default 6); a pass that
                           gained and stopped at a limit restarts from its
                           result (egraph/saturate.c) */
