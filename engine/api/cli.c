@@ -63,7 +63,7 @@ static const char usage_text[] =
     "    --alpha A           keep graphs under A x the best cost (default 1.05)\n"
     "    --budget N          at most N graph expansions (default 200)\n"
     "                        (--alpha or --budget without --search: backtrack)\n"
-    "    --time-limit S      at most S seconds of search (default 10; with\n"
+    "    --time-limit S      at most S seconds of search (default 60; with\n"
     "                        --deterministic 600, a safety net: the bounds above\n"
     "                        decide, and a search the clock stopped says so);\n"
     "                        verify's second opinion has S seconds of its own\n"

@@ -49,7 +49,7 @@ typedef struct tasoc_ruledb tasoc_ruledb;
 /* Options of tasoc_optimize; tasoc_opts_init sets the engine's defaults. */
 typedef struct {
     double alpha;           /* keep graphs under alpha x best cost, 1..10 */
-    double time_limit;      /* seconds, >= 0 (tasoc_opts_init: 10); with
+    double time_limit;      /* seconds, >= 0 (tasoc_opts_init: 60); with
                                deterministic, give a far safety net, as
                                engine optimize --deterministic's 600, so
                                that the work bounds decide (the summary's

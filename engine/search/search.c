@@ -86,7 +86,9 @@ const char *eg_stop_name(eg_stop s) {
 void eg_search_opts_init(eg_search_opts *o) {
     o->alpha = 1.05;
     o->budget = 200;
-    o->time_limit = 10.0;
+    o->time_limit = 60.0; /* a safety net: the search at its default bounds
+                             takes 6 s on the largest bench model, a cold cost
+                             cache and a busy machine several times that */
     o->progress = 0;
     o->threads = 2;
     o->second_opinion = 1;

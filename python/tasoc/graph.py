@@ -468,7 +468,7 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
     """Optimize as `engine optimize` does: built-in rewrites, the
     cost-based search with the rules (the shipped ruledb unless `ruledb`),
     weight folding, and by default a check of the result where it will run.
-    time_limit caps the seconds (None: 10, or with deterministic=True 600,
+    time_limit caps the seconds (None: 60, or with deterministic=True 600,
     a safety net: the search's work bounds decide, and the result's warning
     says when the clock stopped it).
 
@@ -508,7 +508,7 @@ def optimize(graph: Graph, alpha: Optional[float] = None, budget: Optional[int] 
     if search is None:
         search = "backtrack" if alpha is not None or budget is not None else "egraph"
     if time_limit is None:
-        time_limit = 600.0 if deterministic else 10.0
+        time_limit = 600.0 if deterministic else 60.0
     alpha = 1.0 if alpha is None else alpha
     budget = 1000 if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
