@@ -87,6 +87,11 @@ static int mod_int(int dt, int fmod_c, uint64_t x, uint64_t y, int64_t *r) {
     return 0;
 }
 
+/* o = x broadcast to o's shape (Expand, and a Sum's first addend). */
+static void bcast_copy(cval *o, const cval *x) {
+    for (int64_t k = 0; k < o->n; k++) cv_copy(o, k, x, boff(&x->s, &o->s, k));
+}
+
 /* Elementwise binary ops (fmod: Mod's attribute). @return 0, or -1 when
  * not foldable here. */
 static int f_bin(eg_xop op, int fmod_c, const cval *a, const cval *b, cval *o) {
@@ -363,7 +368,7 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
         return 0;
     case F_GATHER: return nin < 2 ? -1 : f_gather(c, &in[0], &in[1], o);
     case F_EXPAND:
-        for (int64_t k = 0; k < o->n; k++) cv_copy(o, k, &in[0], boff(&in[0].s, &o->s, k));
+        bcast_copy(o, &in[0]);
         return 0;
     case F_CONCAT: return f_concat(c, in, nin, o);
     case F_SLICE: return f_slice(c, &in[0], o);
@@ -378,7 +383,7 @@ static int fold_eval(const cctx *c, const cval *in, int nin, cval *o) {
     case F_BIN: return nin < 2 ? -1 : f_bin(c->op, (int)cf_a_int(c, "fmod", 0), &in[0], &in[1], o);
     case F_SUM: /* as import lowers it, Add(Add(x0, x1), x2)..., each sum rounded */
         if (nin < 1 || (o->n && !in[0].n)) return -1;
-        for (int64_t k = 0; k < o->n; k++) cv_copy(o, k, &in[0], boff(&in[0].s, &o->s, k));
+        bcast_copy(o, &in[0]);
         for (int k = 1; k < nin; k++)
             if (f_bin(EG_X_ADD, 0, o, &in[k], o)) return -1;
         return 0;
